@@ -1,0 +1,82 @@
+// Package testenv finds the real things integration tests need: a Podman API,
+// the sandbox image, and MCP servers installed from npm by scripts/test.sh.
+//
+// On a developer machine a missing piece skips the test with the command that
+// provides it. With CI=true a missing piece fails the test: CI must exercise
+// everything.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// DefaultImage is the sandbox image scripts/build-image.sh builds.
+const DefaultImage = "localhost/codebridge-sandbox:latest"
+
+// InCI reports whether the tests run in CI, where nothing may be skipped.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Missing skips t, or fails it in CI, because what the test needs is absent.
+func Missing(t testing.TB, what, fix string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("%s is missing (CI=true, so this is a failure): %s", what, fix)
+	}
+	t.Skipf("%s is missing: %s", what, fix)
+}
+
+// Image returns the sandbox image tests use: $MCP_BRIDGE_IMAGE or [DefaultImage].
+func Image() string {
+	if img := os.Getenv("MCP_BRIDGE_IMAGE"); img != "" {
+		return img
+	}
+	return DefaultImage
+}
+
+// RequirePodmanBinary returns the path of the podman CLI, or skips/fails t.
+func RequirePodmanBinary(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("podman")
+	if err != nil {
+		Missing(t, "podman", "run scripts/setup.sh")
+	}
+	return p
+}
+
+// NPMDir is where scripts/test.sh installs the npm MCP servers and client:
+// $CODEBRIDGE_TEST_NPM_DIR, else ~/.cache/codebridge/npm.
+func NPMDir() string {
+	if d := os.Getenv("CODEBRIDGE_TEST_NPM_DIR"); d != "" {
+		return d
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	return filepath.Join(cache, "codebridge", "npm")
+}
+
+// NPMBin returns the path of an executable installed under [NPMDir]
+// (e.g. "mcp-server-everything"), or skips/fails t.
+func NPMBin(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(NPMDir(), "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		Missing(t, "npm package providing "+name, "run scripts/test.sh (it installs the test servers into "+NPMDir()+")")
+	}
+	return p
+}
+
+// NPMModule returns the directory of an npm package installed under [NPMDir]
+// (e.g. "@modelcontextprotocol/sdk"), or skips/fails t.
+func NPMModule(t testing.TB, pkg string) string {
+	t.Helper()
+	p := filepath.Join(NPMDir(), "node_modules", filepath.FromSlash(pkg))
+	if _, err := os.Stat(p); err != nil {
+		Missing(t, "npm package "+pkg, "run scripts/test.sh (it installs test dependencies into "+NPMDir()+")")
+	}
+	return p
+}
