@@ -1,0 +1,336 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// python3 returns the host's python3, or skips the test.
+func python3(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: these tests drive the real bootstrap with the host's python3")
+	}
+	return p
+}
+
+// run drives the real bootstrap in a python3 subprocess, as a container would.
+func run(t testing.TB, p Program, h Host) (*Result, error) {
+	t.Helper()
+	return runCtx(t, t.Context(), p, h)
+}
+
+func runCtx(t testing.TB, ctx context.Context, p Program, h Host) (*Result, error) {
+	t.Helper()
+	py := python3(t)
+	argv := Command()
+	cmd := exec.Command(py, argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		if s := stderr.String(); s != "" {
+			t.Logf("python3 stderr outside the protocol: %s", s)
+		}
+	})
+	if h == nil {
+		h = &fakeHost{}
+	}
+	return Exec(ctx, stdin, stdout, p, h)
+}
+
+func mustRun(t testing.TB, code string) *Result {
+	t.Helper()
+	res, err := run(t, Program{Code: code}, nil)
+	if err != nil {
+		t.Fatalf("Exec: %v (result %+v)", err, res)
+	}
+	return res
+}
+
+func TestCommand(t *testing.T) {
+	argv := Command()
+	if len(argv) != 5 || argv[0] != "python3" || argv[1] != "-I" || argv[2] != "-u" || argv[3] != "-c" {
+		t.Fatalf("Command() = %q", argv[:4])
+	}
+}
+
+func TestPlainCode(t *testing.T) {
+	tests := []struct {
+		name       string
+		code       string
+		stdout     string // exact, unless contains is set
+		stderr     string // substring
+		exitCode   int
+		kind       FailureKind
+		errType    string
+		errMessage string   // substring
+		traceback  []string // substrings
+		notInTB    []string
+	}{
+		{name: "print", code: "print('hello')\nprint('wörld', 1+1)", stdout: "hello\nwörld 2\n"},
+		{name: "empty", code: "", stdout: ""},
+		{name: "stderr", code: "import sys\nprint('oops', file=sys.stderr)", stderr: "oops\n"},
+		{
+			name: "exception", code: "x = 1\ndef f():\n    return x / 0\nf()\n",
+			exitCode: 1, kind: FailException, errType: "ZeroDivisionError", errMessage: "division by zero",
+			traceback: []string{`File "<run_python>", line 4, in <module>`, "    f()", `line 3, in f`, "return x / 0", "ZeroDivisionError: division by zero"},
+			notInTB:   []string{"codebridge", "asyncio"},
+		},
+		{
+			name: "syntax error", code: "x = 1\ny = (2 +\n",
+			exitCode: 1, kind: FailException, errType: "SyntaxError",
+			traceback: []string{`File "<run_python>", line 2`, "y = (2 +", "SyntaxError"},
+			notInTB:   []string{"codebridge"},
+		},
+		{
+			name: "chained exception", code: "try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('bad') from e\n",
+			exitCode: 1, kind: FailException, errType: "ValueError", errMessage: "bad",
+			traceback: []string{"KeyError: 'k'", "direct cause", "ValueError: bad", "raise ValueError('bad') from e"},
+			notInTB:   []string{"codebridge"},
+		},
+		{name: "top-level await", code: "import asyncio\nawait asyncio.sleep(0.01)\nprint(await asyncio.gather(*(asyncio.sleep(0, r) for r in range(3))))", stdout: "[0, 1, 2]\n"},
+		{
+			name: "exception after await", code: "import asyncio\nawait asyncio.sleep(0)\nraise RuntimeError('late')\n",
+			exitCode: 1, kind: FailException, errType: "RuntimeError", errMessage: "late",
+			traceback: []string{`File "<run_python>", line 3`, "raise RuntimeError('late')"}, notInTB: []string{"asyncio", "codebridge"},
+		},
+		{name: "sys.exit()", code: "import sys\nprint('a')\nsys.exit()", stdout: "a\n"},
+		{name: "sys.exit(0)", code: "import sys\nsys.exit(0)"},
+		{name: "sys.exit(3)", code: "import sys\nsys.exit(3)", exitCode: 3, kind: FailExit, errMessage: "exit status 3"},
+		{name: "sys.exit(str)", code: "import sys\nsys.exit('goodbye')", exitCode: 1, kind: FailExit, stderr: "goodbye\n"},
+		{name: "exit in await", code: "import asyncio, sys\nawait asyncio.sleep(0)\nsys.exit(4)", exitCode: 4, kind: FailExit},
+		{name: "raise SystemExit(None)", code: "raise SystemExit(None)"},
+		{
+			name: "memory error", code: "raise MemoryError()", exitCode: 1, kind: FailOOM, errType: "MemoryError",
+		},
+		{name: "input gets EOF", code: "try:\n    input()\nexcept EOFError:\n    print('eof')\nimport sys\nprint(repr(sys.stdin.read()))", stdout: "eof\n''\n"},
+		{name: "os.write", code: "import os\nos.write(1, b'raw\\n')\nos.write(2, b'err\\n')", stdout: "raw\n", stderr: "err\n"},
+		{name: "os.system", code: "import os\nos.system('echo from-shell; echo shell-err >&2')", stdout: "from-shell\n", stderr: "shell-err\n"},
+		{name: "subprocess", code: "import subprocess, sys\nsubprocess.run(['echo', 'child'])\nsubprocess.run([sys.executable, '-c', 'import sys; sys.stderr.write(\"c2\")'])", stdout: "child\n", stderr: "c2"},
+		{name: "subprocess read stdin", code: "import subprocess\nprint(repr(subprocess.run(['cat'], capture_output=True).stdout))", stdout: "b''\n"},
+		{name: "interleaved order", code: "import os\nprint('1')\nos.write(1, b'2\\n')\nos.system('echo 3')\nprint('4')", stdout: "1\n2\n3\n4\n"},
+		{name: "frame bytes in output", code: "import sys\nsys.stdout.write('X\\x00\\x00\\x00\\x05hello')\nsys.stdout.buffer.write(b'Q\\xff\\xff\\xff\\xff')", stdout: "X\x00\x00\x00\x05helloQ\uFFFD"},
+		{name: "fresh __main__", code: "import sys\nclass A: pass\nprint(__name__, A.__module__, sys.modules['__main__'].A is A)", stdout: "__main__ __main__ True\n"},
+		{name: "background process holding pipe", code: "import subprocess\nsubprocess.Popen(['sleep', '5'])\nprint('done')", stdout: "done\n"},
+		{name: "print without newline at exit", code: "print('partial', end='')", stdout: "partial"},
+		{name: "user thread still printing", code: "import threading, time\ndef spam():\n    while True:\n        print('x')\n        time.sleep(0.001)\nthreading.Thread(target=spam, daemon=True).start()\ntime.sleep(0.05)\nprint('end')"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			res := mustRun(t, tt.code)
+			if tt.name == "background process holding pipe" && time.Since(start) > 5*time.Second {
+				t.Errorf("run took %v: a background process holding the pipe must not block the exit", time.Since(start))
+			}
+			if tt.name != "user thread still printing" && res.Stdout != tt.stdout {
+				t.Errorf("stdout = %q, want %q", res.Stdout, tt.stdout)
+			}
+			if tt.name == "user thread still printing" && !strings.Contains(res.Stdout, "end\n") {
+				t.Errorf("stdout = %q, want it to contain end", res.Stdout)
+			}
+			if !strings.Contains(res.Stderr, tt.stderr) {
+				t.Errorf("stderr = %q, want it to contain %q", res.Stderr, tt.stderr)
+			}
+			if res.ExitCode != tt.exitCode {
+				t.Errorf("exit code = %d, want %d", res.ExitCode, tt.exitCode)
+			}
+			if tt.kind == "" {
+				if res.Error != nil {
+					t.Fatalf("error = %+v, want none", res.Error)
+				}
+				return
+			}
+			if res.Error == nil {
+				t.Fatalf("error = nil, want kind %q", tt.kind)
+			}
+			f := res.Error
+			if f.Kind != tt.kind || (tt.errType != "" && f.Type != tt.errType) || !strings.Contains(f.Message, tt.errMessage) {
+				t.Errorf("error = %+v, want kind %q type %q message containing %q", f, tt.kind, tt.errType, tt.errMessage)
+			}
+			for _, s := range tt.traceback {
+				if !strings.Contains(f.Traceback, s) {
+					t.Errorf("traceback lacks %q:\n%s", s, f.Traceback)
+				}
+			}
+			for _, s := range tt.notInTB {
+				if strings.Contains(f.Traceback, s) {
+					t.Errorf("traceback contains %q:\n%s", s, f.Traceback)
+				}
+			}
+		})
+	}
+}
+
+func TestCtypesPrintf(t *testing.T) {
+	res := mustRun(t, `
+try:
+    import ctypes, ctypes.util
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+except Exception as e:
+    print("SKIP", e)
+else:
+    libc.printf(b"from C %d\n", 42)
+    print("from Python")
+`)
+	if strings.HasPrefix(res.Stdout, "SKIP") {
+		t.Skipf("ctypes unavailable: %s", res.Stdout)
+	}
+	// C stdio is block-buffered on a pipe, so its text arrives at exit, after Python's.
+	for _, want := range []string{"from C 42\n", "from Python\n"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("stdout = %q, want it to contain %q", res.Stdout, want)
+		}
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	t.Run("10 MB single line", func(t *testing.T) {
+		start := time.Now()
+		res := mustRun(t, "import sys\nsys.stdout.write('a' * (10 << 20))\nprint('b' * 10, file=sys.stderr)")
+		t.Logf("10 MB line: %v", time.Since(start))
+		if res.StdoutBytes != 10<<20 {
+			t.Errorf("stdout bytes = %d, want %d", res.StdoutBytes, 10<<20)
+		}
+		want := strings.Repeat("a", DefaultOutputLimit) + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", DefaultOutputLimit, 10<<20)
+		if res.Stdout != want {
+			t.Errorf("stdout = %d bytes ending %q, want %d bytes", len(res.Stdout), res.Stdout[max(0, len(res.Stdout)-60):], len(want))
+		}
+		if !res.StdoutTruncated || res.StderrTruncated {
+			t.Errorf("truncated = %v/%v, want true/false", res.StdoutTruncated, res.StderrTruncated)
+		}
+		if res.Stderr != strings.Repeat("b", 10)+"\n" || res.StderrBytes != 11 {
+			t.Errorf("stderr = %q (%d bytes)", res.Stderr, res.StderrBytes)
+		}
+	})
+	t.Run("custom limit cuts at a character boundary", func(t *testing.T) {
+		res, err := run(t, Program{Code: "print('é' * 10, end='')", OutputLimit: 5}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "éé\n[output truncated: 4 of 20 bytes shown]"
+		if res.Stdout != want || res.StdoutBytes != 20 || !res.StdoutTruncated {
+			t.Errorf("stdout = %q (%d bytes, truncated %v), want %q", res.Stdout, res.StdoutBytes, res.StdoutTruncated, want)
+		}
+	})
+	t.Run("exactly at limit", func(t *testing.T) {
+		res, err := run(t, Program{Code: "print('abcd', end='')", OutputLimit: 4}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Stdout != "abcd" || res.StdoutTruncated {
+			t.Errorf("stdout = %q truncated %v", res.Stdout, res.StdoutTruncated)
+		}
+	})
+	t.Run("invalid UTF-8 is replaced (one U+FFFD per run)", func(t *testing.T) {
+		res := mustRun(t, "import os\nos.write(1, b'ok\\xff\\xfe!')")
+		if res.Stdout != "ok\uFFFD!" {
+			t.Errorf("stdout = %q", res.Stdout)
+		}
+	})
+}
+
+func TestContextCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := runCtx(t, ctx, Program{Code: "import time\nprint('before', flush=True)\ntime.sleep(30)"}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Exec returned after %v", d)
+	}
+	if res == nil || res.Stdout != "before\n" {
+		t.Errorf("partial result = %+v, want stdout before", res)
+	}
+}
+
+func TestNoExitFrame(t *testing.T) {
+	res, err := run(t, Program{Code: "import os\nprint('bye', flush=True)\nimport time; time.sleep(0.1)\nos._exit(9)"}, nil)
+	if !errors.Is(err, ErrNoExit) {
+		t.Fatalf("err = %v, want ErrNoExit", err)
+	}
+	if res.Error != nil {
+		t.Errorf("Result.Error = %+v, want nil", res.Error)
+	}
+	if res.Stdout != "bye\n" {
+		t.Errorf("stdout = %q", res.Stdout)
+	}
+}
+
+func TestBootstrapQuietOnEOF(t *testing.T) {
+	py := python3(t)
+	for _, tt := range []struct {
+		name  string
+		env   []string
+		stdin bool // keep stdin open
+	}{
+		{name: "stdin closed"},
+		{name: "wait limit", env: []string{WaitLimitEnv + "=0.2"}, stdin: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(py, Command()[1:]...)
+			cmd.Env = tt.env
+			if tt.stdin {
+				w, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+			}
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			if err != nil || len(out) != 0 {
+				t.Errorf("bootstrap = %v, output %q; want quiet exit 0", err, out)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+// fakeHost answers requests from a table of handlers.
+type fakeHost struct {
+	handle func(ctx context.Context, method string, params json.RawMessage) (any, error)
+}
+
+func (h *fakeHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if h.handle == nil {
+		return nil, rpcErr{code: "internal", msg: "no host in this test"}
+	}
+	return h.handle(ctx, method, params)
+}
+
+type rpcErr struct {
+	code string
+	msg  string
+	data any
+}
+
+func (e rpcErr) Error() string   { return e.msg }
+func (e rpcErr) RPCCode() string { return e.code }
+func (e rpcErr) RPCData() any    { return e.data }

@@ -1,0 +1,51 @@
+# codebridge bootstrap: run by `python3 -I -u -c` in the sandbox. Waits for the
+# 'S' frame on fd 0 and runs the embedded runner from memory. Exits quietly when
+# stdin ends first (a pre-started container may be discarded unused) or, if
+# CODEBRIDGE_WAIT_LIMIT is set, when no frame arrives within that many seconds.
+import os, sys
+def _read(n):
+    chunks = []
+    while n:
+        b = os.read(0, min(n, 1 << 20))
+        if not b:
+            os._exit(0)
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+_limit = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0)
+if _limit > 0:
+    import select
+    if not select.select([0], [], [], _limit)[0]:
+        os._exit(0)
+_head = _read(5)
+if _head[:1] != b"S":
+    sys.stderr.write("codebridge bootstrap: expected start frame, got %r\n" % _head[:1])
+    os._exit(2)
+import json, importlib.util
+_start = json.loads(_read(int.from_bytes(_head[1:], "big")))
+class _Embedded:
+    """Imports the modules sent in the start frame, from memory."""
+    def __init__(self, files):
+        self.files = files
+    def _path(self, name):
+        base = name.replace(".", "/")
+        for path, pkg in ((base + "/__init__.py", True), (base + ".py", False)):
+            if path in self.files:
+                return path, pkg
+        return None, False
+    def find_spec(self, name, path=None, target=None):
+        p, pkg = self._path(name)
+        if p is None:
+            return None
+        return importlib.util.spec_from_loader(name, self, origin="<codebridge>/" + p, is_package=pkg)
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        p, _ = self._path(module.__name__)
+        module.__file__ = "<codebridge>/" + p
+        exec(compile(self.files[p], module.__file__, "exec", dont_inherit=True), module.__dict__)
+    def get_source(self, name):
+        return self.files.get(self._path(name)[0])
+sys.meta_path.insert(0, _Embedded(_start.pop("files")))
+import codebridge_runner
+codebridge_runner.main(_start)

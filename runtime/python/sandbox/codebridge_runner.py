@@ -1,0 +1,345 @@
+"""codebridge sandbox runner: runs one program and speaks the frame protocol.
+
+Frames are `kind (1 byte) | length (4 bytes, big-endian) | payload`. The runner
+moves the protocol onto private file descriptors before any user code runs, so
+fd 0 is /dev/null and fds 1 and 2 are pipes whose contents are forwarded as 'O'
+and 'E' frames: whatever the code, a subprocess or a C extension writes can never
+corrupt the framing. Requests to the host are 'Q' frames, answered by 'R'
+frames; the last frame is 'X'.
+
+Runs on Python 3.9+.
+"""
+
+import ast
+import asyncio
+import builtins
+import concurrent.futures
+import inspect
+import json
+import linecache
+import os
+import select
+import sys
+import threading
+import time
+import traceback
+import types
+
+FILENAME = "<run_python>"
+CHUNK = 64 << 10  # largest 'O'/'E' payload
+DRAIN_LIMIT = 1.0  # seconds to wait for output still in the pipes after the code ends
+
+
+class Channel:
+    """The protocol over two private fds: one writer lock, one reader thread."""
+
+    def __init__(self, fd_in, fd_out):
+        self._in = fd_in
+        self._out = fd_out
+        self._wlock = threading.Lock()
+        self._closed = False  # set under _wlock once 'X' is written
+        self._plock = threading.Lock()
+        self._pending = {}  # request id -> Future; guarded by _plock
+        self._next_id = 0
+        self._eof = None  # reason the reader stopped, once it has
+        self._reader = threading.Thread(target=self._read_loop, name="codebridge-reader", daemon=True)
+
+    def start(self):
+        self._reader.start()
+
+    def send(self, kind, payload):
+        """Writes one frame. Returns False once the exit frame has been written."""
+        head = kind + len(payload).to_bytes(4, "big")
+        with self._wlock:
+            if self._closed:
+                return False
+            self._write_all(head)
+            self._write_all(payload)
+            if kind == b"X":
+                self._closed = True
+        return True
+
+    def _write_all(self, data):
+        view = memoryview(data)
+        while view:
+            n = os.write(self._out, view)
+            view = view[n:]
+
+    def request(self, method, params):
+        """Sends a 'Q' frame and returns a concurrent.futures.Future for the result.
+
+        The future fails with the exception returned by error_factory(code,
+        message, data) when the host answers with an error.
+        """
+        fut = concurrent.futures.Future()
+        with self._plock:
+            if self._eof is not None:
+                fut.set_exception(_make_error("internal", self._eof, None))
+                return fut
+            self._next_id += 1
+            rid = self._next_id
+            self._pending[rid] = fut
+        try:
+            payload = json.dumps({"id": rid, "method": method, "params": params},
+                                 ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
+        except (TypeError, ValueError) as e:
+            with self._plock:
+                self._pending.pop(rid, None)
+            fut.set_exception(_make_error("bad_arguments", "arguments are not JSON-serializable: %s" % e, None))
+            return fut
+        try:
+            self.send(b"Q", payload)
+        except OSError as e:
+            with self._plock:
+                self._pending.pop(rid, None)
+            fut.set_exception(_make_error("internal", "sending request: %s" % e, None))
+        return fut
+
+    def _read_exact(self, n):
+        chunks = []
+        while n:
+            b = os.read(self._in, min(n, 1 << 20))
+            if not b:
+                return None
+            chunks.append(b)
+            n -= len(b)
+        return b"".join(chunks)
+
+    def _read_loop(self):
+        reason = "the host closed the connection"
+        try:
+            while True:
+                head = self._read_exact(5)
+                if head is None:
+                    break
+                body = self._read_exact(int.from_bytes(head[1:], "big"))
+                if body is None:
+                    break
+                if head[:1] != b"R":
+                    continue
+                self._dispatch(json.loads(body))
+        except Exception as e:  # a broken reply stream fails every pending request
+            reason = "reading replies: %s" % e
+        with self._plock:
+            self._eof = reason
+            pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(_make_error("internal", reason, None))
+
+    def _dispatch(self, reply):
+        with self._plock:
+            fut = self._pending.pop(reply.get("id"), None)
+        if fut is None or fut.done():
+            return
+        err = reply.get("error")
+        if err is not None:
+            fut.set_exception(_make_error(err.get("code") or "internal", err.get("message") or "", err.get("data")))
+        else:
+            fut.set_result(reply.get("result"))
+
+
+def _make_error(code, message, data):
+    mcp = sys.modules.get("mcp")
+    cls = getattr(mcp, "MCPError", None) if mcp is not None else None
+    if cls is None:
+        return RuntimeError("%s: %s" % (code, message))
+    return cls(message, code=code, data=data)
+
+
+class Pump:
+    """Forwards one pipe to frames of one kind, in chunks of at most CHUNK bytes."""
+
+    def __init__(self, channel, kind, fd):
+        self._ch = channel
+        self._kind = kind
+        self._fd = fd
+        self._wake_r, self._wake_w = os.pipe()
+        self._deadline = None
+        self._thread = threading.Thread(target=self._loop, name="codebridge-pump", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def _loop(self):
+        try:
+            while True:
+                if self._deadline is None:
+                    ready = select.select([self._fd, self._wake_r], [], [])[0]
+                    if self._fd not in ready:
+                        continue  # woken: loop again with a deadline
+                else:
+                    # Finishing: take what is there, but do not wait on a
+                    # background process that still holds the pipe open.
+                    left = self._deadline - time.monotonic()
+                    if left <= 0 or not select.select([self._fd], [], [], min(left, 0.05))[0]:
+                        return
+                data = os.read(self._fd, CHUNK)
+                if not data or not self._ch.send(self._kind, data):
+                    return
+        except OSError:
+            return
+
+    def finish(self, deadline):
+        self._deadline = deadline
+        os.write(self._wake_w, b"x")
+        self._thread.join(max(0.0, deadline - time.monotonic()) + 0.1)
+
+
+def _redirect_stdio(channel):
+    """Points fd 0 at /dev/null and fds 1, 2 at pumped pipes."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    pumps = []
+    for fd, kind in ((1, b"O"), (2, b"E")):
+        r, w = os.pipe()
+        os.dup2(w, fd)  # inheritable, so subprocesses write to the pipe too
+        os.close(w)
+        p = Pump(channel, kind, r)
+        p.start()
+        pumps.append(p)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        except Exception:
+            pass
+    return pumps
+
+
+def _flush_all():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    if "ctypes" in sys.modules:  # C stdio buffers of extensions (e.g. printf)
+        try:
+            import ctypes
+            ctypes.CDLL(None).fflush(None)
+        except Exception:
+            pass
+
+
+def _user_stack(stack):
+    """Frames from the first frame of the user's code on, without our own."""
+    frames = list(stack)
+    for i, f in enumerate(frames):
+        if f.filename == FILENAME:
+            frames = frames[i:]
+            break
+    else:
+        frames = [f for f in frames if not f.filename.startswith("<codebridge>")]
+        return traceback.StackSummary.from_list(frames)
+    return traceback.StackSummary.from_list([f for f in frames if not f.filename.startswith("<codebridge>")])
+
+
+def format_exception(exc):
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__, capture_locals=False)
+    seen = set()
+    todo = [te]
+    while todo:
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        t.stack = _user_stack(t.stack)
+        for nxt in (t.__cause__, t.__context__):
+            if nxt is not None:
+                todo.append(nxt)
+    return "".join(te.format())
+
+
+def _failure(kind, exc):
+    return {
+        "kind": kind,
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": format_exception(exc),
+    }
+
+
+def _run_code(code_src, namespace):
+    linecache.cache[FILENAME] = (len(code_src), None, code_src.splitlines(True), FILENAME)
+    code = compile(code_src, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    if code.co_flags & inspect.CO_COROUTINE:
+        loop = asyncio.new_event_loop()
+        try:
+            asyncio.set_event_loop(loop)
+            loop.run_until_complete(types.FunctionType(code, namespace)())
+        finally:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            except Exception:
+                pass
+            asyncio.set_event_loop(None)
+            loop.close()
+    else:
+        exec(code, namespace)
+
+
+def _exit_status(exc):
+    """Maps SystemExit to (exit code, failure or None)."""
+    code = exc.code
+    if code is None:
+        return 0, None
+    if isinstance(code, bool) or not isinstance(code, int):
+        try:
+            sys.stderr.write(str(code) + "\n")
+        except Exception:
+            pass
+        code = 1
+    if code == 0:
+        return 0, None
+    return code, {"kind": "exit", "type": "SystemExit", "message": "exit status %d" % code}
+
+
+def _namespace(start, channel):
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    try:
+        import mcp
+    except ImportError:
+        return main.__dict__
+    mcp._install(channel, start.get("servers") or [])
+    main.__dict__.update(mcp._globals())
+    return main.__dict__
+
+
+def main(start, fd_in=0, fd_out=1):
+    proto_in = os.dup(fd_in)  # os.dup makes non-inheritable descriptors
+    proto_out = os.dup(fd_out)
+    channel = Channel(proto_in, proto_out)
+    pumps = _redirect_stdio(channel)
+    channel.start()
+    sys.argv = [""]
+
+    exit_code, failure = 0, None
+    try:
+        namespace = _namespace(start, channel)
+        _run_code(start.get("code") or "", namespace)
+    except SystemExit as e:
+        exit_code, failure = _exit_status(e)
+    except MemoryError as e:
+        exit_code, failure = 1, _failure("out_of_memory", e)
+    except BaseException as e:
+        exit_code, failure = 1, _failure("exception", e)
+
+    _flush_all()
+    # Close our ends of the output pipes so the pumps see EOF unless a
+    # background process still holds them.
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
+    deadline = time.monotonic() + DRAIN_LIMIT
+    for p in pumps:
+        p.finish(deadline)
+    exit_frame = {"exit_code": exit_code, "error": failure}
+    try:
+        channel.send(b"X", json.dumps(exit_frame, ensure_ascii=False).encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+    os._exit(exit_code & 0xFF if isinstance(exit_code, int) else 1)

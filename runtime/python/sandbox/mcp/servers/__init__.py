@@ -1,0 +1,1 @@
+"""Generated per-server modules: from mcp.servers.<alias> import *."""
