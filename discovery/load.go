@@ -1,0 +1,594 @@
+package discovery
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	kjson "github.com/knadh/koanf/parsers/json"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+// Options control how [Load] reads a folder.
+type Options struct {
+	// LookupEnv resolves ${VAR} and ${env:VAR}. Nil means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+
+	// AllowSelf loads entries that would start codebridge itself (command
+	// "codebridge", or args naming the codebridge-mcp/codebridge/cmd/codebridge
+	// package). They are skipped with a warning otherwise, since a bridge that
+	// loads its own folder starts itself again and again. The caller sets it
+	// from MCP_BRIDGE_ALLOW_SELF_SERVER=1.
+	AllowSelf bool
+}
+
+func (o Options) lookup(name string) (string, bool) {
+	if o.LookupEnv != nil {
+		return o.LookupEnv(name)
+	}
+	return os.LookupEnv(name)
+}
+
+// selfPackage is the import path that `go run` would be given to start
+// codebridge.
+const selfPackage = "codebridge-mcp/codebridge/cmd/codebridge"
+
+// Load reads every *.json file in dir (in name order, hidden files skipped)
+// and returns the servers they define.
+//
+// Nothing in the folder makes Load fail: what cannot be loaded becomes a
+// [Problem] and the rest loads. A folder that does not exist gives an empty
+// Config. prev is the snapshot from the previous Load of the same folder (nil
+// the first time); it provides the last good definitions: when a file that
+// exists cannot be read or parsed, the servers it defined in prev are kept,
+// and so is the previous definition of a server whose entry became invalid.
+// Servers of a deleted file, or removed from a file, are gone.
+//
+// When two files define the same name, the first in name order wins and the
+// other is reported as a warning.
+func Load(dir string, prev *Config, opts Options) *Config {
+	cfg := &Config{Dir: dir, files: map[string]map[string]*Server{}}
+	var prevFiles map[string]map[string]*Server
+	if prev != nil {
+		prevFiles = prev.files
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cfg
+		}
+		// The folder exists but cannot be listed: keep everything.
+		cfg.Problems = append(cfg.Problems, Problem{
+			Path:    dir,
+			Message: fmt.Sprintf("cannot list the folder (%v): fix its permissions or make it a folder; keeping the servers loaded before", err),
+		})
+		for path, defs := range prevFiles {
+			cfg.files[path] = defs
+		}
+		cfg.merge()
+		return cfg
+	}
+
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".json" {
+			continue // hidden files are editor temp and lock files
+		}
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path) // follows symlinks
+		if err != nil || !info.Mode().IsRegular() {
+			continue // gone since ReadDir, a dangling link, or a folder
+		}
+		defs, problems, exists := loadFile(path, prevFiles[path], opts)
+		cfg.Problems = append(cfg.Problems, problems...)
+		if exists {
+			cfg.files[path] = defs
+		}
+	}
+	cfg.merge()
+	return cfg
+}
+
+// merge builds Servers from files: files in name order, first definition of a
+// name wins.
+func (c *Config) merge() {
+	paths := make([]string, 0, len(c.files))
+	for p := range c.files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	winner := map[string]string{}
+	for _, path := range paths {
+		defs := c.files[path]
+		for _, name := range sortedKeys(defs) {
+			if first, ok := winner[name]; ok {
+				c.Problems = append(c.Problems, Problem{
+					Path:    path,
+					Server:  name,
+					Message: fmt.Sprintf("also defined in %s, whose definition is used (files load in name order): rename or remove one of them", first),
+					Warning: true,
+				})
+				continue
+			}
+			winner[name] = path
+			c.Servers = append(c.Servers, defs[name])
+		}
+	}
+	sort.Slice(c.Servers, func(i, j int) bool { return c.Servers[i].Name < c.Servers[j].Name })
+	sortProblems(c.Problems)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// capture is koanf's file provider, keeping the bytes it read so problems
+// can be given a line and column in exactly what was parsed.
+type capture struct {
+	*file.File
+	data []byte
+}
+
+func (c *capture) ReadBytes() ([]byte, error) {
+	b, err := c.File.ReadBytes()
+	c.data = b
+	return b, err
+}
+
+// fileLoader holds the state of loading one file.
+type fileLoader struct {
+	path     string
+	data     []byte
+	prev     map[string]*Server // the file's last good definitions
+	opts     Options
+	pos      map[string]int // byte offset of each key path; built on first use
+	problems []Problem
+}
+
+// loadFile returns the servers path defines, keyed by name, and its problems.
+// exists is false when the file vanished before it could be read.
+func loadFile(path string, prev map[string]*Server, opts Options) (defs map[string]*Server, problems []Problem, exists bool) {
+	l := &fileLoader{path: path, prev: prev, opts: opts}
+	src := &capture{File: file.Provider(path)}
+	k := koanf.New(".")
+	err := k.Load(src, kjson.Parser())
+	l.data = src.data
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, false
+	}
+	if err == nil {
+		if c := firstNonSpace(l.data); c != '{' {
+			err = errNotObject
+		}
+	}
+	if err != nil {
+		return l.broken(err), l.problems, true
+	}
+	raw := k.Raw()
+
+	fileDesc := ""
+	if v, ok := raw["description"]; ok {
+		if s, ok := v.(string); ok {
+			fileDesc = s
+		} else {
+			l.problem("", []string{"description"}, fmt.Sprintf(`"description" must be a string, found %s: quote it`, kind(v)), false)
+		}
+	}
+
+	defs = map[string]*Server{}
+	found := false
+	for _, section := range []string{"mcpServers", "servers"} {
+		v, ok := raw[section]
+		if !ok {
+			continue
+		}
+		found = true
+		m, ok := v.(map[string]any)
+		if !ok {
+			return l.broken(fmt.Errorf(`%q must be an object mapping server names to definitions, found %s`, section, kind(v))), l.problems, true
+		}
+		for _, name := range sortedKeys(m) {
+			if _, dup := defs[name]; dup {
+				l.problem(name, []string{section, name}, `also defined under "mcpServers", whose definition is used: keep one`, true)
+				continue
+			}
+			s, ok := l.server(section, name, m[name], fileDesc)
+			if s != nil {
+				defs[name] = s
+			} else if !ok {
+				if old := l.prev[name]; old != nil {
+					defs[name] = old
+					l.problems[len(l.problems)-1].Message += "; keeping its previous definition until this is fixed"
+				}
+			}
+		}
+	}
+	if !found {
+		l.problem("", nil, `no "mcpServers" object (or VS Code's "servers"): write {"mcpServers": {"name": {"command": "...", "args": []}}}`, true)
+	}
+	return defs, l.problems, true
+}
+
+var errNotObject = errors.New("not an object")
+
+// broken reports a file that cannot be used at all and returns its last good
+// servers.
+func (l *fileLoader) broken(err error) map[string]*Server {
+	p := Problem{Path: l.path}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case len(bytes.TrimSpace(l.data)) == 0 && (errors.As(err, &syn) || errors.Is(err, errNotObject)):
+		p.Message = `the file is empty: write {"mcpServers": {}} or delete it`
+	case errors.As(err, &syn):
+		off := int(syn.Offset) - 1 // Offset counts the byte that failed
+		p.Line, p.Column = lineCol(l.data, max(off, 0))
+		p.Message = fmt.Sprintf("invalid JSON: %v: fix the file (no comments or trailing commas allowed)", syn)
+	case errors.As(err, &typ), errors.Is(err, errNotObject):
+		off := firstNonSpaceOffset(l.data)
+		p.Line, p.Column = lineCol(l.data, off)
+		p.Message = fmt.Sprintf(`the file must hold a JSON object like {"mcpServers": {...}}, found %s`, jsonKindAt(l.data, off))
+	case l.data == nil:
+		p.Message = fmt.Sprintf("cannot read the file: %v: fix its permissions", err)
+	default:
+		p.Message = err.Error()
+	}
+	if len(l.prev) > 0 {
+		p.Message += fmt.Sprintf("; keeping the servers it defined before (%s) until this is fixed", strings.Join(sortedKeys(l.prev), ", "))
+	}
+	l.problems = append(l.problems, p)
+	return l.prev
+}
+
+// problem records a problem at the key path keys (nil: the file itself).
+func (l *fileLoader) problem(server string, keys []string, msg string, warning bool) {
+	p := Problem{Path: l.path, Server: server, Message: msg, Warning: warning}
+	if len(keys) > 0 {
+		if l.pos == nil {
+			l.pos = keyOffsets(l.data)
+		}
+		if off, ok := l.pos[strings.Join(keys, "\x00")]; ok {
+			p.Line, p.Column = lineCol(l.data, off)
+		}
+	}
+	l.problems = append(l.problems, p)
+}
+
+// server validates one entry. It returns the server, or nil and ok=true when
+// the entry is skipped on purpose, or nil and ok=false when it is invalid (the
+// last problem recorded says why).
+func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Server, ok bool) {
+	at := func(field ...string) []string { return append([]string{section, name}, field...) }
+	m, isObj := v.(map[string]any)
+	if !isObj {
+		l.problem(name, at(), fmt.Sprintf(`the definition must be an object like {"command": "...", "args": []} or {"url": "..."}, found %s`, kind(v)), false)
+		return nil, false
+	}
+	nProblems := len(l.problems)
+	bad := func(field, msg string) { l.problem(name, at(field), msg, false) }
+
+	str := func(field string) (string, bool) {
+		v, present := m[field]
+		if !present {
+			return "", false
+		}
+		s, isStr := v.(string)
+		if !isStr {
+			bad(field, fmt.Sprintf("%q must be a string, found %s", field, kind(v)))
+			return "", false
+		}
+		return s, true
+	}
+	strMap := func(field string) map[string]string {
+		v, present := m[field]
+		if !present {
+			return nil
+		}
+		obj, isObj := v.(map[string]any)
+		if !isObj {
+			bad(field, fmt.Sprintf(`%q must be an object of strings like {"KEY": "value"}, found %s`, field, kind(v)))
+			return nil
+		}
+		out := make(map[string]string, len(obj))
+		for _, k := range sortedKeys(obj) {
+			s, isStr := obj[k].(string)
+			if !isStr {
+				l.problem(name, at(field, k), fmt.Sprintf("%s.%s must be a string, found %s: quote it", field, k, kind(obj[k])), false)
+				continue
+			}
+			out[k] = s
+		}
+		return out
+	}
+
+	s = &Server{Name: name, Source: l.path, Description: fileDesc}
+	command, hasCmd := str("command")
+	url, hasURL := str("url")
+	typ, _ := str("type")
+	if d, present := str("description"); present {
+		s.Description = d
+	}
+	s.Cwd, _ = str("cwd")
+	if v, present := m["disabled"]; present {
+		b, isBool := v.(bool)
+		if !isBool {
+			bad("disabled", fmt.Sprintf(`"disabled" must be true or false, found %s`, kind(v)))
+		}
+		s.Disabled = b
+	}
+	if v, present := m["args"]; present {
+		arr, isArr := v.([]any)
+		if !isArr {
+			bad("args", fmt.Sprintf(`"args" must be an array of strings like ["-y", "pkg"], found %s`, kind(v)))
+		}
+		for i, a := range arr {
+			as, isStr := a.(string)
+			if !isStr {
+				l.problem(name, at("args", fmt.Sprint(i)), fmt.Sprintf("args[%d] must be a string, found %s: quote it", i, kind(a)), false)
+				continue
+			}
+			s.Args = append(s.Args, as)
+		}
+	}
+	s.Env = strMap("env")
+	s.Headers = strMap("headers")
+
+	hasCmd = hasCmd && strings.TrimSpace(command) != ""
+	hasURL = hasURL && strings.TrimSpace(url) != ""
+	switch strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(typ)) {
+	case "":
+		switch {
+		case hasCmd:
+			s.Transport = Stdio
+		case hasURL:
+			s.Transport = Streamable
+		}
+	case "stdio":
+		s.Transport = Stdio
+	case "http", "streamablehttp":
+		s.Transport = Streamable
+	case "sse":
+		s.Transport = SSE
+	default:
+		bad("type", fmt.Sprintf(`unknown "type" %q: use "stdio", "http" (or "streamable-http") or "sse"`, typ))
+	}
+	switch {
+	case len(l.problems) > nProblems:
+		// a field error is already reported
+	case hasCmd && hasURL:
+		l.problem(name, at(), `has both "command" and "url": keep "command" for a local server or "url" for a remote one`, false)
+	case !hasCmd && !hasURL:
+		l.problem(name, at(), `needs "command" (a local server started by codebridge) or "url" (a remote server)`, false)
+	case s.Transport == Stdio && !hasCmd:
+		l.problem(name, at("type"), `"type": "stdio" needs "command": add it, or set "type" to "http" or "sse" for a url`, false)
+	case s.Transport != Stdio && hasCmd:
+		l.problem(name, at("type"), fmt.Sprintf(`"type": %q needs "url", not "command": remove "type" for a local server`, typ), false)
+	}
+	if len(l.problems) > nProblems {
+		return nil, false
+	}
+
+	if s.Transport == Stdio {
+		s.Command = command
+		s.URL, s.Headers = "", nil
+	} else {
+		s.URL = url
+		s.Args, s.Env, s.Cwd = nil, nil, ""
+	}
+
+	// Expand ${VAR}. A disabled server keeps unresolved references as
+	// written: it will not start, so a missing token is no error yet.
+	expand := func(v, label string, keys ...string) string {
+		out, err := expandVars(v, l.opts.lookup)
+		if err != nil {
+			if !s.Disabled {
+				l.problem(name, at(keys...), fmt.Sprintf("%s: %v", label, err), false)
+			}
+			return v
+		}
+		return out
+	}
+	s.Command = expand(s.Command, "command", "command")
+	s.Cwd = expand(s.Cwd, "cwd", "cwd")
+	s.URL = expand(s.URL, "url", "url")
+	for i, a := range s.Args {
+		s.Args[i] = expand(a, fmt.Sprintf("args[%d]", i), "args", fmt.Sprint(i))
+	}
+	for _, k := range sortedKeys(s.Env) {
+		s.Env[k] = expand(s.Env[k], "env."+k, "env", k)
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		s.Headers[k] = expand(s.Headers[k], "headers."+k, "headers", k)
+	}
+	if len(l.problems) > nProblems {
+		return nil, false
+	}
+
+	if !l.opts.AllowSelf && s.Transport == Stdio && isSelf(s) {
+		l.problem(name, at(), "skipped: it would start codebridge inside codebridge; remove it, or set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to nest bridges on purpose", true)
+		return nil, true
+	}
+	return s, true
+}
+
+func isSelf(s *Server) bool {
+	base := filepath.Base(strings.ReplaceAll(s.Command, `\`, "/"))
+	if base == "codebridge" || base == "codebridge.exe" {
+		return true
+	}
+	for _, a := range s.Args {
+		if strings.Contains(a, selfPackage) {
+			return true
+		}
+	}
+	return false
+}
+
+// expandVars replaces ${VAR}, ${env:VAR} and ${VAR:-default} in s.
+func expandVars(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("unclosed %q: end the reference with }", s[i:])
+		}
+		ref := s[i+2 : i+end]
+		s = s[i+end+1:]
+
+		name, def, hasDef := strings.Cut(strings.TrimPrefix(ref, "env:"), ":-")
+		if !validVarName(name) {
+			return "", fmt.Errorf("unsupported reference ${%s}: only ${VAR}, ${env:VAR} and ${VAR:-default} are expanded", ref)
+		}
+		v, ok := lookup(name)
+		switch {
+		case ok:
+			b.WriteString(v)
+		case hasDef:
+			b.WriteString(def)
+		default:
+			return "", fmt.Errorf("undefined variable ${%s}: set %s in codebridge's environment, or give a default with ${%s:-value}", ref, name, name)
+		}
+	}
+}
+
+func validVarName(n string) bool {
+	if n == "" || (n[0] >= '0' && n[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// kind names the JSON type of a decoded value for messages.
+func kind(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprintf("boolean %v", v)
+	case float64:
+		return fmt.Sprintf("number %v", v)
+	case string:
+		return fmt.Sprintf("string %q", v)
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func jsonKindAt(data []byte, off int) string {
+	if off >= len(data) {
+		return "nothing"
+	}
+	switch c := data[off]; {
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 'n':
+		return "null"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+func firstNonSpaceOffset(data []byte) int {
+	return len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+}
+
+func firstNonSpace(data []byte) byte {
+	if off := firstNonSpaceOffset(data); off < len(data) {
+		return data[off]
+	}
+	return 0
+}
+
+// lineCol converts a byte offset into a 1-based line and column; the column
+// counts characters, as editors do.
+func lineCol(data []byte, off int) (line, col int) {
+	off = min(off, len(data))
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return line, 1 + len([]rune(string(before[lineStart:])))
+}
+
+// keyOffsets maps every key path in a JSON document (keys joined by "\x00";
+// array elements by their index) to the byte offset where the key (or
+// element) starts. It is best effort: it stops at the first syntax error.
+func keyOffsets(data []byte) map[string]int {
+	out := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	skip := func(off int64) int {
+		i := int(off)
+		for i < len(data) && strings.IndexByte(" \t\r\n,:", data[i]) >= 0 {
+			i++
+		}
+		return i
+	}
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		delim, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		sep := ""
+		if path != "" {
+			sep = "\x00"
+		}
+		for i := 0; dec.More(); i++ {
+			start := skip(dec.InputOffset())
+			key := fmt.Sprint(i)
+			if delim == '{' {
+				tok, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ = tok.(string)
+			}
+			out[path+sep+key] = start
+			if err := walk(path + sep + key); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // closing delimiter
+		return err
+	}
+	_ = walk("")
+	return out
+}
