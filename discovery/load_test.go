@@ -111,7 +111,7 @@ func TestLoadProblems(t *testing.T) {
 	tests := []struct {
 		name    string
 		content string
-		servers []string // names loaded from the file
+		servers []string  // names loaded from the file
 		want    []Problem // Path is filled in; Message is a substring
 	}{
 		{
