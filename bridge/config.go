@@ -1,0 +1,187 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/v2"
+)
+
+// EnvPrefix starts every environment variable codebridge reads. The names match
+// the reference Python bridge's, so users can switch without editing configs.
+const EnvPrefix = "MCP_BRIDGE_"
+
+// Config is codebridge's settings, resolved once at start-up.
+type Config struct {
+	Image         string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
+	Timeout       time.Duration // default run_python time limit
+	MaxTimeout    time.Duration // upper bound for a caller's timeout
+	Memory        int64         // container memory limit in bytes (no extra swap)
+	Pids          int64         // container pids limit
+	CPUs          float64       // container CPU limit; 0 means none
+	ContainerUser string        // uid:gid inside the container
+	StateDir      string        // private runtime state (e.g. a spawned Podman socket)
+	LogLevel      slog.Level    // stderr log level
+	ConfigDir     string        // folder of *.json MCP server configs
+	OutputLimit   int           // per-stream output cap in bytes
+	MaxCodeSize   int           // largest accepted code, in bytes
+	AllowSelf     bool          // allow configs that launch codebridge itself
+	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
+	WarmSandboxes int           // containers kept started ahead of time
+}
+
+// setting describes one environment variable: its koanf key, default and parser.
+type setting struct {
+	key   string // lower-case name without the prefix, e.g. "max_timeout"
+	def   string
+	help  string
+	apply func(c *Config, v string) error
+}
+
+// settings is the table behind [LoadConfig] and the README's settings table.
+var settings = []setting{
+	{"image", "", "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
+		func(c *Config, v string) error { c.Image = v; return nil }},
+	{"timeout", "30", "Default run_python time limit, in seconds (or a Go duration such as 45s).",
+		func(c *Config, v string) (err error) { c.Timeout, err = parseSeconds(v); return err }},
+	{"max_timeout", "120", "Largest timeout a caller may ask for.",
+		func(c *Config, v string) (err error) { c.MaxTimeout, err = parseSeconds(v); return err }},
+	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
+		func(c *Config, v string) (err error) { c.Memory, err = ParseSize(v); return err }},
+	{"pids", "128", "Container process limit.",
+		func(c *Config, v string) (err error) { c.Pids, err = parsePositive(v); return err }},
+	{"cpus", "", "Container CPU limit, e.g. 1.5. Unset: no limit.",
+		func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 {
+				return errors.New("want a positive number such as 1 or 0.5")
+			}
+			c.CPUs = f
+			return nil
+		}},
+	{"container_user", "65534:65534", "uid:gid the code runs as inside the container.",
+		func(c *Config, v string) error {
+			uid, gid, ok := strings.Cut(v, ":")
+			if _, err := strconv.ParseUint(uid, 10, 32); err != nil || !ok {
+				return errors.New("want numeric uid:gid such as 65534:65534")
+			}
+			if _, err := strconv.ParseUint(gid, 10, 32); err != nil {
+				return errors.New("want numeric uid:gid such as 65534:65534")
+			}
+			if uid == "0" {
+				return errors.New("refusing to run sandboxed code as root (uid 0)")
+			}
+			c.ContainerUser = v
+			return nil
+		}},
+	{"state_dir", "", "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.",
+		func(c *Config, v string) error { c.StateDir = v; return nil }},
+	{"log_level", "info", "debug, info, warn or error; logs go to stderr.",
+		func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+	{"config_dir", "", "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.",
+		func(c *Config, v string) error { c.ConfigDir = v; return nil }},
+	{"output_limit", "64k", "Cap on each of stdout and stderr returned from a run.",
+		func(c *Config, v string) error { n, err := ParseSize(v); c.OutputLimit = int(n); return err }},
+	{"max_code_size", "1m", "Largest code run_python accepts.",
+		func(c *Config, v string) error { n, err := ParseSize(v); c.MaxCodeSize = int(n); return err }},
+	{"allow_self_server", "0", "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
+		func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
+	{"server_idle_timeout", "600", "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",
+		func(c *Config, v string) (err error) {
+			if v == "0" {
+				c.ServerIdle = 0
+				return nil
+			}
+			c.ServerIdle, err = parseSeconds(v)
+			return err
+		}},
+	{"warm_containers", "1", "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 16 {
+				return errors.New("want a whole number from 0 to 16")
+			}
+			c.WarmSandboxes = n
+			return nil
+		}},
+}
+
+// ignored are the reference bridge's variables that have no meaning here; they are
+// accepted so an existing config keeps working.
+var ignored = map[string]bool{"runtime": true, "runtime_idle_timeout": true, "output_mode": true}
+
+// LoadConfig resolves the settings from defaults and the environment (environ is
+// in os.Environ form). An invalid value is an error naming the variable.
+func LoadConfig(environ []string, logger *slog.Logger) (Config, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	k := koanf.New(".")
+	defaults := make(map[string]any, len(settings))
+	for _, s := range settings {
+		defaults[s.key] = s.def
+	}
+	if err := k.Load(confmap.Provider(defaults, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("loading defaults: %w", err)
+	}
+	known := make(map[string]bool, len(settings))
+	for _, s := range settings {
+		known[s.key] = true
+	}
+	fromEnv := map[string]any{}
+	var unknown []string
+	for _, kv := range environ {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, EnvPrefix) {
+			continue
+		}
+		switch key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix)); {
+		case known[key]:
+			fromEnv[key] = strings.TrimSpace(val)
+		case !ignored[key]:
+			unknown = append(unknown, name)
+		}
+	}
+	if err := k.Load(confmap.Provider(fromEnv, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("reading environment: %w", err)
+	}
+	sort.Strings(unknown)
+	for _, name := range unknown {
+		logger.Warn("ignoring unknown setting; see the settings table in the README", "variable", name)
+	}
+
+	var c Config
+	for _, s := range settings {
+		v := k.String(s.key)
+		if err := s.apply(&c, v); err != nil {
+			return Config{}, fmt.Errorf("invalid %s%s=%q: %v", EnvPrefix, strings.ToUpper(s.key), v, err)
+		}
+	}
+	if c.Timeout > c.MaxTimeout {
+		return Config{}, fmt.Errorf("invalid %sTIMEOUT=%s: larger than %sMAX_TIMEOUT=%s; raise the maximum or lower the default",
+			EnvPrefix, c.Timeout, EnvPrefix, c.MaxTimeout)
+	}
+	home, _ := os.UserHomeDir()
+	if c.ConfigDir == "" {
+		c.ConfigDir = filepath.Join(home, "MCPs")
+	}
+	if c.StateDir == "" {
+		state := os.Getenv("XDG_STATE_HOME")
+		if state == "" {
+			state = filepath.Join(home, ".local", "state")
+		}
+		c.StateDir = filepath.Join(state, "codebridge")
+	}
+	return c, nil
+}

@@ -1,0 +1,87 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	t.Setenv("XDG_STATE_HOME", "")
+	c, err := LoadConfig(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
+		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
+		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1,
+	}
+	if c != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestLoadConfigEnvironment(t *testing.T) {
+	c, err := LoadConfig([]string{
+		"MCP_BRIDGE_IMAGE=localhost/x:1", "MCP_BRIDGE_TIMEOUT=5", "MCP_BRIDGE_MAX_TIMEOUT=2m",
+		"MCP_BRIDGE_MEMORY=1g", "MCP_BRIDGE_PIDS=64", "MCP_BRIDGE_CPUS=0.5", "MCP_BRIDGE_CONTAINER_USER=1000:1000",
+		"MCP_BRIDGE_STATE_DIR=/s", "MCP_BRIDGE_LOG_LEVEL=debug", "MCP_BRIDGE_CONFIG_DIR=/c",
+		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
+		"MCP_BRIDGE_RUNTIME=podman", // the reference bridge's; accepted and ignored
+		"OTHER=1",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Image != "localhost/x:1" || c.Timeout != 5*time.Second || c.MaxTimeout != 2*time.Minute ||
+		c.Memory != 1<<30 || c.Pids != 64 || c.CPUs != 0.5 || c.ContainerUser != "1000:1000" ||
+		c.StateDir != "/s" || c.LogLevel.String() != "DEBUG" || c.ConfigDir != "/c" ||
+		c.OutputLimit != 1<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct{ env, want string }{
+		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
+		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
+		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
+		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": want a positive size"},
+		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},
+		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},
+		{"MCP_BRIDGE_CONTAINER_USER=nobody", "want numeric uid:gid"},
+		{"MCP_BRIDGE_CONTAINER_USER=0:0", "refusing to run sandboxed code as root"},
+		{"MCP_BRIDGE_LOG_LEVEL=loud", "invalid MCP_BRIDGE_LOG_LEVEL"},
+		{"MCP_BRIDGE_WARM_CONTAINERS=99", "invalid MCP_BRIDGE_WARM_CONTAINERS"},
+		{"MCP_BRIDGE_ALLOW_SELF_SERVER=maybe", "invalid MCP_BRIDGE_ALLOW_SELF_SERVER"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			_, err := LoadConfig([]string{tt.env}, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"512m", 512 << 20}, {"64k", 64 << 10}, {"1g", 1 << 30}, {"1048576", 1 << 20}, {"2GiB", 2 << 30}, {"10MB", 10 << 20},
+	}
+	for _, tt := range tests {
+		if got, err := ParseSize(tt.in); err != nil || got != tt.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "m", "-1", "0", "1t", "1.5g"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) succeeded, want error", bad)
+		}
+	}
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# It installs what is missing first: Podman and the sandbox image (scripts/setup.sh)
+# and the real MCP servers and client from npm that the integration tests drive.
+# Extra arguments go to `go test` (e.g. scripts/test.sh -run TestExec ./bridge).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'test: %s\n' "$*" >&2; }
+
+scripts/setup.sh
+
+# npm packages for the integration tests, pinned, installed once.
+NPM_DIR=${CODEBRIDGE_TEST_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/npm}
+export CODEBRIDGE_TEST_NPM_DIR=$NPM_DIR
+npm_pkgs=(
+  @modelcontextprotocol/server-everything@2026.8.31
+  @modelcontextprotocol/server-memory@2026.8.31
+  @modelcontextprotocol/server-filesystem@2026.8.31
+  @modelcontextprotocol/sdk@1.32.2
+)
+stamp="$NPM_DIR/.codebridge-installed"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${npm_pkgs[*]}" ]; then
+  command -v npm >/dev/null || { log "npm is missing: install Node.js 20+ (Debian: apt-get install nodejs npm)"; exit 1; }
+  log "installing test MCP servers into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error "${npm_pkgs[@]}" >&2
+  printf '%s' "${npm_pkgs[*]}" >"$stamp"
+fi
+
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then log "gofmt would change: $unformatted"; exit 1; fi
+log "go vet"
+go vet ./...
+log "go mod tidy -diff"
+go mod tidy -diff
+log "build without cgo or tags"
+CGO_ENABLED=0 go build -o /dev/null ./...
+
+log "go test -race"
+if [ $# -eq 0 ]; then set -- ./...; fi
+go test -race -count=1 -timeout 30m "$@"
