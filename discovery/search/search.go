@@ -1,0 +1,181 @@
+package search
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Doc is the documentation of one tool.
+type Doc struct {
+	Server      string   // the server's name
+	Tool        string   // the tool's name
+	Description string   // the tool's description
+	Params      []string // names of the tool's input parameters
+}
+
+// Hit is a document that matched a query, with its BM25 score.
+type Hit struct {
+	Doc   Doc
+	Score float64
+}
+
+// BM25 parameters: k1 limits how much a repeated term adds, b how much a long
+// document is penalised.
+const (
+	k1 = 1.2
+	b  = 0.75
+)
+
+// Field weights: a query word in the tool's name says more than the same word
+// in its description. Terms are counted with these weights (BM25F style).
+const (
+	weightTool        = 3.0
+	weightServer      = 2.0
+	weightParams      = 1.5
+	weightDescription = 1.0
+)
+
+type posting struct {
+	doc int32
+	tf  float32 // weighted term frequency
+}
+
+// Index is an immutable BM25 index over a set of [Doc]. It is safe for
+// concurrent use.
+type Index struct {
+	docs     []Doc
+	postings map[string][]posting // term -> documents containing it, by doc
+	lens     []float32            // weighted length of each document
+	avgLen   float64
+}
+
+// NewIndex indexes docs. The slice is not retained; the Docs are copied.
+func NewIndex(docs []Doc) *Index {
+	ix := &Index{
+		docs:     slices.Clone(docs),
+		postings: map[string][]posting{},
+		lens:     make([]float32, len(docs)),
+	}
+	var total float64
+	tf := map[string]float64{}
+	for i, d := range ix.docs {
+		clear(tf)
+		var n float64
+		add := func(text string, w float64) {
+			for _, t := range Tokenize(text) {
+				tf[t] += w
+				n += w
+			}
+		}
+		add(d.Tool, weightTool)
+		add(d.Server, weightServer)
+		add(d.Description, weightDescription)
+		for _, p := range d.Params {
+			add(p, weightParams)
+		}
+		ix.lens[i] = float32(n)
+		total += n
+		for t, f := range tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: int32(i), tf: float32(f)})
+		}
+	}
+	if len(docs) > 0 {
+		ix.avgLen = total / float64(len(docs))
+	}
+	if ix.avgLen == 0 {
+		ix.avgLen = 1
+	}
+	return ix
+}
+
+// Len returns the number of indexed documents.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// Search returns the k best documents for query, best first; k <= 0 means
+// all that match. Only documents sharing at least one term with the query are
+// returned. Equal scores are ordered by server name, then tool name, then
+// the order given to [NewIndex].
+func (ix *Index) Search(query string, k int) []Hit {
+	terms := Tokenize(query)
+	slices.Sort(terms)
+	terms = slices.Compact(terms)
+
+	scores := make([]float64, len(ix.docs))
+	var matched []int32
+	n := float64(len(ix.docs))
+	for _, t := range terms {
+		ps := ix.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		df := float64(len(ps))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range ps {
+			tf := float64(p.tf)
+			norm := k1 * (1 - b + b*float64(ix.lens[p.doc])/ix.avgLen)
+			if scores[p.doc] == 0 {
+				matched = append(matched, p.doc)
+			}
+			scores[p.doc] += idf * tf * (k1 + 1) / (tf + norm)
+		}
+	}
+
+	// better reports whether document x ranks before document y.
+	better := func(x, y int32) int {
+		if c := cmp.Compare(scores[y], scores[x]); c != 0 {
+			return c
+		}
+		dx, dy := &ix.docs[x], &ix.docs[y]
+		if c := cmp.Compare(dx.Server, dy.Server); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(dx.Tool, dy.Tool); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	}
+	all := matched
+	if k > 0 && len(matched) > k {
+		all = topK(matched, k, better)
+	}
+	slices.SortFunc(all, better)
+	hits := make([]Hit, len(all))
+	for i, d := range all {
+		hits[i] = Hit{Doc: ix.docs[d], Score: scores[d]}
+	}
+	return hits
+}
+
+// topK returns the k best of docs (unordered), keeping a heap whose root is
+// the worst of the best seen so far.
+func topK(docs []int32, k int, order func(x, y int32) int) []int32 {
+	h := slices.Clone(docs[:k])
+	worse := func(i, j int) bool { return order(h[i], h[j]) > 0 }
+	down := func(i int) {
+		for {
+			w := i
+			if l := 2*i + 1; l < k && worse(l, w) {
+				w = l
+			}
+			if r := 2*i + 2; r < k && worse(r, w) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, d := range docs[k:] {
+		if order(d, h[0]) < 0 {
+			h[0] = d
+			down(0)
+		}
+	}
+	return h
+}
