@@ -148,7 +148,7 @@ func TestPlainCode(t *testing.T) {
 			if tt.name != "user thread still printing" && res.Stdout != tt.stdout {
 				t.Errorf("stdout = %q, want %q", res.Stdout, tt.stdout)
 			}
-			if tt.name == "user thread still printing" && !strings.Contains(res.Stdout, "end\n") {
+			if tt.name == "user thread still printing" && !strings.Contains(res.Stdout, "end") {
 				t.Errorf("stdout = %q, want it to contain end", res.Stdout)
 			}
 			if !strings.Contains(res.Stderr, tt.stderr) {

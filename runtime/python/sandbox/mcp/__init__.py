@@ -1,5 +1,39 @@
-"""codebridge helpers (placeholder)."""
+"""codebridge's helpers for MCP servers, inside run_python.
+
+`import mcp`, `from mcp import runtime`, and `from mcp.servers.<alias> import *`
+all work; the same names are also globals of the code. See
+mcp.runtime.capability_summary() for the manual.
+
+This is codebridge's own module, served from memory: it shadows any installed
+package named mcp inside the sandbox.
+"""
+
+from . import runtime
+from .runtime import *  # noqa: F401,F403
+from .runtime import MCPError, ServerProxy
+
+__all__ = list(runtime.__all__) + ["runtime", "mcp_servers"]
+
+mcp_servers = {}  # server name -> ServerProxy
+
+
 def _install(channel, servers):
-    pass
+    """Connects the helpers to codebridge; called by the runner before user code."""
+    runtime._channel = channel
+    runtime._servers = [
+        {"name": s["name"], "alias": s.get("alias") or s["name"], "description": s.get("description") or ""}
+        for s in servers
+    ]
+    mcp_servers.clear()
+    for s in runtime._servers:
+        mcp_servers[s["name"]] = ServerProxy(s["name"], s["alias"], s["description"])
+
+
 def _globals():
-    return {}
+    """The names injected into the code's namespace."""
+    g = {name: getattr(runtime, name) for name in runtime.__all__}
+    g["runtime"] = runtime
+    g["mcp_servers"] = mcp_servers
+    for proxy in mcp_servers.values():
+        g["mcp_" + proxy.alias] = proxy
+    return g

@@ -1,0 +1,487 @@
+package python
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var testServers = []ServerInfo{
+	{Name: "every-thing", Alias: "every_thing", Description: "test server"},
+	{Name: "mem", Alias: "mem", Description: "memory"},
+}
+
+var testTools = []map[string]any{
+	{"name": "echo", "alias": "echo", "description": "Echoes a message.", "inputSchema": map[string]any{
+		"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}, "required": []string{"message"}}},
+	{"name": "get-sum", "alias": "get_sum", "description": "Adds.", "inputSchema": map[string]any{
+		"type": "object", "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}}},
+}
+
+// toolHost is a fake bridge: it resolves server and tool aliases like the real
+// one and records every request.
+type toolHost struct {
+	mu       sync.Mutex // protects requests
+	requests []string   // "method params-json"
+
+	call func(ctx context.Context, tool string, args map[string]any) (any, error) // call_tool; nil echoes
+}
+
+func (h *toolHost) record(method string, params json.RawMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(params) > 200 {
+		params = params[:200]
+	}
+	h.requests = append(h.requests, method+" "+string(params))
+}
+
+func resolveServer(name string) (ServerInfo, error) {
+	for _, s := range testServers {
+		if s.Name == name || s.Alias == name {
+			return s, nil
+		}
+	}
+	return ServerInfo{}, rpcErr{code: "unknown_server", msg: fmt.Sprintf("no server %q", name), data: map[string]any{"suggestions": []string{"every-thing"}}}
+}
+
+func resolveTool(name string) (map[string]any, error) {
+	for _, t := range testTools {
+		if t["name"] == name || t["alias"] == name {
+			return t, nil
+		}
+	}
+	return nil, rpcErr{code: "unknown_tool", msg: fmt.Sprintf("no tool %q", name), data: map[string]any{"suggestions": []string{"echo"}}}
+}
+
+func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	h.record(method, params)
+	var p struct {
+		Server    string         `json:"server"`
+		Tool      *string        `json:"tool"`
+		Detail    string         `json:"detail"`
+		Query     string         `json:"query"`
+		Limit     int            `json:"limit"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, rpcErr{code: "bad_arguments", msg: err.Error()}
+	}
+	doc := func(s ServerInfo, t map[string]any) map[string]any {
+		d := map[string]any{"server": s.Name, "serverAlias": s.Alias, "tool": t["name"], "toolAlias": t["alias"], "description": t["description"]}
+		if p.Detail == "full" {
+			d["inputSchema"] = t["inputSchema"]
+		}
+		return d
+	}
+	switch method {
+	case "describe_server":
+		s, err := resolveServer(p.Server)
+		if err != nil {
+			return nil, err
+		}
+		var tools []map[string]any
+		for _, t := range testTools {
+			tools = append(tools, map[string]any{"name": t["name"], "alias": t["alias"], "description": t["description"]})
+		}
+		return map[string]any{"name": s.Name, "alias": s.Alias, "description": s.Description, "tools": tools}, nil
+	case "list_tools":
+		if _, err := resolveServer(p.Server); err != nil {
+			return nil, err
+		}
+		return testTools, nil
+	case "query_tool_docs":
+		s, err := resolveServer(p.Server)
+		if err != nil {
+			return nil, err
+		}
+		if p.Tool != nil {
+			t, err := resolveTool(*p.Tool)
+			if err != nil {
+				return nil, err
+			}
+			return []any{doc(s, t)}, nil
+		}
+		var docs []any
+		for _, t := range testTools {
+			docs = append(docs, doc(s, t))
+		}
+		return docs, nil
+	case "search_tool_docs":
+		d := doc(testServers[0], testTools[1])
+		d["score"] = 0.9
+		return []any{d}, nil
+	case "call_tool":
+		if _, err := resolveServer(p.Server); err != nil {
+			return nil, err
+		}
+		if p.Tool == nil {
+			return nil, rpcErr{code: "bad_arguments", msg: "no tool"}
+		}
+		if h.call != nil {
+			return h.call(ctx, *p.Tool, p.Arguments)
+		}
+		t, err := resolveTool(*p.Tool)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"structuredContent": map[string]any{"tool": t["name"], "args": p.Arguments}}, nil
+	}
+	return nil, errors.New("unknown method " + method)
+}
+
+// runOK runs code against h and fails the test unless it ends cleanly.
+func runOK(t *testing.T, code string, h Host) string {
+	t.Helper()
+	res, err := run(t, Program{Code: code, Servers: testServers, OutputLimit: 1 << 20}, h)
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	if res.Error != nil {
+		t.Fatalf("run failed: %+v\nstdout: %s\nstderr: %s", res.Error, res.Stdout, res.Stderr)
+	}
+	return res.Stdout
+}
+
+func TestHelpers(t *testing.T) {
+	tests := []struct {
+		name string
+		code string
+		want string // printed output, exact
+		reqs []string
+	}{
+		{
+			name: "discovered_servers", code: "print(discovered_servers())\nprint(discovered_servers(detailed=True)[0])",
+			want: "['every-thing', 'mem']\n{'name': 'every-thing', 'alias': 'every_thing', 'description': 'test server'}\n",
+		},
+		{
+			name: "list_servers", code: "print(await list_servers(), list_servers_sync(), len(list_loaded_server_metadata()))",
+			want: "['every-thing', 'mem'] ['every-thing', 'mem'] 2\n",
+		},
+		{
+			name: "describe_server", code: "d = describe_server('every_thing')\nprint(d['name'], [t['alias'] for t in d['tools']])",
+			want: "every-thing ['echo', 'get_sum']\n", reqs: []string{`describe_server {"server": "every_thing"}`},
+		},
+		{
+			name: "list_tools", code: "a = await list_tools('mem')\nb = list_tools_sync('mem')\nprint(a == b, [t['name'] for t in a])",
+			want: "True ['echo', 'get-sum']\n", reqs: []string{`list_tools {"server": "mem"}`, `list_tools {"server": "mem"}`},
+		},
+		{
+			name: "query_tool_docs one tool", code: "d = await query_tool_docs('mem', 'get_sum', detail='full')\nprint(d['tool'], 'inputSchema' in d, query_tool_docs_sync('mem', 'echo')['toolAlias'])",
+			want: "get-sum True echo\n",
+			reqs: []string{`query_tool_docs {"server": "mem", "tool": "get_sum", "detail": "full"}`, `query_tool_docs {"server": "mem", "tool": "echo", "detail": "summary"}`},
+		},
+		{
+			name: "query_tool_docs all", code: "print(len(await query_tool_docs('mem')), len(query_tool_docs_sync('mem')))",
+			want: "2 2\n", reqs: []string{`query_tool_docs {"server": "mem", "tool": null, "detail": "summary"}`},
+		},
+		{
+			name: "search_tool_docs", code: "r = await search_tool_docs('sum')\nprint(r[0]['tool'], r[0]['score'], search_tool_docs_sync('add', limit=2, detail='full')[0]['toolAlias'])",
+			want: "get-sum 0.9 get_sum\n",
+			reqs: []string{`search_tool_docs {"query": "sum", "limit": 5, "detail": "summary"}`, `search_tool_docs {"query": "add", "limit": 2, "detail": "full"}`},
+		},
+		{
+			name: "call_tool", code: "print(await call_tool('every-thing', 'echo', {'message': 'hi'}))\nprint(call_tool_sync('every_thing', 'get_sum', {'a': 1, 'b': 2}))",
+			want: "{'args': {'message': 'hi'}, 'tool': 'echo'}\n{'args': {'a': 1, 'b': 2}, 'tool': 'get-sum'}\n",
+			reqs: []string{`call_tool {"server": "every-thing", "tool": "echo", "arguments": {"message": "hi"}}`},
+		},
+		{
+			name: "call_tool raw", code: "print(await call_tool('mem', 'echo', raw=True))",
+			want: "{'structuredContent': {'args': {}, 'tool': 'echo'}}\n",
+		},
+		{
+			name: "proxies", code: "print((await mcp_every_thing.echo(message='a'))['args'])\n" +
+				"print(mcp_every_thing.sync.get_sum(a=1)['tool'])\n" +
+				"print((await mcp_servers['mem'].call('echo', message='b'))['args'])\n" +
+				"print(mcp_servers['mem'].call_sync('get-sum')['tool'])\n" +
+				"print(mcp_mem.name, mcp_mem.alias, repr(mcp_mem))\n" +
+				"print(hasattr(mcp_mem, '__await__'), 'echo' in dir(mcp_mem))",
+			want: "{'message': 'a'}\nget-sum\n{'message': 'b'}\nget-sum\nmem mem <MCP server 'mem': await mcp_mem.<tool>(**args)>\nFalse True\n",
+		},
+		{
+			name: "create_task and gather", code: "import asyncio\nt = asyncio.create_task(call_tool('mem', 'echo'))\nr = await asyncio.gather(t, mcp_mem.get_sum(), list_tools('mem'))\nprint([x['tool'] if isinstance(x, dict) else len(x) for x in r])",
+			want: "['echo', 'get-sum', 2]\n",
+		},
+		{
+			name: "sync forms inside a running loop", code: "import asyncio\nasync def f():\n    await asyncio.sleep(0)\n    return call_tool_sync('mem', 'echo')['tool'], mcp_mem.sync.echo()['tool'], len(list_tools_sync('mem'))\nprint(await f())\nprint(asyncio.run(f()) if False else 'ok')",
+			want: "('echo', 'echo', 2)\nok\n",
+		},
+		{
+			name: "sync forms in a thread", code: "import concurrent.futures as cf\nwith cf.ThreadPoolExecutor(4) as ex:\n    print(sorted(ex.map(lambda i: call_tool_sync('mem', 'echo', {'i': i})['args']['i'], range(8))))",
+			want: "[0, 1, 2, 3, 4, 5, 6, 7]\n",
+		},
+		{
+			name: "from mcp import runtime", code: "from mcp import runtime\nimport mcp\nprint(runtime.discovered_servers() == mcp.discovered_servers(), mcp.runtime is runtime, mcp.MCPError is MCPError)\nprint(runtime.call_tool_sync('mem', 'echo')['tool'], list(mcp.mcp_servers))\nimport mcp.runtime as r2\nprint(r2 is runtime)",
+			want: "True True True\necho ['every-thing', 'mem']\nTrue\n",
+		},
+		{
+			name: "from mcp.servers import", code: "from mcp.servers.every_thing import *\nprint(sorted(t['name'] for t in TOOLS))\nprint((await echo(message='x'))['args'], get_sum.sync(a=1, b=2)['tool'])\nimport inspect\nprint(inspect.signature(echo), echo.__doc__)\nfrom mcp.servers import mem\nprint(mem.SERVER['name'], mem.echo.__module__)",
+			want: "['echo', 'get-sum']\n{'message': 'x'} get-sum\n(*, message) Echoes a message.\nmem mcp.servers.mem\n",
+		},
+		{
+			name: "unknown server module", code: "try:\n    from mcp.servers.nope import *\nexcept ImportError as e:\n    print(type(e).__name__, e)",
+			want: "ModuleNotFoundError no MCP server 'nope' in this run (server aliases: every_thing, mem)\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := &toolHost{}
+			if got := runOK(t, tt.code, h); got != tt.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got, tt.want)
+			}
+			for _, want := range tt.reqs {
+				found := false
+				for _, r := range h.requests {
+					found = found || r == want
+				}
+				if !found {
+					t.Errorf("request %q not seen; got %q", want, h.requests)
+				}
+			}
+		})
+	}
+}
+
+func TestHostErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		code string
+		want string
+	}{
+		{"unknown server", "call_tool_sync('nope', 'echo')", `unknown_server|no server "nope"|{'suggestions': ['every-thing']}`},
+		{"unknown tool async", "await mcp_mem.ech(message='x')", `unknown_tool|no tool "ech"|{'suggestions': ['echo']}`},
+		{"describe unknown", "describe_server('x')", `unknown_server|no server "x"|{'suggestions': ['every-thing']}`},
+		{"query docs unknown tool", "await query_tool_docs('mem', 'zzz')", `unknown_tool|no tool "zzz"|{'suggestions': ['echo']}`},
+		{"plain Go error is internal", "call_tool_sync('mem', 'fail-plain')", `internal|disk on fire|None`},
+		{"coded error without data", "call_tool_sync('mem', 'fail-timeout')", `timeout|calling: tool timed out after 30s|None`}, // the Go error's text, verbatim,
+		{"server failed", "call_tool_sync('mem', 'fail-server')", `server_failed|server "mem" exited|{'stderr': 'boom'}`},
+		{"tool error", "call_tool_sync('mem', 'tool-error')", `tool_error|bad input: x|{'content': [{'type': 'text', 'text': 'bad input: x'}], 'isError': True}`},
+		{"unserializable result", "call_tool_sync('mem', 'unmarshalable')", `internal|encoding result of call_tool: json: unsupported type: chan int|None`},
+		{"unserializable arguments", "call_tool_sync('mem', 'echo', {'x': object()})", `bad_arguments|arguments are not JSON-serializable: Object of type object is not JSON serializable|None`},
+		{"arguments not a dict", "call_tool_sync('mem', 'echo', [1])", `bad_arguments|arguments must be a dict, not list|None`},
+	}
+	h := &toolHost{call: func(ctx context.Context, tool string, args map[string]any) (any, error) {
+		switch tool {
+		case "fail-plain":
+			return nil, errors.New("disk on fire")
+		case "fail-timeout":
+			return nil, fmt.Errorf("calling: %w", rpcErr{code: "timeout", msg: "tool timed out after 30s"})
+		case "fail-server":
+			return nil, rpcErr{code: "server_failed", msg: `server "mem" exited`, data: map[string]string{"stderr": "boom"}}
+		case "tool-error":
+			return json.RawMessage(`{"content":[{"type":"text","text":"bad input: x"}],"isError":true}`), nil
+		case "unmarshalable":
+			return make(chan int), nil
+		}
+		_, err := resolveTool(tool)
+		return map[string]any{"structuredContent": map[string]any{}}, err
+	}}
+	var code strings.Builder
+	for i, tt := range tests {
+		fmt.Fprintf(&code, "try:\n    %s\n    print('%d no error')\nexcept MCPError as e:\n    print('%d', '|'.join(map(str, [e.code, e, e.data])))\n", tt.code, i, i)
+	}
+	out := runOK(t, code.String(), h)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(tests) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(tests), out)
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if want := strconv.Itoa(i) + " " + tt.want; lines[i] != want {
+				t.Errorf("got  %s\nwant %s", lines[i], want)
+			}
+		})
+	}
+
+	t.Run("uncaught", func(t *testing.T) {
+		res, err := run(t, Program{Code: "x = 1\ncall_tool_sync('nope', 'echo')", Servers: testServers}, &toolHost{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := res.Error
+		if f == nil || f.Kind != FailException || f.Type != "MCPError" || f.Message != `no server "nope"` ||
+			!strings.Contains(f.Traceback, `File "<run_python>", line 2`) || strings.Contains(f.Traceback, "codebridge") {
+			t.Errorf("failure = %+v", f)
+		}
+	})
+}
+
+func TestCallResultConversion(t *testing.T) {
+	results := map[string]string{
+		"structured":   `{"content":[{"type":"text","text":"{\"a\": 1}"}],"structuredContent":{"b":2}}`,
+		"json-text":    `{"content":[{"type":"text","text":"{\"a\": [1, 2]}"}]}`,
+		"plain-text":   `{"content":[{"type":"text","text":"hello world"}]}`,
+		"number-text":  `{"content":[{"type":"text","text":"42"}]}`,
+		"image":        `{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
+		"resource":     `{"content":[{"type":"resource","resource":{"uri":"file:///a","text":"x"}}]}`,
+		"link":         `{"content":[{"type":"resource_link","uri":"file:///b","name":"b"}]}`,
+		"several":      `{"content":[{"type":"text","text":"one"},{"type":"audio","data":"AA==","mimeType":"audio/wav"}]}`,
+		"empty":        `{"content":[]}`,
+		"error-no-txt": `{"content":[],"isError":true}`,
+	}
+	h := &toolHost{call: func(ctx context.Context, tool string, args map[string]any) (any, error) {
+		return json.RawMessage(results[tool]), nil
+	}}
+	tests := []struct{ tool, want string }{
+		{"structured", "{'b': 2}"},
+		{"json-text", "{'a': [1, 2]}"},
+		{"plain-text", "'hello world'"},
+		{"number-text", "42"},
+		{"image", "{'type': 'image', 'data': 'aGk=', 'mimeType': 'image/png'}"},
+		{"resource", "{'type': 'resource', 'resource': {'uri': 'file:///a', 'text': 'x'}}"},
+		{"link", "{'type': 'resource_link', 'uri': 'file:///b', 'name': 'b'}"},
+		{"several", "['one', {'type': 'audio', 'data': 'AA==', 'mimeType': 'audio/wav'}]"},
+		{"empty", "None"},
+		{"error-no-txt", "MCPError tool_error the tool reported an error"},
+	}
+	var code strings.Builder
+	for _, tt := range tests {
+		fmt.Fprintf(&code, "try:\n    print(repr(call_tool_sync('mem', %q)))\nexcept MCPError as e:\n    print('MCPError', e.code, e)\n", tt.tool)
+	}
+	code.WriteString("print(call_tool_sync('mem', 'plain-text', raw=True))\n")
+	out := runOK(t, code.String(), h)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(tests)+1 {
+		t.Fatalf("got %d lines:\n%s", len(lines), out)
+	}
+	for i, tt := range tests {
+		if lines[i] != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.tool, lines[i], tt.want)
+		}
+	}
+	if want := "{'content': [{'type': 'text', 'text': 'hello world'}]}"; lines[len(tests)] != want {
+		t.Errorf("raw: got %s, want %s", lines[len(tests)], want)
+	}
+}
+
+func TestGatherIsConcurrent(t *testing.T) {
+	h := &toolHost{call: func(ctx context.Context, tool string, args map[string]any) (any, error) {
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return map[string]any{"structuredContent": args}, nil
+	}}
+	out := runOK(t, `import asyncio, time
+t0 = time.monotonic()
+r = await asyncio.gather(mcp_mem.slow(i=1), call_tool("mem", "slow", {"i": 2}), mcp_servers["mem"].call("slow", i=3))
+print(r, round(time.monotonic() - t0, 3))`, h)
+	fields := strings.Fields(out)
+	elapsed, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+	if err != nil {
+		t.Fatalf("output %q", out)
+	}
+	if !strings.HasPrefix(out, "[{'i': 1}, {'i': 2}, {'i': 3}]") {
+		t.Errorf("output %q", out)
+	}
+	if elapsed >= 2.5 {
+		t.Errorf("three 1 s calls under asyncio.gather took %.2f s: they did not run concurrently", elapsed)
+	}
+	t.Logf("gather of three 1 s calls: %.3f s", elapsed)
+}
+
+func TestLargePayloads(t *testing.T) {
+	const size = 2 << 20
+	var got int
+	h := &toolHost{call: func(ctx context.Context, tool string, args map[string]any) (any, error) {
+		blob, _ := args["blob"].(string)
+		got = len(blob)
+		// Return a different 2 MB string, built from the one received.
+		return map[string]any{"structuredContent": map[string]any{"blob": "É" + strings.TrimPrefix(blob, "é"), "n": len(blob)}}, nil
+	}}
+	out := runOK(t, fmt.Sprintf(`blob = "é" + "x" * (%d - 2)
+r = await call_tool("mem", "big", {"blob": blob})
+print(r["n"], len(r["blob"]), r["blob"] == "É" + blob[1:])
+r = mcp_mem.sync.big(blob=blob)
+print(r["n"])`, size), h)
+	if want := fmt.Sprintf("%d %d True\n%d\n", size, size-1, size); out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	if got != size { // Go counts bytes (é is two), Python characters
+		t.Errorf("host received %d bytes, want %d", got, size)
+	}
+}
+
+func TestCapabilitySummaryNamesExist(t *testing.T) {
+	out := runOK(t, `import json
+s = capability_summary()
+g = globals()
+print(json.dumps({"summary": s, "callable": sorted(k for k, v in g.items() if callable(v)), "globals": sorted(g)}))`, &toolHost{})
+	var got struct {
+		Summary  string   `json:"summary"`
+		Callable []string `json:"callable"`
+		Globals  []string `json:"globals"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)(?:^\s*|/\s*)([a-z_]+)\(`)
+	named := map[string]bool{}
+	for _, m := range re.FindAllStringSubmatch(got.Summary, -1) {
+		named[m[1]] = true
+	}
+	want := []string{
+		"call_tool", "call_tool_sync", "capability_summary", "describe_server", "discovered_servers",
+		"list_loaded_server_metadata", "list_servers", "list_servers_sync", "list_tools", "list_tools_sync",
+		"query_tool_docs", "query_tool_docs_sync", "search_tool_docs", "search_tool_docs_sync",
+	}
+	var names []string
+	for n := range named {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("summary names functions %q, want %q", names, want)
+	}
+	callable := map[string]bool{}
+	for _, n := range got.Callable {
+		callable[n] = true
+	}
+	for _, n := range append(want, "MCPError") {
+		if !callable[n] {
+			t.Errorf("%s is named in capability_summary() but is not a callable global", n)
+		}
+	}
+	globals := strings.Join(got.Globals, " ") + " "
+	for _, n := range []string{"runtime", "mcp_servers", "mcp_every_thing", "mcp_mem", "MCPError"} {
+		if !strings.Contains(globals, n+" ") {
+			t.Errorf("global %s missing from %q", n, got.Globals)
+		}
+	}
+}
+
+// TestRPCOverhead measures sequential request round trips over local pipes.
+func TestRPCOverhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement")
+	}
+	h := &toolHost{call: func(ctx context.Context, tool string, args map[string]any) (any, error) {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}, nil
+	}}
+	out := runOK(t, `import time
+call_tool_sync("mem", "noop")
+t0 = time.perf_counter()
+for i in range(1000):
+    call_tool_sync("mem", "noop", {"i": i})
+sync_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+for i in range(1000):
+    await call_tool("mem", "noop", {"i": i})
+async_s = time.perf_counter() - t0
+print(sync_s, async_s)`, h)
+	var syncS, asyncS float64
+	if _, err := fmt.Sscan(out, &syncS, &asyncS); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	t.Logf("1000 sequential call_tool round trips: sync %.0f µs/call, await %.0f µs/call", syncS*1e3, asyncS*1e3)
+}

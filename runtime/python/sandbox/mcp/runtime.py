@@ -1,0 +1,367 @@
+"""The codebridge helpers: discover MCP servers and tools, and call tools.
+
+Every function here is also a global of the code run by run_python. Async
+forms return coroutines (use them with await or asyncio.gather; the request is
+sent as soon as the function is called, so several run concurrently); the
+_sync forms block and work both inside and outside a running event loop.
+Requests travel to codebridge over the sandbox's private protocol channel.
+
+Runs on Python 3.9+.
+"""
+
+import asyncio
+import inspect
+import json
+import keyword
+
+__all__ = [
+    "MCPError",
+    "discovered_servers",
+    "list_servers",
+    "list_servers_sync",
+    "list_loaded_server_metadata",
+    "describe_server",
+    "list_tools",
+    "list_tools_sync",
+    "query_tool_docs",
+    "query_tool_docs_sync",
+    "search_tool_docs",
+    "search_tool_docs_sync",
+    "call_tool",
+    "call_tool_sync",
+    "capability_summary",
+]
+
+_channel = None  # set by mcp._install
+_servers = []  # [{"name", "alias", "description"}] from the start frame
+
+
+class MCPError(Exception):
+    """A failed request or tool call.
+
+    code is one of unknown_server, unknown_tool, bad_arguments, server_failed,
+    timeout, internal (from codebridge) or tool_error (the tool reported an
+    error); message is codebridge's or the tool's text; data holds details
+    such as suggestions for a misspelt name, or the tool's raw result.
+    """
+
+    def __init__(self, message, code="internal", data=None):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
+
+    def __str__(self):
+        return self.message
+
+    def __repr__(self):
+        return "MCPError(code=%r, message=%r)" % (self.code, self.message)
+
+
+def _request(method, params):
+    """Sends a request; returns a concurrent.futures.Future of its result."""
+    if _channel is None:
+        raise MCPError("not connected to codebridge (only available inside run_python)", code="internal")
+    return _channel.request(method, params)
+
+
+def _wait(fut, convert=None):
+    result = fut.result()
+    return convert(result) if convert is not None else result
+
+
+async def _await(fut, convert=None):
+    result = await asyncio.wrap_future(fut)
+    return convert(result) if convert is not None else result
+
+
+def _server_info(name):
+    for s in _servers:
+        if name == s.get("name") or name == s.get("alias"):
+            return s
+    return None
+
+
+# --- discovery -------------------------------------------------------------
+
+
+def discovered_servers(detailed=False):
+    """Names of the MCP servers this run can use, or with detailed=True dicts
+    {name, alias, description}. Answered locally, without a request."""
+    if detailed:
+        return [dict(s) for s in _servers]
+    return [s["name"] for s in _servers]
+
+
+async def list_servers():
+    """Names of the MCP servers this run can use."""
+    return discovered_servers()
+
+
+def list_servers_sync():
+    """Names of the MCP servers this run can use."""
+    return discovered_servers()
+
+
+def list_loaded_server_metadata():
+    """Dicts {name, alias, description} of the servers this run can use."""
+    return discovered_servers(detailed=True)
+
+
+def describe_server(name):
+    """{name, alias, description, tools: [{name, alias, description}]} of one
+    server (by name or alias). Blocks."""
+    return _wait(_request("describe_server", {"server": name}))
+
+
+def list_tools(server):
+    """Awaitable: the server's tools as [{name, alias, description, inputSchema, outputSchema?}]."""
+    return _await(_request("list_tools", {"server": server}))
+
+
+def list_tools_sync(server):
+    """The server's tools as [{name, alias, description, inputSchema, outputSchema?}]."""
+    return _wait(_request("list_tools", {"server": server}))
+
+
+def _docs_params(server, tool, detail):
+    return {"server": server, "tool": tool, "detail": detail}
+
+
+def _docs_result(tool):
+    def convert(docs):
+        if tool is None:
+            return docs
+        if not docs:
+            raise MCPError("no documentation for tool %r" % (tool,), code="unknown_tool")
+        return docs[0]
+
+    return convert
+
+
+def query_tool_docs(server, tool=None, detail="summary"):
+    """Awaitable: documentation of one tool (a dict) or of all a server's tools
+    (a list of dicts {server, serverAlias, tool, toolAlias, description,
+    inputSchema?, outputSchema?, signature?}). detail: "summary" or "full"."""
+    return _await(_request("query_tool_docs", _docs_params(server, tool, detail)), _docs_result(tool))
+
+
+def query_tool_docs_sync(server, tool=None, detail="summary"):
+    """Blocking form of query_tool_docs."""
+    return _wait(_request("query_tool_docs", _docs_params(server, tool, detail)), _docs_result(tool))
+
+
+def search_tool_docs(query, limit=5, detail="summary"):
+    """Awaitable: the tools of all servers best matching query, as
+    query_tool_docs dicts with a score, best first."""
+    return _await(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}))
+
+
+def search_tool_docs_sync(query, limit=5, detail="summary"):
+    """Blocking form of search_tool_docs."""
+    return _wait(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}))
+
+
+# --- calling tools ---------------------------------------------------------
+
+
+def _block(block):
+    if isinstance(block, dict) and block.get("type") == "text":
+        return block.get("text", "")
+    return block
+
+
+def convert_result(result):
+    """Turns an MCP CallToolResult into a Python value (see call_tool)."""
+    if not isinstance(result, dict):
+        return result
+    content = result.get("content") or []
+    if result.get("isError"):
+        text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        raise MCPError(text or "the tool reported an error", code="tool_error", data=result)
+    if result.get("structuredContent") is not None:
+        return result["structuredContent"]
+    if not content:
+        return None
+    if len(content) == 1:
+        block = content[0]
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text", "")
+            try:
+                return json.loads(text)
+            except ValueError:
+                return text
+        return block
+    return [_block(b) for b in content]
+
+
+def _call_params(server, tool, arguments):
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise MCPError("arguments must be a dict, not %s" % type(arguments).__name__, code="bad_arguments")
+    return {"server": server, "tool": tool, "arguments": arguments}
+
+
+def call_tool(server, tool, arguments=None, raw=False):
+    """Awaitable: calls a tool (server and tool by name or alias).
+
+    Returns structuredContent if the tool gave it, else the JSON value of a
+    single text block, else its text; a single image, audio or resource block
+    as its dict; several blocks as a list. raw=True returns the MCP result
+    dict unchanged. A tool error raises MCPError with code "tool_error".
+    """
+    return _await(_request("call_tool", _call_params(server, tool, arguments)), None if raw else convert_result)
+
+
+def call_tool_sync(server, tool, arguments=None, raw=False):
+    """Blocking form of call_tool."""
+    return _wait(_request("call_tool", _call_params(server, tool, arguments)), None if raw else convert_result)
+
+
+class _SyncTools:
+    """mcp_<alias>.sync.<tool>(**args): blocking tool calls."""
+
+    def __init__(self, server):
+        self._server = server
+
+    def __getattr__(self, tool):
+        if tool.startswith("_"):
+            raise AttributeError(tool)
+        server = self._server
+
+        def call(**arguments):
+            return call_tool_sync(server, tool, arguments)
+
+        call.__name__ = call.__qualname__ = tool
+        return call
+
+    def __dir__(self):
+        return _tool_aliases(self._server)
+
+
+def _tool_aliases(server):
+    try:
+        return sorted(t.get("alias") or t["name"] for t in list_tools_sync(server))
+    except Exception:
+        return []
+
+
+class ServerProxy:
+    """One MCP server: await proxy.<tool>(**args), proxy.sync.<tool>(**args),
+    await proxy.call("tool", **args), proxy.call_sync("tool", **args).
+
+    A tool whose name is one of this class's attributes (name, alias,
+    description, sync, call, call_sync, list_tools, list_tools_sync) is
+    reached with call("tool", ...)."""
+
+    def __init__(self, name, alias, description=""):
+        self.name = name
+        self.alias = alias
+        self.description = description
+        self.sync = _SyncTools(name)
+
+    def call(self, tool, **arguments):
+        """Awaitable: calls tool with the keyword arguments."""
+        return call_tool(self.name, tool, arguments)
+
+    def call_sync(self, tool, **arguments):
+        """Calls tool with the keyword arguments and blocks for the result."""
+        return call_tool_sync(self.name, tool, arguments)
+
+    def list_tools(self):
+        """Awaitable: this server's tools."""
+        return list_tools(self.name)
+
+    def list_tools_sync(self):
+        """This server's tools."""
+        return list_tools_sync(self.name)
+
+    def __getattr__(self, tool):
+        if tool.startswith("_"):
+            raise AttributeError(tool)
+        name = self.name
+
+        def call(**arguments):
+            return call_tool(name, tool, arguments)
+
+        call.__name__ = call.__qualname__ = tool
+        return call
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) | set(_tool_aliases(self.name)))
+
+    def __repr__(self):
+        return "<MCP server %r: await mcp_%s.<tool>(**args)>" % (self.name, self.alias)
+
+
+def _signature(schema):
+    """A keyword-only signature from a JSON Schema's properties, for help()."""
+    try:
+        props = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        params, extra = [], False
+        for name in props:
+            if not name.isidentifier() or keyword.iskeyword(name):
+                extra = True
+                continue
+            default = inspect.Parameter.empty if name in required else None
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
+        if extra or schema.get("additionalProperties", True) is not False and not props:
+            params.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
+        return inspect.Signature(params)
+    except Exception:
+        return None
+
+
+def tool_function(server, tool):
+    """An async function calling one tool, with a .sync blocking twin.
+
+    tool is a list_tools entry {name, alias, description, inputSchema}."""
+    name = tool["name"]
+    alias = tool.get("alias") or name
+
+    async def call(**arguments):
+        return await call_tool(server, name, arguments)
+
+    def call_sync(**arguments):
+        return call_tool_sync(server, name, arguments)
+
+    for f in (call, call_sync):
+        f.__name__ = f.__qualname__ = alias
+        f.__doc__ = tool.get("description") or ""
+        sig = _signature(tool.get("inputSchema") or {})
+        if sig is not None:
+            f.__signature__ = sig
+    call.sync = call_sync
+    call.tool = tool
+    return call
+
+
+def capability_summary():
+    """A short manual of these helpers."""
+    return _SUMMARY
+
+
+_SUMMARY = """\
+codebridge helpers: globals of your code; also `import mcp`, `from mcp import runtime`.
+Discover (nothing is loaded until you ask):
+  discovered_servers(detailed=False)       server names, or dicts {name, alias, description}
+  list_servers() / list_servers_sync()     server names (await the first)
+  list_loaded_server_metadata()            dicts {name, alias, description}
+  describe_server(name)                    {name, alias, description, tools: [{name, alias, description}]}
+  list_tools(server) / list_tools_sync(server)   [{name, alias, description, inputSchema}]
+  query_tool_docs(server, tool=None, detail="summary") / query_tool_docs_sync(...)   detail "summary" or "full"
+  search_tool_docs(query, limit=5, detail="summary") / search_tool_docs_sync(...)   best matches first
+Call (servers and tools by name or alias):
+  call_tool(server, tool, arguments=None, raw=False) / call_tool_sync(...)
+  await mcp_<alias>.<tool>(**args)         blocking: mcp_<alias>.sync.<tool>(**args)
+  await mcp_servers["name"].call("tool", **args)   blocking: .call_sync("tool", **args)
+  from mcp.servers.<alias> import *        an async function per tool (blocking: f.sync(...)), and TOOLS
+  capability_summary()                     this text
+A call returns structuredContent, else a single text block parsed as JSON, else its text; other blocks as
+dicts, several blocks as a list; raw=True gives the MCP result. Await forms run concurrently under
+asyncio.gather; _sync forms block, inside or outside a running loop. Failures raise MCPError
+(.code: unknown_server, unknown_tool, bad_arguments, server_failed, timeout, tool_error, internal;
+.message; .data with details such as suggestions).
+"""
