@@ -49,13 +49,13 @@ func (f *fakeFS) watching() []string {
 // loopHarness runs a watcher's loop on fake events and counts loads and
 // applies.
 type loopHarness struct {
-	t       *testing.T
-	dir     string
-	fs      *fakeFS
-	events  chan fsnotify.Event
-	errs    chan error
-	cancel  context.CancelFunc
-	done    chan error
+	t      *testing.T
+	dir    string
+	fs     *fakeFS
+	events chan fsnotify.Event
+	errs   chan error
+	cancel context.CancelFunc
+	done   chan error
 
 	mu      sync.Mutex // protects following: the loop writes, the test reads
 	loads   int
