@@ -11,7 +11,7 @@ import (
 )
 
 // writeFiles writes name→content into dir; an empty content deletes the file.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
+func writeFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, name)
