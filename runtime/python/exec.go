@@ -75,7 +75,7 @@ var ErrProtocol = errors.New("sandbox broke the frame protocol")
 // [ErrNoExit] when stdout ended without an exit frame; an error wrapping
 // [ErrProtocol] on malformed frames; other read errors wrapped. Each request is
 // served in its own goroutine; Exec cancels their ctx and waits for the Host
-// calls before it returns. A write to stdin that a dead container never reads
+// calls before it returns. A nil h answers every request with an "internal" error. A write to stdin that a dead container never reads
 // is released when the caller closes stdin or removes the container.
 func Exec(ctx context.Context, stdin io.Writer, stdout io.Reader, p Program, h Host) (*Result, error) {
 	began := time.Now()
@@ -185,7 +185,11 @@ func protocolFault(res *Result, msg string) (*Result, error) {
 // serve answers one request through h and writes the reply.
 func serve(ctx context.Context, w *frameWriter, h Host, req Request) {
 	reply := Reply{ID: req.ID}
-	result, err := h.Call(ctx, req.Method, req.Params)
+	var result any
+	err := errors.New("this run has no host to answer requests")
+	if h != nil {
+		result, err = h.Call(ctx, req.Method, req.Params)
+	}
 	if err == nil {
 		reply.Result, err = json.Marshal(result)
 		if err != nil {

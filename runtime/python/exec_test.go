@@ -5,16 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 )
 
-// python3 returns the host's python3, or skips the test.
+// python3 returns the host's python3 ($CODEBRIDGE_TEST_PYTHON if set, to try
+// other versions: the sandbox code must run on 3.9 and later), or skips the test.
 func python3(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
+	name := "python3"
+	if p := os.Getenv("CODEBRIDGE_TEST_PYTHON"); p != "" {
+		name = p
+	}
+	p, err := exec.LookPath(name)
 	if err != nil {
 		t.Skip("python3 is not installed: these tests drive the real bootstrap with the host's python3")
 	}
@@ -116,6 +122,19 @@ func TestPlainCode(t *testing.T) {
 			exitCode: 1, kind: FailException, errType: "RuntimeError", errMessage: "late",
 			traceback: []string{`File "<run_python>", line 3`, "raise RuntimeError('late')"}, notInTB: []string{"asyncio", "codebridge"},
 		},
+		{
+			name: "recursion", code: "def f(n):\n    return f(n + 1)\nf(0)",
+			exitCode: 1, kind: FailException, errType: "RecursionError",
+			traceback: []string{"Previous line repeated", "return f(n + 1)"},
+		},
+		{
+			name: "str() of the exception fails", code: "class E(Exception):\n    def __str__(self):\n        raise ValueError()\nraise E()",
+			exitCode: 1, kind: FailException, errType: "E", errMessage: "str() failed",
+		},
+		{
+			name: "huge message is clipped", code: "raise ValueError('m' * 10_000_000)",
+			exitCode: 1, kind: FailException, errType: "ValueError", errMessage: "characters cut]", traceback: []string{"characters cut]"},
+		},
 		{name: "sys.exit()", code: "import sys\nprint('a')\nsys.exit()", stdout: "a\n"},
 		{name: "sys.exit(0)", code: "import sys\nsys.exit(0)"},
 		{name: "sys.exit(3)", code: "import sys\nsys.exit(3)", exitCode: 3, kind: FailExit, errMessage: "exit status 3"},
@@ -167,6 +186,9 @@ func TestPlainCode(t *testing.T) {
 				t.Fatalf("error = nil, want kind %q", tt.kind)
 			}
 			f := res.Error
+			if len(f.Message) > 100<<10 || len(f.Traceback) > 100<<10 {
+				t.Errorf("failure text not bounded: message %d bytes, traceback %d bytes", len(f.Message), len(f.Traceback))
+			}
 			if f.Kind != tt.kind || (tt.errType != "" && f.Type != tt.errType) || !strings.Contains(f.Message, tt.errMessage) {
 				t.Errorf("error = %+v, want kind %q type %q message containing %q", f, tt.kind, tt.errType, tt.errMessage)
 			}

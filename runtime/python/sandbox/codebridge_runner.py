@@ -27,6 +27,7 @@ import types
 
 FILENAME = "<run_python>"
 CHUNK = 64 << 10  # largest 'O'/'E' payload
+TEXT_LIMIT = 64 << 10  # characters kept of a failure's message and traceback
 DRAIN_LIMIT = 1.0  # seconds to wait for output still in the pipes after the code ends
 
 
@@ -248,16 +249,33 @@ def format_exception(exc):
         for nxt in (t.__cause__, t.__context__):
             if nxt is not None:
                 todo.append(nxt)
+        todo.extend(getattr(t, "exceptions", None) or ())  # ExceptionGroup, 3.11+
     return "".join(te.format())
 
 
+def _clip(text, keep_tail=False):
+    """Bounds a failure's text; tracebacks keep their end, messages their start."""
+    if len(text) <= TEXT_LIMIT:
+        return text
+    cut = len(text) - TEXT_LIMIT
+    if keep_tail:
+        return "[%d characters cut]\n" % cut + text[-TEXT_LIMIT:]
+    return text[:TEXT_LIMIT] + "\n[%d characters cut]" % cut
+
+
+def _str(exc):
+    try:
+        return str(exc)
+    except Exception:
+        return "<%s: str() failed>" % type(exc).__name__
+
+
 def _failure(kind, exc):
-    return {
-        "kind": kind,
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": format_exception(exc),
-    }
+    try:
+        tb = _clip(format_exception(exc), keep_tail=True)
+    except Exception as e:  # never lose the exit frame to a broken exception
+        tb = "(traceback unavailable: %s)" % _str(e)
+    return {"kind": kind, "type": type(exc).__name__, "message": _clip(_str(exc)), "traceback": tb}
 
 
 def _run_code(code_src, namespace):
