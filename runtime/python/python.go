@@ -31,6 +31,23 @@
 // code, a subprocess or a C extension writes can corrupt the framing. Output is
 // chunked, so no line length limit exists anywhere. A frame longer than
 // [MaxFrame] is a protocol error.
+//
+// # Requests
+//
+// The sandbox's helper module (sandbox/mcp, importable there as mcp) sends these
+// methods to the [Host]; server and tool may be names or aliases:
+//
+//	describe_server  {server}                 → {name, alias, description, tools: [{name, alias, description}]}
+//	list_tools       {server}                 → [{name, alias, description, inputSchema, outputSchema?}]
+//	query_tool_docs  {server, tool|null, detail} → [{server, serverAlias, tool, toolAlias, description,
+//	                                               inputSchema?, outputSchema?, signature?}]
+//	search_tool_docs {query, limit, detail}   → the same dicts with score, best first
+//	call_tool        {server, tool, arguments} → the MCP CallToolResult (content, structuredContent?, isError?)
+//
+// A Host error becomes a [ReplyError]: its code is the error's RPCCode() string
+// when it has that method (unknown_server, unknown_tool, bad_arguments,
+// server_failed, timeout), else "internal"; its data is RPCData() any when
+// present; its message is err.Error(). The sandbox raises it as MCPError.
 package python
 
 import (

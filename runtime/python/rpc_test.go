@@ -160,7 +160,7 @@ func TestHelpers(t *testing.T) {
 	}{
 		{
 			name: "discovered_servers", code: "print(discovered_servers())\nprint(discovered_servers(detailed=True)[0])",
-			want: "['every-thing', 'mem']\n{'name': 'every-thing', 'alias': 'every_thing', 'description': 'test server'}\n",
+			want: "('every-thing', 'mem')\n{'name': 'every-thing', 'alias': 'every_thing', 'description': 'test server'}\n",
 		},
 		{
 			name: "list_servers", code: "print(await list_servers(), list_servers_sync(), len(list_loaded_server_metadata()))",

@@ -86,26 +86,27 @@ def _server_info(name):
 
 
 def discovered_servers(detailed=False):
-    """Names of the MCP servers this run can use, or with detailed=True dicts
-    {name, alias, description}. Answered locally, without a request."""
+    """A tuple of the names of the MCP servers this run can use, or with
+    detailed=True of dicts {name, alias, description}. Answered locally: no
+    request, no server started."""
     if detailed:
-        return [dict(s) for s in _servers]
-    return [s["name"] for s in _servers]
+        return tuple(dict(s) for s in _servers)
+    return tuple(s["name"] for s in _servers)
 
 
 async def list_servers():
-    """Names of the MCP servers this run can use."""
-    return discovered_servers()
+    """A list of the names of the MCP servers this run can use."""
+    return list(discovered_servers())
 
 
 def list_servers_sync():
-    """Names of the MCP servers this run can use."""
-    return discovered_servers()
+    """A list of the names of the MCP servers this run can use."""
+    return list(discovered_servers())
 
 
 def list_loaded_server_metadata():
-    """Dicts {name, alias, description} of the servers this run can use."""
-    return discovered_servers(detailed=True)
+    """A list of dicts {name, alias, description} of the servers this run can use."""
+    return list(discovered_servers(detailed=True))
 
 
 def describe_server(name):
@@ -346,7 +347,7 @@ def capability_summary():
 _SUMMARY = """\
 codebridge helpers: globals of your code; also `import mcp`, `from mcp import runtime`.
 Discover (nothing is loaded until you ask):
-  discovered_servers(detailed=False)       server names, or dicts {name, alias, description}
+  discovered_servers(detailed=False)       tuple of server names, or of dicts {name, alias, description}
   list_servers() / list_servers_sync()     server names (await the first)
   list_loaded_server_metadata()            dicts {name, alias, description}
   describe_server(name)                    {name, alias, description, tools: [{name, alias, description}]}
