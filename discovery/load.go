@@ -110,9 +110,12 @@ func (c *Config) merge() {
 		defs := c.files[path]
 		for _, name := range sortedKeys(defs) {
 			if first, ok := winner[name]; ok {
+				line, col := serverPosition(path, name)
 				c.Problems = append(c.Problems, Problem{
 					Path:    path,
 					Server:  name,
+					Line:    line,
+					Column:  col,
 					Message: fmt.Sprintf("also defined in %s, whose definition is used (files load in name order): rename or remove one of them", first),
 					Warning: true,
 				})
@@ -124,6 +127,22 @@ func (c *Config) merge() {
 	}
 	sort.Slice(c.Servers, func(i, j int) bool { return c.Servers[i].Name < c.Servers[j].Name })
 	sortProblems(c.Problems)
+}
+
+// serverPosition finds where path defines server name, for a warning found
+// after the file was loaded; 0, 0 if it cannot tell.
+func serverPosition(path, name string) (line, col int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0
+	}
+	pos := keyOffsets(data)
+	for _, section := range []string{"mcpServers", "servers"} {
+		if off, ok := pos[section+"\x00"+name]; ok {
+			return lineCol(data, off)
+		}
+	}
+	return 0, 0
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -198,7 +217,11 @@ func loadFile(path string, prev map[string]*Server, opts Options) (defs map[stri
 		found = true
 		m, ok := v.(map[string]any)
 		if !ok {
-			return l.broken(fmt.Errorf(`%q must be an object mapping server names to definitions, found %s`, section, kind(v))), l.problems, true
+			l.problem("", []string{section}, fmt.Sprintf(`%q must be an object mapping server names to definitions, found %s`, section, kind(v)), false)
+			if len(l.prev) > 0 {
+				l.problems[len(l.problems)-1].Message += l.keeping()
+			}
+			return l.prev, l.problems, true
 		}
 		for _, name := range sortedKeys(m) {
 			if _, dup := defs[name]; dup {
@@ -247,10 +270,14 @@ func (l *fileLoader) broken(err error) map[string]*Server {
 		p.Message = err.Error()
 	}
 	if len(l.prev) > 0 {
-		p.Message += fmt.Sprintf("; keeping the servers it defined before (%s) until this is fixed", strings.Join(sortedKeys(l.prev), ", "))
+		p.Message += l.keeping()
 	}
 	l.problems = append(l.problems, p)
 	return l.prev
+}
+
+func (l *fileLoader) keeping() string {
+	return fmt.Sprintf("; keeping the servers it defined before (%s) until this is fixed", strings.Join(sortedKeys(l.prev), ", "))
 }
 
 // problem records a problem at the key path keys (nil: the file itself).

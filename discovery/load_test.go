@@ -142,7 +142,7 @@ func TestLoadProblems(t *testing.T) {
 		{
 			name:    "section not an object",
 			content: `{"mcpServers": []}`,
-			want:    []Problem{{Message: `"mcpServers" must be an object mapping server names to definitions, found an array`}},
+			want:    []Problem{{Line: 1, Column: 2, Message: `"mcpServers" must be an object mapping server names to definitions, found an array`}},
 		},
 		{
 			name: "bad servers, good one loads",
@@ -267,9 +267,8 @@ func TestLoadDuplicateAcrossFiles(t *testing.T) {
 	if got := cfg.Server("dup"); got == nil || got.Command != "from-a" {
 		t.Fatalf("dup = %+v, want the definition from a.json", got)
 	}
-	// The position of the losing entry is not tracked: the file is named.
 	checkProblems(t, cfg.Problems, filepath.Join(dir, "b.json"), []Problem{
-		{Server: "dup", Message: "also defined in " + filepath.Join(dir, "a.json") + ", whose definition is used", Warning: true},
+		{Server: "dup", Line: 2, Column: 2, Message: "also defined in " + filepath.Join(dir, "a.json") + ", whose definition is used", Warning: true},
 	})
 
 	// When a.json goes away, b.json's definition takes over.
@@ -310,6 +309,13 @@ func TestLoadKeepsLastGood(t *testing.T) {
 	checkProblems(t, cfg2.Problems, a, []Problem{
 		{Line: 1, Column: 42, Message: "unexpected end of JSON input: fix the file (no comments or trailing commas allowed); keeping the servers it defined before (a1, a2)"},
 	})
+
+	// Structurally broken (the section is not an object): also kept.
+	writeFiles(t, dir, map[string]string{"a.json": `{"mcpServers": []}`})
+	if got := Load(dir, cfg2, testEnv); got.Server("a1") != cfg1.Server("a1") || !strings.Contains(got.Problems[0].Message, "keeping the servers it defined before (a1, a2)") {
+		t.Errorf("section not an object: servers %v, problems %v", got.Names(), got.Problems)
+	}
+	writeFiles(t, dir, map[string]string{"a.json": `{"mcpServers": {"a1": {"command": "a1-new"`})
 
 	// Still broken on the next reload: still kept (prev carries them on).
 	cfg3 := Load(dir, cfg2, testEnv)
