@@ -49,7 +49,9 @@ const (
 // dir is watched as a folder, not file by file, so editors that save by
 // writing a temporary file and renaming it over the original are seen. A dir
 // that does not exist yet is fine: Watch follows its nearest existing parent
-// until it appears, and goes back to that when dir is deleted.
+// until it appears, and goes back to that when dir is deleted. A file that is
+// a symbolic link is read through the link, but an edit of its target outside
+// dir is only seen at the next change in dir.
 //
 // apply is called from Watch's goroutine, one call at a time, never after ctx
 // is done; while it runs, changes queue up and are coalesced. Watch returns

@@ -50,7 +50,8 @@ type Index struct {
 	avgLen   float64
 }
 
-// NewIndex indexes docs. The slice is not retained; the Docs are copied.
+// NewIndex indexes docs. The slice is copied; the Params slices are shared
+// and must not be modified afterwards.
 func NewIndex(docs []Doc) *Index {
 	ix := &Index{
 		docs:     slices.Clone(docs),
