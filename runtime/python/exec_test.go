@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -356,3 +357,38 @@ type rpcErr struct {
 func (e rpcErr) Error() string   { return e.msg }
 func (e rpcErr) RPCCode() string { return e.code }
 func (e rpcErr) RPCData() any    { return e.data }
+
+// TestWarmRunLatency measures a run in a process started ahead of time, as the
+// pool of pre-started containers does: from the start frame to the exit frame.
+func TestWarmRunLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement")
+	}
+	py := python3(t)
+	var times []time.Duration
+	for range 5 {
+		cmd := exec.Command(py, Command()[1:]...)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // the bootstrap imports what the runner needs meanwhile
+		start := time.Now()
+		res, err := Exec(t.Context(), stdin, stdout, Program{Code: "print('ok')", Servers: testServers}, nil)
+		times = append(times, time.Since(start))
+		if err != nil || res.Stdout != "ok\n" {
+			t.Fatalf("Exec = %+v, %v", res, err)
+		}
+		stdin.Close()
+		cmd.Wait()
+	}
+	slices.Sort(times)
+	t.Logf("warm run of print('ok'), start frame to exit frame: median %v (min %v, max %v)", times[2], times[0], times[4])
+}

@@ -3,6 +3,8 @@
 # stdin ends first (a pre-started container may be discarded unused) or, if
 # CODEBRIDGE_WAIT_LIMIT is set, when no frame arrives within that many seconds.
 import os, sys
+# What the runner needs, imported while the container waits for work.
+import ast, asyncio, concurrent.futures, importlib.util, inspect, json, linecache, select, threading, traceback, types
 def _read(n):
     chunks = []
     while n:
@@ -14,14 +16,12 @@ def _read(n):
     return b"".join(chunks)
 _limit = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0)
 if _limit > 0:
-    import select
     if not select.select([0], [], [], _limit)[0]:
         os._exit(0)
 _head = _read(5)
 if _head[:1] != b"S":
     sys.stderr.write("codebridge bootstrap: expected start frame, got %r\n" % _head[:1])
     os._exit(2)
-import json, importlib.util
 _start = json.loads(_read(int.from_bytes(_head[1:], "big")))
 class _Embedded:
     """Imports the modules sent in the start frame, from memory."""
