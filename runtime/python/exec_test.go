@@ -139,8 +139,9 @@ func TestPlainCode(t *testing.T) {
 		{name: "sys.exit()", code: "import sys\nprint('a')\nsys.exit()", stdout: "a\n"},
 		{name: "sys.exit(0)", code: "import sys\nsys.exit(0)"},
 		{name: "sys.exit(3)", code: "import sys\nsys.exit(3)", exitCode: 3, kind: FailExit, errMessage: "exit status 3"},
-		{name: "sys.exit(str)", code: "import sys\nsys.exit('goodbye')", exitCode: 1, kind: FailExit, stderr: "goodbye\n"},
+		{name: "sys.exit(str)", code: "import sys\nsys.exit('goodbye')", exitCode: 1, kind: FailExit, stderr: "goodbye\n", errMessage: "exit status 1: goodbye"},
 		{name: "exit in await", code: "import asyncio, sys\nawait asyncio.sleep(0)\nsys.exit(4)", exitCode: 4, kind: FailExit},
+		{name: "sys.exit(True)", code: "import sys\nsys.exit(True)", exitCode: 1, kind: FailExit, errMessage: "exit status 1"},
 		{name: "raise SystemExit(None)", code: "raise SystemExit(None)"},
 		{
 			name: "memory error", code: "raise MemoryError()", exitCode: 1, kind: FailOOM, errType: "MemoryError",

@@ -302,15 +302,22 @@ def _exit_status(exc):
     code = exc.code
     if code is None:
         return 0, None
-    if isinstance(code, bool) or not isinstance(code, int):
+    message = ""
+    if isinstance(code, bool):
+        code = int(code)
+    elif not isinstance(code, int):
+        message = _str(exc)  # CPython prints it to stderr and exits with 1
         try:
-            sys.stderr.write(str(code) + "\n")
+            sys.stderr.write(message + "\n")
         except Exception:
             pass
         code = 1
     if code == 0:
         return 0, None
-    return code, {"kind": "exit", "type": "SystemExit", "message": "exit status %d" % code}
+    text = "exit status %d" % code
+    if message:
+        text += ": " + _clip(message)
+    return code, {"kind": "exit", "type": "SystemExit", "message": text}
 
 
 def _namespace(start, channel):
