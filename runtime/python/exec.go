@@ -128,11 +128,13 @@ func Exec(ctx context.Context, stdin io.Writer, stdout io.Reader, p Program, h H
 	}()
 
 	var writeErr error
+	startSent := false
 	for {
 		select {
 		case <-ctx.Done():
 			return finish(), ctx.Err()
 		case err := <-startErr:
+			startSent = true
 			if err != nil {
 				writeErr = fmt.Errorf("sending start frame: %w", err)
 			}
@@ -140,6 +142,17 @@ func Exec(ctx context.Context, stdin io.Writer, stdout io.Reader, p Program, h H
 			if f.err != nil {
 				switch {
 				case errors.Is(f.err, io.EOF), errors.Is(f.err, io.ErrUnexpectedEOF):
+					if !startSent {
+						// The sandbox ended before taking the start frame; say why
+						// if the write has failed or fails at once.
+						select {
+						case err := <-startErr:
+							if err != nil {
+								writeErr = fmt.Errorf("sending start frame: %w", err)
+							}
+						case <-time.After(50 * time.Millisecond):
+						}
+					}
 					return finish(), errors.Join(ErrNoExit, writeErr)
 				case errors.Is(f.err, ErrFrameTooLarge):
 					return protocolFault(finish(), f.err.Error())
