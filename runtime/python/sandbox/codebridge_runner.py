@@ -54,8 +54,11 @@ class Channel:
         with self._wlock:
             if self._closed:
                 return False
-            self._write_all(head)
-            self._write_all(payload)
+            if len(payload) <= CHUNK:
+                self._write_all(head + payload)  # one write: fewer syscalls for output
+            else:
+                self._write_all(head)
+                self._write_all(payload)
             if kind == b"X":
                 self._closed = True
         return True
@@ -69,8 +72,8 @@ class Channel:
     def request(self, method, params):
         """Sends a 'Q' frame and returns a concurrent.futures.Future for the result.
 
-        The future fails with the exception returned by error_factory(code,
-        message, data) when the host answers with an error.
+        The future fails with mcp.MCPError(message, code, data) when the host
+        answers with an error or the channel is gone.
         """
         fut = concurrent.futures.Future()
         with self._plock:
