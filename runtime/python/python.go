@@ -71,11 +71,16 @@ type Program struct {
 // DefaultOutputLimit is the per-stream output cap when [Program.OutputLimit] is 0.
 const DefaultOutputLimit = 64 << 10
 
-// ServerInfo describes a configured MCP server without starting it.
+// ServerInfo describes a configured MCP server. Servers named in run_python's
+// "servers" argument are loaded: started before the run, with their tools
+// listed here for list_loaded_server_metadata().
 type ServerInfo struct {
 	Name        string `json:"name"`
 	Alias       string `json:"alias"` // a valid Python identifier, unique in the run
 	Description string `json:"description,omitempty"`
+	Loaded      bool   `json:"loaded,omitempty"`
+	// Tools of a loaded server: {name, alias, description, inputSchema} each.
+	Tools []map[string]any `json:"tools,omitempty"`
 }
 
 // Host answers the sandbox's requests. Call is invoked concurrently, once per

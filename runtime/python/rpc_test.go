@@ -16,7 +16,8 @@ import (
 
 var testServers = []ServerInfo{
 	{Name: "every-thing", Alias: "every_thing", Description: "test server"},
-	{Name: "mem", Alias: "mem", Description: "memory"},
+	{Name: "mem", Alias: "mem", Description: "memory", Loaded: true,
+		Tools: []map[string]any{{"name": "echo", "alias": "echo", "description": "Echo"}}},
 }
 
 var testTools = []map[string]any{
@@ -163,8 +164,8 @@ func TestHelpers(t *testing.T) {
 			want: "('every-thing', 'mem')\n{'name': 'every-thing', 'alias': 'every_thing', 'description': 'test server'}\n",
 		},
 		{
-			name: "list_servers", code: "print(await list_servers(), list_servers_sync(), len(list_loaded_server_metadata()))",
-			want: "['every-thing', 'mem'] ['every-thing', 'mem'] 2\n",
+			name: "list_servers", code: "print(await list_servers(), list_servers_sync())\nprint(list_loaded_server_metadata())",
+			want: "('every-thing', 'mem') ('every-thing', 'mem')\n({'name': 'mem', 'alias': 'mem', 'description': 'memory', 'tools': [{'alias': 'echo', 'description': 'Echo', 'name': 'echo'}]},)\n",
 		},
 		{
 			name: "describe_server", code: "d = describe_server('every_thing')\nprint(d['name'], [t['alias'] for t in d['tools']])",

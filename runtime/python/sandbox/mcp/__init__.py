@@ -20,10 +20,13 @@ mcp_servers = {}  # server name -> ServerProxy
 def _install(channel, servers):
     """Connects the helpers to codebridge; called by the runner before user code."""
     runtime._channel = channel
-    runtime._servers = [
-        {"name": s["name"], "alias": s.get("alias") or s["name"], "description": s.get("description") or ""}
-        for s in servers
-    ]
+    runtime._servers = []
+    for s in servers:
+        info = {"name": s["name"], "alias": s.get("alias") or s["name"], "description": s.get("description") or ""}
+        if s.get("loaded"):
+            info["loaded"] = True
+            info["tools"] = list(s.get("tools") or ())
+        runtime._servers.append(info)
     mcp_servers.clear()
     for s in runtime._servers:
         mcp_servers[s["name"]] = ServerProxy(s["name"], s["alias"], s["description"])

@@ -90,23 +90,29 @@ def discovered_servers(detailed=False):
     detailed=True of dicts {name, alias, description}. Answered locally: no
     request, no server started."""
     if detailed:
-        return tuple(dict(s) for s in _servers)
+        return tuple(
+            {"name": s["name"], "alias": s["alias"], "description": s.get("description", "")}
+            for s in _servers
+        )
     return tuple(s["name"] for s in _servers)
 
 
 async def list_servers():
-    """A list of the names of the MCP servers this run can use."""
-    return list(discovered_servers())
+    """A tuple of the names of the MCP servers this run can use."""
+    return discovered_servers()
 
 
 def list_servers_sync():
-    """A list of the names of the MCP servers this run can use."""
-    return list(discovered_servers())
+    """A tuple of the names of the MCP servers this run can use."""
+    return discovered_servers()
 
 
 def list_loaded_server_metadata():
-    """A list of dicts {name, alias, description} of the servers this run can use."""
-    return list(discovered_servers(detailed=True))
+    """A tuple of dicts {name, alias, description, tools} of the servers named
+    in run_python's "servers" argument, started before the code ran."""
+    return tuple(
+        {k: v for k, v in s.items() if k != "loaded"} for s in _servers if s.get("loaded")
+    )
 
 
 def describe_server(name):
