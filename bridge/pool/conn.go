@@ -1,0 +1,349 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// terminateGrace is how long closing a stdio server waits for it to exit after
+// its stdin is closed, before SIGTERM (and as long again before SIGKILL).
+const terminateGrace = 3 * time.Second
+
+// A conn is one running session with one definition of a server: one process
+// for stdio, one connection for HTTP. A changed definition gets a new conn.
+type conn struct {
+	name    string
+	def     *discovery.Server // the definition it was started from
+	session *mcp.ClientSession
+	cmd     *exec.Cmd // stdio only
+	pid     int       // stdio only
+	stderr  *lineRing
+	cancel  context.CancelFunc // ends the transport's long-lived context
+	done    chan struct{}      // closed once the session has ended and the process is reaped
+
+	// Guarded by Pool.mu:
+	refs     int       // requests in flight
+	retired  bool      // takes no new requests; closed when refs reaches 0
+	closing  bool      // a deliberate close has begun
+	exited   bool      // the session has ended
+	lastUsed time.Time // when the last request began or ended
+
+	progress sync.Map // progress token (string) -> func(*mcp.ProgressNotificationParams)
+
+	toolsSem chan struct{} // one slot: held while listing tools
+
+	toolsMu sync.Mutex // protects following
+	tools   []*mcp.Tool
+	byName  map[string]*mcp.Tool
+	toolsOK bool   // tools is the current list
+	toolGen uint64 // bumped by notifications/tools/list_changed
+}
+
+func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn {
+	c := &conn{
+		name:     def.Name,
+		def:      def,
+		done:     make(chan struct{}),
+		toolsSem: make(chan struct{}, 1),
+	}
+	c.stderr = newLineRing(stderrLines, func(line string) {
+		logger.Debug("server stderr", "server", def.Name, "line", line)
+	})
+	return c
+}
+
+// toolsChanged handles notifications/tools/list_changed.
+func (c *conn) toolsChanged(context.Context, *mcp.ToolListChangedRequest) {
+	c.toolsMu.Lock()
+	c.toolsOK = false
+	c.toolGen++
+	c.toolsMu.Unlock()
+}
+
+// onProgress routes a progress notification to the call that set its token.
+func (c *conn) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params == nil {
+		return
+	}
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if f, ok := c.progress.Load(tok); ok {
+		f.(func(*mcp.ProgressNotificationParams))(req.Params)
+	}
+}
+
+// lookupTool reports whether name is in the cached list, and whether there is
+// a cached list.
+func (c *conn) lookupTool(name string) (found, cached bool) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if !c.toolsOK {
+		return false, false
+	}
+	_, found = c.byName[name]
+	return found, true
+}
+
+func (c *conn) cachedTools() (n int, ok bool) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	return len(c.tools), c.toolsOK
+}
+
+func (c *conn) invalidateTools() { c.toolsChanged(context.TODO(), nil) }
+
+// listTools returns the server's tools, from the cache or by listing every
+// page within timeout.
+func (c *conn) listTools(ctx context.Context, timeout time.Duration) ([]*mcp.Tool, error) {
+	c.toolsMu.Lock()
+	if c.toolsOK {
+		t := c.tools
+		c.toolsMu.Unlock()
+		return t, nil
+	}
+	c.toolsMu.Unlock()
+
+	select {
+	case c.toolsSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-c.toolsSem }()
+
+	c.toolsMu.Lock()
+	if c.toolsOK { // another caller listed them while we waited
+		t := c.tools
+		c.toolsMu.Unlock()
+		return t, nil
+	}
+	gen := c.toolGen
+	c.toolsMu.Unlock()
+
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var tools []*mcp.Tool
+	for t, err := range c.session.Tools(lctx, nil) {
+		if err != nil {
+			if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+				return nil, fmt.Errorf("no answer to tools/list within %s: %w", timeout, err)
+			}
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+
+	c.toolsMu.Lock()
+	if c.toolGen == gen { // no list_changed arrived meanwhile
+		c.tools = tools
+		c.byName = make(map[string]*mcp.Tool, len(tools))
+		for _, t := range tools {
+			c.byName[t.Name] = t
+		}
+		c.toolsOK = true
+	}
+	c.toolsMu.Unlock()
+	return tools, nil
+}
+
+// waitDone waits up to d for the session's end to be fully processed, so that
+// the stderr tail is complete. It reports whether the session has ended.
+func (c *conn) waitDone(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// ended reports whether the session has ended and been cleaned up after.
+func (c *conn) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends the server at once: the process group for stdio, the connection
+// for HTTP.
+func (c *conn) kill() {
+	if c.cmd != nil && c.cmd.Process != nil {
+		killGroup(c.pid)
+		_ = c.cmd.Process.Kill()
+	}
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// dial starts def and initializes an MCP session with it within ctx's deadline.
+// The session itself outlives ctx.
+func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
+	c := newConn(def, p.opts.StderrLines, p.logger)
+	fail := func(err error) (*conn, error) {
+		if c.cancel != nil {
+			c.cancel()
+		}
+		if c.cmd != nil && c.cmd.Process != nil {
+			// Connect closes the session on failure, which reaps the process;
+			// make sure of it, and that stderr has been read to the end.
+			c.kill()
+			_ = c.cmd.Wait()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer to initialize within %s (%w)", p.opts.ConnectTimeout, err)
+		}
+		return nil, &StartError{
+			Server:     def.Name,
+			Source:     def.Source,
+			Err:        fmt.Errorf("%w; %s", err, hint(def)),
+			StderrTail: c.stderr.Tail(),
+		}
+	}
+
+	t, err := p.transport(def, c)
+	if err != nil {
+		return fail(err)
+	}
+	longCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	client := mcp.NewClient(p.opts.Client, &mcp.ClientOptions{
+		Logger:                      p.logger,
+		Capabilities:                &mcp.ClientCapabilities{}, // no roots
+		ToolListChangedHandler:      c.toolsChanged,
+		ProgressNotificationHandler: c.onProgress,
+	})
+	cs, err := client.Connect(ctx, &detachedTransport{t, longCtx, cancel}, nil)
+	if err != nil {
+		return fail(err)
+	}
+	c.session = cs
+	if c.cmd != nil && c.cmd.Process != nil {
+		c.pid = c.cmd.Process.Pid
+	}
+	return c, nil
+}
+
+// transport returns how to reach def. For stdio it prepares c.cmd.
+func (p *Pool) transport(def *discovery.Server, c *conn) (mcp.Transport, error) {
+	if p.testTransport != nil {
+		return p.testTransport(def)
+	}
+	switch def.Transport {
+	case discovery.Stdio, "":
+		if def.Command == "" {
+			return nil, errors.New(`no "command" given`)
+		}
+		cmd := exec.Command(def.Command, def.Args...)
+		cmd.Dir = def.Cwd
+		cmd.Env = childEnv(os.Environ(), def.Env)
+		cmd.Stderr = c.stderr
+		cmd.WaitDelay = 2 * time.Second // a grandchild holding stderr open must not block Wait
+		setProcAttr(cmd)
+		c.cmd = cmd
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, nil
+	case discovery.Streamable:
+		return &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}, nil
+	case discovery.SSE:
+		return &mcp.SSEClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}, nil
+	default:
+		return nil, fmt.Errorf("unknown transport %q (want %q, %q or %q)", def.Transport, discovery.Stdio, discovery.Streamable, discovery.SSE)
+	}
+}
+
+// A detachedTransport connects within the deadline of the ctx it is given, but
+// hands the inner transport a long-lived context: SSEClientTransport keeps its
+// event stream on the context Connect receives.
+type detachedTransport struct {
+	mcp.Transport
+	long   context.Context
+	cancel context.CancelFunc // cancels long
+}
+
+func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stop := context.AfterFunc(ctx, t.cancel)
+	c, err := t.Transport.Connect(t.long)
+	if !stop() { // ctx ended while connecting, and long with it
+		if c != nil {
+			_ = c.Close()
+		}
+		return nil, ctx.Err()
+	}
+	return c, err
+}
+
+// httpClient returns a client that adds headers to every request.
+func httpClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return &http.Client{}
+	}
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: maps.Clone(headers)}}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(req)
+}
+
+// Inherited environment: a stdio server sees only these variables from
+// codebridge's environment (plus its configured "env"), so secrets meant for
+// codebridge or for other servers do not leak into it.
+var (
+	inheritedVars = []string{
+		"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TZ", "TMPDIR", "TEMP", "TMP",
+		"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+		// Windows needs these to start most programs.
+		"SYSTEMROOT", "SystemRoot", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "APPDATA", "LOCALAPPDATA",
+		"ProgramFiles", "ProgramData",
+	}
+	inheritedPrefixes = []string{"LC_", "XDG_", "npm_config_"}
+)
+
+// childEnv returns the environment of a stdio server: the inherited subset of
+// parent, then extra (which wins), sorted.
+func childEnv(parent []string, extra map[string]string) []string {
+	env := make(map[string]string)
+	for _, kv := range parent {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if slices.Contains(inheritedVars, k) || slices.ContainsFunc(inheritedPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			env[k] = v
+		}
+	}
+	maps.Copy(env, extra)
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}

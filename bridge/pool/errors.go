@@ -1,0 +1,80 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+// Errors callers branch on with [errors.Is]. The errors the [Pool] returns wrap
+// them with the server's name and what to do about it.
+var (
+	// ErrUnknownServer: no server with that name is configured.
+	ErrUnknownServer = errors.New("unknown MCP server")
+	// ErrUnknownTool: the server is running but does not offer a tool of
+	// exactly that name.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrDisabled: the server is configured with "disabled": true.
+	ErrDisabled = errors.New("MCP server is disabled")
+	// ErrServerExited: the server's process or connection ended while a
+	// request was in flight. The server is restarted on its next use.
+	ErrServerExited = errors.New("MCP server exited")
+	// ErrClosed: the pool has been closed.
+	ErrClosed = errors.New("server pool is closed")
+)
+
+// A StartError reports that a server could not be started: its command did
+// not run, it exited, it did not answer initialize in time, or its URL did not
+// answer.
+type StartError struct {
+	Server     string
+	Source     string   // the file that defines the server, if known
+	Err        error    // wraps context.DeadlineExceeded on a timeout
+	StderrTail []string // the last lines the server wrote to stderr (stdio only)
+}
+
+func (e *StartError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "starting MCP server %q", e.Server)
+	if e.Source != "" {
+		fmt.Fprintf(&b, " (defined in %s)", e.Source)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	writeTail(&b, e.StderrTail)
+	return b.String()
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// hint says what to check when def fails to start.
+func hint(def *discovery.Server) string {
+	where := "its configuration"
+	if def.Source != "" {
+		where = def.Source
+	}
+	switch def.Transport {
+	case discovery.Streamable, discovery.SSE:
+		return fmt.Sprintf("check that %s is reachable and that \"url\" and \"headers\" in %s are right", def.URL, where)
+	default:
+		return fmt.Sprintf("check \"command\", \"args\", \"env\" and \"cwd\" in %s, or run the command by hand to see why it fails", where)
+	}
+}
+
+func writeTail(b *strings.Builder, tail []string) {
+	if len(tail) == 0 {
+		return
+	}
+	b.WriteString("\nlast lines of the server's stderr:")
+	for _, l := range tail {
+		b.WriteString("\n  ")
+		b.WriteString(l)
+	}
+}
+
+func tailText(tail []string) string {
+	var b strings.Builder
+	writeTail(&b, tail)
+	return b.String()
+}

@@ -1,0 +1,233 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as a stdio MCP server: with POOL_TEST_HELPER=1 in
+// its environment it serves newTestServer on stdin/stdout. Tests start it
+// through the pool as a real child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("POOL_TEST_HELPER") == "1" {
+		runHelper()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runHelper() {
+	if f := os.Getenv("POOL_TEST_PIDFILE"); f != "" {
+		pf, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(pf, os.Getpid())
+			pf.Close()
+		}
+	}
+	fmt.Fprintf(os.Stderr, "helper pid %d started\n", os.Getpid())
+	if os.Getenv("POOL_TEST_EXIT_AFTER_START") == "1" {
+		fmt.Fprintln(os.Stderr, "fatal: missing API key")
+		os.Exit(2)
+	}
+	ctx := context.WithoutCancel(context.TODO())
+	if err := newTestServer("helper", nil).Run(ctx, &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+type (
+	echoIn struct {
+		Message string `json:"message,omitempty"`
+	}
+	sleepIn struct {
+		MS    int `json:"ms"`
+		Steps int `json:"steps,omitempty"`
+	}
+	getenvIn struct {
+		Name string `json:"name"`
+	}
+	noIn struct{}
+)
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// newTestServer returns an MCP server with the tools the tests call. opts may be nil.
+func newTestServer(name string, opts *mcp.ServerOptions) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "test"}, opts)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes message"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text("Echo: " + in.Message), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "returns the server's process ID"},
+		func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+			return text(strconv.Itoa(os.Getpid())), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "getenv", Description: "returns an environment variable"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in getenvIn) (*mcp.CallToolResult, any, error) {
+			v, ok := os.LookupEnv(in.Name)
+			if !ok {
+				return text("<unset>"), nil, nil
+			}
+			return text(v), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "sleeps ms milliseconds in steps, reporting progress"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			steps := max(in.Steps, 1)
+			tok := req.Params.GetProgressToken()
+			for i := range steps {
+				select {
+				case <-time.After(time.Duration(in.MS) * time.Millisecond / time.Duration(steps)):
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+				if tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+						ProgressToken: tok, Progress: float64(i + 1), Total: float64(steps),
+						Message: fmt.Sprint(tok),
+					})
+				}
+			}
+			return text("slept"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "exits the server process"},
+		func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stderr, "fatal: simulated crash")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+	return s
+}
+
+// memServers starts go-sdk servers in-process for a pool's test hook, and
+// counts the starts.
+type memServers struct {
+	t      *testing.T
+	opts   *mcp.ServerOptions
+	starts atomic.Int32
+	// block, if non-nil, makes each start wait for it to be closed.
+	block chan struct{}
+	// silent makes servers that never answer initialize.
+	silent bool
+
+	mu      sync.Mutex
+	servers map[string][]*mcp.Server // by server name, in start order
+}
+
+func (m *memServers) transport(def *discovery.Server) (mcp.Transport, error) {
+	m.starts.Add(1)
+	if m.block != nil {
+		<-m.block
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	if m.silent { // read and never answer
+		c, err := st.Connect(m.t.Context())
+		if err != nil {
+			return nil, err
+		}
+		go func() {
+			for {
+				if _, err := c.Read(m.t.Context()); err != nil {
+					return
+				}
+			}
+		}()
+		return ct, nil
+	}
+	s := newTestServer(def.Name, m.opts)
+	if _, err := s.Connect(m.t.Context(), st, nil); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.servers == nil {
+		m.servers = make(map[string][]*mcp.Server)
+	}
+	m.servers[def.Name] = append(m.servers[def.Name], s)
+	m.mu.Unlock()
+	return ct, nil
+}
+
+func (m *memServers) last(name string) *mcp.Server {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ss := m.servers[name]
+	if len(ss) == 0 {
+		return nil
+	}
+	return ss[len(ss)-1]
+}
+
+// newMemPool returns a pool whose servers are in-process go-sdk servers.
+func newMemPool(t *testing.T, opts Options, servers ...*discovery.Server) (*Pool, *memServers) {
+	t.Helper()
+	m := &memServers{t: t}
+	p := newTestPool(t, opts)
+	p.testTransport = m.transport
+	p.Update(servers)
+	return p, m
+}
+
+func newTestPool(t *testing.T, opts Options) *Pool {
+	t.Helper()
+	p := New(opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 20*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p
+}
+
+func resultText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if res == nil || len(res.Content) == 0 {
+		t.Fatalf("empty result: %+v", res)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("result content is %T, want text", res.Content[0])
+	}
+	if res.IsError {
+		t.Fatalf("tool error: %s", tc.Text)
+	}
+	return tc.Text
+}
+
+func statusOf(t *testing.T, p *Pool, name string) ServerStatus {
+	t.Helper()
+	for _, s := range p.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no status for %q", name)
+	return ServerStatus{}
+}
+
+// eventually retries cond until it holds or 10 s have passed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func jsonschemaObj() map[string]any { return map[string]any{"type": "object"} }

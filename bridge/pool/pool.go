@@ -1,0 +1,689 @@
+package pool
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+)
+
+// Defaults for the zero values in [Options].
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultListTimeout    = 30 * time.Second
+	DefaultCallTimeout    = 5 * time.Minute
+	DefaultIdleTimeout    = 10 * time.Minute
+	DefaultStderrLines    = 50
+)
+
+// Options configures a [Pool]. Zero values select the defaults.
+type Options struct {
+	// Logger receives the pool's logs. Nil means discard.
+	Logger *slog.Logger
+	// ConnectTimeout bounds starting a server: spawning or dialing it, and
+	// the initialize handshake. Default [DefaultConnectTimeout].
+	ConnectTimeout time.Duration
+	// ListTimeout bounds listing a server's tools (all pages). Default
+	// [DefaultListTimeout].
+	ListTimeout time.Duration
+	// CallTimeout bounds a tool call that the caller's context does not bound
+	// more tightly. Default [DefaultCallTimeout].
+	CallTimeout time.Duration
+	// IdleTimeout stops a server that has had no request for this long; it
+	// starts again on its next use. Zero means [DefaultIdleTimeout]; negative
+	// means never.
+	IdleTimeout time.Duration
+	// StderrLines is how many of a server's last stderr lines are kept for
+	// error messages. Default [DefaultStderrLines].
+	StderrLines int
+	// Client is what the pool calls itself in initialize. Default
+	// {Name: "codebridge", Version: "dev"}.
+	Client *mcp.Implementation
+}
+
+// A Pool keeps one MCP client session per configured downstream server. A
+// server starts on its first use, exactly once however many callers ask at
+// the same moment, stays warm until it has been idle for
+// [Options.IdleTimeout], and is started again after it crashed.
+//
+// [Pool.Update] applies a new configuration without interrupting requests in
+// flight. All methods are safe for concurrent use.
+type Pool struct {
+	opts   Options
+	logger *slog.Logger
+	seq    atomic.Uint64 // progress tokens
+	stop   chan struct{} // closed by Close: ends the janitor
+	wg     sync.WaitGroup
+
+	// Test hooks, set before first use.
+	testTransport func(*discovery.Server) (mcp.Transport, error)
+	now           func() time.Time
+
+	mu      sync.Mutex // protects following, and the fields of entry and conn marked as such
+	servers map[string]*entry
+	live    map[*conn]struct{} // every conn whose session has not ended
+	closed  bool
+}
+
+// An entry is one configured server name.
+type entry struct {
+	def      *discovery.Server
+	cur      *conn    // serves new requests; nil if not running
+	starting *startOp // the start in progress, if any
+	err      error    // why the last start failed or the last process ended
+	lastUsed time.Time
+}
+
+// A startOp is one attempt to start a server that callers wait for together.
+type startOp struct {
+	done       chan struct{} // closed when c and err are set
+	cancel     context.CancelFunc
+	c          *conn
+	err        error
+	superseded bool // the definition changed or was removed meanwhile (guarded by Pool.mu)
+}
+
+// New returns a pool with no servers; [Pool.Update] adds them.
+func New(opts Options) *Pool {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.ConnectTimeout = cmp.Or(opts.ConnectTimeout, DefaultConnectTimeout)
+	opts.ListTimeout = cmp.Or(opts.ListTimeout, DefaultListTimeout)
+	opts.CallTimeout = cmp.Or(opts.CallTimeout, DefaultCallTimeout)
+	opts.IdleTimeout = cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
+	opts.StderrLines = cmp.Or(opts.StderrLines, DefaultStderrLines)
+	if opts.Client == nil {
+		opts.Client = &mcp.Implementation{Name: "codebridge", Version: "dev"}
+	}
+	p := &Pool{
+		opts:    opts,
+		logger:  opts.Logger,
+		stop:    make(chan struct{}),
+		now:     time.Now,
+		servers: make(map[string]*entry),
+		live:    make(map[*conn]struct{}),
+	}
+	if opts.IdleTimeout > 0 {
+		p.wg.Add(1)
+		go p.janitor(opts.IdleTimeout)
+	}
+	return p
+}
+
+// Update makes servers the configured set, starting nothing:
+//   - a new server becomes known and starts on first use;
+//   - a removed server is stopped once its requests in flight have finished;
+//   - a changed server (any field but Source and Description) is stopped the
+//     same way, and its next use starts the new definition;
+//   - an unchanged server stays running, even if its Description or Source
+//     changed (the new ones are reported).
+//
+// A server whose Disabled is set is known but refuses to start.
+func (p *Pool) Update(servers []*discovery.Server) {
+	next := make(map[string]*discovery.Server, len(servers))
+	for _, s := range servers {
+		if s == nil || s.Name == "" {
+			continue
+		}
+		if _, dup := next[s.Name]; dup {
+			p.logger.Warn("server defined twice; using the later definition", "server", s.Name, "source", s.Source)
+		}
+		next[s.Name] = s
+	}
+
+	var toClose []*conn
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	for name, e := range p.servers {
+		s, ok := next[name]
+		switch {
+		case !ok:
+			toClose = p.detachLocked(e, toClose)
+			delete(p.servers, name)
+			p.logger.Info("server removed", "server", name)
+		case sameProcess(e.def, s):
+			e.def = s
+		default:
+			toClose = p.detachLocked(e, toClose)
+			e.def = s
+			e.err = nil
+			p.logger.Info("server changed; it restarts on next use", "server", name)
+		}
+	}
+	for name, s := range next {
+		if _, ok := p.servers[name]; !ok {
+			p.servers[name] = &entry{def: s}
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range toClose {
+		p.goClose(c)
+	}
+}
+
+// sameProcess reports whether a and b start the same server: they differ at
+// most in Source and Description.
+func sameProcess(a, b *discovery.Server) bool {
+	return a.Name == b.Name &&
+		a.Disabled == b.Disabled &&
+		a.Transport == b.Transport &&
+		a.Command == b.Command &&
+		slices.Equal(a.Args, b.Args) &&
+		maps.Equal(a.Env, b.Env) &&
+		a.Cwd == b.Cwd &&
+		a.URL == b.URL &&
+		maps.Equal(a.Headers, b.Headers)
+}
+
+// detachLocked makes e take no more requests on its current session and
+// abandons its start in progress. It appends to toClose the conns to close now.
+func (p *Pool) detachLocked(e *entry, toClose []*conn) []*conn {
+	if op := e.starting; op != nil {
+		op.superseded = true
+		op.cancel()
+		e.starting = nil
+	}
+	if c := e.cur; c != nil {
+		e.cur = nil
+		if p.retireLocked(c) {
+			toClose = append(toClose, c)
+		}
+	}
+	return toClose
+}
+
+// retireLocked marks c to take no new requests and reports whether the caller
+// must close it now (no request is in flight on it).
+func (p *Pool) retireLocked(c *conn) bool {
+	c.retired = true
+	if c.refs == 0 && !c.closing {
+		c.closing = true
+		return true
+	}
+	return false
+}
+
+// goClose closes c in the background; [Pool.Close] waits for it.
+func (p *Pool) goClose(c *conn) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.logger.Debug("stopping server", "server", c.name, "pid", c.pid)
+		_ = c.session.Close() // for stdio: closes stdin, then SIGTERM, then SIGKILL
+		c.kill()              // and whatever the server started
+		<-c.done
+	}()
+}
+
+// acquire returns the session serving name, starting it if needed, with a
+// request counted on it. The caller must [Pool.release] it.
+func (p *Pool) acquire(ctx context.Context, name string) (*conn, error) {
+	for range 3 {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		e, ok := p.servers[name]
+		if !ok {
+			err := p.unknownServerLocked(name)
+			p.mu.Unlock()
+			return nil, err
+		}
+		if e.def.Disabled {
+			p.mu.Unlock()
+			return nil, disabledError(e.def)
+		}
+		if c := e.cur; c != nil && !c.exited {
+			c.refs++
+			c.lastUsed = p.now()
+			e.lastUsed = c.lastUsed
+			p.mu.Unlock()
+			return c, nil
+		}
+		op := e.starting
+		if op == nil {
+			op = p.startLocked(ctx, e)
+		}
+		p.mu.Unlock()
+
+		select {
+		case <-op.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for MCP server %q to start: %w", name, ctx.Err())
+		}
+		p.mu.Lock()
+		superseded := op.superseded
+		p.mu.Unlock()
+		if superseded {
+			continue // the configuration changed while it started: use the new one
+		}
+		if op.err != nil {
+			return nil, op.err
+		}
+		if op.c.ended() {
+			// It exited right after initialize.
+			return nil, &StartError{Server: name, Source: op.c.def.Source,
+				Err:        fmt.Errorf("it exited right after starting; %s", hint(op.c.def)),
+				StderrTail: op.c.stderr.Tail()}
+		}
+	}
+	return nil, fmt.Errorf("MCP server %q: its configuration kept changing while it started; try again", name)
+}
+
+// startLocked starts e's server in the background.
+func (p *Pool) startLocked(ctx context.Context, e *entry) *startOp {
+	// The start serves every caller waiting for it, so it must not end
+	// when the first caller's context does.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.ConnectTimeout)
+	op := &startOp{done: make(chan struct{}), cancel: cancel}
+	e.starting = op
+	def := e.def
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer cancel()
+		begin := time.Now()
+		p.logger.Info("starting server", "server", def.Name, "transport", def.Transport)
+		c, err := p.dial(sctx, def)
+
+		p.mu.Lock()
+		op.c, op.err = c, err
+		current := !op.superseded && !p.closed
+		if e.starting == op {
+			e.starting = nil
+		}
+		if c != nil {
+			p.live[c] = struct{}{}
+			if current {
+				e.cur = c
+				e.err = nil
+				c.lastUsed = p.now()
+			} else {
+				c.retired = true
+				c.closing = true
+			}
+		} else if current {
+			e.err = err
+		}
+		p.mu.Unlock()
+		close(op.done)
+
+		if err != nil {
+			p.logger.Warn("server failed to start", "server", def.Name, "err", err)
+			return
+		}
+		p.logger.Info("server started", "server", def.Name, "pid", c.pid, "duration", time.Since(begin))
+		p.wg.Add(1)
+		go p.watch(e, c)
+		if !current {
+			p.goClose(c)
+		}
+	}()
+	return op
+}
+
+// watch waits for c's session to end, by close, crash or disconnect, and
+// cleans up after it.
+func (p *Pool) watch(e *entry, c *conn) {
+	defer p.wg.Done()
+	werr := c.session.Wait()
+
+	p.mu.Lock()
+	c.exited = true
+	expected := c.closing
+	if e.cur == c {
+		e.cur = nil
+	}
+	p.mu.Unlock()
+
+	// Reap the process and read the rest of its stderr.
+	_ = c.session.Close()
+	c.kill()
+
+	p.mu.Lock()
+	delete(p.live, c)
+	if !expected && e.cur == nil && e.starting == nil && e.def == c.def {
+		e.err = fmt.Errorf("%w: %v%s", ErrServerExited, exitReason(c, werr), tailText(c.stderr.Tail()))
+	}
+	p.mu.Unlock()
+	if !expected {
+		p.logger.Warn("server exited; it restarts on next use", "server", c.name, "pid", c.pid, "err", werr, "stderr", c.stderr.Tail())
+	}
+	close(c.done)
+}
+
+func exitReason(c *conn, werr error) string {
+	if c.cmd != nil && c.cmd.ProcessState != nil {
+		return "process " + c.cmd.ProcessState.String()
+	}
+	if werr != nil {
+		return werr.Error()
+	}
+	return "connection closed"
+}
+
+// release ends a request begun by acquire.
+func (p *Pool) release(c *conn) {
+	p.mu.Lock()
+	c.refs--
+	c.lastUsed = p.now()
+	closeNow := c.retired && c.refs == 0 && !c.closing
+	if closeNow {
+		c.closing = true
+	}
+	p.mu.Unlock()
+	if closeNow {
+		p.goClose(c)
+	}
+}
+
+// Tools returns the tools of server, starting it if needed. The list is
+// cached until the server reports a change or restarts. The caller must not
+// modify the tools.
+func (p *Pool) Tools(ctx context.Context, server string) ([]*mcp.Tool, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := p.acquire(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		tools, err := c.listTools(ctx, p.opts.ListTimeout)
+		p.release(c)
+		if err == nil {
+			return slices.Clip(tools), nil
+		}
+		if attempt == 0 && ctx.Err() == nil && (errors.Is(err, mcp.ErrConnectionClosed) || c.ended()) {
+			continue // listing is safe to repeat on a fresh process
+		}
+		return nil, p.requestError(c, "listing the tools of MCP server "+strconv.Quote(server), err)
+	}
+}
+
+// Call calls tool on server with args, which must marshal to a JSON object
+// (map[string]any, json.RawMessage, a struct) or be nil, and returns the
+// server's result; a tool that failed has IsError set. tool must be the exact
+// name the server uses.
+//
+// The call ends at ctx's deadline or after [Options.CallTimeout], whichever
+// is first. If progress is non-nil, it receives this call's progress
+// notifications; it must not block for long.
+//
+// A server that exits during the call makes Call fail with [ErrServerExited]
+// and the tail of its stderr; the next use starts it again.
+func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
+		args = nil
+	}
+	c, err := p.acquire(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	defer p.release(c)
+
+	if err := p.checkTool(ctx, c, tool); err != nil {
+		return nil, err
+	}
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if progress != nil {
+		tok := "codebridge-" + strconv.FormatUint(p.seq.Add(1), 10)
+		params.SetProgressToken(tok)
+		c.progress.Store(tok, progress)
+		defer c.progress.Delete(tok)
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	res, err := c.session.CallTool(cctx, params)
+	if err != nil {
+		what := fmt.Sprintf("calling tool %q of MCP server %q", tool, server)
+		if cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return nil, fmt.Errorf("%s: no result within %s (the pool's call timeout); the call was cancelled: %w", what, p.opts.CallTimeout, context.DeadlineExceeded)
+		}
+		return nil, p.requestError(c, what, err)
+	}
+	return res, nil
+}
+
+// checkTool returns an error wrapping ErrUnknownTool unless c's server has tool.
+func (p *Pool) checkTool(ctx context.Context, c *conn, tool string) error {
+	found, cached := c.lookupTool(tool)
+	if found {
+		return nil
+	}
+	if cached { // the list may be stale: ask again once
+		c.invalidateTools()
+	}
+	tools, err := c.listTools(ctx, p.opts.ListTimeout)
+	if err != nil {
+		return p.requestError(c, "listing the tools of MCP server "+strconv.Quote(c.name), err)
+	}
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if t.Name == tool {
+			return nil
+		}
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return fmt.Errorf("%w %q on MCP server %q; its tools are: %s", ErrUnknownTool, tool, c.name, strings.Join(names, ", "))
+}
+
+// requestError describes err from a request on c, with the server's stderr
+// tail if the server has gone away.
+func (p *Pool) requestError(c *conn, what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) || c.ended() {
+		c.waitDone(2 * time.Second) // let the stderr tail complete
+		return fmt.Errorf("%s: %w (%v); it will be started again on its next use%s",
+			what, ErrServerExited, err, tailText(c.stderr.Tail()))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// AllTools returns the tools of every enabled server, starting at most limit
+// servers at a time (no limit if limit <= 0) and stopping at ctx's deadline.
+// A server that fails is reported in errs and does not affect the others.
+func (p *Pool) AllTools(ctx context.Context, limit int) (tools map[string][]*mcp.Tool, errs map[string]error) {
+	p.mu.Lock()
+	var names []string
+	for name, e := range p.servers {
+		if !e.def.Disabled {
+			names = append(names, name)
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(names)
+
+	tools = make(map[string][]*mcp.Tool)
+	errs = make(map[string]error)
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	if limit > 0 {
+		g.SetLimit(limit)
+	}
+	for _, name := range names {
+		g.Go(func() error {
+			t, err := p.Tools(gctx, name)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[name] = err
+				p.logger.Warn("listing tools failed", "server", name, "err", err)
+			} else {
+				tools[name] = t
+			}
+			return nil // one server failing must not cancel the others
+		})
+	}
+	_ = g.Wait()
+	return tools, errs
+}
+
+// State is what a server is doing, as [Pool.Status] reports it.
+type State string
+
+const (
+	StateConfigured State = "configured" // known, not running
+	StateStarting   State = "starting"
+	StateRunning    State = "running"
+	StateFailed     State = "failed" // the last start failed or the process exited on its own
+	StateDisabled   State = "disabled"
+)
+
+// ServerStatus describes one configured server.
+type ServerStatus struct {
+	Name        string
+	Source      string
+	Description string
+	Transport   discovery.Transport
+	State       State
+	Err         string    // why it failed, for StateFailed
+	PID         int       // the server's process, for a running stdio server
+	Tools       int       // number of tools, once listed; 0 before
+	LastUsed    time.Time // zero if never used
+}
+
+// Status describes every configured server, sorted by name.
+func (p *Pool) Status() []ServerStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]ServerStatus, 0, len(p.servers))
+	for name, e := range p.servers {
+		st := ServerStatus{
+			Name:        name,
+			Source:      e.def.Source,
+			Description: e.def.Description,
+			Transport:   e.def.Transport,
+			State:       StateConfigured,
+			LastUsed:    e.lastUsed,
+		}
+		switch {
+		case e.def.Disabled:
+			st.State = StateDisabled
+		case e.cur != nil && !e.cur.exited:
+			st.State = StateRunning
+			st.PID = e.cur.pid
+			st.Tools, _ = e.cur.cachedTools()
+		case e.starting != nil:
+			st.State = StateStarting
+		case e.err != nil:
+			st.State = StateFailed
+			st.Err = e.err.Error()
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b ServerStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// janitor stops servers that have been idle for idle.
+func (p *Pool) janitor(idle time.Duration) {
+	defer p.wg.Done()
+	t := time.NewTicker(max(idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.stopIdle(idle)
+		}
+	}
+}
+
+// stopIdle stops every running server with no request in flight and none
+// begun or ended within idle.
+func (p *Pool) stopIdle(idle time.Duration) {
+	now := p.now()
+	var toClose []*conn
+	p.mu.Lock()
+	for _, e := range p.servers {
+		c := e.cur
+		if c == nil || c.refs > 0 || now.Sub(c.lastUsed) < idle {
+			continue
+		}
+		e.cur = nil
+		if p.retireLocked(c) {
+			toClose = append(toClose, c)
+		}
+		p.logger.Info("stopping idle server", "server", c.name, "idle", now.Sub(c.lastUsed))
+	}
+	p.mu.Unlock()
+	for _, c := range toClose {
+		p.goClose(c)
+	}
+}
+
+// Close stops every server and waits until they have exited. Requests in
+// flight may finish until ctx is done; then their servers are killed. Close
+// returns ctx's error in that case. After Close, every method fails with
+// [ErrClosed].
+func (p *Pool) Close(ctx context.Context) error {
+	var toClose []*conn
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+		for _, e := range p.servers {
+			toClose = p.detachLocked(e, toClose)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range toClose {
+		p.goClose(c)
+	}
+
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	live := slices.Collect(maps.Keys(p.live))
+	p.mu.Unlock()
+	for _, c := range live {
+		c.kill()
+		go c.session.Close()
+	}
+	<-done
+	return fmt.Errorf("closing server pool: requests still in flight were ended: %w", ctx.Err())
+}
+
+func (p *Pool) unknownServerLocked(name string) error {
+	names := slices.Sorted(maps.Keys(p.servers))
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q: no servers are configured", ErrUnknownServer, name)
+	}
+	return fmt.Errorf("%w %q; configured servers: %s", ErrUnknownServer, name, strings.Join(names, ", "))
+}
+
+func disabledError(def *discovery.Server) error {
+	where := "its configuration"
+	if def.Source != "" {
+		where = def.Source
+	}
+	return fmt.Errorf("%w: %q is disabled in %s; set \"disabled\": false there to use it", ErrDisabled, def.Name, where)
+}
