@@ -1,0 +1,337 @@
+package podman
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containers/podman/v5/pkg/bindings"
+)
+
+// ErrUnavailable is matched (with [errors.Is]) by every error saying that
+// Podman cannot be used at all: not installed, its API not reachable, or no
+// usable image. The error's message says how to fix it.
+var ErrUnavailable = errors.New("podman unavailable")
+
+// UnavailableError is an [ErrUnavailable] error with a message for the user.
+type UnavailableError struct {
+	Msg string // what happened and what to do
+	Err error  // the underlying cause, if any
+}
+
+func (e *UnavailableError) Error() string { return e.Msg }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrUnavailable].
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func unavailable(err error, format string, args ...any) error {
+	return &UnavailableError{Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Timeouts of requests to Podman. Every request has a deadline; the caller's
+// ctx may shorten it.
+const (
+	requestTimeout = 30 * time.Second // create, start, inspect, kill, remove, list
+	pingTimeout    = 5 * time.Second  // one connection attempt
+	serviceStartup = 20 * time.Second // a spawned 'podman system service' must answer within this
+	pullTimeout    = 10 * time.Minute
+)
+
+const rootfulSocket = "/run/podman/podman.sock"
+
+// Options configure [Connect].
+type Options struct {
+	// URI of the Podman API (unix://, ssh://, tcp://). Empty means
+	// $CONTAINER_HOST, else the default sockets, else a private service.
+	URI string
+	// StateDir holds the socket of a Podman service Connect starts itself.
+	// Empty means $XDG_RUNTIME_DIR/codebridge, else a codebridge directory in
+	// [os.TempDir].
+	StateDir string
+	// Logger receives progress and diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Client talks to one Podman API service. Its methods are safe for
+// concurrent use.
+type Client struct {
+	conn       *bindings.Connection
+	uri        string
+	apiVersion string // the server's libpod API version, e.g. "4.3.1"
+	log        *slog.Logger
+	svc        *service          // a service Connect started, or nil
+	owner      map[string]string // ownership labels put on our containers
+	host       string
+	pid        int
+}
+
+// Connect finds a Podman API and returns a client for it. In order it tries:
+// opts.URI or $CONTAINER_HOST (only that, when set), the rootless socket
+// $XDG_RUNTIME_DIR/podman/podman.sock, the rootful /run/podman/podman.sock, and
+// finally starts 'podman system service' itself on a private socket in
+// opts.StateDir, which [Client.Close] stops. Errors that mean Podman cannot be
+// used match [ErrUnavailable] and say what to do.
+func Connect(ctx context.Context, opts Options) (*Client, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := newClient(log)
+
+	if uri, from := explicitURI(opts.URI); uri != "" {
+		if err := c.dial(ctx, uri); err != nil {
+			return nil, unavailable(err, "podman API not reachable at %s (from %s): %v: start it with 'podman system service --time=0 %s' or fix %s",
+				uri, from, rootCause(err), uri, from)
+		}
+		return c, nil
+	}
+
+	var tried []string
+	for _, sock := range defaultSockets() {
+		if _, err := os.Stat(sock); err != nil {
+			continue
+		}
+		uri := "unix://" + sock
+		err := c.dial(ctx, uri)
+		if err == nil {
+			return c, nil
+		}
+		log.Debug("podman socket does not answer", "uri", uri, "err", err)
+		tried = append(tried, uri)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+
+	bin, err := exec.LookPath("podman")
+	if err != nil {
+		msg := "podman is not installed: install it (Debian: apt-get install podman runc) or run scripts/setup.sh"
+		if len(tried) > 0 {
+			msg += "; sockets found but not answering: " + strings.Join(tried, ", ")
+		}
+		return nil, unavailable(err, "%s", msg)
+	}
+	svc, err := startService(bin, stateDir(opts.StateDir), log)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.dialWait(ctx, svc); err != nil {
+		svc.stop()
+		return nil, err
+	}
+	c.svc = svc
+	return c, nil
+}
+
+func newClient(log *slog.Logger) *Client {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	owner := map[string]string{LabelOwner: ownerID(host, pid)}
+	if st, ok := processStart(pid); ok {
+		owner[LabelOwnerStart] = st
+	}
+	return &Client{log: log, owner: owner, host: host, pid: pid}
+}
+
+func ownerID(host string, pid int) string { return host + "/" + strconv.Itoa(pid) }
+
+// explicitURI returns the URI the user chose and where it came from.
+func explicitURI(uri string) (string, string) {
+	if uri != "" {
+		return uri, "the configured URI"
+	}
+	if env := os.Getenv("CONTAINER_HOST"); env != "" {
+		return env, "CONTAINER_HOST"
+	}
+	return "", ""
+}
+
+func defaultSockets() []string {
+	var socks []string
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+		socks = append(socks, filepath.Join(dir, "podman", "podman.sock"))
+	}
+	return append(socks, rootfulSocket)
+}
+
+func stateDir(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		return filepath.Join(rt, "codebridge")
+	}
+	return filepath.Join(os.TempDir(), "codebridge-"+strconv.Itoa(os.Getuid()))
+}
+
+// dial connects to uri once, within pingTimeout.
+func (c *Client) dial(ctx context.Context, uri string) error {
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	cctx, err := bindings.NewConnection(ctx, uri)
+	if err != nil {
+		return err
+	}
+	conn, err := bindings.GetClient(cctx)
+	if err != nil {
+		return err
+	}
+	c.conn = conn
+	c.uri = uri
+	c.apiVersion = bindings.ServiceVersion(cctx).String()
+	if c.apiVersion == "0.0.0" {
+		c.apiVersion = "4.0.0"
+	}
+	c.log.Debug("connected to podman", "uri", uri, "api", c.apiVersion)
+	return nil
+}
+
+// dialWait connects to a service just started, retrying until it answers.
+func (c *Client) dialWait(ctx context.Context, svc *service) error {
+	ctx, cancel := context.WithTimeout(ctx, serviceStartup)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if _, err := os.Stat(svc.sock); err == nil {
+			if last = c.dial(ctx, svc.uri()); last == nil {
+				return nil
+			}
+		}
+		select {
+		case <-svc.exited:
+			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why, or run scripts/setup.sh",
+				svc.diagnostics(), svc.uri())
+		case <-ctx.Done():
+			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return unavailable(last, "podman system service did not answer at %s within %s: %s; try 'podman system service --time=0' by hand",
+				svc.uri(), serviceStartup, svc.diagnostics())
+		case <-tick.C:
+		}
+	}
+}
+
+// URI is the address of the Podman API this client uses.
+func (c *Client) URI() string { return c.uri }
+
+// Close stops the Podman service Connect started, if any. Containers are not
+// touched: remove them first (as [Sandbox.Close] does).
+func (c *Client) Close() error {
+	if c.svc != nil {
+		c.svc.stop()
+	}
+	if t, ok := c.conn.Client.Transport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+	return nil
+}
+
+// apiError is a non-2xx answer of the Podman API.
+type apiError struct {
+	Method, Path string
+	Status       int
+	Message      string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("podman %s %s: %s (HTTP %d)", e.Method, e.Path, e.Message, e.Status)
+}
+
+func isStatus(err error, code int) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == code
+}
+
+// do sends one request with a deadline of at most timeout. A body that is not
+// an io.Reader is sent as JSON; a 2xx answer is decoded into out if non-nil.
+func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, query url.Values, body, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := c.request(ctx, method, path, query, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("podman %s %s: decoding answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// request sends one request and returns a 2xx response whose body the caller
+// must close; other statuses become an *apiError.
+func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	var rd io.Reader
+	var hdr http.Header
+	switch b := body.(type) {
+	case nil:
+	case io.Reader:
+		rd = b
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("podman %s %s: encoding request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(data)
+		hdr = http.Header{"Content-Type": {"application/json"}}
+	}
+	// DoRequest formats the endpoint with fmt.Sprintf: escape the escapes.
+	resp, err := c.conn.DoRequest(ctx, rd, method, strings.ReplaceAll(path, "%", "%%"), query, hdr)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("podman %s %s: %w", method, path, ctxErr)
+		}
+		return nil, fmt.Errorf("podman %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp.Response, nil
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	ae := &apiError{Method: method, Path: path, Status: resp.StatusCode}
+	var em struct {
+		Cause   string `json:"cause"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(data, &em) == nil && em.Message != "" {
+		ae.Message = em.Message
+	} else {
+		ae.Message = strings.TrimSpace(string(data))
+	}
+	return nil, ae
+}
+
+// rootCause strips the bindings' connection wrapping down to the part a user
+// can act on, e.g. "dial unix /x: connect: no such file or directory".
+func rootCause(err error) error {
+	var ce bindings.ConnectError
+	if errors.As(err, &ce) && ce.Err != nil {
+		err = ce.Err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -1,0 +1,144 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+func TestConnectUnavailable(t *testing.T) {
+	fakePodman := t.TempDir()
+	script := "#!/bin/sh\necho 'Error: cannot set up the service: boom' >&2\nexit 125\n"
+	if err := os.WriteFile(filepath.Join(fakePodman, "podman"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		uri     string
+		wantMsg []string
+	}{
+		{
+			name:    "bogus CONTAINER_HOST",
+			env:     map[string]string{"CONTAINER_HOST": "unix:///nonexistent/podman.sock", "PATH": ""},
+			wantMsg: []string{"podman API not reachable at unix:///nonexistent/podman.sock", "CONTAINER_HOST", "podman system service --time=0", "no such file"},
+		},
+		{
+			name:    "bogus URI",
+			env:     map[string]string{"CONTAINER_HOST": "", "PATH": ""},
+			uri:     "tcp://127.0.0.1:1",
+			wantMsg: []string{"podman API not reachable at tcp://127.0.0.1:1", "configured URI", "podman system service"},
+		},
+		{
+			name:    "unsupported scheme",
+			env:     map[string]string{"CONTAINER_HOST": "http://example.invalid", "PATH": ""},
+			wantMsg: []string{"not a supported schema"},
+		},
+		{
+			name:    "no podman",
+			env:     map[string]string{"CONTAINER_HOST": "", "XDG_RUNTIME_DIR": t.TempDir(), "PATH": ""},
+			wantMsg: []string{"podman is not installed", "apt-get install podman", "scripts/setup.sh"},
+		},
+		{
+			name:    "service fails to start",
+			env:     map[string]string{"CONTAINER_HOST": "", "XDG_RUNTIME_DIR": t.TempDir(), "PATH": fakePodman},
+			wantMsg: []string{"podman system service exited at start-up", "boom"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			if tt.uri == "" && os.Getenv("CONTAINER_HOST") == "" {
+				if _, err := os.Stat(rootfulSocket); err == nil {
+					t.Skipf("%s exists: Connect would use it", rootfulSocket)
+				}
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			c, err := Connect(ctx, Options{URI: tt.uri, StateDir: t.TempDir()})
+			if err == nil {
+				c.Close()
+				t.Fatal("Connect succeeded")
+			}
+			if !errors.Is(err, ErrUnavailable) {
+				t.Errorf("error %v is not ErrUnavailable", err)
+			}
+			for _, w := range tt.wantMsg {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestConnectSpawnsService checks that Connect starts a private service when
+// no socket exists, and that Close stops it and removes its socket.
+func TestConnectSpawnsService(t *testing.T) {
+	testenv.RequirePodmanBinary(t)
+	t.Setenv("CONTAINER_HOST", "")
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	if _, err := os.Stat(rootfulSocket); err == nil {
+		t.Skipf("%s exists: Connect would use it", rootfulSocket)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	c, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Connect with a new service took %v", time.Since(t0))
+	if c.svc == nil {
+		c.Close()
+		t.Fatal("no service started")
+	}
+	if !strings.HasPrefix(c.URI(), "unix://"+dir+"/podman-") {
+		t.Errorf("URI %s, want a socket in %s", c.URI(), dir)
+	}
+	if _, err := c.List(ctx); err != nil {
+		t.Errorf("List: %v", err)
+	}
+	pid := c.svc.cmd.Process.Pid
+	c.Close()
+	select {
+	case <-c.svc.exited:
+	default:
+		t.Error("service still running after Close")
+	}
+	if processAlive(pid) {
+		t.Errorf("service pid %d still exists", pid)
+	}
+	if _, err := os.Stat(c.svc.sock); !os.IsNotExist(err) {
+		t.Errorf("socket still exists after Close: %v", err)
+	}
+}
+
+func TestEnsureImage(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	if img == DefaultImage {
+		got, err := c.EnsureImage(t.Context(), "")
+		if err != nil || got != DefaultImage {
+			t.Errorf("EnsureImage(\"\") = %q, %v; want %s", got, err, DefaultImage)
+		}
+	}
+	got, err := c.EnsureImage(t.Context(), img)
+	if err != nil || got != img {
+		t.Errorf("EnsureImage(%q) = %q, %v", img, got, err)
+	}
+	// localhost has no registry: the pull fails fast, on loopback only.
+	_, err = c.EnsureImage(t.Context(), "localhost/codebridge-no-such-image:1")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "scripts/build-image.sh") {
+		t.Errorf("EnsureImage(missing) = %v; want ErrUnavailable naming scripts/build-image.sh", err)
+	}
+}

@@ -1,0 +1,424 @@
+package podman
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Container is a started sandbox container with its standard streams
+// attached. Read [Container.Stdout] and write [Container.Stdin] from one
+// goroutine each; the other methods are safe for concurrent use.
+type Container struct {
+	ID string
+
+	c      *Client
+	conn   net.Conn       // the hijacked attach connection
+	stdout *io.PipeReader // demultiplexed stdout, fed by pump
+	stderr *capBuffer     // demultiplexed stderr, capped
+	done   chan struct{}  // closed when the attach stream has ended
+	stdin  *stdinWriter
+
+	killed atomic.Bool // Kill was called
+
+	mu      sync.Mutex // protects following
+	removed bool
+}
+
+// StdinWriter is a container's standard input. CloseWrite closes it (the
+// process reads EOF) while output can still be read.
+type StdinWriter interface {
+	io.Writer
+	CloseWrite() error
+}
+
+// State is what [Container.Inspect] reports.
+type State struct {
+	Status    string // created, running, exited, ...
+	Running   bool
+	ExitCode  int
+	OOMKilled bool
+}
+
+// stderrCap bounds the stderr kept for diagnostics; the sandbox protocol
+// carries the program's own stderr on stdout.
+const stderrCap = 64 << 10
+
+// Start creates a container from s, attaches to its stdin, stdout and stderr,
+// and starts it. Attaching before starting loses no output. On error nothing
+// is left behind.
+func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
+	cs, err := s.createSpec(c.owner)
+	if err != nil {
+		return nil, err
+	}
+	var created struct {
+		ID       string   `json:"Id"`
+		Warnings []string `json:"Warnings"`
+	}
+	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
+		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
+	}
+	for _, w := range created.Warnings {
+		c.log.Warn("podman create warning", "container", shortID(created.ID), "warning", w)
+	}
+	ct := &Container{
+		ID:     created.ID,
+		c:      c,
+		stderr: &capBuffer{max: stderrCap},
+		done:   make(chan struct{}),
+	}
+	fail := func(err error) (*Container, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+		defer cancel()
+		if rerr := ct.Remove(rctx); rerr != nil {
+			c.log.Warn("removing failed container", "container", shortID(ct.ID), "err", rerr)
+		}
+		return nil, err
+	}
+
+	conn, br, err := c.attach(ctx, ct.ID)
+	if err != nil {
+		return fail(fmt.Errorf("attaching to container %s: %w", shortID(ct.ID), err))
+	}
+	pr, pw := io.Pipe()
+	ct.conn, ct.stdout = conn, pr
+	ct.stdin = &stdinWriter{conn: conn}
+	go ct.pump(br, pw)
+
+	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
+		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
+	}
+	return ct, nil
+}
+
+// attach opens a dedicated connection to the API and upgrades it to the
+// container's multiplexed stdio stream (POST .../attach, 101 Switching
+// Protocols). The shared client's transport is not touched.
+func (c *Client) attach(ctx context.Context, id string) (net.Conn, *bufio.Reader, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	conn, err := c.conn.GetDialer(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A request on a raw connection does not see ctx: closing the connection
+	// when ctx ends unblocks it.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	br, err := c.upgrade(ctx, conn, id)
+	if !stop() && err == nil {
+		err = fmt.Errorf("attaching: %w", ctx.Err()) // the conn was closed
+	}
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, br, nil
+}
+
+// upgrade sends the attach request on conn and reads the answer.
+func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.Reader, error) {
+	base := "http://d"
+	if c.conn.URI.Scheme == "tcp" {
+		base = "http://" + c.conn.URI.Host + strings.TrimSuffix(c.conn.URI.Path, "/")
+	}
+	q := url.Values{"stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}, "stream": {"true"}}
+	u := base + "/v" + c.apiVersion + "/libpod/containers/" + url.PathEscape(id) + "/attach?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "tcp")
+	if err := req.Write(conn); err != nil {
+		return nil, fmt.Errorf("sending attach request: %w", err)
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("reading attach response: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		var em struct{ Message string }
+		msg := strings.TrimSpace(string(data))
+		if json.Unmarshal(data, &em) == nil && em.Message != "" {
+			msg = em.Message
+		}
+		return nil, &apiError{Method: http.MethodPost, Path: "/containers/" + id + "/attach", Status: resp.StatusCode, Message: msg}
+	}
+	return br, nil
+}
+
+// pump demultiplexes the attach stream: 8-byte headers (stream id, 3 zero
+// bytes, big-endian length) each followed by a frame. Stdout goes through a
+// pipe, so it is streamed with back-pressure and never buffered whole.
+func (ct *Container) pump(r io.Reader, stdout *io.PipeWriter) {
+	defer close(ct.done)
+	var hdr [8]byte
+	buf := make([]byte, 32<<10)
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				stdout.Close()
+			} else {
+				stdout.CloseWithError(fmt.Errorf("container %s: reading attach stream: %w", shortID(ct.ID), err))
+			}
+			return
+		}
+		n := int64(binary.BigEndian.Uint32(hdr[4:]))
+		var dst io.Writer
+		switch hdr[0] {
+		case 0, 1:
+			dst = stdout
+		case 2:
+			dst = ct.stderr
+		case 3: // an error from the server
+			msg, _ := io.ReadAll(io.LimitReader(r, n))
+			stdout.CloseWithError(fmt.Errorf("container %s: podman attach: %s", shortID(ct.ID), msg))
+			return
+		default:
+			stdout.CloseWithError(fmt.Errorf("container %s: attach stream lost sync (stream id %d)", shortID(ct.ID), hdr[0]))
+			return
+		}
+		for n > 0 {
+			k, err := r.Read(buf[:min(n, int64(len(buf)))])
+			if k > 0 {
+				n -= int64(k)
+				if _, werr := dst.Write(buf[:k]); werr != nil {
+					// The reader is gone (container being removed): keep
+					// draining so stderr and Done still work.
+					dst = io.Discard
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				stdout.CloseWithError(fmt.Errorf("container %s: reading attach stream: %w", shortID(ct.ID), err))
+				return
+			}
+		}
+	}
+}
+
+type stdinWriter struct {
+	conn net.Conn
+}
+
+func (w *stdinWriter) Write(p []byte) (int, error) { return w.conn.Write(p) }
+
+func (w *stdinWriter) CloseWrite() error {
+	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("attach connection cannot half-close")
+}
+
+// Stdin is the container's standard input.
+func (ct *Container) Stdin() StdinWriter { return ct.stdin }
+
+// Stdout is the container's standard output, streamed as it is produced. It
+// returns io.EOF when the container's output ends.
+func (ct *Container) Stdout() io.Reader { return ct.stdout }
+
+// Stderr returns the container's standard error so far (at most 64 KiB, for
+// diagnostics). It is collected while Stdout is read.
+func (ct *Container) Stderr() string { return ct.stderr.String() }
+
+// Done is closed when the attach stream has ended, normally because the
+// container exited (or was killed).
+func (ct *Container) Done() <-chan struct{} { return ct.done }
+
+// Wait blocks until the container has stopped and returns its exit code. It
+// has no deadline of its own: give ctx one.
+func (ct *Container) Wait(ctx context.Context) (int, error) {
+	q := url.Values{"condition": {"stopped", "exited"}}
+	var code int
+	resp, err := ct.c.request(ctx, http.MethodPost, "/containers/"+ct.ID+"/wait", q, nil)
+	if err != nil {
+		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&code); err != nil {
+		return -1, fmt.Errorf("waiting for container %s: decoding exit code: %w", shortID(ct.ID), err)
+	}
+	return code, nil
+}
+
+// Inspect returns the container's state.
+func (ct *Container) Inspect(ctx context.Context) (State, error) {
+	return ct.c.inspect(ctx, ct.ID)
+}
+
+func (c *Client) inspect(ctx context.Context, id string) (State, error) {
+	var data struct {
+		State struct {
+			Status    string
+			Running   bool
+			ExitCode  int
+			OOMKilled bool
+		}
+	}
+	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
+		return State{}, fmt.Errorf("inspecting container %s: %w", shortID(id), err)
+	}
+	s := data.State
+	return State{Status: s.Status, Running: s.Running, ExitCode: s.ExitCode, OOMKilled: s.OOMKilled}, nil
+}
+
+// OOMKilled reports whether the container, which must have exited, was
+// killed for exceeding its memory limit. Podman's own flag is not always set
+// (Podman 4.3 with runc on cgroup v1 never sets it), so an exit by SIGKILL
+// (code 137) that [Container.Kill] did not cause also counts: nothing else in
+// a sandbox without capabilities sends SIGKILL to its process, except the
+// code itself.
+func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
+	st, err := ct.Inspect(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st.Running {
+		return false, nil
+	}
+	return st.OOMKilled || (st.ExitCode == 137 && !ct.killed.Load()), nil
+}
+
+// Kill sends SIGKILL to the container. A container that is not running (any
+// more) is not an error.
+func (ct *Container) Kill(ctx context.Context) error {
+	ct.killed.Store(true)
+	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	// Podman 4.3 answers 500 "container state improper" for a container that
+	// has exited, 409 in later versions.
+	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) ||
+		strings.Contains(err.Error(), "state improper") {
+		return nil
+	}
+	return fmt.Errorf("killing container %s: %w", shortID(ct.ID), err)
+}
+
+// Remove force-removes the container (killing it if it runs) and closes its
+// streams. Removing a container twice, or one already gone, is not an error.
+func (ct *Container) Remove(ctx context.Context) error {
+	ct.mu.Lock()
+	already := ct.removed
+	ct.removed = true
+	ct.mu.Unlock()
+	if ct.conn != nil {
+		defer ct.conn.Close()
+		defer ct.stdout.Close()
+	}
+	if already {
+		return nil
+	}
+	return ct.c.remove(ctx, ct.ID)
+}
+
+func (c *Client) remove(ctx context.Context, id string) error {
+	q := url.Values{"force": {"true"}, "v": {"true"}, "timeout": {"0"}}
+	err := c.do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
+	if err == nil || isStatus(err, http.StatusNotFound) {
+		return nil
+	}
+	return fmt.Errorf("removing container %s: %w", shortID(id), err)
+}
+
+// Summary describes a container in [Client.List].
+type Summary struct {
+	ID     string            `json:"Id"`
+	State  string            `json:"State"`
+	Labels map[string]string `json:"Labels"`
+}
+
+// List returns all containers (running or not) carrying [LabelManaged],
+// whichever codebridge process created them.
+func (c *Client) List(ctx context.Context) ([]Summary, error) {
+	filters, _ := json.Marshal(map[string][]string{"label": {LabelManaged + "=true"}})
+	q := url.Values{"all": {"true"}, "filters": {string(filters)}}
+	var list []Summary
+	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
+		return nil, fmt.Errorf("listing codebridge containers: %w", err)
+	}
+	return list, nil
+}
+
+// RemoveStale removes the containers left behind by codebridge processes on
+// this host that no longer run, and returns how many it removed. Containers of
+// live codebridge processes, including other instances sharing this Podman,
+// and of other hosts are left alone.
+func (c *Client) RemoveStale(ctx context.Context) (int, error) {
+	list, err := c.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, s := range list {
+		if !c.stale(s.Labels) {
+			continue
+		}
+		if err := c.remove(ctx, s.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.log.Info("removed stale container", "container", shortID(s.ID), "owner", s.Labels[LabelOwner])
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// stale reports whether a container with these labels belongs to a codebridge
+// process on this host that has exited.
+func (c *Client) stale(labels map[string]string) bool {
+	host, pidStr, ok := strings.Cut(labels[LabelOwner], "/")
+	if !ok || host != c.host {
+		return false
+	}
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	start := labels[LabelOwnerStart]
+	if pid == c.pid {
+		// Ours, unless an earlier process had our pid.
+		return start != "" && start != c.owner[LabelOwnerStart]
+	}
+	if !processAlive(pid) {
+		return true
+	}
+	if start == "" {
+		return false
+	}
+	cur, ok := processStart(pid)
+	return ok && cur != start
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// deadlineCtx returns a context for clean-up work that must happen even when
+// ctx has ended, bounded by d.
+func deadlineCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}

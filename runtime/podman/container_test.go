@@ -1,0 +1,402 @@
+package podman
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// probe runs inside a container and reports what the hardening looks like
+// from there, as JSON on stdout.
+const probe = `
+import json, os, resource, subprocess, time
+r = {}
+def attempt(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return "errno %d" % e.errno
+def write(p):
+    with open(p, "w") as f:
+        f.write("x")
+def run(p):
+    with open(p, "w") as f:
+        f.write("#!/bin/sh\necho hi\n")
+    os.chmod(p, 0o755)
+    subprocess.run([p], check=True, capture_output=True)
+def first(*paths):
+    for p in paths:
+        try:
+            with open(p) as f:
+                return f.read().strip()
+        except OSError:
+            pass
+    return None
+r["write_root"] = attempt(lambda: write("/x"))
+r["write_usr"] = attempt(lambda: write("/usr/x"))
+r["write_tmp"] = attempt(lambda: write("/tmp/x"))
+r["write_work"] = attempt(lambda: write("/work/x"))
+r["exec_tmp"] = attempt(lambda: run("/tmp/s.sh"))
+r["exec_work"] = attempt(lambda: run("/work/s.sh"))
+r["net"] = sorted(os.listdir("/sys/class/net"))
+r["uid"], r["gid"] = os.getuid(), os.getgid()
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs"):
+    r[k] = status[k].strip()
+r["nofile"] = list(resource.getrlimit(resource.RLIMIT_NOFILE))
+r["nproc"] = list(resource.getrlimit(resource.RLIMIT_NPROC))
+r["home"] = os.environ.get("HOME")
+r["dontwritebytecode"] = os.environ.get("PYTHONDONTWRITEBYTECODE")
+r["extra_env"] = os.environ.get("CB_TEST")
+r["cwd"] = os.getcwd()
+r["pid1"] = first("/proc/1/comm")
+r["mem_limit"] = first("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory.max")
+r["memsw_limit"] = first("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes")
+r["swap_max"] = first("/sys/fs/cgroup/memory.swap.max")
+r["pids_max"] = first("/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/pids.max")
+r["cpu_quota"] = first("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu.max")
+kids = []
+try:
+    for _ in range(1000):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        kids.append(pid)
+    r["fork_error"] = "none"
+except OSError as e:
+    r["fork_error"] = "errno %d" % e.errno
+r["forked"] = len(kids)
+for pid in kids:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print(json.dumps(r))
+`
+
+func TestHardening(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	ct := startTest(t, c, Spec{
+		Image:   img,
+		Command: []string{"python3", "-c", probe},
+		Env:     map[string]string{"CB_TEST": "yes"},
+		Memory:  96 << 20,
+		Pids:    16,
+		CPUs:    0.5,
+	})
+	if err := ct.Stdin().CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(ct.Stdout())
+	if err != nil {
+		t.Fatalf("reading stdout: %v", err)
+	}
+	var r map[string]any
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("probe output %q (stderr %q): %v", out, ct.Stderr(), err)
+	}
+	t.Logf("probe: %s", out)
+	const erofs, eacces = "errno 30", "errno 13"
+	checks := []struct {
+		key  string
+		want any
+	}{
+		{"write_root", erofs},
+		{"write_usr", erofs},
+		{"write_tmp", "ok"},
+		{"write_work", "ok"},
+		{"exec_tmp", eacces}, // noexec
+		{"exec_work", eacces},
+		{"net", []any{"lo"}},
+		{"uid", 65534.0},
+		{"gid", 65534.0},
+		{"CapEff", "0000000000000000"},
+		{"CapPrm", "0000000000000000"},
+		{"CapBnd", "0000000000000000"},
+		{"CapAmb", "0000000000000000"},
+		{"NoNewPrivs", "1"},
+		{"nofile", []any{1024.0, 1024.0}},
+		{"nproc", []any{4096.0, 4096.0}},
+		{"home", "/tmp"},
+		{"dontwritebytecode", "1"},
+		{"extra_env", "yes"},
+		{"cwd", "/work"},
+		{"pid1", "podman-init"}, // catatonit, bind-mounted as /run/podman-init
+		{"mem_limit", strconv.Itoa(96 << 20)},
+		{"pids_max", "16"},
+		{"fork_error", "errno 11"}, // EAGAIN from the pids cgroup
+	}
+	for _, ck := range checks {
+		got, _ := json.Marshal(r[ck.key])
+		want, _ := json.Marshal(ck.want)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s = %s, want %s", ck.key, got, want)
+		}
+	}
+	// No swap: memory+swap equals memory (cgroup v1), or swap.max is 0 (v2).
+	if sw := r["memsw_limit"]; sw != nil && sw != strconv.Itoa(96<<20) {
+		t.Errorf("memsw_limit = %v, want %d", sw, 96<<20)
+	}
+	if sw := r["swap_max"]; sw != nil && sw != "0" {
+		t.Errorf("swap.max = %v, want 0", sw)
+	}
+	if q, _ := r["cpu_quota"].(string); q != "50000" && !strings.HasPrefix(q, "50000 ") {
+		t.Errorf("cpu quota = %q, want 50000 (per 100000)", q)
+	}
+	if n, _ := r["forked"].(float64); n < 5 || n >= 16 {
+		t.Errorf("forked %v processes under a pids limit of 16", n)
+	}
+	if code := waitExit(t, ct); code != 0 {
+		t.Errorf("exit code %d, want 0 (stderr %q)", code, ct.Stderr())
+	}
+}
+
+func waitExit(t *testing.T, ct *Container) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	code, err := ct.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	return code
+}
+
+func TestOOMKilled(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	ct := startTest(t, c, Spec{
+		Image:   img,
+		Command: []string{"python3", "-c", "print('allocating', flush=True); b = b'x' * (256 << 20); print('survived')"},
+		Memory:  64 << 20,
+	})
+	out, _ := io.ReadAll(ct.Stdout())
+	if string(out) != "allocating\n" {
+		t.Errorf("stdout %q, want only %q", out, "allocating\n")
+	}
+	if code := waitExit(t, ct); code != 137 {
+		t.Errorf("exit code %d, want 137 (SIGKILL)", code)
+	}
+	st, err := ct.Inspect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Inspect: %+v (Podman's own OOMKilled flag)", st)
+	if oom, err := ct.OOMKilled(t.Context()); err != nil || !oom {
+		t.Errorf("OOMKilled = %v, %v; want true", oom, err)
+	}
+}
+
+// TestLargeLine sends a 10 MB line without a newline inside it through
+// stdout: no size or line limit anywhere in the attach path.
+func TestLargeLine(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	const size = 10 << 20
+	code := `
+import hashlib, sys
+line = bytes((i * 7 + 11) % 251 + 1 for i in range(` + strconv.Itoa(size) + `)).replace(b"\n", b"A")
+sys.stdout.buffer.write(line + b"\n")
+sys.stdout.buffer.flush()
+sys.stderr.write(hashlib.sha256(line).hexdigest())
+`
+	ct := startTest(t, c, Spec{Image: img, Command: []string{"python3", "-c", code}})
+	br := bufio.NewReader(ct.Stdout())
+	h := sha256.New()
+	n, err := io.Copy(h, readLine{br})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != size {
+		t.Fatalf("line of %d bytes, want %d", n, size)
+	}
+	if rest, _ := io.ReadAll(br); len(rest) != 0 {
+		t.Errorf("%d bytes after the line", len(rest))
+	}
+	if got, want := hex.EncodeToString(h.Sum(nil)), ct.Stderr(); got != want {
+		t.Errorf("sha256 of the line %s, sandbox says %s", got, want)
+	}
+}
+
+// readLine reads up to and excluding the first '\n'.
+type readLine struct{ br *bufio.Reader }
+
+func (r readLine) Read(p []byte) (int, error) {
+	b, err := r.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		n := copy(p, b)
+		// ReadSlice returned len(b) bytes but p may be shorter.
+		if n < len(b) {
+			panic("short buffer")
+		}
+		return n, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return copy(p, b[:len(b)-1]), io.EOF
+}
+
+func TestStdinRoundTrip(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	ct := startTest(t, c, Spec{Image: img, Command: []string{"python3", "-c", "import sys; print('ready', flush=True); print(sys.stdin.read().upper())"}})
+	br := bufio.NewReader(ct.Stdout())
+	if l, err := br.ReadString('\n'); l != "ready\n" {
+		t.Fatalf("first line %q, %v", l, err)
+	}
+	if _, err := io.WriteString(ct.Stdin(), "hello "); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(ct.Stdin(), "world"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ct.Stdin().CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "HELLO WORLD\n" {
+		t.Errorf("after stdin: %q, %v", rest, err)
+	}
+	select {
+	case <-ct.Done():
+	case <-time.After(10 * time.Second):
+		t.Error("Done not closed after the container exited")
+	}
+}
+
+func TestKillRemove(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	ct, err := c.Start(t.Context(), Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ct.Remove(context.WithoutCancel(t.Context())) })
+	if err := ct.Kill(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, ct); code != 137 {
+		t.Errorf("exit code after Kill %d, want 137", code)
+	}
+	if oom, err := ct.OOMKilled(t.Context()); err != nil || oom {
+		t.Errorf("OOMKilled after Kill = %v, %v; want false", oom, err)
+	}
+	if err := ct.Kill(t.Context()); err != nil {
+		t.Errorf("Kill of a stopped container: %v", err)
+	}
+	if err := ct.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ct.Remove(t.Context()); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+	if err := c.remove(t.Context(), ct.ID); err != nil {
+		t.Errorf("removing a container that is gone: %v", err)
+	}
+	list, err := c.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.ID == ct.ID {
+			t.Errorf("container %s still listed after Remove: %+v", shortID(ct.ID), s)
+		}
+	}
+	if _, err := ct.Inspect(t.Context()); !isStatus(err, 404) {
+		t.Errorf("Inspect after Remove: %v, want 404", err)
+	}
+}
+
+func TestStartBadImage(t *testing.T) {
+	c := testClient(t)
+	before, err := c.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Start(t.Context(), Spec{Image: "localhost/codebridge-no-such-image:1", Command: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "no-such-image") {
+		t.Fatalf("Start with a missing image: %v", err)
+	}
+	after, err := c.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) > len(before) {
+		t.Errorf("%d containers before, %d after a failed Start", len(before), len(after))
+	}
+}
+
+func TestRemoveStale(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+
+	// A process that has exited, and one that runs: stand-ins for a dead and
+	// a live codebridge on this host.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
+
+	liveStart, _ := processStart(live.Process.Pid)
+	owners := map[string]map[string]string{
+		"dead":            {LabelOwner: ownerID(c.host, dead.Process.Pid)},
+		"live":            {LabelOwner: ownerID(c.host, live.Process.Pid), LabelOwnerStart: liveStart},
+		"pid reused":      {LabelOwner: ownerID(c.host, live.Process.Pid), LabelOwnerStart: "1"},
+		"other host":      {LabelOwner: ownerID("not-"+c.host, dead.Process.Pid)},
+		"us":              c.owner,
+		"us, earlier run": {LabelOwner: c.owner[LabelOwner], LabelOwnerStart: "1"},
+	}
+	wantGone := map[string]bool{"dead": true, "pid reused": true, "us, earlier run": true}
+	if _, ok := processStart(live.Process.Pid); !ok {
+		// Without /proc start times a reused pid looks alive.
+		wantGone["pid reused"] = false
+		wantGone["us, earlier run"] = false
+	}
+	ids := map[string]string{}
+	for name, owner := range owners {
+		other := *c
+		other.owner = owner
+		ct := startTest(t, &other, Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
+		ids[name] = ct.ID
+	}
+	n, err := c.RemoveStale(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := map[string]bool{}
+	for _, s := range list {
+		present[s.ID] = true
+	}
+	removed := 0
+	for name, id := range ids {
+		if present[id] == wantGone[name] {
+			t.Errorf("%s owner's container: present %v, want %v", name, present[id], !wantGone[name])
+		}
+		if !present[id] {
+			removed++
+		}
+	}
+	if n < removed {
+		t.Errorf("RemoveStale reported %d removals, %d of ours went", n, removed)
+	}
+}

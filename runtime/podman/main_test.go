@@ -1,0 +1,119 @@
+package podman
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+var shared struct {
+	once sync.Once
+	c    *Client
+	err  error
+	dir  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.c != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if n, err := removeOurs(ctx, shared.c); err != nil || n > 0 {
+			fmt.Fprintf(os.Stderr, "podman tests left %d containers behind (now removed), err %v\n", n, err)
+			if code == 0 {
+				code = 1
+			}
+		}
+		cancel()
+		shared.c.Close()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// removeOurs removes every container this test process created.
+func removeOurs(ctx context.Context, c *Client) (int, error) {
+	list, err := c.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range list {
+		if s.Labels[LabelOwner] == c.owner[LabelOwner] {
+			n++
+			if err := c.remove(ctx, s.ID); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// testClient returns a client shared by the package's tests, connected
+// through Connect (which starts a private Podman service here), or skips t
+// (fails it in CI) when Podman is missing.
+func testClient(t testing.TB) *Client {
+	t.Helper()
+	testenv.RequirePodmanBinary(t)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "cbpodman")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shared.c, shared.err = Connect(ctx, Options{StateDir: dir, Logger: testLogger(t)})
+	})
+	if shared.err != nil {
+		t.Fatalf("Connect: %v", shared.err)
+	}
+	return shared.c
+}
+
+// testImage returns the sandbox image, or skips t (fails it in CI) when it
+// does not exist.
+func testImage(t testing.TB, c *Client) string {
+	t.Helper()
+	img := testenv.Image()
+	ok, err := c.imageExists(t.Context(), img)
+	if err != nil {
+		t.Fatalf("checking image %s: %v", img, err)
+	}
+	if !ok {
+		testenv.Missing(t, "image "+img, "run scripts/build-image.sh")
+	}
+	return img
+}
+
+// startTest starts a container running argv and removes it when t ends.
+func startTest(t testing.TB, c *Client, s Spec) *Container {
+	t.Helper()
+	ct, err := c.Start(t.Context(), s)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := ct.Remove(ctx); err != nil {
+			t.Errorf("Remove: %v", err)
+		}
+	})
+	return ct
+}

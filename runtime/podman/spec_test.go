@@ -1,0 +1,174 @@
+package podman
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseMemory(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr string
+	}{
+		{in: "512m", want: 512 << 20},
+		{in: "512M", want: 512 << 20},
+		{in: "64MiB", want: 64 << 20},
+		{in: "64mb", want: 64 << 20},
+		{in: "1g", want: 1 << 30},
+		{in: "1.5g", want: 3 << 29},
+		{in: "2t", want: 2 << 40},
+		{in: "100k", want: 100 << 10},
+		{in: "1048576", want: 1 << 20},
+		{in: "4096b", want: 4096},
+		{in: " 256m ", want: 256 << 20},
+		{in: "", wantErr: "no number"},
+		{in: "m", wantErr: "no number"},
+		{in: "abc", wantErr: "unknown unit"},
+		{in: "12x", wantErr: "unknown unit"},
+		{in: "-5m", wantErr: "unknown unit"},
+		{in: "1.2.3m", wantErr: "not a number"},
+		{in: "0", wantErr: "between"},
+		{in: "0.1b", wantErr: "between"},
+		{in: "99999999t", wantErr: "between"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseMemory(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseMemory(%q) = %d, %v; want error containing %q", tt.in, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseMemory(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCreateSpec(t *testing.T) {
+	owner := map[string]string{LabelOwner: "host/42"}
+	hardening := func(cs *createSpec) {
+		cs.Stdin = true
+		cs.WorkDir = "/work"
+		cs.ReadOnlyFilesystem = true
+		cs.NoNewPrivileges = true
+		cs.CapDrop = []string{"ALL"}
+		cs.NetNS = namespace{NSMode: "none"}
+		cs.Init = true
+		cs.StopSignal = 9
+		cs.StopTimeout = 1
+		cs.Rlimits = []rlimit{{Type: "nofile", Soft: 1024, Hard: 1024}, {Type: "nproc", Soft: 4096, Hard: 4096}}
+	}
+	tests := []struct {
+		name    string
+		spec    Spec
+		want    func(*createSpec)
+		wantErr string
+	}{
+		{
+			name: "defaults",
+			spec: Spec{Image: "img", Command: []string{"python3"}},
+			want: func(cs *createSpec) {
+				cs.Image, cs.Command = "img", []string{"python3"}
+				cs.Env = map[string]string{"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+				cs.Labels = map[string]string{LabelManaged: "true", LabelOwner: "host/42"}
+				cs.User = "65534:65534"
+				cs.ResourceLimits = resources{Memory: &memoryLimits{Limit: 512 << 20, Swap: 512 << 20}, Pids: &pidsLimit{Limit: 128}}
+				cs.Mounts = []mount{
+					{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"rw", "noexec", "nosuid", "nodev", "size=67108864"}},
+					{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: []string{"rw", "noexec", "nosuid", "nodev", "size=67108864"}},
+				}
+			},
+		},
+		{
+			name: "everything set; labels and env cannot override ours",
+			spec: Spec{
+				Image: "img", Command: []string{"python3", "-c", "1"},
+				Env:    map[string]string{"A": "1", "HOME": "/root"},
+				User:   "1000:1000",
+				Memory: 64 << 20, CPUs: 1.5, Pids: 32, TmpSize: 1 << 20, WorkSize: 2 << 20,
+				Labels: map[string]string{"x": "y", LabelManaged: "false", LabelOwner: "evil/1"},
+			},
+			want: func(cs *createSpec) {
+				cs.Image, cs.Command = "img", []string{"python3", "-c", "1"}
+				cs.Env = map[string]string{"A": "1", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+				cs.Labels = map[string]string{"x": "y", LabelManaged: "true", LabelOwner: "host/42"}
+				cs.User = "1000:1000"
+				cs.ResourceLimits = resources{
+					Memory: &memoryLimits{Limit: 64 << 20, Swap: 64 << 20},
+					Pids:   &pidsLimit{Limit: 32},
+					CPU:    &cpuLimits{Quota: 150000, Period: 100000},
+				}
+				cs.Mounts = []mount{
+					{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: []string{"rw", "noexec", "nosuid", "nodev", "size=1048576"}},
+					{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: []string{"rw", "noexec", "nosuid", "nodev", "size=2097152"}},
+				}
+			},
+		},
+		{name: "no image", spec: Spec{Command: []string{"x"}}, wantErr: "no image"},
+		{name: "no command", spec: Spec{Image: "img"}, wantErr: "no command"},
+		{name: "negative memory", spec: Spec{Image: "img", Command: []string{"x"}, Memory: -1}, wantErr: "invalid limit"},
+		{name: "negative cpus", spec: Spec{Image: "img", Command: []string{"x"}, CPUs: -1}, wantErr: "invalid limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.spec.createSpec(owner)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("createSpec: err %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want createSpec
+			hardening(&want)
+			tt.want(&want)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("createSpec (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestCreateSpecJSON pins the field names Podman's API reads: a typo there is
+// silently ignored by the server, so the hardening would quietly be lost.
+func TestCreateSpecJSON(t *testing.T) {
+	cs, err := Spec{Image: "img", Command: []string{"python3"}, CPUs: 0.5}.createSpec(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	// Keys re-marshalled from a map come out sorted.
+	for key, want := range map[string]string{
+		"read_only_filesystem": "true",
+		"no_new_privileges":    "true",
+		"cap_drop":             `["ALL"]`,
+		"netns":                `{"nsmode":"none"}`,
+		"init":                 "true",
+		"stdin":                "true",
+		"user":                 `"65534:65534"`,
+		"work_dir":             `"/work"`,
+		"r_limits":             `[{"hard":1024,"soft":1024,"type":"nofile"},{"hard":4096,"soft":4096,"type":"nproc"}]`,
+		"resource_limits":      `{"cpu":{"period":100000,"quota":50000},"memory":{"limit":536870912,"swap":536870912},"pids":{"limit":128}}`,
+	} {
+		got, _ := json.Marshal(m[key])
+		if string(got) != want {
+			t.Errorf("%s = %s, want %s", key, got, want)
+		}
+	}
+}
