@@ -3,8 +3,10 @@ package pool
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -181,6 +183,9 @@ func newMemPool(t *testing.T, opts Options, servers ...*discovery.Server) (*Pool
 
 func newTestPool(t *testing.T, opts Options) *Pool {
 	t.Helper()
+	if opts.Logger == nil && testing.Verbose() {
+		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	p := New(opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 20*time.Second)
@@ -190,6 +195,15 @@ func newTestPool(t *testing.T, opts Options) *Pool {
 		}
 	})
 	return p
+}
+
+// testWriter logs to t. The pool's goroutines end in Close, which runs in
+// t.Cleanup, before t is done.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 func resultText(t *testing.T, res *mcp.CallToolResult) string {

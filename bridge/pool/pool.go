@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 )
@@ -213,7 +214,10 @@ func (p *Pool) detachLocked(e *entry, toClose []*conn) []*conn {
 // must close it now (no request is in flight on it).
 func (p *Pool) retireLocked(c *conn) bool {
 	c.retired = true
-	if c.refs == 0 && !c.closing {
+	// An exited conn is cleaned up by watch. Closing only conns that have
+	// not exited also keeps wg.Add from racing with Close's wg.Wait: the
+	// conn's watch goroutine is still counted.
+	if c.refs == 0 && !c.closing && !c.exited {
 		c.closing = true
 		return true
 	}
@@ -385,7 +389,7 @@ func (p *Pool) release(c *conn) {
 	p.mu.Lock()
 	c.refs--
 	c.lastUsed = p.now()
-	closeNow := c.retired && c.refs == 0 && !c.closing
+	closeNow := c.retired && c.refs == 0 && !c.closing && !c.exited
 	if closeNow {
 		c.closing = true
 	}
@@ -409,7 +413,7 @@ func (p *Pool) Tools(ctx context.Context, server string) ([]*mcp.Tool, error) {
 		if err == nil {
 			return slices.Clip(tools), nil
 		}
-		if attempt == 0 && ctx.Err() == nil && (errors.Is(err, mcp.ErrConnectionClosed) || c.ended()) {
+		if attempt == 0 && ctx.Err() == nil && gone(c, err) {
 			continue // listing is safe to repeat on a fresh process
 		}
 		return nil, p.requestError(c, "listing the tools of MCP server "+strconv.Quote(server), err)
@@ -490,12 +494,24 @@ func (p *Pool) requestError(c *conn, what string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if errors.Is(err, mcp.ErrConnectionClosed) || c.ended() {
-		c.waitDone(2 * time.Second) // let the stderr tail complete
+	if gone(c, err) {
 		return fmt.Errorf("%s: %w (%v); it will be started again on its next use%s",
 			what, ErrServerExited, err, tailText(c.stderr.Tail()))
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// gone reports whether err from a request on c means the server has gone
+// away. If so it waits (briefly) until the pool has cleaned up after it, so
+// that its stderr tail is complete.
+func gone(c *conn, err error) bool {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false // the server answered, or did not in time
+	}
+	// A transport error (EOF, broken pipe, connection closed): the session
+	// ends at the same moment, or the error was not about the session.
+	return c.waitDone(2 * time.Second)
 }
 
 // AllTools returns the tools of every enabled server, starting at most limit

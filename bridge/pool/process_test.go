@@ -1,0 +1,405 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// helperDef defines a stdio server that is this test binary (see TestMain).
+// Every start appends the process's PID to pidFile, if it is not empty.
+func helperDef(t *testing.T, name, pidFile string) *discovery.Server {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A -race binary sleeps a second at exit unless told not to.
+	env := map[string]string{"POOL_TEST_HELPER": "1", "GORACE": "atexit_sleep_ms=0"}
+	if pidFile != "" {
+		env["POOL_TEST_PIDFILE"] = pidFile
+	}
+	return &discovery.Server{Name: name, Source: "/etc/test.json", Transport: discovery.Stdio,
+		Command: exe, Args: []string{"-test.run=^$"}, Env: env, Cwd: t.TempDir()}
+}
+
+func readPIDs(t *testing.T, file string) []int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func alive(pid int) bool {
+	// A zombie still answers signal 0; the pool reaps its children, so a
+	// zombie here would be a bug too.
+	return syscall.Kill(pid, 0) == nil
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	eventually(t, "process "+strconv.Itoa(pid)+" is gone", func() bool { return !alive(pid) })
+}
+
+func callPID(t *testing.T, p *Pool, server string) int {
+	t.Helper()
+	res, err := p.Call(t.Context(), server, "pid", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(resultText(t, res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func TestStdioServer(t *testing.T) {
+	t.Setenv("POOL_TEST_SECRET", "must not leak")
+	def := helperDef(t, "h", "")
+	def.Env["FROM_CONFIG"] = "yes"
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{def})
+
+	pid := callPID(t, p, "h")
+	st := statusOf(t, p, "h")
+	if st.PID != pid || st.State != StateRunning {
+		t.Errorf("status = %+v, want running with PID %d", st, pid)
+	}
+	for name, want := range map[string]string{
+		"FROM_CONFIG":      "yes",
+		"POOL_TEST_SECRET": "<unset>",
+		"PATH":             os.Getenv("PATH"),
+	} {
+		res, err := p.Call(t.Context(), "h", "getenv", map[string]any{"name": name}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultText(t, res); got != want {
+			t.Errorf("server sees %s=%q, want %q", name, got, want)
+		}
+	}
+	res, err := p.Call(t.Context(), "h", "getenv", map[string]any{"name": "PWD"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res // PWD is a shell's; the working directory is checked via /proc below
+	if cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); err == nil && cwd != def.Cwd {
+		t.Errorf("server runs in %s, want %s", cwd, def.Cwd)
+	}
+	// Its own process group, so the pool can stop what it starts.
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		t.Errorf("server's process group = %d (%v), want its own (%d)", pgid, err, pid)
+	}
+}
+
+// TestConcurrentFirstUseOneProcess: ten callers at once, one process.
+func TestConcurrentFirstUseOneProcess(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{helperDef(t, "h", pidFile)})
+	start := make(chan struct{})
+	pids := make(chan int, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			<-start
+			pids <- callPID(t, p, "h")
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(pids)
+	started := readPIDs(t, pidFile)
+	if len(started) != 1 {
+		t.Fatalf("%d processes started (%v), want 1", len(started), started)
+	}
+	for pid := range pids {
+		if pid != started[0] {
+			t.Errorf("a call was served by PID %d, want %d", pid, started[0])
+		}
+	}
+}
+
+// TestKilledServerRestarts: a server killed from outside while idle is
+// noticed at once (EOF on its stdout), so the next call starts a new process
+// and succeeds. A call racing with the kill may fail (with ErrServerExited);
+// the one after it succeeds.
+func TestKilledServerRestarts(t *testing.T) {
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{helperDef(t, "h", "")})
+	pid := callPID(t, p, "h")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid) // the pool reaps it
+	eventually(t, "the pool notices", func() bool { return statusOf(t, p, "h").State == StateFailed })
+	if st := statusOf(t, p, "h"); !strings.Contains(st.Err, "signal: killed") || !strings.Contains(st.Err, "helper pid") {
+		t.Errorf("status error = %q, want the exit and the stderr tail", st.Err)
+	}
+	pid2 := callPID(t, p, "h")
+	if pid2 == pid {
+		t.Fatalf("same PID %d after kill", pid)
+	}
+	if !alive(pid2) {
+		t.Errorf("new server %d not running", pid2)
+	}
+}
+
+func TestCrashDuringCall(t *testing.T) {
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{helperDef(t, "h", "")})
+	pid := callPID(t, p, "h")
+	_, err := p.Call(t.Context(), "h", "crash", nil, nil)
+	if !errors.Is(err, ErrServerExited) || !strings.Contains(err.Error(), "fatal: simulated crash") {
+		t.Fatalf("got %v, want ErrServerExited with the stderr tail", err)
+	}
+	t.Log(err)
+	waitGone(t, pid)
+	if pid2 := callPID(t, p, "h"); pid2 == pid {
+		t.Errorf("same PID after crash")
+	}
+}
+
+func TestStartFailures(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "bad-server.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'starting bad server' >&2\necho 'Error: GITHUB_TOKEN is not set' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exitsLater := helperDef(t, "later", "")
+	exitsLater.Env["POOL_TEST_EXIT_AFTER_START"] = "1"
+	tests := []struct {
+		name string
+		def  *discovery.Server
+		want []string // in the error
+		tail bool
+	}{
+		{"script exits", &discovery.Server{Name: "script", Source: "/etc/x.json", Transport: discovery.Stdio, Command: script},
+			[]string{`starting MCP server "script" (defined in /etc/x.json)`, "Error: GITHUB_TOKEN is not set", `check "command"`}, true},
+		{"no such command", &discovery.Server{Name: "missing", Transport: discovery.Stdio, Command: "/nonexistent/mcp-server"},
+			[]string{"no such file or directory", `check "command"`}, false},
+		{"no command", &discovery.Server{Name: "empty", Transport: discovery.Stdio},
+			[]string{`no "command" given`}, false},
+		{"unknown transport", &discovery.Server{Name: "weird", Transport: "carrier-pigeon"},
+			[]string{`unknown transport "carrier-pigeon"`}, false},
+		{"exits during initialize", exitsLater, []string{"fatal: missing API key"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newTestPool(t, Options{ConnectTimeout: 10 * time.Second})
+			p.Update([]*discovery.Server{tt.def})
+			_, err := p.Tools(t.Context(), tt.def.Name)
+			var se *StartError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v (%T), want *StartError", err, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+			if tt.tail && len(se.StderrTail) == 0 {
+				t.Errorf("no stderr tail")
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a failing server was reported as a timeout: %v", err)
+			}
+			if st := statusOf(t, p, tt.def.Name); st.State != StateFailed {
+				t.Errorf("state = %q, want failed", st.State)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func TestUpdateProcesses(t *testing.T) {
+	defs := map[string]*discovery.Server{}
+	var list []*discovery.Server
+	for _, n := range []string{"keep", "change", "remove", "describe"} {
+		defs[n] = helperDef(t, n, "")
+		list = append(list, defs[n])
+	}
+	p := newTestPool(t, Options{})
+	p.Update(list)
+	pids := map[string]int{}
+	for n := range defs {
+		pids[n] = callPID(t, p, n)
+	}
+
+	// A call in flight on "change" while the update lands.
+	done := make(chan error, 1)
+	go func() {
+		res, err := p.Call(t.Context(), "change", "sleep", map[string]any{"ms": 500}, nil)
+		if err == nil && resultText(t, res) != "slept" {
+			err = errors.New("wrong result")
+		}
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+
+	changed := *defs["change"]
+	changed.Env = map[string]string{"POOL_TEST_HELPER": "1", "GORACE": "atexit_sleep_ms=0", "VERSION": "2"}
+	described := *defs["describe"]
+	described.Description = "now with a description"
+	p.Update([]*discovery.Server{defs["keep"], &changed, &described})
+
+	if !alive(pids["change"]) {
+		t.Errorf("changed server was stopped with a call in flight")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("call in flight during Update: %v", err)
+	}
+	waitGone(t, pids["remove"])
+	waitGone(t, pids["change"]) // once its call finished
+	if _, err := p.Tools(t.Context(), "remove"); !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("removed server: %v", err)
+	}
+	if pid := callPID(t, p, "keep"); pid != pids["keep"] {
+		t.Errorf("unchanged server restarted: PID %d, was %d", pid, pids["keep"])
+	}
+	if pid := callPID(t, p, "describe"); pid != pids["describe"] {
+		t.Errorf("server whose description changed restarted: PID %d, was %d", pid, pids["describe"])
+	}
+	if st := statusOf(t, p, "describe"); st.Description != "now with a description" {
+		t.Errorf("description = %q", st.Description)
+	}
+	if pid := callPID(t, p, "change"); pid == pids["change"] {
+		t.Errorf("changed server kept its process")
+	}
+	res, err := p.Call(t.Context(), "change", "getenv", map[string]any{"name": "VERSION"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "2" {
+		t.Errorf("changed server runs the old definition: VERSION=%q", got)
+	}
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	p := New(Options{})
+	var defs []*discovery.Server
+	for _, n := range []string{"a", "b", "c"} {
+		defs = append(defs, helperDef(t, n, pidFile))
+	}
+	p.Update(defs)
+	for _, d := range defs {
+		callPID(t, p, d.Name)
+	}
+	// One request still in flight: Close waits for it.
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Call(t.Context(), "a", "sleep", map[string]any{"ms": 300}, nil)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("call in flight during Close: %v", err)
+	}
+	pids := readPIDs(t, pidFile)
+	if len(pids) != 3 {
+		t.Fatalf("started %v, want 3 processes", pids)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d still exists after Close", pid)
+		}
+	}
+}
+
+func TestCloseDeadlineKills(t *testing.T) {
+	p := New(Options{})
+	p.Update([]*discovery.Server{helperDef(t, "h", "")})
+	pid := callPID(t, p, "h")
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 60000}, nil)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want deadline exceeded", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	if err := <-done; err == nil {
+		t.Errorf("call in flight survived a forced Close")
+	}
+	if alive(pid) {
+		t.Errorf("process %d survived Close", pid)
+	}
+}
+
+func TestIdleStopProcess(t *testing.T) {
+	p := newTestPool(t, Options{IdleTimeout: 300 * time.Millisecond})
+	p.Update([]*discovery.Server{helperDef(t, "h", "")})
+	pid := callPID(t, p, "h")
+	// A long call is not idle.
+	if _, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 600}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(pid) {
+		t.Fatalf("server stopped during a call")
+	}
+	waitGone(t, pid)
+	if st := statusOf(t, p, "h"); st.State != StateConfigured || st.Err != "" {
+		t.Errorf("after idle stop: %+v, want configured without error", st)
+	}
+	if pid2 := callPID(t, p, "h"); pid2 == pid {
+		t.Errorf("same PID after idle stop")
+	}
+}
+
+// TestProgressStdio checks routing over a real pipe.
+func TestProgressStdio(t *testing.T) {
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{helperDef(t, "h", "")})
+	var mu sync.Mutex
+	var got []float64
+	_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 200, "steps": 4}, func(n *mcp.ProgressNotificationParams) {
+		mu.Lock()
+		got = append(got, n.Progress)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 3 {
+		t.Errorf("progress %v, want 3 or 4 steps", got)
+	}
+}
