@@ -1,0 +1,181 @@
+package pool
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Integration tests against the reference servers from npm, as users run them.
+
+func npmDef(t testing.TB, name, bin string, args ...string) *discovery.Server {
+	t.Helper()
+	return &discovery.Server{Name: name, Transport: discovery.Stdio, Command: testenv.NPMBin(t, bin), Args: args}
+}
+
+func toolNames(tools []*mcp.Tool) []string {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func TestNPMEverything(t *testing.T) {
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{npmDef(t, "everything", "mcp-server-everything")})
+
+	begin := time.Now()
+	tools, err := p.Tools(t.Context(), "everything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("start + initialize + tools/list of server-everything: %s", time.Since(begin))
+	names := toolNames(tools)
+	for _, want := range []string{"echo", "get-sum", "trigger-long-running-operation"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("tool %q missing from %v", want, names)
+		}
+	}
+
+	res, err := p.Call(t.Context(), "everything", "echo", map[string]any{"message": "hello"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "Echo: hello" {
+		t.Errorf("echo: %q", got)
+	}
+	res, err = p.Call(t.Context(), "everything", "get-sum", map[string]any{"a": 2, "b": 3}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); !strings.Contains(got, "is 5") {
+		t.Errorf("get-sum: %q", got)
+	}
+
+	// Two long operations at once, each seeing only its own progress.
+	var wg sync.WaitGroup
+	for _, steps := range []int{3, 5} {
+		wg.Go(func() {
+			var mu sync.Mutex
+			var got []*mcp.ProgressNotificationParams
+			res, err := p.Call(t.Context(), "everything", "trigger-long-running-operation",
+				map[string]any{"duration": 1, "steps": steps}, func(n *mcp.ProgressNotificationParams) {
+					mu.Lock()
+					got = append(got, n)
+					mu.Unlock()
+				})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if text := resultText(t, res); !strings.Contains(text, "completed") {
+				t.Errorf("long operation: %q", text)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) < steps-1 {
+				t.Errorf("%d-step operation: %d progress notifications", steps, len(got))
+			}
+			for _, n := range got {
+				if n.Total != float64(steps) || n.ProgressToken != got[0].ProgressToken {
+					t.Errorf("%d-step operation got %+v", steps, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	st := statusOf(t, p, "everything")
+	if st.State != StateRunning || st.PID == 0 {
+		t.Fatalf("status = %+v", st)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if alive(st.PID) {
+		t.Errorf("server-everything (PID %d) still running after Close", st.PID)
+	}
+}
+
+func TestNPMMemoryAndFilesystem(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from a file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	memory := npmDef(t, "memory", "mcp-server-memory")
+	memory.Env = map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{memory, npmDef(t, "fs", "mcp-server-filesystem", dir)})
+
+	tools, errs := p.AllTools(t.Context(), 2)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if !slices.Contains(toolNames(tools["memory"]), "create_entities") || !slices.Contains(toolNames(tools["fs"]), "read_text_file") {
+		t.Fatalf("tools: memory %v, fs %v", toolNames(tools["memory"]), toolNames(tools["fs"]))
+	}
+
+	res, err := p.Call(t.Context(), "memory", "create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "codebridge", "entityType": "project", "observations": []string{"written in Go"}},
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resultText(t, res)
+	res, err = p.Call(t.Context(), "memory", "read_graph", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); !strings.Contains(got, "written in Go") {
+		t.Errorf("read_graph: %q", got)
+	}
+
+	res, err = p.Call(t.Context(), "fs", "read_text_file", map[string]any{"path": filepath.Join(dir, "hello.txt")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "hello from a file" {
+		t.Errorf("read_text_file: %q", got)
+	}
+	// Outside the allowed directory: a tool error, not a pool error.
+	res, err = p.Call(t.Context(), "fs", "read_text_file", map[string]any{"path": "/etc/passwd"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError {
+		t.Errorf("reading outside the allowed directory succeeded")
+	}
+}
+
+// BenchmarkCallEcho measures a warm call through the pool to server-everything
+// over stdio: 1,000 sequential echo calls per iteration; ns/op is per 1,000.
+func BenchmarkCallEcho(b *testing.B) {
+	p := New(Options{})
+	b.Cleanup(func() { _ = p.Close(context.WithoutCancel(b.Context())) })
+	p.Update([]*discovery.Server{npmDef(b, "everything", "mcp-server-everything")})
+	args := map[string]any{"message": "bench"}
+	if _, err := p.Call(b.Context(), "everything", "echo", args, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for range 1000 {
+			if _, err := p.Call(b.Context(), "everything", "echo", args, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/call")
+}
