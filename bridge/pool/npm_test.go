@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -178,4 +179,43 @@ func BenchmarkCallEcho(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/call")
+}
+
+// BenchmarkCallEchoDirect is BenchmarkCallEcho on a bare go-sdk session, to
+// show what the pool adds.
+func BenchmarkCallEchoDirect(b *testing.B) {
+	cmd := exec.Command(testenv.NPMBin(b, "mcp-server-everything"))
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "0"}, nil)
+	cs, err := client.Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "bench"}}
+	b.ResetTimer()
+	for b.Loop() {
+		for range 1000 {
+			if _, err := cs.CallTool(b.Context(), params); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/call")
+}
+
+// BenchmarkStartEverything measures starting server-everything: spawn,
+// initialize (ns/op), then stopping it.
+func BenchmarkStartEverything(b *testing.B) {
+	p := New(Options{})
+	b.Cleanup(func() { _ = p.Close(context.WithoutCancel(b.Context())) })
+	def := npmDef(b, "everything", "mcp-server-everything")
+	for b.Loop() {
+		c, err := p.dial(b.Context(), def)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		c.session.Close()
+		b.StartTimer()
+	}
 }
