@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -28,8 +29,8 @@ type conn struct {
 	name    string
 	def     *discovery.Server // the definition it was started from
 	session *mcp.ClientSession
-	cmd     *exec.Cmd // stdio only
-	pid     int       // stdio only
+	cmd     *exec.Cmd    // stdio only
+	pid     atomic.Int64 // stdio only: set once the process has started
 	stderr  *lineRing
 	cancel  context.CancelFunc // ends the transport's long-lived context
 	done    chan struct{}      // closed once the session has ended and the process is reaped
@@ -183,30 +184,30 @@ func (c *conn) ended() bool {
 	}
 }
 
+// PID returns the server's process ID, or 0.
+func (c *conn) PID() int { return int(c.pid.Load()) }
+
 // kill ends the server at once: the process group for stdio, the connection
-// for HTTP.
+// for HTTP. It is safe to call at any time, also while the server starts.
 func (c *conn) kill() {
-	if c.cmd != nil && c.cmd.Process != nil {
-		killGroup(c.pid)
-		_ = c.cmd.Process.Kill()
+	if pid := c.PID(); pid > 0 {
+		killGroup(pid)
+		_ = c.cmd.Process.Kill() // where there are no process groups
 	}
-	if c.cancel != nil {
-		c.cancel()
-	}
+	c.cancel()
 }
 
 // dial starts def and initializes an MCP session with it within ctx's deadline.
 // The session itself outlives ctx.
 func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	c := newConn(def, p.opts.StderrLines, p.logger)
+	longCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
 	fail := func(err error) (*conn, error) {
-		if c.cancel != nil {
-			c.cancel()
-		}
-		if c.cmd != nil && c.cmd.Process != nil {
-			// Connect closes the session on failure, which reaps the process;
-			// make sure of it, and that stderr has been read to the end.
-			c.kill()
+		c.kill()
+		if c.PID() > 0 {
+			// Connect closes the session on failure, which reaps the
+			// process; make sure, and that stderr has been read to the end.
 			_ = c.cmd.Wait()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -224,22 +225,24 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	if err != nil {
 		return fail(err)
 	}
-	longCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.cancel = cancel
 	client := mcp.NewClient(p.opts.Client, &mcp.ClientOptions{
 		Logger:                      p.logger,
 		Capabilities:                &mcp.ClientCapabilities{}, // no roots
 		ToolListChangedHandler:      c.toolsChanged,
 		ProgressNotificationHandler: c.onProgress,
 	})
+	// A server that does not answer in time, or whose start is abandoned, is
+	// killed at once rather than asked to exit.
+	stop := context.AfterFunc(ctx, c.kill)
 	cs, err := client.Connect(ctx, &detachedTransport{t, longCtx, cancel}, nil)
+	if !stop() && err == nil {
+		_ = cs.Close()
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fail(err)
 	}
 	c.session = cs
-	if c.cmd != nil && c.cmd.Process != nil {
-		c.pid = c.cmd.Process.Pid
-	}
 	return c, nil
 }
 
@@ -260,7 +263,7 @@ func (p *Pool) transport(def *discovery.Server, c *conn) (mcp.Transport, error) 
 		cmd.WaitDelay = 2 * time.Second // a grandchild holding stderr open must not block Wait
 		setProcAttr(cmd)
 		c.cmd = cmd
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, nil
+		return &startedTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c}, nil
 	case discovery.Streamable:
 		return &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}, nil
 	case discovery.SSE:
@@ -289,6 +292,21 @@ func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error)
 		return nil, ctx.Err()
 	}
 	return c, err
+}
+
+// A startedTransport records the PID of the process its CommandTransport
+// starts, so that kill can reach it while initialize is still under way.
+type startedTransport struct {
+	*mcp.CommandTransport
+	c *conn
+}
+
+func (t *startedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.CommandTransport.Connect(ctx)
+	if p := t.Command.Process; p != nil {
+		t.c.pid.Store(int64(p.Pid))
+	}
+	return conn, err
 }
 
 // httpClient returns a client that adds headers to every request.

@@ -229,7 +229,7 @@ func (p *Pool) goClose(c *conn) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		p.logger.Debug("stopping server", "server", c.name, "pid", c.pid)
+		p.logger.Debug("stopping server", "server", c.name, "pid", c.PID())
 		_ = c.session.Close() // for stdio: closes stdin, then SIGTERM, then SIGKILL
 		c.kill()              // and whatever the server started
 		<-c.done
@@ -334,7 +334,7 @@ func (p *Pool) startLocked(ctx context.Context, e *entry) *startOp {
 			p.logger.Warn("server failed to start", "server", def.Name, "err", err)
 			return
 		}
-		p.logger.Info("server started", "server", def.Name, "pid", c.pid, "duration", time.Since(begin))
+		p.logger.Info("server started", "server", def.Name, "pid", c.PID(), "duration", time.Since(begin))
 		p.wg.Add(1)
 		go p.watch(e, c)
 		if !current {
@@ -369,7 +369,7 @@ func (p *Pool) watch(e *entry, c *conn) {
 	}
 	p.mu.Unlock()
 	if !expected {
-		p.logger.Warn("server exited; it restarts on next use", "server", c.name, "pid", c.pid, "err", werr, "stderr", c.stderr.Tail())
+		p.logger.Warn("server exited; it restarts on next use", "server", c.name, "pid", c.PID(), "err", werr, "stderr", c.stderr.Tail())
 	}
 	close(c.done)
 }
@@ -596,7 +596,7 @@ func (p *Pool) Status() []ServerStatus {
 			st.State = StateDisabled
 		case e.cur != nil && !e.cur.exited:
 			st.State = StateRunning
-			st.PID = e.cur.pid
+			st.PID = e.cur.PID()
 			st.Tools, _ = e.cur.cachedTools()
 		case e.starting != nil:
 			st.State = StateStarting

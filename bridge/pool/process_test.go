@@ -403,3 +403,64 @@ func TestProgressStdio(t *testing.T) {
 		t.Errorf("progress %v, want 3 or 4 steps", got)
 	}
 }
+
+// silentScript writes a server that writes its PID to pidFile and never answers.
+func silentScript(t *testing.T, pidFile string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "silent.sh")
+	body := "#!/bin/sh\necho $$ > " + pidFile + "\necho 'loading model...' >&2\nexec sleep 60\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+func TestConnectTimeoutKillsProcess(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := newTestPool(t, Options{ConnectTimeout: 300 * time.Millisecond})
+	p.Update([]*discovery.Server{{Name: "silent", Transport: discovery.Stdio, Command: silentScript(t, pidFile)}})
+	begin := time.Now()
+	_, err := p.Tools(t.Context(), "silent")
+	var se *StartError
+	if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want a *StartError wrapping deadline exceeded", err)
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("failed after %s, want about 300ms", d)
+	}
+	if !strings.Contains(err.Error(), "loading model...") || !strings.Contains(err.Error(), "no answer to initialize within 300ms") {
+		t.Errorf("error lacks the reason or the stderr tail: %v", err)
+	}
+	pids := readPIDs(t, pidFile)
+	if len(pids) != 1 {
+		t.Fatalf("pids %v", pids)
+	}
+	waitGone(t, pids[0])
+}
+
+func TestCloseDuringStart(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := New(Options{})
+	p.Update([]*discovery.Server{{Name: "silent", Transport: discovery.Stdio, Command: silentScript(t, pidFile)}})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Tools(t.Context(), "silent")
+		errc <- err
+	}()
+	eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	if err := <-errc; err == nil {
+		t.Errorf("Tools succeeded on a server that never answers")
+	}
+	if pid := readPIDs(t, pidFile)[0]; alive(pid) {
+		t.Errorf("process %d survived Close", pid)
+	}
+}
