@@ -3,6 +3,7 @@ package podman
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,7 +141,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 func newClient(log *slog.Logger) *Client {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
-	owner := map[string]string{LabelOwner: ownerID(host, pid)}
+	owner := map[string]string{LabelOwner: ownerID(host, pid), labelClient: rand.Text()[:12]}
 	if st, ok := processStart(pid); ok {
 		owner[LabelOwnerStart] = st
 	}

@@ -333,9 +333,23 @@ func (ct *Container) Remove(ctx context.Context) error {
 
 func (c *Client) remove(ctx context.Context, id string) error {
 	q := url.Values{"force": {"true"}, "v": {"true"}, "timeout": {"0"}}
-	err := c.do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
-	if err == nil || isStatus(err, http.StatusNotFound) {
-		return nil
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = c.do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
+		if err == nil || isStatus(err, http.StatusNotFound) {
+			return nil
+		}
+		// Podman 4.3 fails a forced removal of a container that exits at that
+		// moment ("could not be stopped: ... container state improper:
+		// stopped"); a moment later the container is exited and removable.
+		if attempt == 10 || !strings.Contains(err.Error(), "state improper") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("removing container %s: %w", shortID(id), err)
+		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+		}
 	}
 	return fmt.Errorf("removing container %s: %w", shortID(id), err)
 }

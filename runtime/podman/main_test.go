@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if n, err := removeOurs(ctx, shared.c); err != nil || n > 0 {
+		if n, err := removeOwned(ctx, shared.c); err != nil || n > 0 {
 			fmt.Fprintf(os.Stderr, "podman tests left %d containers behind (now removed), err %v\n", n, err)
 			if code == 0 {
 				code = 1
@@ -36,24 +36,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(shared.dir)
 	}
 	os.Exit(code)
-}
-
-// removeOurs removes every container this test process created.
-func removeOurs(ctx context.Context, c *Client) (int, error) {
-	list, err := c.List(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, s := range list {
-		if s.Labels[LabelOwner] == c.owner[LabelOwner] {
-			n++
-			if err := c.remove(ctx, s.ID); err != nil {
-				return n, err
-			}
-		}
-	}
-	return n, nil
 }
 
 func testLogger(t testing.TB) *slog.Logger {

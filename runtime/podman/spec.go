@@ -19,6 +19,8 @@ const (
 	// LabelOwnerStart is the owner's process start time (Linux clock ticks since
 	// boot), so a reused pid is not mistaken for the owner.
 	LabelOwnerStart = "io.codebridge.owner-start"
+	// labelClient tells the containers of two clients in one process apart.
+	labelClient = "io.codebridge.client"
 )
 
 // Defaults applied by [Spec] when a field is zero.
