@@ -274,20 +274,26 @@ func (p *Pool) acquire(ctx context.Context, name string) (*conn, error) {
 			return nil, fmt.Errorf("waiting for MCP server %q to start: %w", name, ctx.Err())
 		}
 		p.mu.Lock()
-		superseded := op.superseded
-		p.mu.Unlock()
-		if superseded {
-			continue // the configuration changed while it started: use the new one
-		}
-		if op.err != nil {
+		switch c := op.c; {
+		case op.superseded:
+			// The configuration changed while it started: use the new one.
+		case op.err != nil:
+			p.mu.Unlock()
 			return nil, op.err
+		case c.exited:
+			p.mu.Unlock()
+			c.waitDone(time.Second) // for the whole stderr tail
+			return nil, &StartError{Server: name, Source: c.def.Source,
+				Err:        fmt.Errorf("it exited right after initialize; %s", hint(c.def)),
+				StderrTail: c.stderr.Tail()}
+		case e.cur == c:
+			c.refs++
+			c.lastUsed = p.now()
+			e.lastUsed = c.lastUsed
+			p.mu.Unlock()
+			return c, nil
 		}
-		if op.c.ended() {
-			// It exited right after initialize.
-			return nil, &StartError{Server: name, Source: op.c.def.Source,
-				Err:        fmt.Errorf("it exited right after starting; %s", hint(op.c.def)),
-				StderrTail: op.c.stderr.Tail()}
-		}
+		p.mu.Unlock()
 	}
 	return nil, fmt.Errorf("MCP server %q: its configuration kept changing while it started; try again", name)
 }
