@@ -1,4 +1,19 @@
 // Package pool keeps one MCP client per configured downstream server: started on
 // first use, exactly once, kept warm, stopped when idle or removed from the
 // configuration, and restarted after a crash.
+//
+// A [Pool] is fed the configured servers with [Pool.Update] and used through
+// [Pool.Tools], [Pool.Call] and [Pool.AllTools]; [Pool.Status] describes every
+// server for listings, and [Pool.Close] stops them all.
+//
+// Stdio servers run with a small inherited environment (PATH, HOME, locale,
+// temporary directory, certificate and proxy settings, npm_config_*) plus the
+// "env" of their configuration, in their own process group, and on Linux die
+// with codebridge. Their last stderr lines are kept and shown when they fail
+// to start or exit.
+//
+// A server that exits while idle is noticed at once and started again on its
+// next use. A request that was in flight when it exited fails with
+// [ErrServerExited]; the pool does not repeat tool calls, which may not be
+// safe to repeat, but does repeat a failed tools/list once.
 package pool
