@@ -245,3 +245,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func jsonschemaObj() map[string]any { return map[string]any{"type": "object"} }
+
+// waitInFlight waits until a request is in flight on server.
+func waitInFlight(t *testing.T, p *Pool, server string) {
+	t.Helper()
+	eventually(t, "a request is in flight on "+server, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		e := p.servers[server]
+		return e != nil && e.cur != nil && e.cur.refs > 0
+	})
+}

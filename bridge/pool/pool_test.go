@@ -319,7 +319,7 @@ func TestUpdateInMemory(t *testing.T) {
 		res, err := p.Call(t.Context(), "b", "sleep", map[string]any{"ms": 300}, nil)
 		inflight <- result{res, err}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitInFlight(t, p, "b")
 
 	a2 := *a
 	a2.Description = "new description"

@@ -259,7 +259,7 @@ func TestUpdateProcesses(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitInFlight(t, p, "change")
 
 	changed := *defs["change"]
 	changed.Env = map[string]string{"POOL_TEST_HELPER": "1", "GORACE": "atexit_sleep_ms=0", "VERSION": "2"}
@@ -316,7 +316,7 @@ func TestCloseStopsEverything(t *testing.T) {
 		_, err := p.Call(t.Context(), "a", "sleep", map[string]any{"ms": 300}, nil)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitInFlight(t, p, "a")
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
@@ -345,7 +345,7 @@ func TestCloseDeadlineKills(t *testing.T) {
 		_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 60000}, nil)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	waitInFlight(t, p, "h")
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	begin := time.Now()
