@@ -400,3 +400,23 @@ func TestRemoveStale(t *testing.T) {
 		t.Errorf("RemoveStale reported %d removals, %d of ours went", n, removed)
 	}
 }
+
+// TestNoOutputLost starts containers that write at once and exit: attaching
+// before starting must catch every byte. (With Podman 4.3.1, attaching after
+// start loses early output, and attaching to a container that has already
+// exited hangs.)
+func TestNoOutputLost(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	for i := range 5 {
+		ct := startTest(t, c, Spec{Image: img, Command: []string{"python3", "-c", "import sys; sys.stdout.write('x%d' % 1); sys.stderr.write('e')"}})
+		out, err := io.ReadAll(ct.Stdout())
+		if err != nil || string(out) != "x1" {
+			t.Errorf("run %d: stdout %q, %v", i, out, err)
+		}
+		<-ct.Done()
+		if ct.Stderr() != "e" {
+			t.Errorf("run %d: stderr %q", i, ct.Stderr())
+		}
+	}
+}

@@ -36,9 +36,10 @@ type SandboxOptions struct {
 // Every run gets a fresh container, which is removed afterwards; a few are
 // started ahead of time (the warm pool) and wait on stdin for their program.
 type Sandbox struct {
-	opts SandboxOptions
-	log  *slog.Logger
-	warm int // target size of the warm pool
+	opts      SandboxOptions
+	log       *slog.Logger
+	warm      int           // target size of the warm pool
+	waitLimit time.Duration // how long a warm container waits for a program
 
 	connectMu sync.Mutex // serializes connecting; held while connecting
 
@@ -71,7 +72,7 @@ func NewSandbox(opts SandboxOptions) *Sandbox {
 	case warm < 0:
 		warm = 0
 	}
-	return &Sandbox{opts: opts, log: log, warm: warm, live: map[*Container]struct{}{}}
+	return &Sandbox{opts: opts, log: log, warm: warm, waitLimit: waitLimit, live: map[*Container]struct{}{}}
 }
 
 // Warm connects to Podman, removes what dead codebridge processes left behind,
@@ -185,9 +186,14 @@ func (s *Sandbox) explainExit(ctx context.Context, ct *Container, res *python.Re
 }
 
 // Close removes every container of this sandbox and stops a Podman service it
-// started. Runs still in progress fail. Close waits for background work.
+// started. Runs still in progress fail. Close waits for background work;
+// closing again does nothing.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
 	c := s.client
 	cts := make([]*Container, 0, len(s.live))
@@ -324,7 +330,7 @@ func (s *Sandbox) spec(img string) Spec {
 	return Spec{
 		Image:   img,
 		Command: python.Command(),
-		Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(waitLimit.Seconds()))},
+		Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(s.waitLimit.Seconds()))},
 		User:    s.opts.User,
 		Memory:  s.opts.Memory,
 		CPUs:    s.opts.CPUs,

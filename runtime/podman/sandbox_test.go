@@ -99,6 +99,24 @@ func TestSandboxRun(t *testing.T) {
 	if res.Error == nil || res.Error.Kind != python.FailException || res.Error.Type != "ValueError" {
 		t.Errorf("exception: %+v", res.Error)
 	}
+
+	// Close removes everything and stops the service it started.
+	svc := s.client.svc
+	if svc == nil {
+		t.Fatal("no private podman service (is CONTAINER_HOST set?)")
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-svc.exited:
+	default:
+		t.Error("podman service still running after Close")
+	}
+	res = run(t, s, "print(1)", 30*time.Second)
+	if res.Error == nil || res.Error.Kind != python.FailUnavailable {
+		t.Errorf("run after Close: %+v", res.Error)
+	}
 }
 
 func TestSandboxTimeout(t *testing.T) {

@@ -1,0 +1,96 @@
+package podman
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crashChildEnv makes the test binary act as a codebridge that warms a
+// sandbox, reports what it started, and waits to be killed.
+const crashChildEnv = "CODEBRIDGE_PODMAN_CRASH_CHILD"
+
+func init() {
+	dir := os.Getenv(crashChildEnv)
+	if dir == "" {
+		return
+	}
+	s := NewSandbox(SandboxOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE")})
+	s.waitLimit = 3 * time.Second
+	if err := s.Warm(context.Background()); err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	s.mu.Lock()
+	fmt.Println("ready", s.client.svc.cmd.Process.Pid, s.pool[0].ID)
+	s.mu.Unlock()
+	time.Sleep(time.Hour)
+	os.Exit(0)
+}
+
+// TestHardDeath kills a codebridge with SIGKILL: its private Podman service
+// must die with it, its warm container must exit on its own (the bootstrap's
+// wait limit), and RemoveStale in the next codebridge must remove it.
+func TestHardDeath(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), crashChildEnv+"="+t.TempDir(), "CODEBRIDGE_PODMAN_CRASH_IMAGE="+img)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 3 || f[0] != "ready" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	svcPid, _ := strconv.Atoi(f[1])
+	id := f[2]
+	t.Cleanup(func() { c.remove(context.Background(), id) })
+
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for processAlive(svcPid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if processAlive(svcPid) {
+		t.Errorf("the child's podman service (pid %d) outlived it", svcPid)
+	}
+	st, err := c.inspect(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("warm container right after the crash: %+v", st)
+	deadline = time.Now().Add(15 * time.Second)
+	for st.Running && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		if st, err = c.inspect(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Running {
+		t.Errorf("warm container still running 15 s after its owner died (wait limit 3 s)")
+	}
+	n, err := c.RemoveStale(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.inspect(t.Context(), id); !isStatus(err, 404) {
+		t.Errorf("dead owner's container not removed by RemoveStale (removed %d): %v", n, err)
+	}
+}
