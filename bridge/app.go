@@ -1,0 +1,173 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// ServeOptions configure [Serve].
+type ServeOptions struct {
+	Logger  *slog.Logger
+	Version string
+	In      io.ReadCloser  // the client's messages; nil means os.Stdin
+	Out     io.WriteCloser // to the client; nil means os.Stdout
+}
+
+// Serve runs codebridge as an MCP server over stdio until the client closes its
+// end or ctx ends. It returns only after every container and downstream server
+// it started has stopped.
+func Serve(ctx context.Context, cfg Config, opts ServeOptions) error {
+	logger := orDiscard(opts.Logger)
+	in, out := opts.In, opts.Out
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	rt, err := start(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	srv := NewServer(cfg, Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.directory()})
+	logger.Info("serving MCP on stdio", "config_dir", cfg.ConfigDir)
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
+}
+
+// ExecOptions configure [Exec].
+type ExecOptions struct {
+	Logger  *slog.Logger
+	Timeout time.Duration
+	Stdout  io.Writer
+	Stderr  io.Writer
+}
+
+// Exec runs code once in the sandbox, as `codebridge exec` does, copying its
+// output to opts.Stdout and opts.Stderr. It returns the code's exit status
+// (1 for an exception or timeout); the error is for codebridge's own failures.
+func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, error) {
+	logger := orDiscard(opts.Logger)
+	cfg.WarmSandboxes = 0 // one run: nothing to start ahead of time
+	rt, err := start(ctx, cfg, logger)
+	if err != nil {
+		return 1, err
+	}
+	defer rt.close()
+	prog := python.Program{Code: code, OutputLimit: cfg.OutputLimit}
+	var host python.Host = noServers{}
+	if d := rt.directory(); d != nil {
+		if prog.Servers, err = d.Prepare(ctx, nil); err != nil {
+			return 1, err
+		}
+		host = d.Host(nil)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = cfg.Timeout
+	}
+	res, err := rt.sandbox.Run(ctx, prog, host, timeout)
+	if err != nil {
+		return 1, err
+	}
+	io.WriteString(opts.Stdout, res.Stdout)
+	io.WriteString(opts.Stderr, res.Stderr)
+	if f := res.Error; f != nil {
+		if f.Kind == python.FailUnavailable {
+			return 1, errors.New(f.Message)
+		}
+		msg := f.Traceback
+		if msg == "" {
+			msg = f.Message + "\n"
+		}
+		fmt.Fprint(opts.Stderr, msg)
+		if res.ExitCode == 0 {
+			return 1, nil
+		}
+	}
+	return res.ExitCode, nil
+}
+
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// ListOptions configure [ListServers].
+type ListOptions struct {
+	Logger *slog.Logger
+	Tools  bool // start every server and list its tools
+	Out    io.Writer
+}
+
+// ListServers prints the configured servers, as `codebridge servers` does: name,
+// transport, state and source file, then any configuration problems. With
+// opts.Tools it starts each server (in parallel) and lists its tools.
+func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
+	logger := orDiscard(opts.Logger)
+	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
+	p := pool.New(pool.Options{Logger: logger})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		p.Close(cctx)
+	}()
+	p.Update(conf.Servers)
+
+	var tools map[string][]*mcp.Tool
+	if opts.Tools {
+		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		tools, _ = p.AllTools(tctx, searchParallelism)
+		cancel()
+	}
+	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "SERVER\tTRANSPORT\tSTATE\tSOURCE\n")
+	if len(conf.Servers) == 0 {
+		fmt.Fprintf(opts.Out, "no servers configured in %s: add a JSON file with an \"mcpServers\" object there\n", cfg.ConfigDir)
+	}
+	status := p.Status()
+	for _, st := range status {
+		state := string(st.State)
+		if st.Err != "" {
+			state += ": " + firstLine(st.Err)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, st.Transport, state, st.Source)
+	}
+	w.Flush()
+	if opts.Tools {
+		for _, st := range status {
+			if len(tools[st.Name]) == 0 {
+				continue
+			}
+			fmt.Fprintf(opts.Out, "\n%s:\n", st.Name)
+			for _, t := range tools[st.Name] {
+				fmt.Fprintf(opts.Out, "  %-32s %s\n", t.Name, firstLine(t.Description))
+			}
+		}
+	}
+	if len(conf.Problems) > 0 {
+		fmt.Fprintf(opts.Out, "\nproblems in %s:\n", cfg.ConfigDir)
+		for _, prob := range conf.Problems {
+			fmt.Fprintf(opts.Out, "  %s\n", prob)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// downstream is what the directory needs from the pool of MCP clients
+// (bridge/pool.Pool in production).
+type downstream interface {
+	Tools(ctx context.Context, server string) ([]*mcp.Tool, error)
+	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
+	AllTools(ctx context.Context, limit int) (map[string][]*mcp.Tool, map[string]error)
+}
+
+// directory is the [Directory] over the configured servers: an immutable
+// snapshot of the configuration, swapped whole on every reload, in front of the
+// pool of downstream clients.
+type directory struct {
+	pool   downstream
+	logger *slog.Logger
+	snap   atomic.Pointer[snapshot]
+}
+
+// snapshot is the configured, enabled servers of one configuration, with the
+// Python aliases the sandbox knows them by.
+type snapshot struct {
+	servers []*discovery.Server // enabled only, sorted by name
+	alias   map[string]string   // name → alias
+	byKey   map[string]*discovery.Server
+}
+
+func newSnapshot(cfg *discovery.Config) *snapshot {
+	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}}
+	if cfg == nil {
+		return s
+	}
+	var names []string
+	for _, srv := range cfg.Servers {
+		if !srv.Disabled {
+			s.servers = append(s.servers, srv)
+			names = append(names, srv.Name)
+		}
+	}
+	s.alias = discovery.Aliases(names)
+	for _, srv := range s.servers {
+		s.byKey[srv.Name] = srv
+	}
+	for _, srv := range s.servers { // aliases second: a real name always wins
+		if a := s.alias[srv.Name]; s.byKey[a] == nil {
+			s.byKey[a] = srv
+		}
+	}
+	return s
+}
+
+func newDirectory(pool downstream, logger *slog.Logger) *directory {
+	d := &directory{pool: pool, logger: logger}
+	d.snap.Store(newSnapshot(nil))
+	return d
+}
+
+// update publishes a new configuration. The caller has already told the pool.
+func (d *directory) update(cfg *discovery.Config) { d.snap.Store(newSnapshot(cfg)) }
+
+// visible lists the snapshot's servers for the sandbox.
+func (s *snapshot) visible() []python.ServerInfo {
+	out := make([]python.ServerInfo, len(s.servers))
+	for i, srv := range s.servers {
+		out[i] = python.ServerInfo{Name: srv.Name, Alias: s.alias[srv.Name], Description: srv.Description}
+	}
+	return out
+}
+
+// resolve finds a server by name or alias.
+func (s *snapshot) resolve(key string) (*discovery.Server, error) {
+	if srv := s.byKey[key]; srv != nil {
+		return srv, nil
+	}
+	names := make([]string, len(s.servers))
+	for i, srv := range s.servers {
+		names[i] = srv.Name
+	}
+	if len(names) == 0 {
+		return nil, &rpcError{code: "unknown_server", msg: fmt.Sprintf("unknown MCP server %q: no servers are configured; add a JSON file to the config folder", key)}
+	}
+	return nil, unknownName("unknown_server", "MCP server", key, names, "discovered_servers() lists them")
+}
+
+// Prepare implements [Directory]: every name must be a configured server
+// (name or alias); those are started and their tools listed, in parallel, and
+// come back marked loaded with their tools.
+func (d *directory) Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error) {
+	s := d.snap.Load()
+	infos := s.visible()
+	loaded := map[string]bool{}
+	for _, n := range names {
+		srv, err := s.resolve(n)
+		if err != nil {
+			return nil, fmt.Errorf("servers: %v", err)
+		}
+		loaded[srv.Name] = true
+	}
+	if len(loaded) == 0 {
+		return infos, nil
+	}
+	var g errgroup.Group
+	g.SetLimit(searchParallelism)
+	for i := range infos {
+		info := &infos[i]
+		if !loaded[info.Name] {
+			continue
+		}
+		info.Loaded = true
+		g.Go(func() error {
+			tools, err := d.pool.Tools(ctx, info.Name)
+			if err != nil {
+				// Not fatal: the run's first call reports it with the server's stderr.
+				d.logger.Warn("starting a server named in run_python's servers", "server", info.Name, "err", err)
+				return nil
+			}
+			for _, doc := range docsFor(s, s.byKey[info.Name], tools, "summary", false) {
+				info.Tools = append(info.Tools, map[string]any{
+					"name": doc["tool"], "alias": doc["toolAlias"], "description": doc["description"],
+				})
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return infos, nil
+}
+
+// Host implements [Directory].
+func (d *directory) Host(progress func(message string, progress, total float64)) python.Host {
+	return &host{dir: d, snap: d.snap.Load(), progress: progress}
+}
+
+// unknownName is an error for a name that is not among known, suggesting the
+// closest ones.
+func unknownName(code, what, name string, known []string, how string) *rpcError {
+	close := closest(name, known, 3)
+	var b strings.Builder
+	fmt.Fprintf(&b, "unknown %s %q", what, name)
+	if len(close) > 0 {
+		fmt.Fprintf(&b, "; did you mean %s?", quoteList(close))
+	}
+	if len(known) <= 20 {
+		fmt.Fprintf(&b, " Known: %s.", quoteList(known))
+	}
+	if how != "" {
+		fmt.Fprintf(&b, " (%s)", how)
+	}
+	return &rpcError{code: code, msg: b.String(), data: map[string]any{"suggestions": close}}
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// rpcError is an error the sandbox sees as MCPError with a code it can branch on.
+type rpcError struct {
+	code string
+	msg  string
+	data any
+}
+
+func (e *rpcError) Error() string   { return e.msg }
+func (e *rpcError) RPCCode() string { return e.code }
+func (e *rpcError) RPCData() any    { return e.data }

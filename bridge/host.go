@@ -1,0 +1,222 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/search"
+)
+
+// host answers one run's requests from the sandbox. It sees the configuration
+// as it was when the run started, so a reload never changes a run's view.
+type host struct {
+	dir      *directory
+	snap     *snapshot
+	progress func(message string, progress, total float64)
+}
+
+// searchParallelism bounds how many servers a search starts at once.
+const searchParallelism = 8
+
+// Call implements python.Host.
+func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var p struct {
+		Server    string          `json:"server"`
+		Tool      *string         `json:"tool"`
+		Detail    string          `json:"detail"`
+		Query     string          `json:"query"`
+		Limit     int             `json:"limit"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("%s: malformed parameters: %v", method, err)}
+		}
+	}
+	switch method {
+	case "list_servers":
+		names := make([]string, len(h.snap.servers))
+		for i, s := range h.snap.servers {
+			names[i] = s.Name
+		}
+		return names, nil
+	case "describe_server":
+		return h.describeServer(ctx, p.Server)
+	case "list_tools":
+		srv, tools, err := h.tools(ctx, p.Server)
+		if err != nil {
+			return nil, err
+		}
+		return docsFor(h.snap, srv, tools, "full", true), nil
+	case "query_tool_docs":
+		return h.queryToolDocs(ctx, p.Server, p.Tool, p.Detail)
+	case "search_tool_docs":
+		return h.searchToolDocs(ctx, p.Query, p.Limit, p.Detail)
+	case "call_tool":
+		if p.Tool == nil {
+			return nil, &rpcError{code: "bad_arguments", msg: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
+		}
+		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments)
+	}
+	return nil, &rpcError{code: "internal", msg: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
+}
+
+// tools resolves a server and lists its tools, starting it if needed.
+func (h *host) tools(ctx context.Context, key string) (*discovery.Server, []*mcp.Tool, error) {
+	srv, err := h.snap.resolve(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools, err := h.dir.pool.Tools(ctx, srv.Name)
+	if err != nil {
+		return nil, nil, poolError(srv.Name, err)
+	}
+	return srv, tools, nil
+}
+
+func (h *host) describeServer(ctx context.Context, key string) (any, error) {
+	srv, tools, err := h.tools(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"name":        srv.Name,
+		"alias":       h.snap.alias[srv.Name],
+		"description": srv.Description,
+		"tools":       docsFor(h.snap, srv, tools, "summary", true),
+	}, nil
+}
+
+func (h *host) queryToolDocs(ctx context.Context, key string, tool *string, detail string) (any, error) {
+	srv, tools, err := h.tools(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if tool == nil {
+		return docsFor(h.snap, srv, tools, detail, false), nil
+	}
+	t, err := findTool(srv, tools, *tool)
+	if err != nil {
+		return nil, err
+	}
+	return docsFor(h.snap, srv, []*mcp.Tool{t}, detail, false), nil
+}
+
+func (h *host) searchToolDocs(ctx context.Context, query string, limit int, detail string) (any, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, &rpcError{code: "bad_arguments", msg: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
+	}
+	if limit <= 0 {
+		limit = 5
+	}
+	all, failed := h.dir.pool.AllTools(ctx, searchParallelism)
+	for name, err := range failed {
+		h.dir.logger.Warn("search skipped a server that failed to start", "server", name, "err", err)
+	}
+	var docs []search.Doc
+	type ref struct {
+		srv  *discovery.Server
+		tool *mcp.Tool
+	}
+	refs := map[[2]string]ref{}
+	for _, srv := range h.snap.servers {
+		for _, t := range all[srv.Name] {
+			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: paramNames(t)})
+			refs[[2]string{srv.Name, t.Name}] = ref{srv, t}
+		}
+	}
+	hits := search.NewIndex(docs).Search(query, limit)
+	out := make([]map[string]any, 0, len(hits))
+	for _, hit := range hits {
+		r := refs[[2]string{hit.Doc.Server, hit.Doc.Tool}]
+		d := docsFor(h.snap, r.srv, []*mcp.Tool{r.tool}, detail, false)[0]
+		d["score"] = hit.Score
+		out = append(out, d)
+	}
+	if len(out) == 0 && len(failed) > 0 {
+		names := make([]string, 0, len(failed))
+		for n := range failed {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, &rpcError{code: "server_failed", msg: fmt.Sprintf("no tool matched %q, and these servers could not be searched because they failed to start: %s", query, strings.Join(names, ", "))}
+	}
+	return out, nil
+}
+
+func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage) (any, error) {
+	srv, tools, err := h.tools(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	t, err := findTool(srv, tools, tool)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	} else if args[0] != '{' {
+		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+	}
+	var progress func(*mcp.ProgressNotificationParams)
+	if h.progress != nil {
+		progress = func(p *mcp.ProgressNotificationParams) {
+			msg := fmt.Sprintf("%s.%s", srv.Name, t.Name)
+			if p.Total > 0 {
+				msg += fmt.Sprintf(" %g/%g", p.Progress, p.Total)
+			} else {
+				msg += fmt.Sprintf(" %g", p.Progress)
+			}
+			if p.Message != "" {
+				msg += ": " + p.Message
+			}
+			h.progress(msg, p.Progress, p.Total)
+		}
+	}
+	res, err := h.dir.pool.Call(ctx, srv.Name, t.Name, args, progress)
+	if err != nil {
+		return nil, poolError(srv.Name, err)
+	}
+	return res, nil
+}
+
+// findTool resolves a tool by exact name, alias, or case-insensitive name.
+func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, error) {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		if t.Name == key {
+			return t, nil
+		}
+		names[i] = t.Name
+	}
+	aliases := discovery.Aliases(names)
+	for _, t := range tools {
+		if aliases[t.Name] == key || strings.EqualFold(t.Name, key) {
+			return t, nil
+		}
+	}
+	return nil, unknownName("unknown_tool", "tool of server "+srv.Name+":", key, names,
+		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
+}
+
+// poolError turns a pool failure into an error the sandbox can branch on.
+func poolError(server string, err error) error {
+	var se *pool.StartError
+	switch {
+	case errors.As(err, &se):
+		return &rpcError{code: "server_failed", msg: err.Error()}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &rpcError{code: "timeout", msg: fmt.Sprintf("MCP server %q did not answer in time: %v", server, err)}
+	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
+		return &rpcError{code: "server_failed", msg: err.Error()}
+	}
+	return &rpcError{code: "internal", msg: err.Error()}
+}

@@ -1,0 +1,258 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+type sumArgs struct {
+	A float64 `json:"a" jsonschema:"first addend"`
+	B float64 `json:"b" jsonschema:"second addend"`
+}
+
+type echoArgs struct {
+	Message string `json:"message"`
+	Repeat  int    `json:"repeat,omitempty"`
+}
+
+// mathServer is a go-sdk MCP server served over streamable HTTP on loopback.
+func mathServer(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "math"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "get-sum", Description: "Returns the sum of two numbers\nMore detail here."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a sumArgs) (*mcp.CallToolResult, map[string]float64, error) {
+			return nil, map[string]float64{"sum": a.A + a.B}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes back the input"},
+		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat(a.Message, max(1, a.Repeat))}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow_count", Description: "Counts to three, reporting progress"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			for i := 1; i <= 3; i++ {
+				if tok := req.Params.GetProgressToken(); tok != nil {
+					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprint("step ", i)})
+				}
+				time.Sleep(20 * time.Millisecond) // a long-running tool: progress comes well before the result
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func testDirectory(t *testing.T, servers ...*discovery.Server) *directory {
+	t.Helper()
+	p := pool.New(pool.Options{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Close(ctx)
+	})
+	cfg := &discovery.Config{Servers: servers}
+	p.Update(cfg.Servers)
+	d := newDirectory(p, nil)
+	d.update(cfg)
+	return d
+}
+
+func hostCall(t *testing.T, h interface {
+	Call(context.Context, string, json.RawMessage) (any, error)
+}, method string, params map[string]any) (any, error) {
+	t.Helper()
+	raw, _ := json.Marshal(params)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := h.Call(ctx, method, raw)
+	if err != nil {
+		return nil, err
+	}
+	// Round-trip through JSON, as the sandbox sees it.
+	out, _ := json.Marshal(res)
+	var v any
+	json.Unmarshal(out, &v)
+	return v, nil
+}
+
+func TestHostDocsAndCalls(t *testing.T) {
+	url := mathServer(t)
+	d := testDirectory(t,
+		&discovery.Server{Name: "my-math", Transport: discovery.Streamable, URL: url, Description: "numbers"},
+		&discovery.Server{Name: "off", Transport: discovery.Streamable, URL: url, Disabled: true},
+	)
+	if got, _ := d.Prepare(t.Context(), nil); len(got) != 1 || got[0].Name != "my-math" || got[0].Alias != "my_math" {
+		t.Fatalf("Visible = %+v, want only my-math aliased my_math (disabled servers are hidden)", got)
+	}
+	h := d.Host(nil)
+
+	t.Run("describe_server by alias", func(t *testing.T) {
+		v, err := hostCall(t, h, "describe_server", map[string]any{"server": "my_math"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := v.(map[string]any)
+		tools := m["tools"].([]any)
+		if m["name"] != "my-math" || len(tools) != 3 {
+			t.Fatalf("describe_server = %v", m)
+		}
+		first := tools[0].(map[string]any)
+		if first["alias"] == nil || first["description"] == nil {
+			t.Errorf("tool entry %v lacks alias/description", first)
+		}
+	})
+
+	t.Run("query_tool_docs full", func(t *testing.T) {
+		v, err := hostCall(t, h, "query_tool_docs", map[string]any{"server": "my-math", "tool": "get_sum", "detail": "full"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := v.([]any)[0].(map[string]any)
+		if doc["signature"] != "get_sum(a: float, b: float) -> dict" {
+			t.Errorf("signature = %v", doc["signature"])
+		}
+		if doc["inputSchema"] == nil || doc["outputSchema"] == nil || doc["toolAlias"] != "get_sum" || doc["serverAlias"] != "my_math" {
+			t.Errorf("full doc = %v", doc)
+		}
+		if !strings.Contains(doc["description"].(string), "More detail") {
+			t.Errorf("full description should be complete: %q", doc["description"])
+		}
+	})
+
+	t.Run("query_tool_docs summary", func(t *testing.T) {
+		v, err := hostCall(t, h, "query_tool_docs", map[string]any{"server": "my-math", "detail": "summary"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range v.([]any) {
+			doc := x.(map[string]any)
+			if doc["inputSchema"] != nil || strings.Contains(doc["description"].(string), "\n") {
+				t.Errorf("summary doc carries schema or a multi-line description: %v", doc)
+			}
+		}
+	})
+
+	t.Run("search", func(t *testing.T) {
+		v, err := hostCall(t, h, "search_tool_docs", map[string]any{"query": "sum of two numbers", "limit": 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits := v.([]any)
+		if len(hits) == 0 || hits[0].(map[string]any)["tool"] != "get-sum" || hits[0].(map[string]any)["score"].(float64) <= 0 {
+			t.Fatalf("search = %v, want get-sum first with a score", hits)
+		}
+	})
+
+	t.Run("call_tool", func(t *testing.T) {
+		v, err := hostCall(t, h, "call_tool", map[string]any{"server": "my_math", "tool": "get_sum", "arguments": map[string]any{"a": 2, "b": 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := v.(map[string]any)["structuredContent"].(map[string]any); sc["sum"] != 5.0 {
+			t.Errorf("structuredContent = %v", sc)
+		}
+	})
+
+	errCases := []struct {
+		name, method string
+		params       map[string]any
+		code, text   string
+	}{
+		{"unknown server", "list_tools", map[string]any{"server": "my-maht"}, "unknown_server", `did you mean "my-math"`},
+		{"disabled server is unknown", "list_tools", map[string]any{"server": "off"}, "unknown_server", "unknown MCP server"},
+		{"unknown tool", "call_tool", map[string]any{"server": "my-math", "tool": "get_summ"}, "unknown_tool", `did you mean "get-sum"`},
+		{"arguments not a dict", "call_tool", map[string]any{"server": "my-math", "tool": "echo", "arguments": []int{1}}, "bad_arguments", "must be a dict"},
+		{"empty query", "search_tool_docs", map[string]any{"query": " "}, "bad_arguments", "needs a query"},
+	}
+	for _, tt := range errCases {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := hostCall(t, h, tt.method, tt.params)
+			var re *rpcError
+			if !errors.As(err, &re) || re.RPCCode() != tt.code || !strings.Contains(re.Error(), tt.text) {
+				t.Fatalf("err = %v, want code %s containing %q", err, tt.code, tt.text)
+			}
+		})
+	}
+}
+
+func TestHostProgress(t *testing.T) {
+	d := testDirectory(t, &discovery.Server{Name: "m", Transport: discovery.Streamable, URL: mathServer(t)})
+	var mu sync.Mutex
+	var msgs []string
+	h := d.Host(func(msg string, _, _ float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		msgs = append(msgs, msg)
+	})
+	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "m", "tool": "slow_count"}); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications may be delivered just after the result.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(msgs)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(msgs) != 3 || msgs[2] != "m.slow_count 3/3: step 3" {
+		t.Errorf("progress = %q, want three messages ending with 'm.slow_count 3/3: step 3'", msgs)
+	}
+}
+
+func TestPrepareUnknown(t *testing.T) {
+	d := testDirectory(t, &discovery.Server{Name: "alpha", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"})
+	_, err := d.Prepare(t.Context(), []string{"alpah"})
+	if err == nil || !strings.Contains(err.Error(), `did you mean "alpha"`) {
+		t.Fatalf("Prepare = %v, want a suggestion", err)
+	}
+}
+
+func TestSignature(t *testing.T) {
+	tests := []struct {
+		schema string
+		want   string
+	}{
+		{`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`, "f(a: float, b: float) -> Any"},
+		{`{"type":"object","properties":{"path":{"type":"string"},"tail":{"type":"integer"},"class":{"type":"boolean"}},"required":["path"]}`,
+			"f(path: str, *, class_: bool = None, tail: int = None) -> Any"},
+		{`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"}},"x":{"type":["string","null"]}},"required":["ids","x"]}`,
+			"f(ids: List[str], x: Union[str, None]) -> Any"},
+		{`{"type":"object"}`, "f() -> Any"},
+	}
+	for _, tt := range tests {
+		got := signature("f", &mcp.Tool{InputSchema: json.RawMessage(tt.schema)})
+		if got != tt.want {
+			t.Errorf("signature(%s) = %q, want %q", tt.schema, got, tt.want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	names := []string{"get-sum", "get-env", "echo", "trigger-long-running-operation"}
+	if got := closest("get_sum", names, 3); len(got) == 0 || got[0] != "get-sum" {
+		t.Errorf("closest(get_sum) = %v", got)
+	}
+	if got := closest("zzzzzzzz", names, 3); len(got) != 0 {
+		t.Errorf("closest(zzzzzzzz) = %v, want none", got)
+	}
+}

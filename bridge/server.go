@@ -1,0 +1,224 @@
+package bridge
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// ManualURI is the resource holding the sandbox manual.
+const ManualURI = "codebridge://manual"
+
+//go:embed manual.md
+var manual string
+
+// Options are a [Server]'s collaborators.
+type Options struct {
+	Runner  Runner       // runs code; required
+	Logger  *slog.Logger // nil discards
+	Version string       // reported to clients
+	// Servers is the configured downstream servers; nil means none.
+	Servers Directory
+}
+
+// Directory is what run_python needs from the configured MCP servers.
+type Directory interface {
+	// Prepare lists the enabled servers for a run, after starting the named
+	// ones (an unknown name is an error) so the run's first call finds them warm.
+	Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error)
+	// Host answers one run's requests. progress, if non-nil, receives progress
+	// from downstream calls.
+	Host(progress func(message string, progress, total float64)) python.Host
+}
+
+// Server is codebridge's MCP server.
+type Server struct {
+	cfg    Config
+	opts   Options
+	logger *slog.Logger
+	mcp    *mcp.Server
+}
+
+// NewServer builds the MCP server with its one tool and the manual resource.
+func NewServer(cfg Config, opts Options) *Server {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, opts: opts, logger: logger}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
+		&mcp.ServerOptions{Logger: logger, Capabilities: &mcp.ServerCapabilities{}})
+	s.mcp.AddTool(newTool(cfg), s.runPython)
+	s.mcp.AddResource(&mcp.Resource{
+		URI:         ManualURI,
+		Name:        "codebridge-manual",
+		Title:       "codebridge sandbox manual",
+		Description: "How to find, inspect and call MCP tools from run_python code.",
+		MIMEType:    "text/markdown",
+		Size:        int64(len(manual)),
+	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: ManualURI, MIMEType: "text/markdown", Text: manual}}}, nil
+	})
+	return s
+}
+
+// MCP returns the underlying go-sdk server, for transports other than stdio.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one client over t until the client goes away or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, t)
+}
+
+// runPython is the run_python handler. A problem with the caller's input or code
+// is a tool result with IsError, written for a model to act on.
+func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in toolInput
+	dec := json.NewDecoder(strings.NewReader(string(orEmptyObject(req.Params.Arguments))))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return inputError("run_python arguments are invalid: %v. Pass {\"code\": \"print(1)\"}, optionally with \"servers\" (list of names) and \"timeout\" (seconds).", err), nil
+	}
+	if strings.TrimSpace(in.Code) == "" {
+		return inputError("code is empty: pass the Python source to run in \"code\"."), nil
+	}
+	if len(in.Code) > s.cfg.MaxCodeSize {
+		return inputError("code is %d bytes, over the %d byte limit (MCP_BRIDGE_MAX_CODE_SIZE): send less code, or have it read data through an MCP tool.", len(in.Code), s.cfg.MaxCodeSize), nil
+	}
+	timeout := s.cfg.Timeout
+	if in.Timeout != nil {
+		t := *in.Timeout
+		if math.IsNaN(t) || t <= 0 {
+			return inputError("timeout must be a positive number of seconds, at most %d.", int(s.cfg.MaxTimeout.Seconds())), nil
+		}
+		timeout = min(time.Duration(t*float64(time.Second)), s.cfg.MaxTimeout)
+	}
+
+	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
+	var host python.Host = noServers{}
+	if d := s.opts.Servers; d != nil {
+		servers, err := d.Prepare(ctx, in.Servers)
+		if err != nil {
+			return inputError("%v", err), nil
+		}
+		prog.Servers = servers
+		host = d.Host(s.progressFunc(ctx, req))
+	} else if len(in.Servers) > 0 {
+		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
+	}
+
+	res, err := s.opts.Runner.Run(ctx, prog, host, timeout)
+	if err != nil {
+		// The client cancelled the request or went away: a protocol-level end.
+		return nil, err
+	}
+	s.logger.Debug("run finished", "duration", res.Duration, "exit", res.ExitCode, "error", res.Error != nil)
+	return formatResult(res, timeout), nil
+}
+
+// progressFunc forwards downstream progress to the client as progress on this
+// run_python request, if the client asked for progress.
+func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) func(string, float64, float64) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return nil
+	}
+	var n float64 // progress must increase for the token, across all calls of the run
+	return func(message string, _, _ float64) {
+		n++
+		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token, Progress: n, Message: message,
+		}); err != nil {
+			s.logger.Debug("forwarding progress", "err", err)
+		}
+	}
+}
+
+// output is run_python's structuredContent.
+type output struct {
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	ExitCode        int             `json:"exit_code"`
+	DurationMS      int64           `json:"duration_ms"`
+	StdoutBytes     int64           `json:"stdout_bytes"`
+	StderrBytes     int64           `json:"stderr_bytes"`
+	StdoutTruncated bool            `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
+	Error           *python.Failure `json:"error,omitempty"`
+}
+
+// formatResult turns a run into a tool result: the printed output as text, and
+// every detail as structured content.
+func formatResult(r *python.Result, timeout time.Duration) *mcp.CallToolResult {
+	var text strings.Builder
+	text.WriteString(r.Stdout)
+	section := func(title, body string) {
+		if body == "" {
+			return
+		}
+		if text.Len() > 0 && !strings.HasSuffix(text.String(), "\n") {
+			text.WriteByte('\n')
+		}
+		if text.Len() > 0 || title != "" {
+			fmt.Fprintf(&text, "[%s]\n", title)
+		}
+		text.WriteString(body)
+	}
+	section("stderr", r.Stderr)
+	if f := r.Error; f != nil {
+		switch {
+		case f.Traceback != "":
+			section(string(f.Kind), f.Traceback)
+		default:
+			section(string(f.Kind), f.Message)
+		}
+	} else if r.ExitCode != 0 {
+		section("exit", fmt.Sprintf("exit status %d", r.ExitCode))
+	}
+	if text.Len() == 0 {
+		text.WriteString("(no output)")
+	}
+	out := output{
+		Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: r.ExitCode, DurationMS: r.Duration.Milliseconds(),
+		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
+		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
+	}
+	_ = timeout
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
+		StructuredContent: out,
+		IsError:           r.Error != nil || r.ExitCode != 0,
+	}
+}
+
+func inputError(format string, args ...any) *mcp.CallToolResult {
+	msg := fmt.Sprintf(format, args...)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
+		StructuredContent: output{ExitCode: -1, Error: &python.Failure{Kind: "invalid_input", Message: msg}},
+		IsError:           true,
+	}
+}
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}")
+	}
+	return raw
+}
+
+// noServers is the Host of a run when no servers are configured.
+type noServers struct{}
+
+func (noServers) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	return nil, fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
+}

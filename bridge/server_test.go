@@ -1,0 +1,220 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// fakeRunner records the program it was given and returns a canned result.
+type fakeRunner struct {
+	got     python.Program
+	timeout time.Duration
+	result  *python.Result
+}
+
+func (f *fakeRunner) Run(_ context.Context, p python.Program, _ python.Host, timeout time.Duration) (*python.Result, error) {
+	f.got, f.timeout = p, timeout
+	if f.result == nil {
+		return &python.Result{Stdout: "ok\n", StdoutBytes: 3}, nil
+	}
+	return f.result, nil
+}
+
+func defaultConfig(t *testing.T) Config {
+	t.Helper()
+	c, err := LoadConfig(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// connect starts s and returns a client session talking to it in memory.
+func connect(t *testing.T, s *Server) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestListedToolGolden(t *testing.T) {
+	cs := connect(t, NewServer(defaultConfig(t), Options{Runner: &fakeRunner{}}))
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 1 || res.Tools[0].Name != ToolName {
+		t.Fatalf("tools = %v, want exactly %s", res.Tools, ToolName)
+	}
+	got, err := json.MarshalIndent(res.Tools[0], "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, _ := json.Marshal(res.Tools[0])
+	if len(compact) >= 1000 {
+		t.Errorf("listed tool is %d bytes of JSON, budget is under 1000:\n%s", len(compact), compact)
+	}
+	t.Logf("listed tool: %d bytes", len(compact))
+	golden := filepath.Join("testdata", "run_python.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./bridge -update to create it)", err)
+	}
+	if diff := cmp.Diff(strings.TrimSpace(string(want)), string(got)); diff != "" {
+		t.Errorf("listed tool changed (-golden +got); if intended, run go test ./bridge -update:\n%s", diff)
+	}
+}
+
+func TestManualResource(t *testing.T) {
+	cs := connect(t, NewServer(defaultConfig(t), Options{Runner: &fakeRunner{}}))
+	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: ManualURI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, "call_tool") {
+		t.Fatalf("manual = %+v, want markdown naming call_tool", res.Contents)
+	}
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolName, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	var structured map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(raw, &structured)
+	return res, structured
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestRunPythonResults(t *testing.T) {
+	tests := []struct {
+		name      string
+		result    *python.Result
+		wantText  []string
+		wantError bool
+		wantKind  string
+	}{
+		{name: "success", result: &python.Result{Stdout: "hello\n", StdoutBytes: 6},
+			wantText: []string{"hello\n"}},
+		{name: "no output", result: &python.Result{},
+			wantText: []string{"(no output)"}},
+		{name: "exception", result: &python.Result{Stdout: "before\n", ExitCode: 1, Error: &python.Failure{
+			Kind: python.FailException, Type: "ZeroDivisionError", Message: "division by zero",
+			Traceback: "Traceback (most recent call last):\n  File \"<run_python>\", line 2\nZeroDivisionError: division by zero\n"}},
+			wantText: []string{"before\n", "[exception]\nTraceback", "ZeroDivisionError"}, wantError: true, wantKind: "exception"},
+		{name: "timeout", result: &python.Result{Stdout: "tick\n", ExitCode: -1, Error: &python.Failure{
+			Kind: python.FailTimeout, Message: "timed out after 2 seconds"}},
+			wantText: []string{"tick\n", "[timeout]\ntimed out after 2 seconds"}, wantError: true, wantKind: "timeout"},
+		{name: "stderr and exit", result: &python.Result{Stderr: "warn\n", ExitCode: 3},
+			wantText: []string{"[stderr]\nwarn\n", "[exit]\nexit status 3"}, wantError: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := connect(t, NewServer(defaultConfig(t), Options{Runner: &fakeRunner{result: tt.result}}))
+			res, structured := call(t, cs, map[string]any{"code": "print('x')"})
+			got := text(res)
+			for _, w := range tt.wantText {
+				if !strings.Contains(got, w) {
+					t.Errorf("text %q does not contain %q", got, w)
+				}
+			}
+			if res.IsError != tt.wantError {
+				t.Errorf("IsError = %v, want %v", res.IsError, tt.wantError)
+			}
+			if structured["stdout"] != tt.result.Stdout {
+				t.Errorf("structured stdout = %q, want %q", structured["stdout"], tt.result.Stdout)
+			}
+			if tt.wantKind != "" {
+				e, _ := structured["error"].(map[string]any)
+				if e["kind"] != tt.wantKind {
+					t.Errorf("structured error = %v, want kind %q", e, tt.wantKind)
+				}
+			}
+		})
+	}
+}
+
+func TestRunPythonInput(t *testing.T) {
+	cfg := defaultConfig(t)
+	cfg.MaxCodeSize = 100
+	tests := []struct {
+		name        string
+		args        map[string]any
+		wantErrText string // empty: the runner must be called
+		wantTimeout time.Duration
+	}{
+		{name: "default timeout", args: map[string]any{"code": "print(1)"}, wantTimeout: 30 * time.Second},
+		{name: "own timeout", args: map[string]any{"code": "print(1)", "timeout": 2}, wantTimeout: 2 * time.Second},
+		{name: "timeout capped", args: map[string]any{"code": "print(1)", "timeout": 1000}, wantTimeout: 120 * time.Second},
+		{name: "empty code", args: map[string]any{"code": "  "}, wantErrText: "code is empty"},
+		{name: "missing code", args: map[string]any{}, wantErrText: "code is empty"},
+		{name: "code too large", args: map[string]any{"code": strings.Repeat("x", 101)}, wantErrText: "over the 100 byte limit"},
+		{name: "bad timeout", args: map[string]any{"code": "1", "timeout": -1}, wantErrText: "timeout must be a positive number"},
+		{name: "unknown field", args: map[string]any{"code": "1", "bogus": 1}, wantErrText: "unknown field \"bogus\""},
+		{name: "servers without config", args: map[string]any{"code": "1", "servers": []string{"x"}}, wantErrText: "no MCP servers are configured"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fr := &fakeRunner{}
+			cs := connect(t, NewServer(cfg, Options{Runner: fr}))
+			res, _ := call(t, cs, tt.args)
+			if tt.wantErrText != "" {
+				if !res.IsError || !strings.Contains(text(res), tt.wantErrText) {
+					t.Fatalf("got IsError=%v %q, want an error containing %q", res.IsError, text(res), tt.wantErrText)
+				}
+				if fr.got.Code != "" {
+					t.Error("runner was called for invalid input")
+				}
+				return
+			}
+			if res.IsError {
+				t.Fatalf("unexpected error: %s", text(res))
+			}
+			if fr.timeout != tt.wantTimeout {
+				t.Errorf("timeout = %v, want %v", fr.timeout, tt.wantTimeout)
+			}
+			if fr.got.OutputLimit != cfg.OutputLimit {
+				t.Errorf("OutputLimit = %d, want %d", fr.got.OutputLimit, cfg.OutputLimit)
+			}
+		})
+	}
+}

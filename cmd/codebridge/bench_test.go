@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// reportMedian adds the median of ds to b's results, in milliseconds: a run's
+// wall time is skewed by the odd slow start, so the median is the honest figure.
+func reportMedian(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "median-ms")
+}
+
+// BenchmarkRunPythonPrint is run_python("print(1)") through a real MCP client
+// and the built binary, with the default warm container.
+//
+//	go test ./cmd/codebridge -run '^$' -bench . -benchtime 20x
+func BenchmarkRunPythonPrint(b *testing.B) {
+	requirePodman(b)
+	cs, _ := session(b, bridgeEnv(b, b.TempDir()))
+	runPython(b, cs, map[string]any{"code": "print(1)"}) // first contact with Podman
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		r := runPython(b, cs, map[string]any{"code": "print(1)"})
+		ds = append(ds, time.Since(start))
+		if r.IsError || r.Out.Stdout != "1\n" {
+			b.Fatalf("unexpected result: %s", r.Text)
+		}
+	}
+	reportMedian(b, ds)
+}
+
+// BenchmarkPodmanRunCLI is what the reference bridge pays per call: a fresh
+// `podman run --rm` with the same hardening flags.
+func BenchmarkPodmanRunCLI(b *testing.B) {
+	requirePodman(b)
+	args := []string{"run", "--rm", "-i", "--read-only", "--network", "none", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "--user", "65534:65534", "--memory", "512m", "--memory-swap", "512m",
+		"--pids-limit", "128", "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m", "--init",
+		testenv.Image(), "python3", "-c", "print(1)"}
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		out, err := exec.Command("podman", args...).CombinedOutput()
+		ds = append(ds, time.Since(start))
+		if err != nil || string(out) != "1\n" {
+			b.Fatalf("podman run: %v: %s", err, out)
+		}
+	}
+	reportMedian(b, ds)
+}
+
+// BenchmarkStartup100Servers is the time from launching codebridge to the answer
+// to tools/list, with 100 servers configured (none starts: they are lazy).
+func BenchmarkStartup100Servers(b *testing.B) {
+	dir := b.TempDir()
+	servers := map[string]any{}
+	for i := range 100 {
+		servers[fmt.Sprintf("server-%03d", i)] = map[string]any{"command": "/bin/false", "description": fmt.Sprintf("server number %d", i)}
+	}
+	writeServers(b, dir, "many.json", servers)
+	env := bridgeEnv(b, dir, "MCP_BRIDGE_WARM_CONTAINERS=0")
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		cs, _ := session(b, env)
+		if _, err := cs.ListTools(b.Context(), nil); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(start))
+		cs.Close()
+	}
+	reportMedian(b, ds)
+}
+
+// BenchmarkToolCallFromSandbox is the cost of one tool call made by sandboxed
+// code: 1,000 sequential echo calls to server-everything in one run, timed
+// inside the sandbox.
+func BenchmarkToolCallFromSandbox(b *testing.B) {
+	requirePodman(b)
+	dir := b.TempDir()
+	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
+	cs, _ := session(b, bridgeEnv(b, dir))
+	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
+	var perCall []time.Duration
+	for b.Loop() {
+		out := mustRun(b, cs, `
+import time
+start = time.perf_counter()
+for i in range(1000):
+    await call_tool("everything", "echo", {"message": "x"})
+print(int((time.perf_counter() - start) * 1e6 / 1000))
+`, "timeout", 120)
+		us, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			b.Fatalf("output %q", out)
+		}
+		perCall = append(perCall, time.Duration(us)*time.Microsecond)
+	}
+	slices.Sort(perCall)
+	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+}
+
+// BenchmarkToolCallNative is the same 1,000 echo calls from a go-sdk client
+// talking to server-everything directly: the floor the bridge adds to.
+func BenchmarkToolCallNative(b *testing.B) {
+	cmd := exec.Command(testenv.NPMBin(b, "mcp-server-everything"))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "native"}, nil).Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	var perCall []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		for range 1000 {
+			if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perCall = append(perCall, time.Since(start)/1000)
+	}
+	slices.Sort(perCall)
+	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+}

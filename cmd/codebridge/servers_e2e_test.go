@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// writeServers writes an mcpServers file into dir.
+func writeServers(t testing.TB, dir, file string, servers map[string]any) {
+	t.Helper()
+	raw, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "."+file+".tmp")
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil { // as editors save
+		t.Fatal(err)
+	}
+}
+
+// npmServers configures the real npm servers the tests use.
+func npmServers(t testing.TB) map[string]any {
+	t.Helper()
+	return map[string]any{
+		"everything": map[string]any{"command": testenv.NPMBin(t, "mcp-server-everything"), "description": "MCP reference test server"},
+		"memory": map[string]any{"command": testenv.NPMBin(t, "mcp-server-memory"),
+			"env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
+		"files": map[string]any{"command": testenv.NPMBin(t, "mcp-server-filesystem"), "args": []string{t.TempDir()}},
+	}
+}
+
+// mustRun runs code and fails the test on any error, returning stdout.
+func mustRun(t testing.TB, cs *mcp.ClientSession, code string, extra ...any) string {
+	t.Helper()
+	args := map[string]any{"code": code}
+	for i := 0; i+1 < len(extra); i += 2 {
+		args[extra[i].(string)] = extra[i+1]
+	}
+	r := runPython(t, cs, args)
+	if r.IsError {
+		t.Fatalf("run failed:\n%s", r.Text)
+	}
+	return r.Out.Stdout
+}
+
+func TestSandboxAPIEndToEnd(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "servers.json", npmServers(t))
+	cs, _ := session(t, bridgeEnv(t, dir))
+
+	t.Run("discover without starting", func(t *testing.T) {
+		out := mustRun(t, cs, "print(discovered_servers())\nprint([s['alias'] for s in discovered_servers(detailed=True)])")
+		if out != "('everything', 'files', 'memory')\n['everything', 'files', 'memory']\n" {
+			t.Errorf("got %q", out)
+		}
+	})
+	t.Run("one-step hydration and full docs", func(t *testing.T) {
+		out := mustRun(t, cs, `
+doc = await query_tool_docs("everything", "get-sum", detail="full")
+print(doc["signature"])
+print(sorted(doc["inputSchema"]["properties"]))
+summary = query_tool_docs_sync("everything")
+print(len(summary) > 5, "inputSchema" in summary[0])
+`)
+		if out != "get_sum(a: float, b: float) -> Any\n['a', 'b']\nTrue False\n" {
+			t.Errorf("got %q", out)
+		}
+	})
+	t.Run("search", func(t *testing.T) {
+		out := mustRun(t, cs, `
+hits = await search_tool_docs("sum of two numbers", limit=3)
+print(hits[0]["server"], hits[0]["tool"], hits[0]["score"] > 0)
+`)
+		if out != "everything get-sum True\n" {
+			t.Errorf("got %q", out)
+		}
+	})
+	t.Run("calls", func(t *testing.T) {
+		out := mustRun(t, cs, `
+print(await call_tool("everything", "get-sum", {"a": 2, "b": 40}))
+print(await mcp_everything.echo(message="hi"))
+print(call_tool_sync("everything", "echo", {"message": "sync"}))
+from mcp import runtime
+print(await runtime.call_tool("everything", "get_sum", {"a": 1, "b": 1}))
+r = await call_tool("everything", "get-structured-content", {"location": "New York"})
+print(type(r).__name__, "temperature" in r)
+`)
+		for _, want := range []string{"42", "Echo: hi", "Echo: sync", "2", "dict True"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output %q lacks %q", out, want)
+			}
+		}
+	})
+	t.Run("memory create then read", func(t *testing.T) {
+		out := mustRun(t, cs, `
+await mcp_memory.create_entities(entities=[{"name": "codebridge", "entityType": "project", "observations": ["written in Go"]}])
+g = await mcp_memory.read_graph()
+print([e["name"] for e in g["entities"]], g["entities"][0]["observations"])
+`)
+		if out != "['codebridge'] ['written in Go']\n" {
+			t.Errorf("got %q", out)
+		}
+	})
+	t.Run("gather runs calls concurrently", func(t *testing.T) {
+		out := mustRun(t, cs, `
+import asyncio, time
+start = time.monotonic()
+await asyncio.gather(*(mcp_everything.trigger_long_running_operation(duration=1, steps=2) for _ in range(3)))
+print(round(time.monotonic() - start, 2))
+`)
+		secs, err := strconv.ParseFloat(strings.TrimSpace(out), 64)
+		if err != nil {
+			t.Fatalf("got %q", out)
+		}
+		t.Logf("3 concurrent 1-second tool calls took %.2f s", secs)
+		if secs >= 2.5 {
+			t.Errorf("3 one-second calls took %.2f s: they ran one after another", secs)
+		}
+	})
+	t.Run("2 MB round trip", func(t *testing.T) {
+		out := mustRun(t, cs, `
+big = "x" * (2 * 1024 * 1024)
+r = await mcp_everything.echo(message=big)
+print(len(r), r.endswith("x" * 100))
+`)
+		if out != fmt.Sprintf("%d True\n", 2*1024*1024+len("Echo: ")) {
+			t.Errorf("got %q", out)
+		}
+	})
+	t.Run("resource links", func(t *testing.T) {
+		out := mustRun(t, cs, `
+r = await mcp_everything.get_resource_links(count=2)
+links = [b for b in r if isinstance(b, dict) and b.get("type") == "resource_link"]
+print(len(links), all("uri" in l for l in links))
+raw = await call_tool("everything", "get-resource-links", {"count": 1}, raw=True)
+print(sorted(raw)[:1])
+`)
+		if !strings.HasPrefix(out, "2 True\n['content']") {
+			t.Errorf("got %q", out)
+		}
+	})
+	errCases := []struct{ name, code, want string }{
+		{"unknown server", `await call_tool("everythin", "echo", {"message": "x"})`, `did you mean "everything"`},
+		{"unknown tool", `await mcp_everything.ecko(message="x")`, `did you mean "echo"`},
+		{"bad arguments", `await call_tool("everything", "get-sum", {"a": "two"})`, "MCPError"},
+		{"tool error", `await call_tool("files", "read_text_file", {"path": "/definitely/not/here"})`, "MCPError"},
+	}
+	for _, tt := range errCases {
+		t.Run("error: "+tt.name, func(t *testing.T) {
+			r := runPython(t, cs, map[string]any{"code": tt.code})
+			if !r.IsError || !strings.Contains(r.Text, "MCPError") || !strings.Contains(r.Text, tt.want) {
+				t.Errorf("want MCPError containing %q, got:\n%s", tt.want, r.Text)
+			}
+		})
+	}
+	t.Run("error: unknown name in servers", func(t *testing.T) {
+		r := runPython(t, cs, map[string]any{"code": "print(1)", "servers": []string{"memroy"}})
+		if !r.IsError || !strings.Contains(r.Text, `did you mean "memory"`) {
+			t.Errorf("got %s", r.Text)
+		}
+	})
+	t.Run("reference README example runs unchanged", func(t *testing.T) {
+		code, err := os.ReadFile(filepath.Join("testdata", "inspect_available_servers.py"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := mustRun(t, cs, string(code), "servers", []string{"everything"})
+		for _, want := range []string{"Discovered: ('everything', 'files', 'memory')", "Loaded metadata: (", "Selectable via RPC: (", "get_sum → Returns the sum of two numbers"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+}
+
+// TestLiveReload edits the config folder under a running codebridge.
+func TestLiveReload(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	everything := testenv.NPMBin(t, "mcp-server-everything")
+	writeServers(t, dir, "a.json", map[string]any{"keep": map[string]any{"command": everything, "description": "kept"}})
+	cs, _ := session(t, bridgeEnv(t, dir))
+	if out := mustRun(t, cs, "print(discovered_servers())"); out != "('keep',)\n" {
+		t.Fatalf("start: %q", out)
+	}
+	waitFor := func(code, want string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		var out string
+		for time.Since(start) < 20*time.Second {
+			if out = mustRun(t, cs, code); out == want {
+				return time.Since(start)
+			}
+		}
+		t.Fatalf("after 20 s, %q printed %q, want %q", code, out, want)
+		return 0
+	}
+
+	writeServers(t, dir, "b.json", map[string]any{"added": map[string]any{"command": everything, "description": "first"}})
+	took := waitFor("print(discovered_servers())", "('added', 'keep')\n")
+	t.Logf("an added server was visible %v after the file was written", took)
+	if out := mustRun(t, cs, `print(await mcp_added.echo(message="new"))`); !strings.Contains(out, "Echo: new") {
+		t.Errorf("added server call: %q", out)
+	}
+	pid := serverPID(t, cs, "added")
+
+	writeServers(t, dir, "b.json", map[string]any{"added": map[string]any{"command": everything, "description": "second"}})
+	waitFor(`print([s["description"] for s in discovered_servers(detailed=True) if s["name"] == "added"])`, "['second']\n")
+
+	if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"mcpServers": {"keep": {"command": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if out := mustRun(t, cs, `print(discovered_servers()); print(await mcp_keep.echo(message="still"))`); !strings.Contains(out, "('added', 'keep')") || !strings.Contains(out, "Echo: still") {
+		t.Errorf("a broken edit disturbed the servers: %q", out)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "b.json")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("print(discovered_servers())", "('keep',)\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for processAlive(pid) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if processAlive(pid) {
+		t.Errorf("the removed server's process %d is still running", pid)
+	}
+}
+
+// serverPID asks server-everything for its environment... it has no pid tool,
+// so find the process by its command line among codebridge's descendants.
+func serverPID(t testing.TB, cs *mcp.ClientSession, name string) int {
+	t.Helper()
+	// The server was just used; it is the newest mcp-server-everything process.
+	var newest int
+	var newestStart uint64
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), "mcp-server-everything") {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		start, _ := strconv.ParseUint(fields[19], 10, 64)
+		if start >= newestStart {
+			newest, newestStart = pid, start
+		}
+	}
+	if newest == 0 {
+		t.Fatalf("no mcp-server-everything process found for %s", name)
+	}
+	return newest
+}
+
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	return fields[0] != "Z"
+}
+
+// descendants lists every process below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+// TestNoOrphans: after codebridge exits, none of the processes it started
+// (downstream servers, a Podman service) are left.
+func TestNoOrphans(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "servers.json", npmServers(t))
+	cmd := exec.Command(binary(t))
+	cmd.Env = bridgeEnv(t, dir)
+	client := mcp.NewClient(&mcp.Implementation{Name: "orphans"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, cs, `await mcp_everything.echo(message="x"); await mcp_memory.read_graph(); await mcp_files.list_allowed_directories()`)
+	kids := descendants(cmd.Process.Pid)
+	if len(kids) < 3 {
+		t.Fatalf("expected at least three server processes below codebridge, found %v", kids)
+	}
+	cs.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	var alive []int
+	for time.Now().Before(deadline) {
+		alive = alive[:0]
+		for _, p := range kids {
+			if processAlive(p) {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("processes left after codebridge exited: %v", alive)
+}
