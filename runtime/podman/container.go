@@ -31,7 +31,8 @@ type Container struct {
 	done   chan struct{}  // closed when the attach stream has ended
 	stdin  *stdinWriter
 
-	killed atomic.Bool // Kill was called
+	started time.Time   // when Start returned
+	killed  atomic.Bool // Kill was called
 
 	mu      sync.Mutex // protects following
 	removed bool
@@ -101,6 +102,7 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
 		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
 	}
+	ct.started = time.Now()
 	return ct, nil
 }
 

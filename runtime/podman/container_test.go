@@ -51,7 +51,7 @@ r["exec_work"] = attempt(lambda: run("/work/s.sh"))
 r["net"] = sorted(os.listdir("/sys/class/net"))
 r["uid"], r["gid"] = os.getuid(), os.getgid()
 status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
-for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs"):
+for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
     r[k] = status[k].strip()
 r["nofile"] = list(resource.getrlimit(resource.RLIMIT_NOFILE))
 r["nproc"] = list(resource.getrlimit(resource.RLIMIT_NPROC))
@@ -125,6 +125,7 @@ func TestHardening(t *testing.T) {
 		{"CapBnd", "0000000000000000"},
 		{"CapAmb", "0000000000000000"},
 		{"NoNewPrivs", "1"},
+		{"Seccomp", "2"}, // Podman's default seccomp filter
 		{"nofile", []any{1024.0, 1024.0}},
 		{"nproc", []any{4096.0, 4096.0}},
 		{"home", "/tmp"},

@@ -7,4 +7,18 @@
 // hardened the same way: read-only root, no network, no capabilities,
 // no-new-privileges, an unprivileged user, memory, pids and rlimit caps, and
 // size-limited noexec tmpfs mounts.
+//
+// [Connect] finds a Podman API or starts a private 'podman system service';
+// [Client.Start] creates, attaches to and starts a container; [Sandbox] is
+// the bridge.Runner built on them, with a pool of warm containers.
+//
+// # Leftovers
+//
+// Containers carry [LabelManaged] and [LabelOwner] (hostname/pid). If
+// codebridge dies without [Sandbox.Close]: a private service dies with it
+// (SIGTERM as parent-death signal, Linux); the warm containers see their
+// stdin end and exit, and in any case give up after the bootstrap's wait
+// limit; the exited containers stay until the next codebridge on the host
+// calls [Client.RemoveStale] (the Sandbox does on connecting), which removes
+// only containers of codebridge processes that no longer run.
 package podman

@@ -143,7 +143,7 @@ func (s *Sandbox) Run(ctx context.Context, p python.Program, h python.Host, time
 		s.remove(rctx, ct)
 		res.Error = &python.Failure{
 			Kind:    python.FailTimeout,
-			Message: "timed out after " + seconds(timeout) + " seconds",
+			Message: "timed out after " + seconds(timeout),
 		}
 	case errors.Is(err, python.ErrNoExit):
 		s.explainExit(ctx, ct, res)
@@ -316,7 +316,16 @@ func (s *Sandbox) take(ctx context.Context, c *Client, img string) (*Container, 
 		select {
 		case <-cand.Done(): // exited while waiting; its watcher removes it
 		default:
-			ct = cand
+			if time.Since(cand.started) < s.waitLimit-time.Minute {
+				ct = cand
+				break
+			}
+			// Its bootstrap gives up waiting soon: do not race it.
+			s.bg.Go(func() {
+				rctx, cancel := deadlineCtx(ctx, requestTimeout)
+				defer cancel()
+				s.remove(rctx, cand)
+			})
 		}
 	}
 	s.mu.Unlock()
@@ -496,7 +505,10 @@ func failed(kind python.FailureKind, msg string) *python.Result {
 }
 
 func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	if d == time.Second {
+		return "1 second"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " seconds"
 }
 
 func mib(b int64) string {
