@@ -235,8 +235,11 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	// killed at once rather than asked to exit.
 	stop := context.AfterFunc(ctx, c.kill)
 	cs, err := client.Connect(ctx, &detachedTransport{t, longCtx, cancel}, nil)
-	if !stop() && err == nil {
-		_ = cs.Close()
+	if !stop() {
+		// Killed for ctx: report that, not the EOF it caused.
+		if err == nil {
+			_ = cs.Close()
+		}
 		err = ctx.Err()
 	}
 	if err != nil {
