@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
@@ -182,6 +183,11 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		}
 	}
 	res, err := h.dir.pool.Call(ctx, srv.Name, t.Name, args, progress)
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
+		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
+			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
+	}
 	if err != nil {
 		return nil, poolError(srv.Name, err)
 	}

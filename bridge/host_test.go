@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
@@ -49,6 +50,11 @@ func mathServer(t *testing.T) string {
 				time.Sleep(20 * time.Millisecond) // a long-running tool: progress comes well before the result
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	// A server that rejects arguments with a JSON-RPC error, as some SDKs do.
+	s.AddTool(&mcp.Tool{Name: "strict", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "x must be a number"}
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	ts := httptest.NewServer(h)
@@ -107,7 +113,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 		}
 		m := v.(map[string]any)
 		tools := m["tools"].([]any)
-		if m["name"] != "my-math" || len(tools) != 3 {
+		if m["name"] != "my-math" || len(tools) != 4 {
 			t.Fatalf("describe_server = %v", m)
 		}
 		first := tools[0].(map[string]any)
@@ -176,6 +182,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 		{"disabled server is unknown", "list_tools", map[string]any{"server": "off"}, "unknown_server", "unknown MCP server"},
 		{"unknown tool", "call_tool", map[string]any{"server": "my-math", "tool": "get_summ"}, "unknown_tool", `did you mean "get-sum"`},
 		{"arguments not a dict", "call_tool", map[string]any{"server": "my-math", "tool": "echo", "arguments": []int{1}}, "bad_arguments", "must be a dict"},
+		{"arguments of the wrong type", "call_tool", map[string]any{"server": "my-math", "tool": "strict", "arguments": map[string]any{"x": "two"}}, "bad_arguments", "x must be a number. query_tool_docs(\"my-math\", \"strict\", detail=\"full\")"},
 		{"empty query", "search_tool_docs", map[string]any{"query": " "}, "bad_arguments", "needs a query"},
 	}
 	for _, tt := range errCases {

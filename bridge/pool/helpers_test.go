@@ -24,6 +24,10 @@ func TestMain(m *testing.M) {
 		runHelper()
 		return
 	}
+	if os.Getenv("POOL_TEST_PARENT") == "1" {
+		runParent()
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -46,6 +50,25 @@ func runHelper() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// runParent plays codebridge for TestChildDiesWithParent: it starts a helper
+// server through a pool, prints the server's PID, and waits to be killed.
+func runParent() {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	p := New(Options{})
+	p.Update([]*discovery.Server{{Name: "h", Transport: discovery.Stdio, Command: exe, Args: []string{"-test.run=^$"},
+		Env: map[string]string{"POOL_TEST_HELPER": "1", "GORACE": "atexit_sleep_ms=0"}}})
+	ctx := context.WithoutCancel(context.TODO())
+	res, err := p.Call(ctx, "h", "pid", nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	select {}
 }
 
 type (

@@ -370,7 +370,7 @@ func (p *Pool) watch(e *entry, c *conn) {
 
 	p.mu.Lock()
 	delete(p.live, c)
-	if !expected && e.cur == nil && e.starting == nil && e.def == c.def {
+	if !expected && e.cur == nil && e.starting == nil && sameProcess(e.def, c.def) {
 		e.err = fmt.Errorf("%w: %v%s", ErrServerExited, exitReason(c, werr), tailText(c.stderr.Tail()))
 	}
 	p.mu.Unlock()

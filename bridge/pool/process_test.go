@@ -1,10 +1,13 @@
 package pool
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -463,4 +466,43 @@ func TestCloseDuringStart(t *testing.T) {
 	if pid := readPIDs(t, pidFile)[0]; alive(pid) {
 		t.Errorf("process %d survived Close", pid)
 	}
+}
+
+// TestChildDiesWithParent kills a process that uses a pool, as a crash or
+// kill -9 of codebridge would, and checks its server does not outlive it.
+func TestChildDiesWithParent(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux has Pdeathsig")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command(exe, "-test.run=^$")
+	parent.Env = append(os.Environ(), "POOL_TEST_PARENT=1", "GORACE=atexit_sleep_ms=0")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.Stderr = os.Stderr
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		parent.Process.Kill()
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || !alive(child) {
+		parent.Process.Kill()
+		t.Fatalf("server PID %q: %v", line, err)
+	}
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	// The server is no child of ours: once killed it is reaped by init, and
+	// signal 0 fails.
+	waitGone(t, child)
 }
