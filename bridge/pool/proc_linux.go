@@ -15,7 +15,7 @@ import (
 func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:   true,
-
+		Pdeathsig: syscall.SIGKILL,
 	}
 }
 
