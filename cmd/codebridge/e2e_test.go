@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		recordSources()
 		binDir, buildErr = os.MkdirTemp("", "codebridge-e2e-")
 		if buildErr != nil {
 			return
@@ -58,6 +59,27 @@ func binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// recordSources opens every source file of the module, which makes them inputs
+// of this test binary for go test's cache: the binary these tests run is built
+// in a subprocess, whose reads the cache cannot see.
+func recordSources() {
+	filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" && path != "testdata") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".py", ".md", ".mod", ".sum":
+			if f, err := os.Open(path); err == nil {
+				f.Close()
+			}
+		}
+		return nil
+	})
 }
 
 // bridgeEnv is the environment of a codebridge under test: its own config and

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -355,4 +356,64 @@ func TestNoOrphans(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("processes left after codebridge exited: %v", alive)
+}
+
+// TestDocumentedHelpersExist: every function the tool description, the manual
+// resource and capability_summary() name is callable inside the sandbox, and
+// every helper the sandbox offers is named in the manual.
+func TestDocumentedHelpersExist(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(t, "mcp-server-everything")}})
+	cs, _ := session(t, bridgeEnv(t, dir))
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "codebridge://manual"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := mustRun(t, cs, "print(capability_summary())")
+	// Free-standing calls only: not methods (".call("), not a proxy's tools.
+	called := regexp.MustCompile(`(?:^|[^.\w])([a-z_][a-z_0-9]*)\(`)
+	notHelpers := map[string]bool{
+		"print": true, "len": true, "range": true, "dict": true, // Python builtins
+		"get_sum": true, // the manual's example of a signature line
+	}
+	sources := map[string]string{
+		"tool description":     tools.Tools[0].Description,
+		"manual":               manual.Contents[0].Text,
+		"capability_summary()": summary,
+	}
+	for source, text := range sources {
+		names := map[string]bool{}
+		for _, m := range called.FindAllStringSubmatch(text, -1) {
+			if !notHelpers[m[1]] && !strings.HasPrefix(m[1], "mcp_") {
+				names[m[1]] = true
+			}
+		}
+		if len(names) < 4 {
+			t.Fatalf("%s names only %v", source, names)
+		}
+		var list []string
+		for n := range names {
+			list = append(list, fmt.Sprintf("%q", n))
+		}
+		out := mustRun(t, cs, fmt.Sprintf(`
+from mcp import runtime
+missing = [n for n in [%s] if not callable(globals().get(n)) or not callable(getattr(runtime, n, None))]
+print(missing)
+`, strings.Join(list, ", ")))
+		if out != "[]\n" {
+			t.Errorf("%s names helpers the sandbox lacks: %s", source, out)
+		}
+	}
+	// The other direction: nothing the sandbox exports is missing from the manual.
+	out := mustRun(t, cs, "from mcp import runtime\nprint(' '.join(n for n in runtime.__all__ if callable(getattr(runtime, n))))")
+	for _, name := range strings.Fields(out) {
+		if !strings.Contains(manual.Contents[0].Text, name) {
+			t.Errorf("runtime.%s is not in the manual", name)
+		}
+	}
 }
