@@ -47,7 +47,9 @@ func runHelper() {
 	ctx := context.WithoutCancel(context.TODO())
 	if err := newTestServer("helper", nil).Run(ctx, &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
-		os.Exit(1)
+	}
+	if os.Getenv("POOL_TEST_IGNORE_EOF") == "1" {
+		select {} // a server that does not exit when its stdin closes
 	}
 	os.Exit(0)
 }
@@ -61,7 +63,7 @@ func runParent() {
 	}
 	p := New(Options{})
 	p.Update([]*discovery.Server{{Name: "h", Transport: discovery.Stdio, Command: exe, Args: []string{"-test.run=^$"},
-		Env: map[string]string{"POOL_TEST_HELPER": "1", "GORACE": "atexit_sleep_ms=0"}}})
+		Env: map[string]string{"POOL_TEST_HELPER": "1", "POOL_TEST_IGNORE_EOF": "1", "GORACE": "atexit_sleep_ms=0"}}})
 	ctx := context.WithoutCancel(context.TODO())
 	res, err := p.Call(ctx, "h", "pid", nil, nil)
 	if err != nil {

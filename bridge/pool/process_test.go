@@ -469,7 +469,8 @@ func TestCloseDuringStart(t *testing.T) {
 }
 
 // TestChildDiesWithParent kills a process that uses a pool, as a crash or
-// kill -9 of codebridge would, and checks its server does not outlive it.
+// kill -9 of codebridge would, and checks its server does not outlive it,
+// even a server that ignores the end of its stdin.
 func TestChildDiesWithParent(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("only Linux has Pdeathsig")
@@ -498,6 +499,7 @@ func TestChildDiesWithParent(t *testing.T) {
 		parent.Process.Kill()
 		t.Fatalf("server PID %q: %v", line, err)
 	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) }) // if the test fails
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
