@@ -132,10 +132,14 @@ func (s *Sandbox) Run(ctx context.Context, p python.Program, h python.Host, time
 	if res == nil {
 		res = &python.Result{}
 	}
+	// A result that arrived is kept even if a deadline passes just after;
+	// Exec's error tells whether the run was cut short.
+	cut := err != nil && !errors.Is(err, python.ErrProtocol)
 	switch {
-	case ctx.Err() != nil:
+	case cut && ctx.Err() != nil:
 		return res, ctx.Err()
-	case runCtx.Err() != nil:
+	case cut && errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		// Killed at the deadline (Exec may see the kill's end of output first).
 		// Kill and remove before answering: a run that timed out leaves nothing.
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
 		defer cancel()

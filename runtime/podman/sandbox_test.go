@@ -2,6 +2,7 @@ package podman
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -315,5 +316,24 @@ func BenchmarkSandboxRunPrintBackToBack(b *testing.B) {
 		if res.Error != nil || res.Stdout != "1\n" {
 			b.Fatalf("run: %q %+v", res.Stdout, res.Error)
 		}
+	}
+}
+
+func TestSandboxCallerCancels(t *testing.T) {
+	s := newTestSandbox(t, SandboxOptions{WarmContainers: -1})
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(time.Second, cancel)
+	res, err := s.Run(ctx, python.Program{Code: "print('x', flush=True)\nwhile True: pass"}, nil, time.Minute)
+	if !errors.Is(err, context.Canceled) || res == nil {
+		t.Fatalf("Run: %+v, %v; want a Result and context.Canceled", res, err)
+	}
+	// The container goes in the background.
+	label := s.client.owner[labelClient]
+	deadline := time.Now().Add(10 * time.Second)
+	for countOwned(t, label) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("container of a cancelled run still exists after 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
