@@ -21,7 +21,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Defaults for the zero values in [Options].
+// Defaults for the zero values in [Options], and the recommended
+// [Options.IdleTimeout].
 const (
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultListTimeout    = 30 * time.Second
@@ -44,8 +45,9 @@ type Options struct {
 	// more tightly. Default [DefaultCallTimeout].
 	CallTimeout time.Duration
 	// IdleTimeout stops a server that has had no request for this long; it
-	// starts again on its next use. Zero means [DefaultIdleTimeout]; negative
-	// means never.
+	// starts again on its next use. Zero or negative means never; unlike the
+	// other fields, zero is not the default, because users configure "0" to
+	// keep servers running. [DefaultIdleTimeout] is the recommended value.
 	IdleTimeout time.Duration
 	// StderrLines is how many of a server's last stderr lines are kept for
 	// error messages. Default [DefaultStderrLines].
@@ -105,7 +107,6 @@ func New(opts Options) *Pool {
 	opts.ConnectTimeout = cmp.Or(opts.ConnectTimeout, DefaultConnectTimeout)
 	opts.ListTimeout = cmp.Or(opts.ListTimeout, DefaultListTimeout)
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, DefaultCallTimeout)
-	opts.IdleTimeout = cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
 	opts.StderrLines = cmp.Or(opts.StderrLines, DefaultStderrLines)
 	if opts.Client == nil {
 		opts.Client = &mcp.Implementation{Name: "codebridge", Version: "dev"}

@@ -496,14 +496,23 @@ func TestIdleStop(t *testing.T) {
 }
 
 func TestNoIdleStop(t *testing.T) {
-	p, _ := newMemPool(t, Options{IdleTimeout: -1}, memDef("a"))
-	if _, err := p.Tools(t.Context(), "a"); err != nil {
-		t.Fatal(err)
-	}
-	p.now = func() time.Time { return time.Now().Add(24 * time.Hour) }
-	time.Sleep(50 * time.Millisecond)
-	if st := statusOf(t, p, "a"); st.State != StateRunning {
-		t.Errorf("state = %q, want running: IdleTimeout < 0 never stops", st.State)
+	for _, idle := range []time.Duration{0, -1} {
+		t.Run(idle.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p, _ := newMemPool(t, Options{IdleTimeout: idle}, memDef("a"))
+				if _, err := p.Tools(t.Context(), "a"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(24 * time.Hour)
+				synctest.Wait()
+				if st := statusOf(t, p, "a"); st.State != StateRunning {
+					t.Errorf("state = %q, want running: IdleTimeout %v never stops", st.State, idle)
+				}
+				if err := p.Close(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
 	}
 }
 
