@@ -538,3 +538,32 @@ func TestLineRing(t *testing.T) {
 		t.Errorf("a long line is kept at %d bytes, want %d", len(tail[len(tail)-1]), maxLineLen)
 	}
 }
+
+func TestAllToolsDeadline(t *testing.T) {
+	fast := &memServers{t: t}
+	silent := &memServers{t: t, silent: true}
+	p := newTestPool(t, Options{})
+	p.testTransport = func(def *discovery.Server) (mcp.Transport, error) {
+		if def.Name == "slow" {
+			return silent.transport(def)
+		}
+		return fast.transport(def)
+	}
+	p.Update([]*discovery.Server{memDef("a"), memDef("slow")})
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	tools, errs := p.AllTools(ctx, 0)
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("AllTools took %s with a 200ms deadline", d)
+	}
+	if len(tools["a"]) != 5 {
+		t.Errorf("tools of a: %d", len(tools["a"]))
+	}
+	if !errors.Is(errs["slow"], context.DeadlineExceeded) {
+		t.Errorf("error for slow = %v, want deadline exceeded", errs["slow"])
+	}
+	if st := statusOf(t, p, "slow"); st.State != StateStarting {
+		t.Errorf("slow: %q, want still starting (up to ConnectTimeout)", st.State)
+	}
+}
