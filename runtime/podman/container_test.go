@@ -329,13 +329,39 @@ func TestStartBadImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no-such-image") {
 		t.Fatalf("Start with a missing image: %v", err)
 	}
+	// With init, the runtime starts catatonit, which then fails to run the
+	// program: Start succeeds and the container exits at once.
+	img := testImage(t, c)
+	ct := startTest(t, c, Spec{Image: img, Command: []string{"/no/such/program"}})
+	out, err := io.ReadAll(ct.Stdout())
+	if len(out) != 0 || err != nil {
+		t.Errorf("stdout %q, %v", out, err)
+	}
+	code := waitExit(t, ct)
+	t.Logf("missing program: exit code %d, stderr %q", code, ct.Stderr())
+	if code == 0 {
+		t.Error("exit code 0 for a missing program")
+	}
+	if err := ct.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	after, err := c.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(after) > len(before) {
-		t.Errorf("%d containers before, %d after a failed Start", len(before), len(after))
+	if countClient(after, c) > countClient(before, c) {
+		t.Errorf("%d containers before, %d after failed Starts", countClient(before, c), countClient(after, c))
 	}
+}
+
+func countClient(list []Summary, c *Client) int {
+	n := 0
+	for _, s := range list {
+		if s.Labels[labelClient] == c.owner[labelClient] {
+			n++
+		}
+	}
+	return n
 }
 
 func TestRemoveStale(t *testing.T) {
