@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -145,13 +146,14 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 	}
 	status := p.Status()
 	for _, st := range status {
-		state := string(st.State)
-		if st.Err != "" {
-			state += ": " + firstLine(st.Err)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, st.Transport, state, st.Source)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, st.Transport, st.State, st.Source)
 	}
 	w.Flush()
+	for _, st := range status {
+		if st.Err != "" {
+			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", st.Name, strings.ReplaceAll(strings.TrimSpace(st.Err), "\n", "\n  "))
+		}
+	}
 	if opts.Tools {
 		for _, st := range status {
 			if len(tools[st.Name]) == 0 {

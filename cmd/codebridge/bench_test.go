@@ -25,15 +25,32 @@ func reportMedian(b *testing.B, ds []time.Duration) {
 }
 
 // BenchmarkRunPythonPrint is run_python("print(1)") through a real MCP client
-// and the built binary, with the default warm container.
+// and the built binary, with the default warm container. "agent-paced" leaves
+// a second between calls, as a model thinking does, so the warm container has
+// been replaced; "back-to-back" does not, so most calls wait for a container
+// to start.
 //
 //	go test ./cmd/codebridge -run '^$' -bench . -benchtime 20x
 func BenchmarkRunPythonPrint(b *testing.B) {
+	for _, pace := range []struct {
+		name  string
+		pause time.Duration
+	}{{"agent-paced", time.Second}, {"back-to-back", 0}} {
+		b.Run(pace.name, func(b *testing.B) { benchRunPrint(b, pace.pause) })
+	}
+}
+
+func benchRunPrint(b *testing.B, pause time.Duration) {
 	requirePodman(b)
 	cs, _ := session(b, bridgeEnv(b, b.TempDir()))
 	runPython(b, cs, map[string]any{"code": "print(1)"}) // first contact with Podman
 	var ds []time.Duration
 	for b.Loop() {
+		if pause > 0 {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
+		}
 		start := time.Now()
 		r := runPython(b, cs, map[string]any{"code": "print(1)"})
 		ds = append(ds, time.Since(start))

@@ -20,7 +20,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
-	"time"
+
+	"golang.org/x/term"
 
 	"github.com/codebridge-mcp/codebridge/bridge"
 )
@@ -186,13 +187,8 @@ func version() string {
 	return "devel-" + rev
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
-
-var _ = time.Second

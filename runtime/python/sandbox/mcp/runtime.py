@@ -355,7 +355,7 @@ codebridge helpers: globals of your code; also `import mcp`, `from mcp import ru
 Discover (nothing is loaded until you ask):
   discovered_servers(detailed=False)       tuple of server names, or of dicts {name, alias, description}
   list_servers() / list_servers_sync()     server names (await the first)
-  list_loaded_server_metadata()            dicts {name, alias, description}
+  list_loaded_server_metadata()            servers named in run_python's "servers", with their tools
   describe_server(name)                    {name, alias, description, tools: [{name, alias, description}]}
   list_tools(server) / list_tools_sync(server)   [{name, alias, description, inputSchema}]
   query_tool_docs(server, tool=None, detail="summary") / query_tool_docs_sync(...)   detail "summary" or "full"
