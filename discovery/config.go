@@ -68,11 +68,17 @@ func (c *Config) Equal(o *Config) bool {
 // Source, since moving a definition to another file changes nothing about how
 // to reach it. Nil and empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
+	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description)
+}
+
+// SameEndpoint reports whether s and o reach the same server in the same way:
+// [Server.Equal] but for the Description, which changes nothing about a
+// running server, so a pool keeps its process.
+func (s *Server) SameEndpoint(o *Server) bool {
 	if s == nil || o == nil {
 		return s == o
 	}
 	return s.Name == o.Name &&
-		s.Description == o.Description &&
 		s.Disabled == o.Disabled &&
 		s.Transport == o.Transport &&
 		s.Command == o.Command &&

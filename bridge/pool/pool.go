@@ -160,7 +160,7 @@ func (p *Pool) Update(servers []*discovery.Server) {
 			toClose = p.detachLocked(e, toClose)
 			delete(p.servers, name)
 			p.logger.Info("server removed", "server", name)
-		case sameProcess(e.def, s):
+		case e.def.SameEndpoint(s):
 			e.def = s
 		default:
 			toClose = p.detachLocked(e, toClose)
@@ -178,20 +178,6 @@ func (p *Pool) Update(servers []*discovery.Server) {
 	for _, c := range toClose {
 		p.goClose(c)
 	}
-}
-
-// sameProcess reports whether a and b start the same server: they differ at
-// most in Source and Description.
-func sameProcess(a, b *discovery.Server) bool {
-	return a.Name == b.Name &&
-		a.Disabled == b.Disabled &&
-		a.Transport == b.Transport &&
-		a.Command == b.Command &&
-		slices.Equal(a.Args, b.Args) &&
-		maps.Equal(a.Env, b.Env) &&
-		a.Cwd == b.Cwd &&
-		a.URL == b.URL &&
-		maps.Equal(a.Headers, b.Headers)
 }
 
 // detachLocked makes e take no more requests on its current session and
@@ -371,7 +357,7 @@ func (p *Pool) watch(e *entry, c *conn) {
 
 	p.mu.Lock()
 	delete(p.live, c)
-	if !expected && e.cur == nil && e.starting == nil && sameProcess(e.def, c.def) {
+	if !expected && e.cur == nil && e.starting == nil && e.def.SameEndpoint(c.def) {
 		e.err = fmt.Errorf("%w: %v%s", ErrServerExited, exitReason(c, werr), tailText(c.stderr.Tail()))
 	}
 	p.mu.Unlock()

@@ -378,7 +378,7 @@ func TestUpdateDuringStart(t *testing.T) {
 }
 
 // TestSameProcessCoversAllFields fails when discovery.Server gains a field:
-// decide whether a change to it restarts the server, and update sameProcess.
+// decide whether a change to it restarts the server, and update discovery.Server.SameEndpoint.
 func TestSameProcessCoversAllFields(t *testing.T) {
 	base := discovery.Server{Name: "a", Transport: discovery.Stdio, Command: "x", Args: []string{"1"},
 		Env: map[string]string{"K": "V"}, Cwd: "/", URL: "u", Headers: map[string]string{"H": "V"}}
@@ -403,14 +403,14 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 	for f, change := range restarts {
 		s := base
 		change(&s)
-		if sameProcess(&base, &s) {
+		if base.SameEndpoint(&s) {
 			t.Errorf("a change to %s does not restart the server", f)
 		}
 	}
 	for f, change := range keeps {
 		s := base
 		change(&s)
-		if !sameProcess(&base, &s) {
+		if !base.SameEndpoint(&s) {
 			t.Errorf("a change to %s restarts the server", f)
 		}
 	}

@@ -263,11 +263,10 @@ func serverPID(t testing.TB, cs *mcp.ClientSession, name string) int {
 		if err != nil || !strings.Contains(string(cmdline), "mcp-server-everything") {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
+		fields := procStat(pid)
+		if fields == nil {
 			continue
 		}
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
 		start, _ := strconv.ParseUint(fields[19], 10, 64)
 		if start >= newestStart {
 			newest, newestStart = pid, start
@@ -283,12 +282,18 @@ func processAlive(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil {
 		return false
 	}
+	fields := procStat(pid)
+	return fields != nil && fields[0] != "Z"
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name (state,
+// ppid, ...), or nil if the process is gone.
+func procStat(pid int) []string {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return nil
 	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-	return fields[0] != "Z"
+	return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
 }
 
 // descendants lists every process below pid.
@@ -300,11 +305,10 @@ func descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
+		fields := procStat(p)
+		if fields == nil {
 			continue
 		}
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
 		ppid, _ := strconv.Atoi(fields[1])
 		children[ppid] = append(children[ppid], p)
 	}
