@@ -423,8 +423,10 @@ func TestRemoveStale(t *testing.T) {
 			removed++
 		}
 	}
-	if n < removed {
-		t.Errorf("RemoveStale reported %d removals, %d of ours went", n, removed)
+	// Other codebridge processes on this host (other test runs) remove dead
+	// owners' containers too, so ours may have gone by their hand.
+	if n > removed {
+		t.Errorf("RemoveStale reported %d removals, only %d of ours went", n, removed)
 	}
 }
 
