@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -119,38 +118,32 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 		limit = 5
 	}
 	all, failed := h.dir.pool.AllTools(ctx, searchParallelism)
-	for name, err := range failed {
-		h.dir.logger.Warn("search skipped a server that failed to start", "server", name, "err", err)
-	}
 	var docs []search.Doc
 	type ref struct {
 		srv  *discovery.Server
 		tool *mcp.Tool
 	}
 	refs := map[[2]string]ref{}
+	unavailable := []map[string]string{}
 	for _, srv := range h.snap.servers {
+		if err := failed[srv.Name]; err != nil {
+			unavailable = append(unavailable, map[string]string{"server": srv.Name, "error": firstLine(err.Error())})
+			continue
+		}
 		for _, t := range all[srv.Name] {
 			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: paramNames(t)})
 			refs[[2]string{srv.Name, t.Name}] = ref{srv, t}
 		}
 	}
 	hits := search.NewIndex(docs).Search(query, limit)
-	out := make([]map[string]any, 0, len(hits))
+	results := make([]map[string]any, 0, len(hits))
 	for _, hit := range hits {
 		r := refs[[2]string{hit.Doc.Server, hit.Doc.Tool}]
 		d := docsFor(h.snap, r.srv, []*mcp.Tool{r.tool}, detail, false)[0]
 		d["score"] = hit.Score
-		out = append(out, d)
+		results = append(results, d)
 	}
-	if len(out) == 0 && len(failed) > 0 {
-		names := make([]string, 0, len(failed))
-		for n := range failed {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, &rpcError{code: "server_failed", msg: fmt.Sprintf("no tool matched %q, and these servers could not be searched because they failed to start: %s", query, strings.Join(names, ", "))}
-	}
-	return out, nil
+	return map[string]any{"results": results, "unavailable": unavailable}, nil
 }
 
 func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage) (any, error) {

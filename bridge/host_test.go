@@ -157,7 +157,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hits := v.([]any)
+		hits := v.(map[string]any)["results"].([]any)
 		if len(hits) == 0 || hits[0].(map[string]any)["tool"] != "get-sum" || hits[0].(map[string]any)["score"].(float64) <= 0 {
 			t.Fatalf("search = %v, want get-sum first with a score", hits)
 		}
@@ -261,5 +261,24 @@ func TestClosest(t *testing.T) {
 	}
 	if got := closest("zzzzzzzz", names, 3); len(got) != 0 {
 		t.Errorf("closest(zzzzzzzz) = %v, want none", got)
+	}
+}
+
+func TestSearchReportsServersThatFail(t *testing.T) {
+	d := testDirectory(t,
+		&discovery.Server{Name: "math", Transport: discovery.Streamable, URL: mathServer(t)},
+		&discovery.Server{Name: "down", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"},
+	)
+	v, err := hostCall(t, d.Host(nil), "search_tool_docs", map[string]any{"query": "echo the input"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	hits, unavailable := m["results"].([]any), m["unavailable"].([]any)
+	if len(hits) == 0 || hits[0].(map[string]any)["tool"] != "echo" {
+		t.Errorf("results = %v, want echo first: one failing server must not spoil the search", hits)
+	}
+	if len(unavailable) != 1 || unavailable[0].(map[string]any)["server"] != "down" || unavailable[0].(map[string]any)["error"] == "" {
+		t.Errorf("unavailable = %v, want the failing server named with its error", unavailable)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -420,4 +421,49 @@ print(missing)
 			t.Errorf("runtime.%s is not in the manual", name)
 		}
 	}
+}
+
+// TestProgressForwarded: progress from a downstream tool reaches the MCP client
+// as progress on its run_python request, when the client asked for progress.
+func TestProgressForwarded(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(t, "mcp-server-everything")}})
+	var mu sync.Mutex
+	var got []*mcp.ProgressNotificationParams
+	client := mcp.NewClient(&mcp.Implementation{Name: "progress"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, req.Params)
+		},
+	})
+	cmd := exec.Command(binary(t))
+	cmd.Env = bridgeEnv(t, dir)
+	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{
+		"code": `print(await mcp_everything.trigger_long_running_operation(duration=1, steps=4))`}}
+	params.SetProgressToken("run-1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 3 {
+		t.Fatalf("got %d progress notifications, want at least 3: %+v", len(got), got)
+	}
+	for i, p := range got {
+		if p.ProgressToken != "run-1" || !strings.Contains(p.Message, "everything.trigger-long-running-operation") {
+			t.Errorf("notification %d = %+v, want token run-1 and a message naming the tool", i, p)
+		}
+		if i > 0 && p.Progress <= got[i-1].Progress {
+			t.Errorf("progress does not increase: %v then %v", got[i-1].Progress, p.Progress)
+		}
+	}
+	t.Logf("last progress message: %q", got[len(got)-1].Message)
 }

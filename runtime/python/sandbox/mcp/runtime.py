@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import json
 import keyword
+import sys
 
 __all__ = [
     "MCPError",
@@ -158,15 +159,26 @@ def query_tool_docs_sync(server, tool=None, detail="summary"):
     return _wait(_request("query_tool_docs", _docs_params(server, tool, detail)), _docs_result(tool))
 
 
+def _search_result(reply):
+    # The host answers {"results": [...], "unavailable": [{server, error}]}:
+    # servers that could not be started are named on stderr, not fatal.
+    if not isinstance(reply, dict):
+        return reply
+    for u in reply.get("unavailable") or ():
+        sys.stderr.write("search_tool_docs: server %r could not be searched: %s\n" % (u.get("server"), u.get("error")))
+    return reply.get("results") or []
+
+
 def search_tool_docs(query, limit=5, detail="summary"):
     """Awaitable: the tools of all servers best matching query, as
-    query_tool_docs dicts with a score, best first."""
-    return _await(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}))
+    query_tool_docs dicts with a score, best first. Servers that fail to start
+    are named on stderr and skipped."""
+    return _await(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}), _search_result)
 
 
 def search_tool_docs_sync(query, limit=5, detail="summary"):
     """Blocking form of search_tool_docs."""
-    return _wait(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}))
+    return _wait(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}), _search_result)
 
 
 # --- calling tools ---------------------------------------------------------
