@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +24,13 @@ type host struct {
 	progress func(message string, progress, total float64)
 }
 
-// searchParallelism bounds how many servers a search starts at once.
-const searchParallelism = 8
+// searchParallelism bounds how many servers a search starts at once, and
+// searchStartTimeout how long it waits for them: a server slower than that is
+// reported as unavailable rather than holding up the run.
+const (
+	searchParallelism  = 8
+	searchStartTimeout = 30 * time.Second
+)
 
 // Call implements python.Host.
 func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -117,7 +123,9 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 	if limit <= 0 {
 		limit = 5
 	}
-	all, failed := h.dir.pool.AllTools(ctx, searchParallelism)
+	sctx, cancel := context.WithTimeout(ctx, searchStartTimeout)
+	all, failed := h.dir.pool.AllTools(sctx, searchParallelism)
+	cancel()
 	var docs []search.Doc
 	type ref struct {
 		srv  *discovery.Server
