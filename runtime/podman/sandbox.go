@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type Sandbox struct {
 	pool    []*Container            // warm containers, oldest first
 	filling int                     // warm containers being started
 	live    map[*Container]struct{} // every container we have not removed
+	orphans []string                // client labels of dropped connections whose containers may remain
 	closed  bool
 
 	bg sync.WaitGroup // refills, watchers and removals in the background
@@ -154,6 +156,7 @@ func (s *Sandbox) Run(ctx context.Context, p python.Program, h python.Host, time
 	case errors.Is(err, python.ErrProtocol):
 		// res.Error says what; the container is killed by discard.
 	case err != nil:
+		s.checkAlive(ctx, c)
 		res.Error = &python.Failure{
 			Kind:    python.FailUnavailable,
 			Message: "lost the connection to the sandbox container: " + err.Error(),
@@ -167,6 +170,10 @@ func (s *Sandbox) explainExit(ctx context.Context, ct *Container, res *python.Re
 	wctx, cancel := deadlineCtx(ctx, 10*time.Second)
 	defer cancel()
 	code, err := ct.Wait(wctx)
+	if err != nil && !s.checkAlive(ctx, ct.c) {
+		res.Error = &python.Failure{Kind: python.FailUnavailable, Message: "lost the connection to Podman during the run (the next run connects again): " + err.Error()}
+		return
+	}
 	if err != nil {
 		res.Error = &python.Failure{Kind: python.FailExit, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + err.Error()}
 		return
@@ -200,6 +207,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	c := s.client
+	orphans := s.orphans
 	cts := make([]*Container, 0, len(s.live))
 	for ct := range s.live {
 		cts = append(cts, ct)
@@ -219,7 +227,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	if c != nil {
 		// Anything of ours that escaped the bookkeeping.
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		if _, err := removeOwned(rctx, c); err != nil {
+		if _, err := removeByClient(rctx, c, append(orphans, c.owner[labelClient])...); err != nil {
 			errs = append(errs, err)
 		}
 		cancel()
@@ -262,6 +270,21 @@ func (s *Sandbox) ready(ctx context.Context) (*Client, string, error) {
 			s.log.Info("removed containers of dead codebridge processes", "count", n)
 		}
 		s.mu.Lock()
+		orphans := s.orphans
+		s.mu.Unlock()
+		if len(orphans) > 0 {
+			// Containers started through a connection that died keep running
+			// under conmon; no one else would remove them.
+			if n, err := removeByClient(ctx, c, orphans...); err != nil {
+				s.log.Warn("removing containers of the previous podman connection", "err", err)
+			} else {
+				s.log.Info("removed containers of the previous podman connection", "count", n)
+				s.mu.Lock()
+				s.orphans = s.orphans[len(orphans):]
+				s.mu.Unlock()
+			}
+		}
+		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			c.Close()
@@ -284,15 +307,17 @@ func (s *Sandbox) ready(ctx context.Context) (*Client, string, error) {
 	return c, img, nil
 }
 
-// checkAlive drops the client when Podman no longer answers, so the next
-// run connects again.
-func (s *Sandbox) checkAlive(ctx context.Context, c *Client) {
+// checkAlive reports whether Podman still answers c, and drops the client
+// when it does not, so the next run connects again.
+func (s *Sandbox) checkAlive(ctx context.Context, c *Client) bool {
 	pctx, cancel := deadlineCtx(ctx, pingTimeout)
 	defer cancel()
 	if err := c.do(pctx, pingTimeout, "GET", "/_ping", nil, nil, nil); err != nil {
 		s.log.Warn("podman stopped answering; will connect again", "uri", c.URI(), "err", err)
 		s.dropClient(c)
+		return false
 	}
+	return true
 }
 
 func (s *Sandbox) dropClient(c *Client) {
@@ -300,6 +325,7 @@ func (s *Sandbox) dropClient(c *Client) {
 	if s.client == c {
 		s.client = nil
 		s.image = ""
+		s.orphans = append(s.orphans, c.owner[labelClient])
 		// The pool's containers belong to that connection.
 		for _, ct := range s.pool {
 			delete(s.live, ct)
@@ -472,6 +498,12 @@ func (s *Sandbox) remove(ctx context.Context, ct *Container) {
 
 // removeOwned removes every container created through c.
 func removeOwned(ctx context.Context, c *Client) (int, error) {
+	return removeByClient(ctx, c, c.owner[labelClient])
+}
+
+// removeByClient removes, through c, every container created through a
+// client with one of these labels.
+func removeByClient(ctx context.Context, c *Client, clients ...string) (int, error) {
 	list, err := c.List(ctx)
 	if err != nil {
 		return 0, err
@@ -479,7 +511,7 @@ func removeOwned(ctx context.Context, c *Client) (int, error) {
 	n := 0
 	var errs []error
 	for _, sm := range list {
-		if sm.Labels[labelClient] != c.owner[labelClient] {
+		if !slices.Contains(clients, sm.Labels[labelClient]) {
 			continue
 		}
 		if err := c.remove(ctx, sm.ID); err != nil {

@@ -337,3 +337,37 @@ func TestSandboxCallerCancels(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSandboxServiceDies kills the private Podman service in the middle of a
+// run: the run fails as unavailable, the next run starts a new service, and
+// the container left running under the old one is removed.
+func TestSandboxServiceDies(t *testing.T) {
+	s := newTestSandbox(t, SandboxOptions{WarmContainers: -1})
+	if err := s.Warm(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	old := s.client
+	if old.svc == nil {
+		t.Skip("no private podman service (CONTAINER_HOST or a system socket is in use)")
+	}
+	oldLabel := old.owner[labelClient]
+	time.AfterFunc(time.Second, func() { old.svc.cmd.Process.Kill() })
+	res := run(t, s, "print('x', flush=True)\nwhile True: pass", 30*time.Second)
+	if res.Error == nil || res.Error.Kind != python.FailUnavailable {
+		t.Fatalf("run while the service died: %+v", res.Error)
+	}
+	t.Logf("run while the service died: %+v", res.Error)
+	if n := countOwned(t, oldLabel); n != 1 {
+		t.Logf("%d containers of the dead service's client before the next run", n)
+	}
+	res = run(t, s, "print(1)", 30*time.Second)
+	if res.Error != nil || res.Stdout != "1\n" {
+		t.Fatalf("next run: %q %+v", res.Stdout, res.Error)
+	}
+	if s.client == old {
+		t.Error("still using the old client")
+	}
+	if n := countOwned(t, oldLabel); n != 0 {
+		t.Errorf("%d containers started through the dead service remain", n)
+	}
+}
