@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -369,5 +370,34 @@ func TestSandboxServiceDies(t *testing.T) {
 	}
 	if n := countOwned(t, oldLabel); n != 0 {
 		t.Errorf("%d containers started through the dead service remain", n)
+	}
+}
+
+func TestSandboxConcurrent(t *testing.T) {
+	s := newTestSandbox(t, SandboxOptions{WarmContainers: 2})
+	if err := s.Warm(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make(chan string, n)
+	for i := range n {
+		go func() {
+			res, err := s.Run(t.Context(), python.Program{Code: "import os\nprint(os.getpid() > 0, " + strconv.Itoa(i) + ")"}, nil, 30*time.Second)
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case res.Error != nil:
+				errs <- res.Error.Message
+			case res.Stdout != "True "+strconv.Itoa(i)+"\n":
+				errs <- "stdout " + res.Stdout
+			default:
+				errs <- ""
+			}
+		}()
+	}
+	for range n {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }
