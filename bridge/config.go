@@ -13,6 +13,8 @@ import (
 
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
+
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
 // EnvPrefix starts every environment variable codebridge reads. The names match
@@ -55,7 +57,7 @@ var settings = []setting{
 	{"max_timeout", "120", "Largest timeout a caller may ask for.",
 		func(c *Config, v string) (err error) { c.MaxTimeout, err = parseSeconds(v); return err }},
 	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
-		func(c *Config, v string) (err error) { c.Memory, err = ParseSize(v); return err }},
+		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},
 	{"pids", "128", "Container process limit.",
 		func(c *Config, v string) (err error) { c.Pids, err = parsePositive(v); return err }},
 	{"cpus", "", "Container CPU limit, e.g. 1.5. Unset: no limit.",
@@ -92,9 +94,9 @@ var settings = []setting{
 	{"config_dir", "", "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.",
 		func(c *Config, v string) error { c.ConfigDir = v; return nil }},
 	{"output_limit", "64k", "Cap on each of stdout and stderr returned from a run.",
-		func(c *Config, v string) error { n, err := ParseSize(v); c.OutputLimit = int(n); return err }},
+		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.OutputLimit = int(n); return err }},
 	{"max_code_size", "1m", "Largest code run_python accepts.",
-		func(c *Config, v string) error { n, err := ParseSize(v); c.MaxCodeSize = int(n); return err }},
+		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxCodeSize = int(n); return err }},
 	{"allow_self_server", "0", "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
 		func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
 	{"server_idle_timeout", "600", "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",

@@ -48,7 +48,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
 		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
-		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": want a positive size"},
+		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": invalid size \"lots\""},
+		{"MCP_BRIDGE_OUTPUT_LIMIT=0", "invalid MCP_BRIDGE_OUTPUT_LIMIT"},
 		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},
 		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},
 		{"MCP_BRIDGE_CONTAINER_USER=nobody", "want numeric uid:gid"},
@@ -64,24 +65,5 @@ func TestLoadConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-	}{
-		{"512m", 512 << 20}, {"64k", 64 << 10}, {"1g", 1 << 30}, {"1048576", 1 << 20}, {"2GiB", 2 << 30}, {"10MB", 10 << 20},
-	}
-	for _, tt := range tests {
-		if got, err := ParseSize(tt.in); err != nil || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "m", "-1", "0", "1t", "1.5g"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("ParseSize(%q) succeeded, want error", bad)
-		}
 	}
 }

@@ -19,7 +19,7 @@ type SandboxOptions struct {
 	URI      string // Podman API; see [Options.URI]
 	StateDir string // see [Options.StateDir]
 	Image    string // MCP_BRIDGE_IMAGE; "" lets [Client.EnsureImage] choose
-	Memory   int64  // bytes per container ([ParseMemory] parses "512m"); 0 means [DefaultMemory]
+	Memory   int64  // bytes per container ([ParseSize] parses "512m"); 0 means [DefaultMemory]
 	CPUs     float64
 	Pids     int64  // 0 means [DefaultPids]
 	User     string // "" means [DefaultUser]

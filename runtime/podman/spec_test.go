@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseMemory(t *testing.T) {
+func TestParseSize(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    int64
@@ -38,15 +38,15 @@ func TestParseMemory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseMemory(tt.in)
+			got, err := ParseSize(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseMemory(%q) = %d, %v; want error containing %q", tt.in, got, err, tt.wantErr)
+					t.Fatalf("ParseSize(%q) = %d, %v; want error containing %q", tt.in, got, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("ParseMemory(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+				t.Fatalf("ParseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
 			}
 		})
 	}

@@ -3,32 +3,8 @@ package bridge
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 )
-
-// ParseSize reads a byte count such as "512m", "64k", "1g" or "1048576"
-// (binary multiples, as Podman's --memory does).
-func ParseSize(s string) (int64, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "ib"), "b")
-	mult := int64(1)
-	if n := len(s); n > 0 {
-		switch s[n-1] {
-		case 'k':
-			mult, s = 1<<10, s[:n-1]
-		case 'm':
-			mult, s = 1<<20, s[:n-1]
-		case 'g':
-			mult, s = 1<<30, s[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > (1<<50)/mult {
-		return 0, errors.New("want a positive size such as 512m, 64k or 1g")
-	}
-	return n * mult, nil
-}
 
 // parseSeconds reads whole seconds ("30", as the reference bridge does) or a Go
 // duration ("45s", "2m").
