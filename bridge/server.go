@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -55,8 +56,12 @@ func NewServer(cfg Config, opts Options) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, opts: opts, logger: logger}
+	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
+	if cfg.LogLevel <= slog.LevelDebug {
+		sdkLogger = logger.With("component", "mcp")
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
-		&mcp.ServerOptions{Logger: logger, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{}})
 	s.mcp.AddTool(newTool(cfg), s.runPython)
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         ManualURI,
@@ -83,7 +88,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // is a tool result with IsError, written for a model to act on.
 func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in toolInput
-	dec := json.NewDecoder(strings.NewReader(string(orEmptyObject(req.Params.Arguments))))
+	dec := json.NewDecoder(bytes.NewReader(orEmptyObject(req.Params.Arguments)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		return inputError("run_python arguments are invalid: %v. Pass {\"code\": \"print(1)\"}, optionally with \"servers\" (list of names) and \"timeout\" (seconds).", err), nil
@@ -122,7 +127,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return nil, err
 	}
 	s.logger.Debug("run finished", "duration", res.Duration, "exit", res.ExitCode, "error", res.Error != nil)
-	return formatResult(res, timeout), nil
+	return formatResult(res), nil
 }
 
 // progressFunc forwards downstream progress to the client as progress on this
@@ -158,7 +163,7 @@ type output struct {
 
 // formatResult turns a run into a tool result: the printed output as text, and
 // every detail as structured content.
-func formatResult(r *python.Result, timeout time.Duration) *mcp.CallToolResult {
+func formatResult(r *python.Result) *mcp.CallToolResult {
 	var text strings.Builder
 	text.WriteString(r.Stdout)
 	section := func(title, body string) {
@@ -192,7 +197,6 @@ func formatResult(r *python.Result, timeout time.Duration) *mcp.CallToolResult {
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
 	}
-	_ = timeout
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
 		StructuredContent: out,
