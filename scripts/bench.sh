@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The benchmarks behind the figures in the README. Needs what scripts/test.sh
+# installs (Podman, the sandbox image, the npm test servers); run that once first.
+# Figures vary with the machine's load: run it on a quiet machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CODEBRIDGE_TEST_NPM_DIR=${CODEBRIDGE_TEST_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/npm}
+
+bench() { # package, pattern, benchtime
+  go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
+}
+
+echo "## run_python(\"print(1)\") through an MCP client, and podman run --rm for comparison"
+bench ./cmd/codebridge 'RunPythonPrint|PodmanRunCLI' 20x
+echo "## start codebridge and answer tools/list with 100 servers configured"
+bench ./cmd/codebridge 'Startup100Servers' 10x
+echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000 sequential echo calls)"
+bench ./cmd/codebridge 'ToolCall' 3x
+echo "## config folder: file written -> new configuration applied"
+bench ./discovery 'ReloadLatency' 50x
+echo "## downstream pool: echo call through the pool, server-everything start"
+bench ./bridge/pool 'CallEcho|StartEverything' 5x
+echo "## tool search over 10,000 tools"
+bench ./discovery/search '.' 1s
