@@ -272,6 +272,9 @@ func TestRunPythonEndToEnd(t *testing.T) {
 			t.Errorf("message %q, stdout %q: want 'timed out after 2 seconds' and the output so far", r.Out.Error.Message, r.Out.Stdout)
 		}
 		t.Logf("timeout run returned after %v", took)
+		if r.Out.DurationMS < 2000 || r.Out.DurationMS > took.Milliseconds() {
+			t.Errorf("duration_ms = %d, want between 2000 and the %d ms the call took", r.Out.DurationMS, took.Milliseconds())
+		}
 		// The killed container must be gone; warm spares may exist but none may be running our code.
 		next := runPython(t, cs, map[string]any{"code": "print('next')"})
 		if next.IsError || next.Out.Stdout != "next\n" {
