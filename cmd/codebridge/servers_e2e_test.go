@@ -325,42 +325,60 @@ func descendants(pid int) []int {
 	return out
 }
 
-// TestNoOrphans: after codebridge exits, none of the processes it started
-// (downstream servers, a Podman service) are left.
+// TestNoOrphans: however codebridge is ended (its client closing stdin,
+// SIGINT, SIGTERM), none of the processes it started (downstream servers, a
+// Podman service) are left, and it exits promptly.
 func TestNoOrphans(t *testing.T) {
 	requirePodman(t)
-	dir := t.TempDir()
-	writeServers(t, dir, "servers.json", npmServers(t))
-	cmd := exec.Command(binary(t))
-	cmd.Env = bridgeEnv(t, dir)
-	client := mcp.NewClient(&mcp.Implementation{Name: "orphans"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustRun(t, cs, `await mcp_everything.echo(message="x"); await mcp_memory.read_graph(); await mcp_files.list_allowed_directories()`)
-	kids := descendants(cmd.Process.Pid)
-	if len(kids) < 3 {
-		t.Fatalf("expected at least three server processes below codebridge, found %v", kids)
-	}
-	cs.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	var alive []int
-	for time.Now().Before(deadline) {
-		alive = alive[:0]
-		for _, p := range kids {
-			if processAlive(p) {
-				alive = append(alive, p)
+	for _, end := range []struct {
+		name string
+		stop func(cs *mcp.ClientSession, p *os.Process) error
+	}{
+		{"stdin closed", func(cs *mcp.ClientSession, _ *os.Process) error { return cs.Close() }},
+		{"SIGINT", func(_ *mcp.ClientSession, p *os.Process) error { return p.Signal(os.Interrupt) }},
+		{"SIGTERM", func(_ *mcp.ClientSession, p *os.Process) error { return p.Signal(syscall.SIGTERM) }},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeServers(t, dir, "servers.json", npmServers(t))
+			cmd := exec.Command(binary(t))
+			cmd.Env = bridgeEnv(t, dir)
+			client := mcp.NewClient(&mcp.Implementation{Name: "orphans"}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if len(alive) == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+			defer cs.Close()
+			mustRun(t, cs, `await mcp_everything.echo(message="x"); await mcp_memory.read_graph(); await mcp_files.list_allowed_directories()`)
+			kids := descendants(cmd.Process.Pid)
+			if len(kids) < 4 { // three servers and the Podman service at least
+				t.Fatalf("expected servers and a Podman service below codebridge, found %v", kids)
+			}
+			stopped := time.Now()
+			if err := end.stop(cs, cmd.Process); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for processAlive(cmd.Process.Pid) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if processAlive(cmd.Process.Pid) {
+				t.Fatalf("codebridge still running 20 s after %s", end.name)
+			}
+			t.Logf("codebridge exited %v after %s", time.Since(stopped).Round(time.Millisecond), end.name)
+			var alive []int
+			for _, p := range kids {
+				if processAlive(p) {
+					alive = append(alive, p)
+				}
+			}
+			if len(alive) > 0 {
+				t.Fatalf("processes left after codebridge exited: %v", alive)
+			}
+		})
 	}
-	t.Fatalf("processes left after codebridge exited: %v", alive)
 }
 
 // TestDocumentedHelpersExist: every function the tool description, the manual
