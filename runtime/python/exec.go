@@ -127,6 +127,10 @@ func Exec(ctx context.Context, stdin io.Writer, stdout io.Reader, p Program, h H
 		}
 	}()
 
+	// At most MaxRequests requests are served at once. Past that the loop
+	// stops reading frames until one finishes, which stalls the sandbox's
+	// writes: code cannot pile unbounded work onto the host.
+	inFlight := make(chan struct{}, MaxRequests)
 	var writeErr error
 	startSent := false
 	for {
@@ -170,9 +174,15 @@ func Exec(ctx context.Context, stdin io.Writer, stdout io.Reader, p Program, h H
 				if err := json.Unmarshal(f.payload, &req); err != nil {
 					return protocolFault(finish(), fmt.Sprintf("malformed request frame: %v", err))
 				}
+				select {
+				case inFlight <- struct{}{}:
+				case <-ctx.Done():
+					return finish(), ctx.Err()
+				}
 				calls.Add(1)
 				go func() {
 					defer calls.Done()
+					defer func() { <-inFlight }()
 					serve(runCtx, w, h, req)
 				}()
 			case KindExit:

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -392,4 +393,47 @@ func TestWarmRunLatency(t *testing.T) {
 	}
 	slices.Sort(times)
 	t.Logf("warm run of print('ok'), start frame to exit frame: median %v (min %v, max %v)", times[2], times[0], times[4])
+}
+
+// countingHost answers every request after a short pause, recording the most
+// requests it was serving at once.
+type countingHost struct {
+	mu        sync.Mutex
+	now, peak int
+	total     int
+}
+
+func (h *countingHost) Call(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+	h.mu.Lock()
+	h.now++
+	h.total++
+	h.peak = max(h.peak, h.now)
+	h.mu.Unlock()
+	select {
+	case <-time.After(5 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	h.now--
+	h.mu.Unlock()
+	return map[string]any{"content": []any{}, "structuredContent": "ok"}, nil
+}
+
+func TestRequestsBounded(t *testing.T) {
+	h := &countingHost{}
+	res, err := run(t, Program{Code: `
+import asyncio
+r = await asyncio.gather(*(call_tool("s", "t") for _ in range(200)))
+print(len(r), set(r))
+`, Servers: []ServerInfo{{Name: "s", Alias: "s"}}}, h)
+	if err != nil || res.Error != nil {
+		t.Fatalf("run: %v %+v", err, res.Error)
+	}
+	if res.Stdout != "200 {'ok'}\n" {
+		t.Errorf("stdout = %q", res.Stdout)
+	}
+	if h.total != 200 || h.peak > MaxRequests || h.peak < 2 {
+		t.Errorf("served %d requests, at most %d at once; want 200, concurrent but at most %d", h.total, h.peak, MaxRequests)
+	}
+	t.Logf("peak concurrency %d of %d allowed", h.peak, MaxRequests)
 }

@@ -60,6 +60,10 @@ import (
 // requests and replies carrying large tool arguments or results come near it.
 const MaxFrame = 256 << 20
 
+// MaxRequests bounds the requests of one run that the host serves at once;
+// further requests wait for one of them to finish.
+const MaxRequests = 64
+
 // Program is one run_python invocation as the sandbox sees it.
 type Program struct {
 	Code    string       // Python source; may use top-level await
