@@ -37,6 +37,8 @@ log "go mod tidy -diff"
 go mod tidy -diff
 log "build without cgo or tags"
 CGO_ENABLED=0 go build -o /dev/null ./...
+log "vet for macOS and Windows (go run ...@latest must build there too)"
+for goos in darwin windows; do GOOS=$goos CGO_ENABLED=0 go vet ./...; done
 
 log "go test -race"
 if [ $# -eq 0 ]; then set -- ./...; fi
