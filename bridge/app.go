@@ -43,7 +43,7 @@ func Serve(ctx context.Context, cfg Config, opts ServeOptions) error {
 		return err
 	}
 	defer rt.close()
-	srv := NewServer(cfg, Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.directory()})
+	srv := NewServer(cfg, Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
 	logger.Info("serving MCP on stdio", "config_dir", cfg.ConfigDir)
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
 	if errors.Is(err, io.EOF) {
@@ -72,13 +72,10 @@ func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, 
 	}
 	defer rt.close()
 	prog := python.Program{Code: code, OutputLimit: cfg.OutputLimit}
-	var host python.Host = noServers{}
-	if d := rt.directory(); d != nil {
-		if prog.Servers, err = d.Prepare(ctx, nil); err != nil {
-			return 1, err
-		}
-		host = d.Host(nil)
+	if prog.Servers, err = rt.dir.Prepare(ctx, nil); err != nil {
+		return 1, err
 	}
+	host := rt.dir.Host(nil)
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = cfg.Timeout

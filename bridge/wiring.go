@@ -74,8 +74,6 @@ func (p *parts) apply(cfg *discovery.Config) {
 	p.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
 }
 
-func (p *parts) directory() Directory { return p.dir }
-
 // close stops everything start began and waits for it: the watcher, every
 // downstream server, every container, and a Podman service codebridge spawned.
 func (p *parts) close() {

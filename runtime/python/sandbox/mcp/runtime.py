@@ -238,6 +238,18 @@ def call_tool_sync(server, tool, arguments=None, raw=False):
     return _wait(_request("call_tool", _call_params(server, tool, arguments)), None if raw else convert_result)
 
 
+def _tool_method(call, server, tool):
+    """The function a proxy attribute stands for: call(server, tool, kwargs)."""
+    if tool.startswith("_"):
+        raise AttributeError(tool)
+
+    def method(**arguments):
+        return call(server, tool, arguments)
+
+    method.__name__ = method.__qualname__ = tool
+    return method
+
+
 class _SyncTools:
     """mcp_<alias>.sync.<tool>(**args): blocking tool calls."""
 
@@ -245,15 +257,7 @@ class _SyncTools:
         self._server = server
 
     def __getattr__(self, tool):
-        if tool.startswith("_"):
-            raise AttributeError(tool)
-        server = self._server
-
-        def call(**arguments):
-            return call_tool_sync(server, tool, arguments)
-
-        call.__name__ = call.__qualname__ = tool
-        return call
+        return _tool_method(call_tool_sync, self._server, tool)
 
     def __dir__(self):
         return _tool_aliases(self._server)
@@ -297,15 +301,7 @@ class ServerProxy:
         return list_tools_sync(self.name)
 
     def __getattr__(self, tool):
-        if tool.startswith("_"):
-            raise AttributeError(tool)
-        name = self.name
-
-        def call(**arguments):
-            return call_tool(name, tool, arguments)
-
-        call.__name__ = call.__qualname__ = tool
-        return call
+        return _tool_method(call_tool, self.name, tool)
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) | set(_tool_aliases(self.name)))
