@@ -189,7 +189,7 @@ func requirePodman(t testing.TB) {
 // ourContainers lists containers carrying codebridge's label.
 func ourContainers(t testing.TB) []string {
 	t.Helper()
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label=io.codebridge.managed=true", "--format", "{{.ID}} {{.State}}").Output()
+	out, err := exec.Command("podman", "ps", "-a", "--filter", "label=io.codebridge.managed=true", "--format", "{{.ID}}").Output()
 	if err != nil {
 		t.Fatalf("podman ps: %v", err)
 	}
@@ -328,6 +328,16 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	r := runPython(t, cs, map[string]any{"code": "print('x')"})
 	if r.IsError {
 		t.Fatal(r.Text)
+	}
+	// While codebridge runs, its warm container is visible under the label:
+	// otherwise the check below would pass for the wrong reason.
+	seen := false
+	for deadline := time.Now().Add(15 * time.Second); !seen && time.Now().Before(deadline); {
+		seen = len(ourContainers(t)) > len(before)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !seen {
+		t.Fatal("no container labelled io.codebridge.managed=true appeared while codebridge ran")
 	}
 	r = runPython(t, cs, map[string]any{"code": "while True: pass", "timeout": 1})
 	if r.Out.Error == nil || r.Out.Error.Kind != "timeout" {
