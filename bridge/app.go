@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // ServeOptions configure [Serve].
@@ -80,10 +81,11 @@ func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, 
 	if timeout <= 0 {
 		timeout = cfg.Timeout
 	}
-	res, err := rt.sandbox.Run(ctx, prog, host, timeout)
+	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: host, Timeout: timeout})
 	if err != nil {
 		return 1, err
 	}
+	res := out.Result
 	io.WriteString(opts.Stdout, res.Stdout)
 	io.WriteString(opts.Stderr, res.Stderr)
 	if f := res.Error; f != nil {

@@ -38,6 +38,9 @@ type Config struct {
 	AllowSelf     bool          // allow configs that launch codebridge itself
 	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes int           // containers kept started ahead of time
+	Sessions      bool          // keep each MCP session's interpreter between runs
+	SessionIdle   time.Duration // end a sandbox session unused this long; 0 never
+	MaxSessions   int           // live sandbox sessions at most
 }
 
 // setting describes one environment variable: its koanf key, default and parser.
@@ -115,6 +118,26 @@ var settings = []setting{
 				return errors.New("want a whole number from 0 to 16")
 			}
 			c.WarmSandboxes = n
+			return nil
+		}},
+	{"sessions", "1", "1 keeps each MCP session's Python interpreter (variables, imports, files) between run_python calls; 0 gives every call a fresh container.",
+		func(c *Config, v string) (err error) { c.Sessions, err = strconv.ParseBool(v); return err }},
+	{"session_idle_timeout", "900", "End a sandbox session unused this long, in seconds, and remove its container; 0 keeps it until its MCP session ends.",
+		func(c *Config, v string) (err error) {
+			if v == "0" {
+				c.SessionIdle = 0
+				return nil
+			}
+			c.SessionIdle, err = parseSeconds(v)
+			return err
+		}},
+	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended.",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1024 {
+				return errors.New("want a whole number from 1 to 1024")
+			}
+			c.MaxSessions = n
 			return nil
 		}},
 }

@@ -16,7 +16,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
-		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1,
+		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)

@@ -2,16 +2,17 @@ package bridge
 
 import (
 	"context"
-	"time"
 
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
-// Runner runs one program in a sandbox. runtime/podman.Sandbox is the real one;
-// tests of the bridge use a fake.
+// Runner runs programs in sandbox sessions. runtime/sandbox.Manager is the
+// real one; tests of the bridge use a fake.
 //
 // Run never returns a nil Result: failures of the code or of the sandbox are
 // described by Result.Error. The error is non-nil only when ctx ended first.
+// End ends a session, e.g. when its MCP session closes.
 type Runner interface {
-	Run(ctx context.Context, p python.Program, h python.Host, timeout time.Duration) (*python.Result, error)
+	Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error)
+	End(ctx context.Context, session string)
 }

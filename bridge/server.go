@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // ManualURI is the resource holding the sandbox manual.
@@ -47,6 +49,9 @@ type Server struct {
 	opts   Options
 	logger *slog.Logger
 	mcp    *mcp.Server
+
+	mu       sync.Mutex // protects following
+	sessions map[*mcp.ServerSession]string
 }
 
 // NewServer builds the MCP server with its one tool and the manual resource.
@@ -55,7 +60,7 @@ func NewServer(cfg Config, opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger}
+	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]string{}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = logger.With("component", "mcp")
@@ -121,13 +126,43 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
 
-	res, err := s.opts.Runner.Run(ctx, prog, host, timeout)
+	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
+		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: host, Timeout: timeout,
+	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
 		return nil, err
 	}
-	s.logger.Debug("run finished", "duration", res.Duration, "exit", res.ExitCode, "error", res.Error != nil)
-	return formatResult(res), nil
+	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
+		"exit", res.ExitCode, "error", res.Error != nil)
+	return formatResult(res.Result, &res.Session), nil
+}
+
+// sessionKey names the sandbox session of an MCP session, and ends that
+// sandbox session when the MCP session ends. A call without an MCP session
+// (tests calling the handler directly) gets a fresh sandbox.
+func (s *Server) sessionKey(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key, ok := s.sessions[ss]
+	if ok {
+		return key
+	}
+	key = fmt.Sprintf("mcp-%p", ss)
+	s.sessions[ss] = key
+	go func() {
+		ss.Wait()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.opts.Runner.End(ctx, key)
+	}()
+	return key
 }
 
 // progressFunc forwards downstream progress to the client as progress on this
@@ -159,12 +194,25 @@ type output struct {
 	StdoutTruncated bool            `json:"stdout_truncated,omitempty"`
 	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
 	Error           *python.Failure `json:"error,omitempty"`
+	// Session says which sandbox session ran the code; absent for input errors.
+	Session *sandbox.SessionInfo `json:"session,omitempty"`
+	// Background is output that code left running wrote since the last run.
+	Background string `json:"background,omitempty"`
 }
 
 // formatResult turns a run into a tool result: the printed output as text, and
 // every detail as structured content.
-func formatResult(r *python.Result) *mcp.CallToolResult {
+func formatResult(r *python.Result, sess *sandbox.SessionInfo) *mcp.CallToolResult {
 	var text strings.Builder
+	if note := sessionNote(sess); note != "" {
+		text.WriteString(note + "\n")
+	}
+	if r.Background != "" {
+		fmt.Fprintf(&text, "[output from code left running after the previous run]\n%s", r.Background)
+		if !strings.HasSuffix(r.Background, "\n") {
+			text.WriteByte('\n')
+		}
+	}
 	text.WriteString(r.Stdout)
 	section := func(title, body string) {
 		if body == "" {
@@ -196,12 +244,35 @@ func formatResult(r *python.Result) *mcp.CallToolResult {
 		Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: r.ExitCode, DurationMS: r.Duration.Milliseconds(),
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
+		Session: sess, Background: r.Background,
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
 		StructuredContent: out,
 		IsError:           r.Error != nil || r.ExitCode != 0,
 	}
+}
+
+// sessionNote is the one line that tells a model its earlier state is gone,
+// or will be: "" when nothing was lost.
+func sessionNote(s *sandbox.SessionInfo) string {
+	if s == nil {
+		return ""
+	}
+	var notes []string
+	if s.New {
+		switch s.Reason {
+		case "", sandbox.ReasonFirst, sandbox.ReasonOneShot:
+		case sandbox.ReasonReset:
+			notes = append(notes, "[session] started a fresh session as asked (reset): earlier variables, imports and files are gone.")
+		default:
+			notes = append(notes, fmt.Sprintf("[session] started a new session: the previous one ended (%s), so earlier variables, imports and files are gone; redo any setup.", strings.ReplaceAll(s.Reason, "_", " ")))
+		}
+	}
+	if s.Ended != "" {
+		notes = append(notes, fmt.Sprintf("[session] this run ended the session (%s): the next run starts a new one without this run's state.", strings.ReplaceAll(s.Ended, "_", " ")))
+	}
+	return strings.Join(notes, "\n")
 }
 
 func inputError(format string, args ...any) *mcp.CallToolResult {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,23 +15,36 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// fakeRunner records the program it was given and returns a canned result.
+// fakeRunner records the request it was given and returns a canned result.
 type fakeRunner struct {
+	mu      sync.Mutex
 	got     python.Program
+	req     sandbox.Request
 	timeout time.Duration
 	result  *python.Result
+	ended   []string
 }
 
-func (f *fakeRunner) Run(_ context.Context, p python.Program, _ python.Host, timeout time.Duration) (*python.Result, error) {
-	f.got, f.timeout = p, timeout
-	if f.result == nil {
-		return &python.Result{Stdout: "ok\n", StdoutBytes: 3}, nil
+func (f *fakeRunner) Run(_ context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got, f.timeout, f.req = req.Program, req.Timeout, req
+	res := f.result
+	if res == nil {
+		res = &python.Result{Stdout: "ok\n", StdoutBytes: 3}
 	}
-	return f.result, nil
+	return &sandbox.Result{Result: res, Session: sandbox.SessionInfo{ID: "s1", Run: 1, New: true, Reason: sandbox.ReasonFirst}}, nil
+}
+
+func (f *fakeRunner) End(_ context.Context, key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended = append(f.ended, key)
 }
 
 func defaultConfig(t *testing.T) Config {

@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -14,16 +15,21 @@ const ToolName = "run_python"
 // manual resource and capability_summary() carry the rest. Every helper named
 // here must exist in the sandbox (a test checks).
 const toolDescription = "Run Python 3 in a locked-down sandbox (no network, read-only FS but /tmp; top-level await ok). " +
+	sessionSentence +
 	"Your MCP servers are reachable from the code, schemas on demand: discovered_servers(), " +
 	"await search_tool_docs(query), await query_tool_docs(server, tool=None, detail='full'), " +
 	"await call_tool(server, tool, args) or await mcp_<server>.<tool>(**args). " +
 	"capability_summary() explains more. Print results; stdout and stderr are returned."
+
+// sessionSentence is in the description when sessions are on.
+const sessionSentence = "State persists across calls (reset=true clears it). "
 
 // toolInput is run_python's arguments.
 type toolInput struct {
 	Code    string   `json:"code"`
 	Servers []string `json:"servers,omitempty"`
 	Timeout *float64 `json:"timeout,omitempty"`
+	Reset   bool     `json:"reset,omitempty"`
 }
 
 // newTool builds the listed tool. Its JSON is kept in testdata/run_python.golden.json.
@@ -31,12 +37,17 @@ func newTool(c Config) *mcp.Tool {
 	schema := fmt.Sprintf(`{"type":"object","properties":{`+
 		`"code":{"type":"string","description":"Python source to run"},`+
 		`"servers":{"type":"array","items":{"type":"string"},"description":"MCP servers to start before the code runs (optional; all are reachable)"},`+
-		`"timeout":{"type":"number","minimum":1,"maximum":%d,"description":"Seconds (default %d)"}},`+
+		`"timeout":{"type":"number","minimum":1,"maximum":%d,"description":"Seconds (default %d)"},`+
+		`"reset":{"type":"boolean","description":"Start a fresh session"}},`+
 		`"required":["code"],"additionalProperties":false}`,
 		int(c.MaxTimeout.Seconds()), int(c.Timeout.Seconds()))
+	desc := toolDescription
+	if !c.Sessions {
+		desc = strings.Replace(desc, sessionSentence, "Each call starts fresh. ", 1)
+	}
 	return &mcp.Tool{
 		Name:        ToolName,
-		Description: toolDescription,
+		Description: desc,
 		InputSchema: json.RawMessage(schema),
 	}
 }

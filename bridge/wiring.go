@@ -1,21 +1,26 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // parts is what a running codebridge is made of: the sandbox, the pool of
 // downstream servers, and the watcher that keeps the pool's configuration current.
 type parts struct {
-	sandbox *podman.Sandbox
+	engine  *podman.Engine
+	sandbox *sandbox.Manager
 	pool    *pool.Pool
 	dir     *directory
 	logger  *slog.Logger
@@ -30,15 +35,33 @@ type parts struct {
 // starts until a run needs it.
 func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error) {
 	p := &parts{logger: logger}
-	p.sandbox = podman.NewSandbox(podman.SandboxOptions{
-		Image:          cfg.Image,
-		Memory:         cfg.Memory,
-		CPUs:           cfg.CPUs,
-		Pids:           cfg.Pids,
-		User:           cfg.ContainerUser,
-		StateDir:       cfg.StateDir,
-		WarmContainers: warmContainers(cfg.WarmSandboxes),
-		Logger:         logger.With("component", "sandbox"),
+	p.engine = podman.NewEngine(podman.EngineOptions{
+		Image:    cfg.Image,
+		StateDir: cfg.StateDir,
+		Spec: podman.Spec{
+			Command: python.Command(),
+			// A warm container's bootstrap gives up waiting a little after
+			// the manager stops offering it, so a codebridge killed hard
+			// leaves nothing running for long.
+			Env:    map[string]string{python.WaitLimitEnv: strconv.Itoa(int((sandbox.DefaultWarmLimit + time.Minute).Seconds()))},
+			User:   cfg.ContainerUser,
+			Memory: cfg.Memory,
+			CPUs:   cfg.CPUs,
+			Pids:   cfg.Pids,
+		},
+		Logger: logger.With("component", "podman"),
+	})
+	idle := cfg.SessionIdle
+	if idle == 0 {
+		idle = -1 // the setting's 0 means never
+	}
+	p.sandbox = sandbox.New(podmanEngine{p.engine}, sandbox.Options{
+		Warm:        cfg.WarmSandboxes,
+		Sessions:    cfg.Sessions,
+		MaxSessions: cfg.MaxSessions,
+		IdleTimeout: idle,
+		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
+		Logger:      logger.With("component", "sandbox"),
 	})
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
 	p.dir = newDirectory(p.pool, logger)
@@ -58,7 +81,13 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error)
 	}()
 
 	if cfg.WarmSandboxes > 0 {
-		go p.sandbox.Warm(context.WithoutCancel(ctx))
+		go func() {
+			if err := p.engine.Ready(context.WithoutCancel(ctx)); err != nil {
+				logger.Warn("sandbox not ready; run_python will explain and try again", "err", err)
+				return
+			}
+			p.sandbox.Warm(context.WithoutCancel(ctx))
+		}()
 	}
 	return p, nil
 }
@@ -85,15 +114,22 @@ func (p *parts) close() {
 		if err := p.pool.Close(ctx); err != nil {
 			p.logger.Warn("stopping MCP servers", "err", err)
 		}
-		p.sandbox.Close(ctx)
+		if err := p.sandbox.Close(ctx); err != nil {
+			p.logger.Warn("removing sandbox containers", "err", err)
+		}
+		if err := p.engine.Close(ctx); err != nil {
+			p.logger.Warn("closing the podman connection", "err", err)
+		}
 	})
 }
 
-// warmContainers maps the setting (0 = none) to the sandbox's option
-// (0 = default, negative = none).
-func warmContainers(n int) int {
-	if n == 0 {
-		return -1
+// podmanEngine adapts runtime/podman's engine to the sandbox manager's.
+type podmanEngine struct{ e *podman.Engine }
+
+func (e podmanEngine) Start(ctx context.Context) (sandbox.Container, error) {
+	b, err := e.e.Start(ctx)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
 	}
-	return n
+	return b, nil
 }

@@ -239,7 +239,7 @@ func TestRunPythonEndToEnd(t *testing.T) {
 				t.Errorf("isError = %v, want %v (text %q)", r.IsError, tt.wantError, r.Text)
 			}
 			if tt.wantType != "" && (r.Out.Error == nil || r.Out.Error.Type != tt.wantType || !strings.Contains(r.Out.Error.Traceback, tt.wantType+":") ||
-				!strings.Contains(r.Out.Error.Traceback, `File "<run_python>", line`)) {
+				!strings.Contains(r.Out.Error.Traceback, `File "<run_python #`)) {
 				t.Errorf("error = %+v, want type %s with a traceback into <run_python>", r.Out.Error, tt.wantType)
 			}
 		})

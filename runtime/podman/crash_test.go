@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
 // crashChildEnv makes the test binary act as a codebridge that warms a
@@ -22,15 +24,16 @@ func init() {
 	if dir == "" {
 		return
 	}
-	s := NewSandbox(SandboxOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE")})
-	s.waitLimit = 3 * time.Second
-	if err := s.Warm(context.Background()); err != nil {
+	e := NewEngine(EngineOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE"), Spec: Spec{
+		Command: python.Command(),
+		Env:     map[string]string{python.WaitLimitEnv: "3"},
+	}})
+	b, err := e.Start(context.Background())
+	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	s.mu.Lock()
-	fmt.Println("ready", s.client.svc.cmd.Process.Pid, s.pool[0].ID)
-	s.mu.Unlock()
+	fmt.Println("ready", e.client.svc.cmd.Process.Pid, b.ID())
 	time.Sleep(time.Hour)
 	os.Exit(0)
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +37,30 @@ func run(t testing.TB, p Program, h Host) (*Result, error) {
 
 func runCtx(t testing.TB, ctx context.Context, p Program, h Host) (*Result, error) {
 	t.Helper()
+	it := startInterp(t, Init{}, Limits{})
+	defer it.Close()
+	if h == nil {
+		h = &fakeHost{}
+	}
+	return it.Run(ctx, p, h, time.Minute)
+}
+
+// procStream is a python3 subprocess's stdin and stdout as a [Stream].
+type procStream struct {
+	io.Reader
+	io.WriteCloser
+	cmd *exec.Cmd
+}
+
+func (s *procStream) Close() error {
+	s.WriteCloser.Close()
+	s.cmd.Process.Kill()
+	return nil
+}
+
+// startProc starts the real bootstrap in a python3 subprocess.
+func startProc(t testing.TB) *procStream {
+	t.Helper()
 	py := python3(t)
 	argv := Command()
 	cmd := exec.Command(py, argv[1:]...)
@@ -62,10 +86,15 @@ func runCtx(t testing.TB, ctx context.Context, p Program, h Host) (*Result, erro
 			t.Logf("python3 stderr outside the protocol: %s", s)
 		}
 	})
-	if h == nil {
-		h = &fakeHost{}
-	}
-	return Exec(ctx, stdin, stdout, p, h)
+	return &procStream{Reader: stdout, WriteCloser: stdin, cmd: cmd}
+}
+
+// startInterp starts an interpreter in a python3 subprocess.
+func startInterp(t testing.TB, init Init, limits Limits) *Interpreter {
+	t.Helper()
+	it := Start(startProc(t), init, limits)
+	t.Cleanup(func() { it.Close() })
+	return it
 }
 
 func mustRun(t testing.TB, code string) *Result {
@@ -103,13 +132,13 @@ func TestPlainCode(t *testing.T) {
 		{
 			name: "exception", code: "x = 1\ndef f():\n    return x / 0\nf()\n",
 			exitCode: 1, kind: FailException, errType: "ZeroDivisionError", errMessage: "division by zero",
-			traceback: []string{`File "<run_python>", line 4, in <module>`, "    f()", `line 3, in f`, "return x / 0", "ZeroDivisionError: division by zero"},
+			traceback: []string{`File "<run_python #1>", line 4, in <module>`, "    f()", `line 3, in f`, "return x / 0", "ZeroDivisionError: division by zero"},
 			notInTB:   []string{"codebridge", "asyncio"},
 		},
 		{
 			name: "syntax error", code: "x = 1\ny = (2 +\n",
 			exitCode: 1, kind: FailException, errType: "SyntaxError",
-			traceback: []string{`File "<run_python>", line 2`, "y = (2 +", "SyntaxError"},
+			traceback: []string{`File "<run_python #1>", line 2`, "y = (2 +", "SyntaxError"},
 			notInTB:   []string{"codebridge"},
 		},
 		{
@@ -122,7 +151,7 @@ func TestPlainCode(t *testing.T) {
 		{
 			name: "exception after await", code: "import asyncio\nawait asyncio.sleep(0)\nraise RuntimeError('late')\n",
 			exitCode: 1, kind: FailException, errType: "RuntimeError", errMessage: "late",
-			traceback: []string{`File "<run_python>", line 3`, "raise RuntimeError('late')"}, notInTB: []string{"asyncio", "codebridge"},
+			traceback: []string{`File "<run_python #1>", line 3`, "raise RuntimeError('late')"}, notInTB: []string{"asyncio", "codebridge"},
 		},
 		{
 			name: "recursion", code: "def f(n):\n    return f(n + 1)\nf(0)",
@@ -277,19 +306,126 @@ func TestOutputCap(t *testing.T) {
 	})
 }
 
+// TestContextCancel: a client that cancels interrupts the code, whose
+// session lives on. The cancel happens when the code says it has started (a
+// request), not after a guessed delay.
 func TestContextCancel(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	res, err := runCtx(t, ctx, Program{Code: "import time\nprint('before', flush=True)\ntime.sleep(30)"}, nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want deadline exceeded", err)
+	it := startInterp(t, Init{}, Limits{InterruptGrace: time.Minute})
+	ctx, cancel := context.WithCancel(t.Context())
+	h := &fakeHost{handle: func(context.Context, string, json.RawMessage) (any, error) {
+		cancel()
+		return nil, nil
+	}}
+	res, err := it.Run(ctx, Program{Code: "x = 41\nprint('before', flush=True)\ncall_tool_sync('s', 'started')\nimport time\ntime.sleep(600)",
+		Servers: testServers}, h, time.Hour)
+	if err != nil || res.Error == nil || res.Error.Kind != FailTimeout || !strings.Contains(res.Error.Message, "cancelled") {
+		t.Fatalf("Run = %+v, %v; want a cancelled run and a live interpreter", res.Error, err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Exec returned after %v", d)
+	if res.Stdout != "before\n" {
+		t.Errorf("stdout = %q, want before", res.Stdout)
 	}
-	if res == nil || res.Stdout != "before\n" {
-		t.Errorf("partial result = %+v, want stdout before", res)
+	res, err = it.Run(t.Context(), Program{Code: "print(x + 1)"}, nil, time.Minute)
+	if err != nil || res.Stdout != "42\n" {
+		t.Errorf("next run = %+v, %v; want 42 from the kept session", res, err)
+	}
+}
+
+func TestSessionState(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{})
+	steps := []struct{ code, want string }{
+		{"x = 41\nimport json\ndef f(a):\n    \"\"\"Doubles.\"\"\"\n    return 2 * a\nopen('/tmp/kept', 'w').write('file')", ""},
+		{"print(x + 1, json.dumps([f(2)]), open('/tmp/kept').read())", "42 [4] file\n"},
+		{"import inspect\nprint(inspect.getsource(f).splitlines()[0])", "def f(a):\n"},
+		{"raise ValueError('boom')", ""},
+		{"print(x)", "41\n"},
+		{"import sys\nsys.exit(3)", ""},
+		{"print('alive after sys.exit')", "alive after sys.exit\n"},
+	}
+	for i, st := range steps {
+		res, err := it.Run(t.Context(), Program{Code: st.code}, nil, time.Minute)
+		if err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		if res.Stdout != st.want {
+			t.Errorf("run %d stdout = %q, want %q (error %+v)", i+1, res.Stdout, st.want, res.Error)
+		}
+	}
+	if n := it.Runs(); n != len(steps) {
+		t.Errorf("Runs = %d, want %d", n, len(steps))
+	}
+}
+
+// TestTracebackNamesRun: each run's code has its own file name, so a
+// function defined earlier shows where it came from.
+func TestTracebackNamesRun(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{})
+	it.Run(t.Context(), Program{Code: "def g():\n    return 1 / 0"}, nil, time.Minute)
+	res, err := it.Run(t.Context(), Program{Code: "g()"}, nil, time.Minute)
+	if err != nil || res.Error == nil {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	for _, want := range []string{`File "<run_python #2>", line 1`, `File "<run_python #1>", line 2, in g`, "ZeroDivisionError"} {
+		if !strings.Contains(res.Error.Traceback, want) {
+			t.Errorf("traceback lacks %q:\n%s", want, res.Error.Traceback)
+		}
+	}
+}
+
+func TestInterruptAtTimeLimit(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{InterruptGrace: time.Minute})
+	if _, err := it.Run(t.Context(), Program{Code: "x = 1"}, nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res, err := it.Run(t.Context(), Program{Code: "import time\nwhile True: time.sleep(1)"}, nil, 100*time.Millisecond)
+	if err != nil || res.Error == nil || res.Error.Kind != FailTimeout || !strings.Contains(res.Error.Message, "variables are kept") {
+		t.Fatalf("Run = %+v, %v; want an interrupted run", res.Error, err)
+	}
+	res, err = it.Run(t.Context(), Program{Code: "print(x)"}, nil, time.Minute)
+	if err != nil || res.Stdout != "1\n" {
+		t.Errorf("next run = %+v, %v", res, err)
+	}
+}
+
+func TestStuckCodeEndsInterpreter(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{InterruptGrace: 200 * time.Millisecond})
+	code := "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass"
+	res, err := it.Run(t.Context(), Program{Code: code}, nil, 100*time.Millisecond)
+	if !errors.Is(err, ErrStuck) || res.Error == nil || res.Error.Kind != FailTimeout {
+		t.Fatalf("Run = %+v, %v; want ErrStuck", res.Error, err)
+	}
+	select {
+	case <-it.Done():
+	default:
+		t.Error("the interpreter is not done after ErrStuck")
+	}
+	if _, err := it.Run(t.Context(), Program{Code: "print(1)"}, nil, time.Minute); !errors.Is(err, ErrStuck) {
+		t.Errorf("run after ErrStuck: %v, want ErrStuck", err)
+	}
+}
+
+func TestLiveServers(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{})
+	res, _ := it.Run(t.Context(), Program{Code: "print(discovered_servers(), 'mcp_a' in globals())", Servers: []ServerInfo{{Name: "a", Alias: "a"}}}, nil, time.Minute)
+	if res.Stdout != "('a',) True\n" {
+		t.Errorf("run 1 = %q", res.Stdout)
+	}
+	res, _ = it.Run(t.Context(), Program{Code: "print(discovered_servers(), 'mcp_a' in globals(), mcp_b.name, sorted(mcp_servers))", Servers: []ServerInfo{{Name: "b", Alias: "b"}}}, nil, time.Minute)
+	if res.Stdout != "('b',) False b ['b']\n" {
+		t.Errorf("run 2 = %q (%+v)", res.Stdout, res.Error)
+	}
+}
+
+func TestPrelude(t *testing.T) {
+	it := startInterp(t, Init{Prelude: []Source{
+		{Name: "double", Source: "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"},
+		{Name: "broken", Source: "def broken(:\n"},
+	}}, Limits{})
+	res, err := it.Run(t.Context(), Program{Code: "import inspect\nprint(double(21), inspect.getdoc(double))"}, nil, time.Minute)
+	if err != nil || res.Stdout != "42 Twice x.\n" {
+		t.Errorf("Run = %+v, %v", res, err)
+	}
+	if !strings.Contains(res.Stderr, "saved helper 'broken' could not be defined") {
+		t.Errorf("stderr = %q, want the broken helper named", res.Stderr)
 	}
 }
 
@@ -362,37 +498,19 @@ func (e rpcErr) RPCData() any    { return e.data }
 
 // TestWarmRunLatency measures a run in a process started ahead of time, as the
 // pool of pre-started containers does: from the start frame to the exit frame.
-func TestWarmRunLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
+// BenchmarkSessionRun measures a run of print('ok') in a live interpreter:
+// the run frame out, the output and exit frames back.
+func BenchmarkSessionRun(b *testing.B) {
+	it := startInterp(b, Init{}, Limits{})
+	if _, err := it.Run(b.Context(), Program{Code: "pass"}, nil, time.Minute); err != nil {
+		b.Fatal(err) // the interpreter's start is not part of a run in a live session
 	}
-	py := python3(t)
-	var times []time.Duration
-	for range 5 {
-		cmd := exec.Command(py, Command()[1:]...)
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(300 * time.Millisecond) // the bootstrap imports what the runner needs meanwhile
-		start := time.Now()
-		res, err := Exec(t.Context(), stdin, stdout, Program{Code: "print('ok')", Servers: testServers}, nil)
-		times = append(times, time.Since(start))
+	for b.Loop() {
+		res, err := it.Run(b.Context(), Program{Code: "print('ok')", Servers: testServers}, nil, time.Minute)
 		if err != nil || res.Stdout != "ok\n" {
-			t.Fatalf("Exec = %+v, %v", res, err)
+			b.Fatalf("Run = %+v, %v", res, err)
 		}
-		stdin.Close()
-		cmd.Wait()
 	}
-	slices.Sort(times)
-	t.Logf("warm run of print('ok'), start frame to exit frame: median %v (min %v, max %v)", times[2], times[0], times[4])
 }
 
 // countingHost answers every request after a short pause, recording the most
@@ -436,4 +554,16 @@ print(len(r), set(r))
 		t.Errorf("served %d requests, at most %d at once; want 200, concurrent but at most %d", h.total, h.peak, MaxRequests)
 	}
 	t.Logf("peak concurrency %d of %d allowed", h.peak, MaxRequests)
+}
+
+func TestSeconds(t *testing.T) {
+	for _, tt := range []struct{ got, want string }{
+		{seconds(2 * time.Second), "2 seconds"},
+		{seconds(time.Second), "1 second"},
+		{seconds(1500 * time.Millisecond), "1.5 seconds"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
 }

@@ -7,29 +7,64 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 )
 
 // Frame kinds; see the package documentation.
 const (
-	KindStart   byte = 'S'
-	KindReply   byte = 'R'
-	KindStdout  byte = 'O'
-	KindStderr  byte = 'E'
-	KindRequest byte = 'Q'
-	KindExit    byte = 'X'
+	KindStart     byte = 'S' // host → sandbox, once: [Start]
+	KindRun       byte = 'C' // host → sandbox: [RunFrame]
+	KindReply     byte = 'R' // host → sandbox: [Reply]
+	KindInterrupt byte = 'I' // host → sandbox: [Interrupt]
+	KindStdout    byte = 'O' // sandbox → host: raw bytes
+	KindStderr    byte = 'E' // sandbox → host: raw bytes
+	KindRequest   byte = 'Q' // sandbox → host: [Request]
+	KindExit      byte = 'X' // sandbox → host: [Exit]
 )
 
 const headerLen = 5
 
-// Start is the payload of the 'S' frame.
-type Start struct {
+// Limits on what the sandbox may send in one frame, by kind. The reader checks
+// a frame's length against its kind's limit before allocating anything, so a
+// forged header costs the host nothing. The sandbox's output pumps send at
+// most 64 KiB per frame; an exit frame carries a clipped message and
+// traceback.
+const (
+	MaxOutputFrame = 64 << 10
+	MaxExitFrame   = 1 << 20
+	// DefaultMaxRequestFrame bounds a request when [Limits.MaxRequest] is 0.
+	DefaultMaxRequestFrame = 4<<20 + 64<<10
+	// MaxFrame bounds a frame the host sends (a reply or a start frame).
+	MaxFrame = 64 << 20
+)
+
+// Init is the payload of the 'S' frame, sent once when an interpreter starts.
+type Init struct {
 	// Files holds the embedded Python sources by slash-separated path relative
 	// to the sandbox directory ("codebridge_runner.py", "mcp/__init__.py"); the
 	// bootstrap imports them from memory.
-	Files   map[string]string `json:"files"`
-	Code    string            `json:"code"`
-	Servers []ServerInfo      `json:"servers"`
+	Files map[string]string `json:"files"`
+	// Prelude is code run once, before the first run, in the session's
+	// namespace: saved helpers, each under its own file name.
+	Prelude []Source `json:"prelude,omitempty"`
+}
+
+// Source is a named piece of Python source.
+type Source struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+// RunFrame is the payload of a 'C' frame: one run_python call.
+type RunFrame struct {
+	Run     int          `json:"run"` // 1, 2, ... within the interpreter
+	Code    string       `json:"code"`
+	Servers []ServerInfo `json:"servers"`
+}
+
+// Interrupt is the payload of an 'I' frame: raise KeyboardInterrupt in the
+// code of the given run if it is still running.
+type Interrupt struct {
+	Run int `json:"run"`
 }
 
 // Request is the payload of a 'Q' frame: a call the sandbox makes to the [Host].
@@ -50,28 +85,31 @@ type Reply struct {
 // ReplyError is a failed [Request]. The sandbox raises it as MCPError with the
 // same code, message and data.
 type ReplyError struct {
-	Code    string `json:"code"` // unknown_server, unknown_tool, bad_arguments, server_failed, timeout, internal
+	Code    string `json:"code"` // unknown_server, unknown_tool, bad_arguments, server_failed, timeout, too_many_requests, internal, ...
 	Message string `json:"message"`
 	Data    any    `json:"data,omitempty"`
 }
 
-// Exit is the payload of the 'X' frame, the last one the sandbox sends.
+// Exit is the payload of the 'X' frame: how one run's code ended. The
+// interpreter then waits for the next run.
 type Exit struct {
+	Run      int      `json:"run"`
 	ExitCode int      `json:"exit_code"`
 	Error    *Failure `json:"error"` // nil when the code ran to the end or exited with status 0
 }
 
-// ErrFrameTooLarge is returned by the frame reader for a frame longer than [MaxFrame].
-var ErrFrameTooLarge = errors.New("frame longer than MaxFrame")
+// ErrFrameTooLarge is returned by the frame reader for a frame longer than its
+// kind allows.
+var ErrFrameTooLarge = errors.New("frame too large")
 
 // frameReader reads frames from the sandbox's stdout.
 type frameReader struct {
-	r   *bufio.Reader
-	max int
+	r     *bufio.Reader
+	limit func(kind byte) int // largest payload of a kind; 0 means the kind is not allowed
 }
 
-func newFrameReader(r io.Reader, max int) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+func newFrameReader(r io.Reader, limit func(kind byte) int) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
 }
 
 // next returns the next frame. It returns io.EOF only at a frame boundary;
@@ -81,36 +119,32 @@ func (fr *frameReader) next() (kind byte, payload []byte, err error) {
 	if _, err := io.ReadFull(fr.r, head[:]); err != nil {
 		return 0, nil, err
 	}
+	kind = head[0]
 	n := binary.BigEndian.Uint32(head[1:])
-	if uint64(n) > uint64(fr.max) {
-		return head[0], nil, fmt.Errorf("%w: kind %q, %d bytes (limit %d)", ErrFrameTooLarge, head[0], n, fr.max)
+	max := fr.limit(kind)
+	if max <= 0 {
+		return kind, nil, fmt.Errorf("%w: unexpected frame kind %q", ErrProtocol, kind)
+	}
+	if uint64(n) > uint64(max) {
+		return kind, nil, fmt.Errorf("%w: %w: kind %q, %d bytes (limit %d)", ErrProtocol, ErrFrameTooLarge, kind, n, max)
 	}
 	payload = make([]byte, n)
 	if _, err := io.ReadFull(fr.r, payload); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return head[0], nil, err
+		return kind, nil, err
 	}
-	return head[0], payload, nil
+	return kind, payload, nil
 }
 
-// frameWriter serializes frames onto the sandbox's stdin.
-type frameWriter struct {
-	mu sync.Mutex // protects w
-	w  io.Writer
-}
-
-func (fw *frameWriter) write(kind byte, payload []byte) error {
+// encodeFrame returns the bytes of one frame.
+func encodeFrame(kind byte, payload []byte) ([]byte, error) {
 	if len(payload) > MaxFrame {
-		return fmt.Errorf("%w: kind %q, %d bytes", ErrFrameTooLarge, kind, len(payload))
+		return nil, fmt.Errorf("%w: kind %q, %d bytes (limit %d)", ErrFrameTooLarge, kind, len(payload), MaxFrame)
 	}
 	buf := make([]byte, headerLen, headerLen+len(payload))
 	buf[0] = kind
 	binary.BigEndian.PutUint32(buf[1:], uint32(len(payload)))
-	buf = append(buf, payload...)
-	fw.mu.Lock()
-	defer fw.mu.Unlock()
-	_, err := fw.w.Write(buf)
-	return err
+	return append(buf, payload...), nil
 }

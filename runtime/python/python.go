@@ -4,7 +4,16 @@
 // The Python files in this directory are embedded into the binary and sent to the
 // container over its standard input after it has started, so no file of the host is
 // ever mounted into a container. [Command] is the argv a container runs: a small
-// bootstrap that reads the helper module and the user's code from stdin.
+// bootstrap that reads the helper module from stdin and then serves runs.
+//
+// # Interpreters and runs
+//
+// A container runs one long-lived interpreter ([Interpreter]); each run_python
+// call is a run in it, and runs share the interpreter's global namespace, so
+// variables, imports and files persist between them (a session). Runs of one
+// interpreter happen one at a time. At a run's time limit the host sends an
+// interrupt (KeyboardInterrupt in the code); code that does not stop within a
+// grace period has its container killed.
 //
 // # Wire protocol
 //
@@ -15,22 +24,37 @@
 //
 // Kinds from the host:
 //
-//	'S' start   JSON [Start]: the helper module sources, the user's code, and the
-//	            servers visible to this run. Sent once, first.
-//	'R' reply   JSON [Reply] to an 'Q' request, matched by id.
+//	'S' start      JSON [Init]: the helper module sources and saved helpers. Sent once, first.
+//	'C' run        JSON [RunFrame]: one run's code and the servers it can see.
+//	'R' reply      JSON [Reply] to a 'Q' request, matched by id.
+//	'I' interrupt  JSON [Interrupt]: stop the given run's code.
 //
-// Kinds from the sandbox:
+// Kinds from the sandbox, each with a size limit the host checks before
+// reading the payload:
 //
-//	'O' stdout  raw bytes written to fd 1 by the code or any child process
-//	'E' stderr  raw bytes written to fd 2
-//	'Q' request JSON [Request] for the host (list servers, call a tool, ...)
-//	'X' exit    JSON [Exit]: how the code ended. Last frame.
+//	'O' stdout   raw bytes written to fd 1 by the code or any child process (64 KiB)
+//	'E' stderr   raw bytes written to fd 2 (64 KiB)
+//	'Q' request  JSON [Request] for the host (4 MiB + 64 KiB by default; [Limits])
+//	'X' exit     JSON [Exit]: how one run ended (1 MiB)
 //
-// Before running user code the bootstrap moves the protocol onto private file
+// Before running user code the runner moves the protocol onto private file
 // descriptors and points fds 0, 1 and 2 at /dev/null and pipes, so nothing the
 // code, a subprocess or a C extension writes can corrupt the framing. Output is
-// chunked, so no line length limit exists anywhere. A frame longer than
-// [MaxFrame] is a protocol error.
+// chunked, so no line length limit exists anywhere. Output that arrives between
+// runs (from threads the code left running) is kept, up to 16 KiB, and
+// returned with the next run as [Result.Background].
+//
+// # What a run can make the host hold
+//
+// The host always reads the sandbox's output, whatever the code does, so
+// back-pressure never forms a cycle through conmon. A run's requests are
+// served at most [MaxRequests] at a time; up to [MaxQueuedRequests] more (and
+// [MaxQueuedRequestBytes] of parameters) wait, and past that a request is
+// refused at once with too_many_requests. Frames waiting for the sandbox to
+// read them may take [MaxBacklog] bytes; a sandbox that stops reading past
+// that is killed. So a hostile run costs the host at most about
+// 64 × 4 MiB of requests being served, 32 MiB queued, 64 MiB of replies and
+// twice the output limit.
 //
 // # Requests
 //
@@ -55,14 +79,6 @@ import (
 	"encoding/json"
 	"time"
 )
-
-// MaxFrame bounds one frame's payload. Output is sent in small chunks, so only
-// requests and replies carrying large tool arguments or results come near it.
-const MaxFrame = 256 << 20
-
-// MaxRequests bounds the requests of one run that the host serves at once;
-// further requests wait for one of them to finish.
-const MaxRequests = 64
 
 // Program is one run_python invocation as the sandbox sees it.
 type Program struct {
@@ -104,7 +120,10 @@ type Result struct {
 	StderrTruncated bool          `json:"stderr_truncated,omitempty"`
 	ExitCode        int           `json:"exit_code"`
 	Duration        time.Duration `json:"-"`
-	Error           *Failure      `json:"error,omitempty"` // nil when the code ran to the end
+	// Background is output written between the previous run and this one
+	// by threads or processes that code left running.
+	Background string   `json:"background,omitempty"`
+	Error      *Failure `json:"error,omitempty"` // nil when the code ran to the end
 }
 
 // Failure says what went wrong in a run, in fields a program can branch on.

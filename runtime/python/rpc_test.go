@@ -266,7 +266,7 @@ func TestHostErrors(t *testing.T) {
 		{"coded error without data", "call_tool_sync('mem', 'fail-timeout')", `timeout|calling: tool timed out after 30s|None`}, // the Go error's text, verbatim,
 		{"server failed", "call_tool_sync('mem', 'fail-server')", `server_failed|server "mem" exited|{'stderr': 'boom'}`},
 		{"tool error", "call_tool_sync('mem', 'tool-error')", `tool_error|bad input: x|{'content': [{'type': 'text', 'text': 'bad input: x'}], 'isError': True}`},
-		{"unserializable result", "call_tool_sync('mem', 'unmarshalable')", `internal|encoding result of call_tool: json: unsupported type: chan int|None`},
+		{"unserializable result", "call_tool_sync('mem', 'unmarshalable')", `internal|encoding the result: json: unsupported type: chan int|None`},
 		{"unserializable arguments", "call_tool_sync('mem', 'echo', {'x': object()})", `bad_arguments|arguments are not JSON-serializable: Object of type object is not JSON serializable|None`},
 		{"arguments not a dict", "call_tool_sync('mem', 'echo', [1])", `bad_arguments|arguments must be a dict, not list|None`},
 	}
@@ -310,7 +310,7 @@ func TestHostErrors(t *testing.T) {
 		}
 		f := res.Error
 		if f == nil || f.Kind != FailException || f.Type != "MCPError" || f.Message != `no server "nope"` ||
-			!strings.Contains(f.Traceback, `File "<run_python>", line 2`) || strings.Contains(f.Traceback, "codebridge") {
+			!strings.Contains(f.Traceback, `File "<run_python #1>", line 2`) || strings.Contains(f.Traceback, "codebridge") {
 			t.Errorf("failure = %+v", f)
 		}
 	})

@@ -1,10 +1,11 @@
 # codebridge bootstrap: run by `python3 -I -u -c` in the sandbox. Waits for the
-# 'S' frame on fd 0 and runs the embedded runner from memory. Exits quietly when
+# 'S' frame on fd 0 and runs the embedded runner from memory, which then serves
+# runs until stdin ends. Exits quietly when
 # stdin ends first (a pre-started container may be discarded unused) or, if
 # CODEBRIDGE_WAIT_LIMIT is set, when no frame arrives within that many seconds.
 import os, sys
 # What the runner needs, imported while the container waits for work.
-import ast, asyncio, concurrent.futures, importlib.util, inspect, json, linecache, select, threading, traceback, types
+import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
 def _read(n):
     chunks = []
     while n:

@@ -1,34 +1,51 @@
-"""codebridge sandbox runner: runs one program and speaks the frame protocol.
+"""codebridge sandbox runner: a session's interpreter, speaking the frame protocol.
 
 Frames are `kind (1 byte) | length (4 bytes, big-endian) | payload`. The runner
 moves the protocol onto private file descriptors before any user code runs, so
 fd 0 is /dev/null and fds 1 and 2 are pipes whose contents are forwarded as 'O'
 and 'E' frames: whatever the code, a subprocess or a C extension writes can never
-corrupt the framing. Requests to the host are 'Q' frames, answered by 'R'
-frames; the last frame is 'X'.
+corrupt the framing. Each 'C' frame is one run in the session's namespace; it
+ends with an 'X' frame. Requests to the host are 'Q' frames, answered by 'R'
+frames. An 'I' frame interrupts the run in progress (KeyboardInterrupt).
 
 Runs on Python 3.9+.
 """
 
+import array
 import ast
 import asyncio
 import builtins
 import concurrent.futures
+import fcntl
 import inspect
 import json
 import linecache
 import os
+import queue
 import select
+import signal
 import sys
 import threading
 import time
 import traceback
 import types
 
-FILENAME = "<run_python>"
+try:
+    from termios import FIONREAD
+except ImportError:  # pragma: no cover - Linux's value
+    FIONREAD = 0x541B
+
+FILE_PREFIX = "<run_python"  # each run's code is compiled as "<run_python #N>"
 CHUNK = 64 << 10  # largest 'O'/'E' payload
 TEXT_LIMIT = 64 << 10  # characters kept of a failure's message and traceback
-DRAIN_LIMIT = 1.0  # seconds to wait for output still in the pipes after the code ends
+DRAIN_LIMIT = 0.5  # seconds to wait for output still in the pipes after the code ends
+
+# The run in progress: its number while user code runs, else 0. SIGINT raises
+# KeyboardInterrupt only while it is set. _interrupted is the latest run the
+# host asked to interrupt, so an interrupt that arrives before its run's code
+# has started is not lost.
+_running = 0
+_interrupted = 0
 
 
 class Channel:
@@ -38,30 +55,25 @@ class Channel:
         self._in = fd_in
         self._out = fd_out
         self._wlock = threading.Lock()
-        self._closed = False  # set under _wlock once 'X' is written
         self._plock = threading.Lock()
         self._pending = {}  # request id -> Future; guarded by _plock
         self._next_id = 0
         self._eof = None  # reason the reader stopped, once it has
+        self.runs = queue.Queue()  # 'C' payloads, then None when the host is gone
         self._reader = threading.Thread(target=self._read_loop, name="codebridge-reader", daemon=True)
 
     def start(self):
         self._reader.start()
 
     def send(self, kind, payload):
-        """Writes one frame. Returns False once the exit frame has been written."""
+        """Writes one frame; raises OSError when the host is gone."""
         head = kind + len(payload).to_bytes(4, "big")
         with self._wlock:
-            if self._closed:
-                return False
             if len(payload) <= CHUNK:
                 self._write_all(head + payload)  # one write: fewer syscalls for output
             else:
                 self._write_all(head)
                 self._write_all(payload)
-            if kind == b"X":
-                self._closed = True
-        return True
 
     def _write_all(self, data):
         view = memoryview(data)
@@ -93,10 +105,13 @@ class Channel:
             return fut
         try:
             self.send(b"Q", payload)
-        except OSError as e:
+        except BaseException as e:  # never leave a future unresolved
             with self._plock:
                 self._pending.pop(rid, None)
-            fut.set_exception(_make_error("internal", "sending request: %s" % e, None))
+            if not fut.done():
+                fut.set_exception(_make_error("internal", "sending request: %s" % _str(e), None))
+            if not isinstance(e, Exception):
+                raise
         return fut
 
     def _read_exact(self, n):
@@ -119,9 +134,13 @@ class Channel:
                 body = self._read_exact(int.from_bytes(head[1:], "big"))
                 if body is None:
                     break
-                if head[:1] != b"R":
-                    continue
-                self._dispatch(json.loads(body))
+                kind = head[:1]
+                if kind == b"R":
+                    self._dispatch(json.loads(body))
+                elif kind == b"C":
+                    self.runs.put(json.loads(body))
+                elif kind == b"I":
+                    _interrupt(json.loads(body).get("run"))
         except Exception as e:  # a broken reply stream fails every pending request
             reason = "reading replies: %s" % e
         with self._plock:
@@ -130,6 +149,7 @@ class Channel:
         for fut in pending.values():
             if not fut.done():
                 fut.set_exception(_make_error("internal", reason, None))
+        self.runs.put(None)
 
     def _dispatch(self, reply):
         with self._plock:
@@ -151,6 +171,23 @@ def _make_error(code, message, data):
     return cls(message, code=code, data=data)
 
 
+def _interrupt(run):
+    """Raises KeyboardInterrupt in the main thread if run is still running,
+    or makes it raise as it starts."""
+    global _interrupted
+    _interrupted = max(_interrupted, run or 0)
+    if run and run == _running:
+        try:
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        except Exception:
+            pass
+
+
+def _on_sigint(signum, frame):
+    if _running:
+        raise KeyboardInterrupt
+
+
 class Pump:
     """Forwards one pipe to frames of one kind, in chunks of at most CHUNK bytes."""
 
@@ -158,8 +195,7 @@ class Pump:
         self._ch = channel
         self._kind = kind
         self._fd = fd
-        self._wake_r, self._wake_w = os.pipe()
-        self._deadline = None
+        self._busy = False  # a chunk has been taken from the pipe and not yet sent
         self._thread = threading.Thread(target=self._loop, name="codebridge-pump", daemon=True)
 
     def start(self):
@@ -168,26 +204,28 @@ class Pump:
     def _loop(self):
         try:
             while True:
-                if self._deadline is None:
-                    ready = select.select([self._fd, self._wake_r], [], [])[0]
-                    if self._fd not in ready:
-                        continue  # woken: loop again with a deadline
-                else:
-                    # Finishing: take what is there, but do not wait on a
-                    # background process that still holds the pipe open.
-                    left = self._deadline - time.monotonic()
-                    if left <= 0 or not select.select([self._fd], [], [], min(left, 0.05))[0]:
-                        return
+                select.select([self._fd], [], [])
+                self._busy = True
                 data = os.read(self._fd, CHUNK)
-                if not data or not self._ch.send(self._kind, data):
+                if not data:
                     return
+                self._ch.send(self._kind, data)
+                self._busy = False
         except OSError:
             return
 
-    def finish(self, deadline):
-        self._deadline = deadline
-        os.write(self._wake_w, b"x")
-        self._thread.join(max(0.0, deadline - time.monotonic()) + 0.1)
+    def drain(self, deadline):
+        """Waits until what was written to the pipe so far has been sent, or
+        the deadline passes (a background writer may keep it busy)."""
+        n = array.array("i", [0])
+        while time.monotonic() < deadline:
+            try:
+                fcntl.ioctl(self._fd, FIONREAD, n)
+            except OSError:
+                return
+            if n[0] == 0 and not self._busy:
+                return
+            time.sleep(0.0002)
 
 
 def _redirect_stdio(channel):
@@ -230,7 +268,7 @@ def _user_stack(stack):
     """Frames from the first frame of the user's code on, without our own."""
     frames = list(stack)
     for i, f in enumerate(frames):
-        if f.filename == FILENAME:
+        if f.filename.startswith(FILE_PREFIX):
             frames = frames[i:]
             break
     else:
@@ -281,9 +319,14 @@ def _failure(kind, exc):
     return {"kind": kind, "type": type(exc).__name__, "message": _clip(_str(exc)), "traceback": tb}
 
 
-def _run_code(code_src, namespace):
-    linecache.cache[FILENAME] = (len(code_src), None, code_src.splitlines(True), FILENAME)
-    code = compile(code_src, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+def _compile(src, filename, mode="exec"):
+    """Compiles src under filename and keeps its lines, so tracebacks and
+    inspect.getsource work on what it defines for the session's lifetime."""
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    return compile(src, filename, mode, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+
+
+def _run_code(code, namespace):
     if code.co_flags & inspect.CO_COROUTINE:
         loop = asyncio.new_event_loop()
         try:
@@ -292,7 +335,7 @@ def _run_code(code_src, namespace):
         finally:
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
-            except Exception:
+            except BaseException:
                 pass
             asyncio.set_event_loop(None)
             loop.close()
@@ -323,17 +366,61 @@ def _exit_status(exc):
     return code, {"kind": "exit", "type": "SystemExit", "message": text}
 
 
-def _namespace(start, channel):
+def _namespace(channel):
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main
     try:
         import mcp
     except ImportError:
-        return main.__dict__
-    mcp._install(channel, start.get("servers") or [])
+        return main.__dict__, None
+    mcp._install(channel, [])
     main.__dict__.update(mcp._globals())
-    return main.__dict__
+    return main.__dict__, mcp
+
+
+def _prelude(sources, namespace):
+    """Defines the saved helpers in the session's namespace; a broken one is
+    reported on stderr of the first run and skipped."""
+    for s in sources or ():
+        name = s.get("name") or "?"
+        try:
+            exec(_compile(s.get("source") or "", "<saved tool %s>" % name), namespace)
+        except BaseException as e:
+            sys.stderr.write("codebridge: saved helper %r could not be defined: %s: %s\n" % (name, type(e).__name__, _str(e)))
+
+
+def _run(msg, namespace, mcp, pumps, channel):
+    """One run: its code in the session's namespace, then its exit frame."""
+    global _running
+    n = msg.get("run") or 0
+    if mcp is not None:
+        mcp._refresh(msg.get("servers") or [], namespace)
+    exit_code, failure = 0, None
+    try:
+        try:
+            code = _compile(msg.get("code") or "", "%s #%d>" % (FILE_PREFIX, n))
+            _running = n  # set before checking _interrupted: see _interrupt
+            try:
+                if _interrupted >= n:
+                    raise KeyboardInterrupt
+                _run_code(code, namespace)
+            finally:
+                _running = 0
+        except SystemExit as e:
+            exit_code, failure = _exit_status(e)
+        except MemoryError as e:
+            exit_code, failure = 1, _failure("out_of_memory", e)
+        except BaseException as e:
+            exit_code, failure = 1, _failure("exception", e)
+    except KeyboardInterrupt as e:  # an interrupt that landed in our own lines
+        exit_code, failure = 1, _failure("exception", e)
+    _flush_all()
+    deadline = time.monotonic() + DRAIN_LIMIT
+    for p in pumps:
+        p.drain(deadline)
+    exit_frame = {"run": n, "exit_code": exit_code, "error": failure}
+    channel.send(b"X", json.dumps(exit_frame, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 
 def main(start, fd_in=0, fd_out=1):
@@ -341,33 +428,23 @@ def main(start, fd_in=0, fd_out=1):
     proto_out = os.dup(fd_out)
     channel = Channel(proto_in, proto_out)
     pumps = _redirect_stdio(channel)
+    signal.signal(signal.SIGINT, _on_sigint)
     channel.start()
     sys.argv = [""]
-
-    exit_code, failure = 0, None
-    try:
-        namespace = _namespace(start, channel)
-        _run_code(start.get("code") or "", namespace)
-    except SystemExit as e:
-        exit_code, failure = _exit_status(e)
-    except MemoryError as e:
-        exit_code, failure = 1, _failure("out_of_memory", e)
-    except BaseException as e:
-        exit_code, failure = 1, _failure("exception", e)
-
+    namespace, mcp = _namespace(channel)
+    _prelude(start.get("prelude"), namespace)
+    while True:
+        try:
+            msg = channel.runs.get()
+        except KeyboardInterrupt:  # a late interrupt between runs
+            continue
+        if msg is None:
+            break
+        try:
+            _run(msg, namespace, mcp, pumps, channel)
+        except KeyboardInterrupt:
+            continue
+        except OSError:
+            break  # the host is gone
     _flush_all()
-    # Close our ends of the output pipes so the pumps see EOF unless a
-    # background process still holds them.
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    os.close(null)
-    deadline = time.monotonic() + DRAIN_LIMIT
-    for p in pumps:
-        p.finish(deadline)
-    exit_frame = {"exit_code": exit_code, "error": failure}
-    try:
-        channel.send(b"X", json.dumps(exit_frame, ensure_ascii=False).encode("utf-8", "backslashreplace"))
-    except OSError:
-        pass
-    os._exit(exit_code & 0xFF if isinstance(exit_code, int) else 1)
+    os._exit(0)

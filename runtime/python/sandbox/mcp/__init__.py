@@ -32,6 +32,28 @@ def _install(channel, servers):
         mcp_servers[s["name"]] = ServerProxy(s["name"], s["alias"], s["description"])
 
 
+_installed = None  # the server list last installed, to see changes
+
+
+def _refresh(servers, namespace):
+    """Brings a session's proxies up to date with the servers of this run:
+    servers added or removed in the config folder appear or go, as do their
+    mcp_<alias> globals (unless the code rebound those names)."""
+    global _installed
+    if servers == _installed:
+        return
+    old = {"mcp_" + p.alias: p for p in mcp_servers.values()}
+    _install(runtime._channel, servers)
+    _installed = servers
+    for name, proxy in old.items():
+        if namespace.get(name) is proxy:
+            del namespace[name]
+    for proxy in mcp_servers.values():
+        name = "mcp_" + proxy.alias
+        if name not in namespace or isinstance(namespace[name], ServerProxy):
+            namespace[name] = proxy
+
+
 def _globals():
     """The names injected into the code's namespace."""
     g = {name: getattr(runtime, name) for name in runtime.__all__}

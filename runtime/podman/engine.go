@@ -1,0 +1,324 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// EngineOptions configure an [Engine]. Zero values mean the defaults.
+type EngineOptions struct {
+	URI      string // Podman API; see [Options.URI]
+	StateDir string // see [Options.StateDir]
+	Image    string // MCP_BRIDGE_IMAGE; "" lets [Client.EnsureImage] choose
+	// Spec is the template of every container: its Image is filled in from
+	// the resolved image; Command is required.
+	Spec   Spec
+	Logger *slog.Logger // nil discards
+}
+
+// Engine starts containers from one spec on a Podman it connects to on first
+// use. While Podman is unavailable every Start tries again, so Podman may be
+// installed or started after codebridge; when Podman stops answering, the
+// engine drops the connection, connects again on the next Start, and removes
+// the containers the old connection left. It knows nothing of what runs in
+// the containers.
+type Engine struct {
+	opts EngineOptions
+	log  *slog.Logger
+
+	connectMu sync.Mutex // serializes connecting; held while connecting
+
+	mu      sync.Mutex // protects following
+	client  *Client
+	image   string            // resolved image, "" until resolved
+	live    map[*Box]struct{} // every container not yet removed
+	orphans []string          // client labels of dropped connections whose containers may remain
+	closed  bool
+}
+
+// NewEngine returns an engine; it does not touch Podman until used.
+func NewEngine(opts EngineOptions) *Engine {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{opts: opts, log: log, live: map[*Box]struct{}{}}
+}
+
+// Box is a started container of an [Engine].
+type Box struct {
+	ct *Container
+	e  *Engine
+}
+
+// ID is the container's ID.
+func (b *Box) ID() string { return b.ct.ID }
+
+// Started is when the container started.
+func (b *Box) Started() time.Time { return b.ct.started }
+
+// Stream is the container's stdin and stdout. Closing it closes the attach
+// connection, which unblocks every read and write on it (and conmon, if it was
+// stuck writing to a reader that stopped).
+func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
+
+// Done is closed when the container's output has ended.
+func (b *Box) Done() <-chan struct{} { return b.ct.Done() }
+
+// Stderr is what the container wrote to its stderr outside any protocol
+// (at most 64 KiB), for diagnostics.
+func (b *Box) Stderr() string { return b.ct.Stderr() }
+
+// Exit waits for the container to stop and reports its exit code and whether
+// it was killed for exceeding its memory limit. It has no deadline of its own.
+// An error that matches [ErrUnavailable] means Podman stopped answering.
+func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+	code, err = b.ct.Wait(ctx)
+	if err != nil {
+		if !b.e.checkAlive(ctx, b.ct.c) {
+			return -1, false, unavailable(err, "lost the connection to Podman during the run (the next run connects again): %v", err)
+		}
+		return -1, false, err
+	}
+	oom, err = b.ct.OOMKilled(ctx)
+	return code, oom, err
+}
+
+// Remove kills and removes the container and closes its streams. Removing
+// twice is not an error.
+func (b *Box) Remove(ctx context.Context) error {
+	err := b.ct.Remove(ctx)
+	b.e.mu.Lock()
+	delete(b.e.live, b)
+	b.e.mu.Unlock()
+	if err != nil {
+		b.e.log.Warn("removing sandbox container", "container", shortID(b.ct.ID), "err", err)
+	}
+	return err
+}
+
+// boxStream is a container's attach connection as one stream.
+type boxStream struct{ ct *Container }
+
+func (s boxStream) Read(p []byte) (int, error)  { return s.ct.stdout.Read(p) }
+func (s boxStream) Write(p []byte) (int, error) { return s.ct.stdin.Write(p) }
+func (s boxStream) Close() error {
+	s.ct.stdout.Close()
+	return s.ct.conn.Close()
+}
+
+// Ready connects to Podman, removes what dead codebridge processes left
+// behind and resolves the image. Start calls it; servers call it at start-up
+// to fail early, and only log its error.
+func (e *Engine) Ready(ctx context.Context) error {
+	_, _, err := e.ready(ctx)
+	return err
+}
+
+// Start starts a container from the engine's spec with its streams attached.
+func (e *Engine) Start(ctx context.Context) (*Box, error) {
+	c, img, err := e.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spec := e.opts.Spec
+	spec.Image = img
+	ct, err := c.Start(ctx, spec)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.checkAlive(ctx, c)
+		}
+		return nil, err
+	}
+	b := &Box{ct: ct, e: e}
+	e.mu.Lock()
+	closed := e.closed
+	if !closed {
+		e.live[b] = struct{}{}
+	}
+	e.mu.Unlock()
+	if closed {
+		rctx, cancel := deadlineCtx(ctx, requestTimeout)
+		defer cancel()
+		ct.Remove(rctx)
+		return nil, errors.New("the sandbox is shut down")
+	}
+	return b, nil
+}
+
+// Close removes every container of this engine and stops a Podman service it
+// started. Closing again does nothing.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	c := e.client
+	orphans := e.orphans
+	boxes := make([]*Box, 0, len(e.live))
+	for b := range e.live {
+		boxes = append(boxes, b)
+	}
+	e.mu.Unlock()
+
+	var errs []error
+	for _, b := range boxes {
+		rctx, cancel := deadlineCtx(ctx, requestTimeout)
+		if err := b.Remove(rctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	if c != nil {
+		// Anything of ours that escaped the bookkeeping.
+		rctx, cancel := deadlineCtx(ctx, requestTimeout)
+		if _, err := removeByClient(rctx, c, append(orphans, c.owner[labelClient])...); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+		c.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// ready returns a connected client and the image, connecting first if needed.
+func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
+	e.mu.Lock()
+	c, img, closed := e.client, e.image, e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, "", errors.New("the sandbox is shut down")
+	}
+	if c != nil && img != "" && !c.serviceExited() {
+		return c, img, nil
+	}
+
+	e.connectMu.Lock()
+	defer e.connectMu.Unlock()
+	e.mu.Lock()
+	c, img = e.client, e.image
+	e.mu.Unlock()
+	if c != nil && c.serviceExited() {
+		e.log.Warn("the podman service codebridge started has exited; starting another")
+		e.dropClient(c)
+		c = nil
+	}
+	if c == nil {
+		var err error
+		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log})
+		if err != nil {
+			return nil, "", err
+		}
+		if n, err := c.RemoveStale(ctx); err != nil {
+			e.log.Warn("removing containers of dead codebridge processes", "err", err)
+		} else if n > 0 {
+			e.log.Info("removed containers of dead codebridge processes", "count", n)
+		}
+		e.mu.Lock()
+		orphans := e.orphans
+		e.mu.Unlock()
+		if len(orphans) > 0 {
+			// Containers started through a connection that died keep running
+			// under conmon; no one else would remove them.
+			if n, err := removeByClient(ctx, c, orphans...); err != nil {
+				e.log.Warn("removing containers of the previous podman connection", "err", err)
+			} else {
+				e.log.Info("removed containers of the previous podman connection", "count", n)
+				e.mu.Lock()
+				e.orphans = e.orphans[len(orphans):]
+				e.mu.Unlock()
+			}
+		}
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			c.Close()
+			return nil, "", errors.New("the sandbox is shut down")
+		}
+		e.client = c
+		e.mu.Unlock()
+	}
+	if img == "" {
+		var err error
+		img, err = c.EnsureImage(ctx, e.opts.Image)
+		if err != nil {
+			return nil, "", err
+		}
+		e.log.Info("sandbox ready", "podman", c.URI(), "image", img)
+		e.mu.Lock()
+		e.image = img
+		e.mu.Unlock()
+	}
+	return c, img, nil
+}
+
+// checkAlive reports whether Podman still answers c, and drops the client
+// when it does not, so the next run connects again.
+func (e *Engine) checkAlive(ctx context.Context, c *Client) bool {
+	pctx, cancel := deadlineCtx(ctx, pingTimeout)
+	defer cancel()
+	if err := c.do(pctx, pingTimeout, "GET", "/_ping", nil, nil, nil); err != nil {
+		e.log.Warn("podman stopped answering; will connect again", "uri", c.URI(), "err", err)
+		e.dropClient(c)
+		return false
+	}
+	return true
+}
+
+func (e *Engine) dropClient(c *Client) {
+	e.mu.Lock()
+	if e.client == c {
+		e.client = nil
+		e.image = ""
+		e.orphans = append(e.orphans, c.owner[labelClient])
+	}
+	e.mu.Unlock()
+	c.Close()
+}
+
+// removeOwned removes every container created through c.
+func removeOwned(ctx context.Context, c *Client) (int, error) {
+	return removeByClient(ctx, c, c.owner[labelClient])
+}
+
+// removeByClient removes, through c, every container created through a
+// client with one of these labels.
+func removeByClient(ctx context.Context, c *Client, clients ...string) (int, error) {
+	list, err := c.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, sm := range list {
+		if !slices.Contains(clients, sm.Labels[labelClient]) {
+			continue
+		}
+		if err := c.remove(ctx, sm.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// serviceExited reports whether c's private Podman service has died.
+func (c *Client) serviceExited() bool {
+	if c.svc == nil {
+		return false
+	}
+	select {
+	case <-c.svc.exited:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,559 @@
+// Package sandbox runs Python programs in containers, as sessions: each
+// session is one container with one long-lived interpreter whose global
+// namespace all of the session's runs share. It keeps containers started
+// ahead of time, serializes a session's runs in arrival order, ends idle
+// sessions, bounds how many live at once, and turns every way a run can end
+// (time limit, memory limit, crash, protocol abuse) into a [python.Result] and
+// a clean container state.
+//
+// It knows containers only through the small [Engine] interface, so its logic
+// is tested with a fake engine; runtime/podman provides the real one.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// Engine starts sandbox containers running [python.Command].
+type Engine interface {
+	Start(ctx context.Context) (Container, error)
+}
+
+// Container is one started sandbox container.
+type Container interface {
+	ID() string
+	Started() time.Time
+	// Stream is the container's stdin and stdout; closing it unblocks every
+	// read and write.
+	Stream() io.ReadWriteCloser
+	// Done is closed when the container's output has ended.
+	Done() <-chan struct{}
+	// Exit waits for the container to stop and reports how it ended.
+	Exit(ctx context.Context) (code int, oom bool, err error)
+	// Stderr is what the container wrote outside the protocol, for diagnostics.
+	Stderr() string
+	// Remove kills and removes the container; removing twice is not an error.
+	Remove(ctx context.Context) error
+}
+
+// Defaults for [Options].
+const (
+	DefaultMaxSessions = 16
+	DefaultIdleTimeout = 15 * time.Minute
+	// DefaultWarmLimit is how long a warm container waits for its first
+	// run; its bootstrap exits a little later ([python.WaitLimitEnv]).
+	DefaultWarmLimit = 29 * time.Minute
+	cleanupTimeout   = 30 * time.Second
+)
+
+// Options configure a [Manager].
+type Options struct {
+	// Warm is how many started containers wait for a new session, so its
+	// first run does not pay for a container start; 0 means none.
+	Warm int
+	// WarmLimit is how long a warm container may wait; 0 means DefaultWarmLimit.
+	WarmLimit time.Duration
+	// Sessions keeps a session's interpreter between runs. When false every
+	// run gets a fresh container, removed afterwards.
+	Sessions bool
+	// MaxSessions bounds live sessions; 0 means DefaultMaxSessions. At the
+	// bound the session idle longest is ended to make room.
+	MaxSessions int
+	// IdleTimeout ends a session unused this long; 0 means DefaultIdleTimeout,
+	// negative means never.
+	IdleTimeout time.Duration
+	// Memory is the containers' memory limit, for messages; 0 omits it.
+	Memory int64
+	Limits python.Limits
+	// Prelude returns the saved helpers a new session defines; nil means none.
+	Prelude func() []python.Source
+	Logger  *slog.Logger // nil discards
+}
+
+// Request is one run.
+type Request struct {
+	// Session names the caller's session (e.g. the MCP session); "" runs in a
+	// fresh container that is removed afterwards.
+	Session string
+	// Reset discards the session's state first.
+	Reset   bool
+	Program python.Program
+	Host    python.Host
+	Timeout time.Duration
+}
+
+// Result is a run's result with what happened to its session.
+type Result struct {
+	*python.Result
+	Session SessionInfo
+}
+
+// SessionInfo tells the caller which session a run used.
+type SessionInfo struct {
+	ID  string `json:"id"`
+	Run int    `json:"run"` // 1 for the first run of the session
+	// New is true when this run started the session; Reason then says why
+	// earlier state (if any) is gone.
+	New    bool   `json:"new"`
+	Reason string `json:"reason,omitempty"`
+	// Ended is set when this run ended the session (e.g. "timeout"); the next
+	// run starts a new one.
+	Ended string `json:"ended,omitempty"`
+}
+
+// Reasons a session starts or ends.
+const (
+	ReasonFirst    = "first_run"
+	ReasonReset    = "reset"
+	ReasonTimeout  = "timeout"
+	ReasonOOM      = "out_of_memory"
+	ReasonCrash    = "crashed"
+	ReasonProtocol = "protocol_error"
+	ReasonCancel   = "cancelled"
+	ReasonIdle     = "idle"
+	ReasonEvicted  = "evicted"
+	ReasonOneShot  = "sessions_off"
+)
+
+// Manager runs programs in sessions.
+type Manager struct {
+	eng  Engine
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex // protects following
+	sessions map[string]*session
+	warm     []Container
+	filling  int
+	closed   bool
+
+	bg sync.WaitGroup // warm-container starts and removals in the background
+}
+
+// New returns a manager; nothing starts until [Manager.Warm] or a run.
+func New(eng Engine, opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.WarmLimit <= 0 {
+		opts.WarmLimit = DefaultWarmLimit
+	}
+	return &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+}
+
+// Warm starts the warm containers and waits for them.
+func (m *Manager) Warm(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range m.reserve() {
+		wg.Go(func() { m.fill(ctx) })
+	}
+	wg.Wait()
+}
+
+// Run runs req.Program. Failures of the code or of the sandbox are in the
+// Result; the error is non-nil only when ctx ended first.
+func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
+	if !m.opts.Sessions || req.Session == "" {
+		return m.runOnce(ctx, req)
+	}
+	s, err := m.session(req.Session)
+	if err != nil {
+		return failed(python.FailUnavailable, err.Error()), nil
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer m.release(s)
+	if req.Reset && s.it != nil {
+		s.end(ctx, ReasonReset)
+	} else if req.Reset {
+		s.reason = ReasonReset
+	}
+	info := SessionInfo{}
+	if s.it == nil {
+		if err := m.makeRoom(ctx, s); err != nil {
+			return failed(python.FailUnavailable, err.Error()), nil
+		}
+		if res := m.startSession(ctx, s); res != nil {
+			return res, ctx.Err()
+		}
+		info.New, info.Reason = true, s.reason
+	}
+	res, err := s.it.Run(ctx, req.Program, req.Host, req.Timeout)
+	info.ID, info.Run = s.id, s.it.Runs()
+	if err != nil && !errors.Is(err, python.ErrBusy) {
+		reason := m.explain(ctx, s.ct, res, err)
+		s.end(ctx, reason)
+		info.Ended = reason
+	}
+	if ctx.Err() != nil && err != nil {
+		return &Result{Result: res, Session: info}, ctx.Err()
+	}
+	return &Result{Result: res, Session: info}, nil
+}
+
+// runOnce runs in a fresh container that is removed afterwards.
+func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
+	ct, err := m.take(ctx)
+	if err != nil {
+		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
+	}
+	defer m.refill(ctx)
+	it := python.Start(ct.Stream(), python.Init{Prelude: m.prelude()}, m.opts.Limits)
+	res, err := it.Run(ctx, req.Program, req.Host, req.Timeout)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		m.explain(ctx, ct, res, err)
+	}
+	it.Close()
+	rctx, cancel := cleanupCtx(ctx)
+	ct.Remove(rctx)
+	cancel()
+	info := SessionInfo{ID: ct.ID()[:min(12, len(ct.ID()))], Run: 1, New: true, Reason: ReasonOneShot}
+	if err != nil && ctx.Err() != nil {
+		return &Result{Result: res, Session: info}, ctx.Err()
+	}
+	return &Result{Result: res, Session: info}, nil
+}
+
+// explain fills res.Error for a run whose interpreter died and returns the
+// reason its session ended.
+func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result, err error) string {
+	switch {
+	case errors.Is(err, python.ErrStuck):
+		return ReasonTimeout
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return ReasonCancel
+	case errors.Is(err, python.ErrProtocol):
+		return ReasonProtocol
+	}
+	// The process died: ask the container why.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	code, oom, werr := ct.Exit(wctx)
+	switch {
+	case werr != nil:
+		res.Error = &python.Failure{Kind: python.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
+		return ReasonCrash
+	case oom:
+		res.ExitCode = code
+		msg := "killed: the code exceeded the sandbox memory limit"
+		if m.opts.Memory > 0 {
+			msg += " of " + mib(m.opts.Memory)
+		}
+		res.Error = &python.Failure{Kind: python.FailOOM, Message: msg}
+		return ReasonOOM
+	}
+	res.ExitCode = code
+	msg := fmt.Sprintf("the Python process died with exit code %d without reporting a result", code)
+	if code > 128 {
+		msg = fmt.Sprintf("the Python process was killed by signal %d (exit code %d) without reporting a result", code-128, code)
+	}
+	if diag := strings.TrimSpace(ct.Stderr()); diag != "" {
+		msg += "; stderr: " + tail(diag, 2000)
+	}
+	res.Error = &python.Failure{Kind: python.FailExit, Message: msg}
+	return ReasonCrash
+}
+
+// End ends the named session and removes its container, e.g. when its MCP
+// session closes. A run in progress finishes first.
+func (m *Manager) End(ctx context.Context, key string) {
+	m.mu.Lock()
+	s := m.sessions[key]
+	delete(m.sessions, key)
+	m.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if err := s.acquire(ctx); err != nil {
+		s.end(context.WithoutCancel(ctx), "")
+		return
+	}
+	s.end(ctx, "")
+	s.idle.Stop()
+	s.releaseTurn()
+}
+
+// Sessions is the number of live sessions (with a running interpreter).
+func (m *Manager) Sessions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.sessions {
+		if s.alive.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// Close ends every session, removes every container and waits for
+// background work. Closing again does nothing.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	sessions := m.sessions
+	m.sessions = map[string]*session{}
+	warm := m.warm
+	m.warm = nil
+	m.mu.Unlock()
+	var errs []error
+	for _, s := range sessions {
+		s.idle.Stop()
+		s.kill(ctx)
+	}
+	for _, ct := range warm {
+		rctx, cancel := cleanupCtx(ctx)
+		if err := ct.Remove(rctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	m.bg.Wait()
+	return errors.Join(errs...)
+}
+
+// session returns the session for key, creating it (without an interpreter).
+func (m *Manager) session(key string) (*session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errors.New("the sandbox is shut down")
+	}
+	s := m.sessions[key]
+	if s == nil {
+		s = &session{m: m, key: key, reason: ReasonFirst}
+		s.idle = time.AfterFunc(time.Hour, func() { m.expire(s) })
+		s.idle.Stop()
+		m.sessions[key] = s
+	}
+	return s, nil
+}
+
+// makeRoom ends the session idle longest when starting s would pass
+// MaxSessions; it fails when every session is running code.
+func (m *Manager) makeRoom(ctx context.Context, s *session) error {
+	m.mu.Lock()
+	live := 0
+	var oldest *session
+	for _, o := range m.sessions {
+		if o == s || !o.alive.Load() {
+			continue
+		}
+		live++
+		if !o.busy() && (oldest == nil || o.lastUsed().Before(oldest.lastUsed())) {
+			oldest = o
+		}
+	}
+	m.mu.Unlock()
+	if live < m.opts.MaxSessions {
+		return nil
+	}
+	if oldest == nil {
+		return fmt.Errorf("all %d sandbox sessions are running code; try again when one finishes, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+	}
+	if !oldest.tryAcquire() {
+		return fmt.Errorf("all %d sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+	}
+	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
+	oldest.end(ctx, ReasonEvicted)
+	oldest.releaseTurn()
+	return nil
+}
+
+// startSession starts s's container and interpreter; on failure it returns
+// the Result to answer with.
+func (m *Manager) startSession(ctx context.Context, s *session) *Result {
+	ct, err := m.take(ctx)
+	if err != nil {
+		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
+	}
+	s.ct = ct
+	s.it = python.Start(ct.Stream(), python.Init{Prelude: m.prelude()}, m.opts.Limits)
+	s.id = newID()
+	s.alive.Store(true)
+	m.log.Debug("sandbox session started", "session", s.id, "container", ct.ID(), "reason", s.reason)
+	// Replace the warm container now: the first run, which follows at once,
+	// does not wait for it, and later runs of the session need none.
+	m.refill(ctx)
+	return nil
+}
+
+// release ends a run: the session's idle clock starts again and the next
+// waiting run goes.
+func (m *Manager) release(s *session) {
+	s.touch()
+	if d := m.opts.IdleTimeout; d > 0 && s.it != nil {
+		s.idle.Reset(d)
+	}
+	s.releaseTurn()
+}
+
+// expire ends s if it has been idle for the idle timeout.
+func (m *Manager) expire(s *session) {
+	if !s.tryAcquire() {
+		return // running code: its release starts the clock again
+	}
+	defer s.releaseTurn()
+	if s.it == nil || time.Since(s.lastUsed()) < m.opts.IdleTimeout {
+		return
+	}
+	m.log.Info("ending idle sandbox session", "session", s.id, "idle", m.opts.IdleTimeout)
+	s.end(context.Background(), ReasonIdle)
+}
+
+func (m *Manager) prelude() []python.Source {
+	if m.opts.Prelude == nil {
+		return nil
+	}
+	return m.opts.Prelude()
+}
+
+// take returns a warm container if one is ready, else starts one.
+func (m *Manager) take(ctx context.Context) (Container, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, errors.New("the sandbox is shut down")
+	}
+	var ct Container
+	for len(m.warm) > 0 && ct == nil {
+		cand := m.warm[0]
+		m.warm = m.warm[1:]
+		select {
+		case <-cand.Done(): // exited while waiting; its watcher removes it
+		default:
+			if time.Since(cand.Started()) < m.opts.WarmLimit {
+				ct = cand
+				break
+			}
+			m.bg.Go(func() { // its bootstrap gives up waiting soon: do not race it
+				rctx, cancel := cleanupCtx(ctx)
+				defer cancel()
+				cand.Remove(rctx)
+			})
+		}
+	}
+	m.mu.Unlock()
+	if ct != nil {
+		return ct, nil
+	}
+	return m.eng.Start(ctx)
+}
+
+// reserve claims the missing places among the warm containers.
+func (m *Manager) reserve() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0
+	}
+	n := max(m.opts.Warm-len(m.warm)-m.filling, 0)
+	m.filling += n
+	return n
+}
+
+// refill starts the missing warm containers in the background.
+func (m *Manager) refill(ctx context.Context) {
+	for range m.reserve() {
+		m.bg.Go(func() { m.fill(context.WithoutCancel(ctx)) })
+	}
+}
+
+// fill starts one warm container for a place reserve claimed.
+func (m *Manager) fill(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	ct, err := m.eng.Start(sctx)
+	m.mu.Lock()
+	m.filling--
+	ok := err == nil && !m.closed
+	if ok {
+		m.warm = append(m.warm, ct)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Warn("starting a warm sandbox container", "err", err)
+		return
+	}
+	if !ok {
+		rctx, cancel := cleanupCtx(ctx)
+		ct.Remove(rctx)
+		cancel()
+		return
+	}
+	m.bg.Go(func() { m.watch(context.WithoutCancel(ctx), ct) })
+}
+
+// watch replaces a warm container that exits before it is used.
+func (m *Manager) watch(ctx context.Context, ct Container) {
+	<-ct.Done()
+	m.mu.Lock()
+	inPool := false
+	for i, w := range m.warm {
+		if w == ct {
+			m.warm = append(m.warm[:i:i], m.warm[i+1:]...)
+			inPool = true
+			break
+		}
+	}
+	m.mu.Unlock()
+	if !inPool {
+		return // taken by a session, which removes it, or the manager closed
+	}
+	m.log.Debug("warm sandbox container exited; replacing it", "container", ct.ID())
+	rctx, cancel := cleanupCtx(ctx)
+	ct.Remove(rctx)
+	cancel()
+	m.refill(ctx)
+}
+
+func failed(kind python.FailureKind, msg string) *Result {
+	return &Result{Result: &python.Result{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}}}
+}
+
+func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func mib(b int64) string {
+	if b%(1<<20) == 0 {
+		return strconv.FormatInt(b>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(b, 10) + " bytes"
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

@@ -1,0 +1,388 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// fakeEngine starts "containers" that are python3 processes on this host
+// running the real bootstrap: sessions, timeouts and crashes are exercised
+// for real, in milliseconds and without Podman.
+type fakeEngine struct {
+	t       testing.TB
+	started atomic.Int64
+	fail    atomic.Bool // Start fails while set
+
+	mu   sync.Mutex
+	live map[*fakeContainer]bool
+}
+
+func newFakeEngine(t testing.TB) *fakeEngine {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: these tests run the real bootstrap with the host's python3")
+	}
+	e := &fakeEngine{t: t, live: map[*fakeContainer]bool{}}
+	t.Cleanup(func() {
+		if n := e.running(); n != 0 {
+			t.Errorf("%d fake containers left running", n)
+		}
+	})
+	return e
+}
+
+func (e *fakeEngine) Start(ctx context.Context) (Container, error) {
+	if e.fail.Load() {
+		return nil, errors.New("podman is not installed")
+	}
+	argv := python.Command()
+	cmd := exec.Command("python3", argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &fakeContainer{e: e, cmd: cmd, stdin: stdin, stdout: stdout, started: time.Now(), done: make(chan struct{}), id: "fake" + strconv.FormatInt(e.started.Add(1), 10)}
+	go func() { c.state, c.waitErr = cmd.Process.Wait(); close(c.done) }()
+	e.mu.Lock()
+	e.live[c] = true
+	e.mu.Unlock()
+	return c, nil
+}
+
+// signal sends sig to every running fake container.
+func (e *fakeEngine) signal(sig syscall.Signal) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for c := range e.live {
+		c.cmd.Process.Signal(sig)
+	}
+}
+
+func (e *fakeEngine) running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.live)
+}
+
+type fakeContainer struct {
+	e       *fakeEngine
+	id      string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stdout  io.ReadCloser
+	started time.Time
+	done    chan struct{}
+	state   *os.ProcessState
+	waitErr error
+	once    sync.Once
+}
+
+func (c *fakeContainer) ID() string            { return c.id }
+func (c *fakeContainer) Started() time.Time    { return c.started }
+func (c *fakeContainer) Done() <-chan struct{} { return c.done }
+func (c *fakeContainer) Stderr() string        { return "" }
+func (c *fakeContainer) Stream() io.ReadWriteCloser {
+	return fakeStream{c}
+}
+
+func (c *fakeContainer) Exit(ctx context.Context) (int, bool, error) {
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return -1, false, ctx.Err()
+	}
+	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), ws.Signal() == syscall.SIGKILL, nil // SIGKILL stands in for the OOM killer
+	}
+	return c.state.ExitCode(), false, nil
+}
+
+func (c *fakeContainer) Remove(ctx context.Context) error {
+	c.once.Do(func() {
+		c.stdin.Close()
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		<-c.done
+		c.e.mu.Lock()
+		delete(c.e.live, c)
+		c.e.mu.Unlock()
+	})
+	return nil
+}
+
+type fakeStream struct{ c *fakeContainer }
+
+func (s fakeStream) Read(p []byte) (int, error)  { return s.c.stdout.Read(p) }
+func (s fakeStream) Write(p []byte) (int, error) { return s.c.stdin.Write(p) }
+func (s fakeStream) Close() error {
+	s.c.stdin.Close()
+	s.c.cmd.Process.Kill()
+	return nil
+}
+
+func newManager(t testing.TB, eng Engine, opts Options) *Manager {
+	t.Helper()
+	opts.Sessions = true
+	m := New(eng, opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return m
+}
+
+func run(t testing.TB, m *Manager, session, code string, timeout time.Duration) *Result {
+	t.Helper()
+	res, err := m.Run(t.Context(), Request{Session: session, Program: python.Program{Code: code}, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("Run(%q): %v", code, err)
+	}
+	return res
+}
+
+func TestSessionKeepsState(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	r1 := run(t, m, "a", "x = 41", time.Minute)
+	r2 := run(t, m, "a", "print(x + 1)", time.Minute)
+	if r2.Stdout != "42\n" || r2.Error != nil {
+		t.Fatalf("second run = %q %+v", r2.Stdout, r2.Error)
+	}
+	if !r1.Session.New || r1.Session.Reason != ReasonFirst || r2.Session.New || r2.Session.ID != r1.Session.ID || r2.Session.Run != 2 {
+		t.Errorf("sessions: %+v then %+v", r1.Session, r2.Session)
+	}
+	// Another session sees none of it.
+	r3 := run(t, m, "b", "print('x' in globals())", time.Minute)
+	if r3.Stdout != "False\n" || r3.Session.ID == r1.Session.ID {
+		t.Errorf("session b: %q %+v", r3.Stdout, r3.Session)
+	}
+	// reset starts fresh, and says so.
+	r4, err := m.Run(t.Context(), Request{Session: "a", Reset: true, Program: python.Program{Code: "print(x)"}, Timeout: time.Minute})
+	if err != nil || r4.Error == nil || r4.Error.Type != "NameError" || !r4.Session.New || r4.Session.Reason != ReasonReset {
+		t.Errorf("after reset: %+v, %+v, %v", r4.Error, r4.Session, err)
+	}
+	if n := eng.running(); n != 2 {
+		t.Errorf("%d containers running, want one per session", n)
+	}
+}
+
+func TestRunsOfOneSessionTakeTurns(t *testing.T) {
+	m := newManager(t, newFakeEngine(t), Options{})
+	run(t, m, "a", "import threading\nlog = []\nlock = threading.Lock()", time.Minute)
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			// Each run appends twice with a pause between: interleaving would show.
+			run(t, m, "a", "import time\nlog.append("+strconv.Itoa(i)+")\ntime.sleep(0.01)\nlog.append("+strconv.Itoa(i)+")", time.Minute)
+		})
+	}
+	wg.Wait()
+	res := run(t, m, "a", "print(all(log[i] == log[i+1] for i in range(0, len(log), 2)), len(log))", time.Minute)
+	if res.Stdout != "True 10\n" {
+		t.Errorf("runs interleaved: %q", res.Stdout)
+	}
+}
+
+// TestWaitingRunCancelled: a client that cancels a run still waiting for its
+// turn leaves the queue; the others go on.
+func TestWaitingRunCancelled(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+	first := make(chan *Result)
+	go func() { first <- run(t, m, "a", "go.wait()\nprint('first')", time.Minute) }()
+	s, _ := m.session("a")
+	waitFor(t, func() bool { return s.busy() })
+	ctx, cancel := context.WithCancel(t.Context())
+	waiting := make(chan error)
+	go func() {
+		_, err := m.Run(ctx, Request{Session: "a", Program: python.Program{Code: "print('never')"}, Timeout: time.Minute})
+		waiting <- err
+	}()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 1 })
+	cancel()
+	if err := <-waiting; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled waiting run: %v", err)
+	}
+	s.mu.Lock()
+	n := len(s.waiters)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d runs still waiting after cancel", n)
+	}
+	eng.signal(syscall.SIGINT) // end the first run
+	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" || res.Stdout != "" {
+		t.Errorf("first run: %q %+v", res.Stdout, res.Error)
+	}
+	if r := run(t, m, "a", "print('after')", time.Minute); r.Stdout != "after\n" {
+		t.Errorf("next run: %q %+v", r.Stdout, r.Error)
+	}
+}
+
+func TestTimeoutKeepsOrEndsSession(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{Limits: python.Limits{InterruptGrace: 300 * time.Millisecond}})
+	first := run(t, m, "a", "x = 1", time.Minute)
+	res := run(t, m, "a", "import time\nwhile True: time.sleep(1)", 100*time.Millisecond)
+	if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+		t.Fatalf("interruptible timeout: %+v %+v", res.Error, res.Session)
+	}
+	if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "1\n" || r.Session.ID != first.Session.ID {
+		t.Errorf("after an interrupted run: %q %+v", r.Stdout, r.Session)
+	}
+	res = run(t, m, "a", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", 100*time.Millisecond)
+	if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != ReasonTimeout {
+		t.Fatalf("stuck code: %+v %+v", res.Error, res.Session)
+	}
+	if n := eng.running(); n != 0 {
+		t.Errorf("%d containers after a stuck run was killed", n)
+	}
+	r := run(t, m, "a", "print('x' in globals())", time.Minute)
+	if r.Stdout != "False\n" || !r.Session.New || r.Session.Reason != ReasonTimeout || r.Session.ID == first.Session.ID {
+		t.Errorf("run after the kill: %q %+v", r.Stdout, r.Session)
+	}
+}
+
+func TestCrashEndsSession(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{Memory: 64 << 20})
+	run(t, m, "a", "x = 1", time.Minute)
+	res := run(t, m, "a", "import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)", time.Minute)
+	if res.Error == nil || res.Error.Kind != python.FailOOM || res.Session.Ended != ReasonOOM {
+		t.Fatalf("killed: %+v %+v %q", res.Error, res.Session, res.Stdout)
+	}
+	if !strings.Contains(res.Error.Message, "64 MiB") {
+		t.Errorf("message %q does not name the limit", res.Error.Message)
+	}
+	res = run(t, m, "a", "import os\nos._exit(3)", time.Minute)
+	if res.Error == nil || res.Error.Kind != python.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
+		t.Errorf("os._exit(3): %+v exit %d %+v", res.Error, res.ExitCode, res.Session)
+	}
+	if r := run(t, m, "a", "print(1)", time.Minute); r.Stdout != "1\n" || r.Session.Reason != ReasonCrash {
+		t.Errorf("after a crash: %q %+v", r.Stdout, r.Session)
+	}
+}
+
+func TestIdleSessionEnds(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{IdleTimeout: 50 * time.Millisecond})
+	run(t, m, "a", "x = 1", time.Minute)
+	waitFor(t, func() bool { return eng.running() == 0 })
+	r := run(t, m, "a", "print('x' in globals())", time.Minute)
+	if r.Stdout != "False\n" || r.Session.Reason != ReasonIdle {
+		t.Errorf("after idle expiry: %q %+v", r.Stdout, r.Session)
+	}
+}
+
+func TestMaxSessionsEvictsIdlest(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{MaxSessions: 2})
+	run(t, m, "a", "x = 'a'", time.Minute)
+	run(t, m, "b", "x = 'b'", time.Minute)
+	run(t, m, "a", "pass", time.Minute) // b is now the idlest
+	run(t, m, "c", "x = 'c'", time.Minute)
+	if n := m.Sessions(); n != 2 {
+		t.Errorf("%d live sessions, want 2", n)
+	}
+	if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "a\n" {
+		t.Errorf("a lost its state: %q %+v", r.Stdout, r.Session)
+	}
+	if r := run(t, m, "b", "print('x' in globals())", time.Minute); r.Stdout != "False\n" || r.Session.Reason != ReasonEvicted {
+		t.Errorf("b: %q %+v", r.Stdout, r.Session)
+	}
+}
+
+func TestAllSessionsBusy(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{MaxSessions: 1})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+	done := make(chan *Result)
+	go func() { done <- run(t, m, "a", "go.wait(60)", time.Minute) }()
+	s, _ := m.session("a")
+	waitFor(t, func() bool { return s.busy() })
+	r := run(t, m, "b", "print(1)", time.Minute)
+	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
+		t.Errorf("with every session busy: %+v", r.Error)
+	}
+	eng.signal(syscall.SIGINT)
+	<-done
+}
+
+func TestOneShotWithoutSessions(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := New(eng, Options{Sessions: false})
+	defer m.Close(context.Background())
+	run(t, m, "a", "x = 1", time.Minute)
+	r := run(t, m, "a", "print('x' in globals())", time.Minute)
+	if r.Stdout != "False\n" || r.Session.Reason != ReasonOneShot {
+		t.Errorf("without sessions: %q %+v", r.Stdout, r.Session)
+	}
+	if n := eng.running(); n != 0 {
+		t.Errorf("%d containers after one-shot runs", n)
+	}
+}
+
+func TestWarmContainerUsed(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{Warm: 1})
+	m.Warm(t.Context())
+	if n := eng.started.Load(); n != 1 {
+		t.Fatalf("%d started after Warm, want 1", n)
+	}
+	run(t, m, "a", "print(1)", time.Minute)
+	waitFor(t, func() bool { return eng.started.Load() == 2 && eng.running() == 2 }) // one session, one new warm
+	eng.fail.Store(true)
+	if r := run(t, m, "b", "print(2)", time.Minute); r.Stdout != "2\n" {
+		t.Errorf("run on the warm container: %q %+v", r.Stdout, r.Error)
+	}
+	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
+		t.Errorf("with no container to be had: %+v", r.Error)
+	}
+}
+
+func TestEndRemovesSession(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	run(t, m, "a", "x = 1", time.Minute)
+	m.End(t.Context(), "a")
+	if n := eng.running(); n != 0 {
+		t.Errorf("%d containers after End", n)
+	}
+	if r := run(t, m, "a", "print('x' in globals())", time.Minute); r.Stdout != "False\n" || r.Session.Reason != ReasonFirst {
+		t.Errorf("after End: %q %+v", r.Stdout, r.Session)
+	}
+}
+
+// waitFor waits for cond, which other goroutines make true.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
