@@ -54,7 +54,7 @@ var settings = []setting{
 		func(c *Config, v string) error { c.Image = v; return nil }},
 	{"timeout", "30", "Default run_python time limit, in seconds (or a Go duration such as 45s).",
 		func(c *Config, v string) (err error) { c.Timeout, err = parseSeconds(v); return err }},
-	{"max_timeout", "120", "Largest timeout a caller may ask for.",
+	{"max_timeout", "120", "Largest timeout a caller may ask for; a larger one is capped to it.",
 		func(c *Config, v string) (err error) { c.MaxTimeout, err = parseSeconds(v); return err }},
 	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
 		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},

@@ -48,6 +48,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
 		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
+		// Whole seconds past time.Duration's range must not wrap around to a
+		// positive or negative duration.
+		{"MCP_BRIDGE_MAX_TIMEOUT=20000000000", "invalid MCP_BRIDGE_MAX_TIMEOUT=\"20000000000\": want at most"},
+		{"MCP_BRIDGE_SERVER_IDLE_TIMEOUT=10000000000", "invalid MCP_BRIDGE_SERVER_IDLE_TIMEOUT"},
 		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": invalid size \"lots\""},
 		{"MCP_BRIDGE_OUTPUT_LIMIT=0", "invalid MCP_BRIDGE_OUTPUT_LIMIT"},
 		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},

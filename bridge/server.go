@@ -101,11 +101,10 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	timeout := s.cfg.Timeout
 	if in.Timeout != nil {
-		t := *in.Timeout
-		if math.IsNaN(t) || t <= 0 {
-			return inputError("timeout must be a positive number of seconds, at most %d.", int(s.cfg.MaxTimeout.Seconds())), nil
+		var err error
+		if timeout, err = runTimeout(*in.Timeout, s.cfg.MaxTimeout); err != nil {
+			return inputError("%v", err), nil
 		}
-		timeout = min(time.Duration(t*float64(time.Second)), s.cfg.MaxTimeout)
 	}
 
 	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
@@ -128,6 +127,21 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	s.logger.Debug("run finished", "duration", res.Duration, "exit", res.ExitCode, "error", res.Error != nil)
 	return formatResult(res), nil
+}
+
+// runTimeout converts a caller's timeout in seconds to a duration: a larger one
+// than maxTimeout is capped to it, as the tool schema's maximum announces. The
+// range is checked before converting, since a float64 beyond time.Duration's
+// range (about 9.2e9 seconds) converts to a negative number.
+func runTimeout(seconds float64, maxTimeout time.Duration) (time.Duration, error) {
+	switch {
+	case math.IsNaN(seconds) || math.IsInf(seconds, 0) || seconds <= 0:
+		return 0, fmt.Errorf("timeout must be a positive number of seconds, at most %g (MCP_BRIDGE_MAX_TIMEOUT; a larger one is capped to it); got %v",
+			maxTimeout.Seconds(), seconds)
+	case seconds >= maxTimeout.Seconds():
+		return maxTimeout, nil
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
 }
 
 // progressFunc forwards downstream progress to the client as progress on this

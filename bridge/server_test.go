@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,6 +187,13 @@ func TestRunPythonInput(t *testing.T) {
 		{name: "default timeout", args: map[string]any{"code": "print(1)"}, wantTimeout: 30 * time.Second},
 		{name: "own timeout", args: map[string]any{"code": "print(1)", "timeout": 2}, wantTimeout: 2 * time.Second},
 		{name: "timeout capped", args: map[string]any{"code": "print(1)", "timeout": 1000}, wantTimeout: 120 * time.Second},
+		// Past 9.2e9 seconds a time.Duration overflows: these must be capped too, never negative.
+		{name: "timeout 1e10 capped", args: map[string]any{"code": "print(1)", "timeout": 1e10}, wantTimeout: 120 * time.Second},
+		{name: "timeout near overflow capped", args: map[string]any{"code": "print(1)", "timeout": 9223372037}, wantTimeout: 120 * time.Second},
+		{name: "largest float timeout capped", args: map[string]any{"code": "print(1)", "timeout": math.MaxFloat64}, wantTimeout: 120 * time.Second},
+		{name: "fractional timeout", args: map[string]any{"code": "print(1)", "timeout": 1.5}, wantTimeout: 1500 * time.Millisecond},
+		{name: "zero timeout", args: map[string]any{"code": "1", "timeout": 0}, wantErrText: "at most 120 (MCP_BRIDGE_MAX_TIMEOUT"},
+		{name: "huge negative timeout", args: map[string]any{"code": "1", "timeout": -1e300}, wantErrText: "timeout must be a positive number"},
 		{name: "empty code", args: map[string]any{"code": "  "}, wantErrText: "code is empty"},
 		{name: "missing code", args: map[string]any{}, wantErrText: "code is empty"},
 		{name: "code too large", args: map[string]any{"code": strings.Repeat("x", 101)}, wantErrText: "over the 100 byte limit"},
@@ -214,6 +223,43 @@ func TestRunPythonInput(t *testing.T) {
 			}
 			if fr.got.OutputLimit != cfg.OutputLimit {
 				t.Errorf("OutputLimit = %d, want %d", fr.got.OutputLimit, cfg.OutputLimit)
+			}
+		})
+	}
+}
+
+// TestTimeoutRange checks the conversion of run_python's timeout on values JSON
+// cannot carry (NaN, infinities) as well as the ones it can.
+func TestTimeoutRange(t *testing.T) {
+	const maxTimeout = 120 * time.Second
+	tests := []struct {
+		in      float64
+		want    time.Duration
+		wantErr bool
+	}{
+		{in: 2, want: 2 * time.Second},
+		{in: 0.25, want: 250 * time.Millisecond},
+		{in: 120, want: maxTimeout},
+		{in: 121, want: maxTimeout},
+		{in: 1e10, want: maxTimeout},
+		{in: math.MaxFloat64, want: maxTimeout},
+		{in: math.Inf(1), wantErr: true},
+		{in: math.Inf(-1), wantErr: true},
+		{in: math.NaN(), wantErr: true},
+		{in: 0, wantErr: true},
+		{in: -1e10, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
+			got, err := runTimeout(tt.in, maxTimeout)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "at most 120 (MCP_BRIDGE_MAX_TIMEOUT") {
+					t.Fatalf("runTimeout(%v) = %v, %v; want an error naming the range", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("runTimeout(%v) = %v, %v; want %v", tt.in, got, err, tt.want)
 			}
 		})
 	}
