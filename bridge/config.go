@@ -72,19 +72,18 @@ var settings = []setting{
 			c.CPUs = f
 			return nil
 		}},
-	{"container_user", "65534:65534", "uid:gid the code runs as inside the container.",
+	{"container_user", "65534:65534", "uid:gid the code runs as inside the container; uid 0 (root) is refused.",
 		func(c *Config, v string) error {
-			uid, gid, ok := strings.Cut(v, ":")
-			if _, err := strconv.ParseUint(uid, 10, 32); err != nil || !ok {
+			uidText, gidText, ok := strings.Cut(v, ":")
+			uid, uerr := strconv.ParseUint(uidText, 10, 32)
+			gid, gerr := strconv.ParseUint(gidText, 10, 32)
+			if !ok || uerr != nil || gerr != nil {
 				return errors.New("want numeric uid:gid such as 65534:65534")
 			}
-			if _, err := strconv.ParseUint(gid, 10, 32); err != nil {
-				return errors.New("want numeric uid:gid such as 65534:65534")
-			}
-			if uid == "0" {
+			if uid == 0 { // compare numbers: "00" is root too
 				return errors.New("refusing to run sandboxed code as root (uid 0)")
 			}
-			c.ContainerUser = v
+			c.ContainerUser = fmt.Sprintf("%d:%d", uid, gid)
 			return nil
 		}},
 	{"state_dir", "", "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.",

@@ -71,3 +71,42 @@ func TestLoadConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerUser checks the root refusal on parsed numbers: "00:0" is uid 0
+// as much as "0:0" is.
+func TestContainerUser(t *testing.T) {
+	tests := []struct {
+		user    string
+		want    string // the stored uid:gid; empty when refused
+		wantErr string
+	}{
+		{user: "65534:65534", want: "65534:65534"},
+		{user: "1000:0", want: "1000:0"},
+		{user: "01000:01000", want: "1000:1000"},
+		{user: "0:0", wantErr: "refusing to run sandboxed code as root"},
+		{user: "00:0", wantErr: "refusing to run sandboxed code as root"},
+		{user: "000000:65534", wantErr: "refusing to run sandboxed code as root"},
+		{user: "0:1000", wantErr: "refusing to run sandboxed code as root"},
+		{user: "+0:0", wantErr: "want numeric uid:gid"},
+		{user: "-0:0", wantErr: "want numeric uid:gid"},
+		{user: "0x0:0", wantErr: "want numeric uid:gid"},
+		{user: "0", wantErr: "want numeric uid:gid"},
+		{user: "0:0:0", wantErr: "want numeric uid:gid"},
+		{user: "4294967296:1", wantErr: "want numeric uid:gid"}, // past 32 bits: would wrap to 0
+		{user: "root:root", wantErr: "want numeric uid:gid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user, func(t *testing.T) {
+			c, err := LoadConfig([]string{"MCP_BRIDGE_CONTAINER_USER=" + tt.user}, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("LoadConfig(%q) = user %q, err %v; want an error containing %q", tt.user, c.ContainerUser, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.ContainerUser != tt.want {
+				t.Fatalf("LoadConfig(%q) = user %q, err %v; want %q", tt.user, c.ContainerUser, err, tt.want)
+			}
+		})
+	}
+}
