@@ -35,6 +35,7 @@ type Config struct {
 	ConfigDir     string        // folder of *.json MCP server configs
 	OutputLimit   int           // per-stream output cap in bytes
 	MaxCodeSize   int           // largest accepted code, in bytes
+	MaxArgSize    int           // largest arguments of one downstream tool call, in bytes
 	AllowSelf     bool          // allow configs that launch codebridge itself
 	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes int           // containers kept started ahead of time
@@ -96,6 +97,8 @@ var settings = []setting{
 		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.OutputLimit = int(n); return err }},
 	{"max_code_size", "1m", "Largest code run_python accepts.",
 		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxCodeSize = int(n); return err }},
+	{"max_argument_size", "4m", "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
+		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxArgSize = int(n); return err }},
 	{"allow_self_server", "0", "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
 		func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
 	{"server_idle_timeout", "600", "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",

@@ -16,7 +16,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
-		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1,
+		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1,
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -28,7 +28,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 		"MCP_BRIDGE_IMAGE=localhost/x:1", "MCP_BRIDGE_TIMEOUT=5", "MCP_BRIDGE_MAX_TIMEOUT=2m",
 		"MCP_BRIDGE_MEMORY=1g", "MCP_BRIDGE_PIDS=64", "MCP_BRIDGE_CPUS=0.5", "MCP_BRIDGE_CONTAINER_USER=1000:1000",
 		"MCP_BRIDGE_STATE_DIR=/s", "MCP_BRIDGE_LOG_LEVEL=debug", "MCP_BRIDGE_CONFIG_DIR=/c",
-		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
+		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_MAX_ARGUMENT_SIZE=8m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
 		"MCP_BRIDGE_RUNTIME=podman", // the reference bridge's; accepted and ignored
 		"OTHER=1",
 	}, nil)
@@ -38,7 +38,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	if c.Image != "localhost/x:1" || c.Timeout != 5*time.Second || c.MaxTimeout != 2*time.Minute ||
 		c.Memory != 1<<30 || c.Pids != 64 || c.CPUs != 0.5 || c.ContainerUser != "1000:1000" ||
 		c.StateDir != "/s" || c.LogLevel.String() != "DEBUG" || c.ConfigDir != "/c" ||
-		c.OutputLimit != 1<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 {
+		c.OutputLimit != 1<<20 || c.MaxArgSize != 8<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -54,6 +54,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_SERVER_IDLE_TIMEOUT=10000000000", "invalid MCP_BRIDGE_SERVER_IDLE_TIMEOUT"},
 		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": invalid size \"lots\""},
 		{"MCP_BRIDGE_OUTPUT_LIMIT=0", "invalid MCP_BRIDGE_OUTPUT_LIMIT"},
+		{"MCP_BRIDGE_MAX_ARGUMENT_SIZE=big", "invalid MCP_BRIDGE_MAX_ARGUMENT_SIZE"},
 		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},
 		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},
 		{"MCP_BRIDGE_CONTAINER_USER=nobody", "want numeric uid:gid"},

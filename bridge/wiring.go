@@ -41,7 +41,7 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error)
 		Logger:         logger.With("component", "sandbox"),
 	})
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
-	p.dir = newDirectory(p.pool, logger)
+	p.dir = newDirectory(p.pool, cfg.MaxArgSize, logger)
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
