@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,8 +152,16 @@ func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) fun
 	if token == nil || req.Session == nil {
 		return nil
 	}
-	var n float64 // progress must increase for the token, across all calls of the run
+	// Progress must increase for the token, across all calls of the run, and
+	// the run's tool calls report concurrently: count and send under one lock,
+	// so the notifications also leave in increasing order.
+	var (
+		mu sync.Mutex
+		n  float64
+	)
 	return func(message string, _, _ float64) {
+		mu.Lock()
+		defer mu.Unlock()
 		n++
 		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: n, Message: message,

@@ -3,12 +3,15 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,5 +265,91 @@ func TestTimeoutRange(t *testing.T) {
 				t.Fatalf("runTimeout(%v) = %v, %v; want %v", tt.in, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// progressDirectory hands the run's progress func to the runner through its
+// host, for tests that drive progress themselves.
+type progressDirectory struct{}
+
+func (progressDirectory) Prepare(context.Context, []string) ([]python.ServerInfo, error) {
+	return nil, nil
+}
+
+func (progressDirectory) Host(progress func(string, float64, float64)) python.Host {
+	return progressHost{progress}
+}
+
+type progressHost struct {
+	progress func(string, float64, float64)
+}
+
+func (progressHost) Call(context.Context, string, json.RawMessage) (any, error) {
+	return nil, errors.New("not used")
+}
+
+// concurrentProgressRunner reports progress from n goroutines at once, as n
+// concurrent tool calls of one run do.
+type concurrentProgressRunner struct{ n int }
+
+func (r concurrentProgressRunner) Run(_ context.Context, _ python.Program, h python.Host, _ time.Duration) (*python.Result, error) {
+	progress := h.(progressHost).progress
+	if progress == nil {
+		return nil, errors.New("no progress func: the client asked for progress")
+	}
+	var wg sync.WaitGroup
+	for i := range r.n {
+		wg.Go(func() { progress(fmt.Sprint("call ", i), 1, 2) })
+	}
+	wg.Wait()
+	return &python.Result{}, nil
+}
+
+// TestProgressFromConcurrentCalls forwards progress reported by concurrent tool
+// calls; under -race it catches unsynchronized progress counting. Every
+// notification must carry its own progress value, 1 to n.
+func TestProgressFromConcurrentCalls(t *testing.T) {
+	const n = 50
+	s := NewServer(defaultConfig(t), Options{Runner: concurrentProgressRunner{n}, Servers: progressDirectory{}})
+	got := make(chan float64, n)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			got <- req.Params.Progress
+		},
+	})
+	cs, err := client.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	params := &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"code": "1"}}
+	params.SetProgressToken("run-1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool = %v, %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // only so a lost notification fails instead of hanging
+	defer cancel()
+	var values []float64
+	for len(values) < n {
+		select {
+		case v := <-got:
+			values = append(values, v)
+		case <-ctx.Done():
+			t.Fatalf("got %d of %d progress notifications: %v", len(values), n, values)
+		}
+	}
+	slices.Sort(values)
+	for i, v := range values {
+		if v != float64(i+1) {
+			t.Fatalf("progress values %v, want each of 1 to %d once", values, n)
+		}
 	}
 }
