@@ -65,9 +65,9 @@ func newSnapshot(cfg *discovery.Config) *snapshot {
 }
 
 // newDirectory returns a directory with no servers in front of pool. A tool
-// call whose arguments are over maxArgs bytes is refused.
+// call whose arguments are over maxArgs bytes is refused. A nil logger discards.
 func newDirectory(pool downstream, maxArgs int, logger *slog.Logger) *directory {
-	d := &directory{pool: pool, maxArgs: maxArgs, logger: logger}
+	d := &directory{pool: pool, maxArgs: maxArgs, logger: orDiscard(logger)}
 	d.snap.Store(newSnapshot(nil))
 	return d
 }

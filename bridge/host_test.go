@@ -338,3 +338,13 @@ func TestCallToolArgumentLimit(t *testing.T) {
 		t.Errorf("calls that reached the server have argument sizes %v, want only [1000]", got)
 	}
 }
+
+// TestPrepareServerFailsToStart: a server named in run_python's servers that
+// cannot start is logged and left for the run's first call to report.
+func TestPrepareServerFailsToStart(t *testing.T) {
+	d := testDirectory(t, &discovery.Server{Name: "down", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"})
+	infos, err := d.Prepare(t.Context(), []string{"down"})
+	if err != nil || len(infos) != 1 || !infos[0].Loaded || len(infos[0].Tools) != 0 {
+		t.Fatalf("Prepare = %+v, %v; want down marked loaded, without tools, and no error", infos, err)
+	}
+}
