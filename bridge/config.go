@@ -35,6 +35,7 @@ type Config struct {
 	ConfigDir     string        // folder of *.json MCP server configs
 	OutputLimit   int           // per-stream output cap in bytes
 	MaxCodeSize   int           // largest accepted code, in bytes
+	MaxArgSize    int           // largest arguments of one downstream tool call, in bytes
 	AllowSelf     bool          // allow configs that launch codebridge itself
 	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes int           // containers kept started ahead of time
@@ -57,7 +58,7 @@ var settings = []setting{
 		func(c *Config, v string) error { c.Image = v; return nil }},
 	{"timeout", "30", "Default run_python time limit, in seconds (or a Go duration such as 45s).",
 		func(c *Config, v string) (err error) { c.Timeout, err = parseSeconds(v); return err }},
-	{"max_timeout", "120", "Largest timeout a caller may ask for.",
+	{"max_timeout", "120", "Largest timeout a caller may ask for; a larger one is capped to it.",
 		func(c *Config, v string) (err error) { c.MaxTimeout, err = parseSeconds(v); return err }},
 	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
 		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},
@@ -75,19 +76,18 @@ var settings = []setting{
 			c.CPUs = f
 			return nil
 		}},
-	{"container_user", "65534:65534", "uid:gid the code runs as inside the container.",
+	{"container_user", "65534:65534", "uid:gid the code runs as inside the container; uid 0 (root) is refused.",
 		func(c *Config, v string) error {
-			uid, gid, ok := strings.Cut(v, ":")
-			if _, err := strconv.ParseUint(uid, 10, 32); err != nil || !ok {
+			uidText, gidText, ok := strings.Cut(v, ":")
+			uid, uerr := strconv.ParseUint(uidText, 10, 32)
+			gid, gerr := strconv.ParseUint(gidText, 10, 32)
+			if !ok || uerr != nil || gerr != nil {
 				return errors.New("want numeric uid:gid such as 65534:65534")
 			}
-			if _, err := strconv.ParseUint(gid, 10, 32); err != nil {
-				return errors.New("want numeric uid:gid such as 65534:65534")
-			}
-			if uid == "0" {
+			if uid == 0 { // compare numbers: "00" is root too
 				return errors.New("refusing to run sandboxed code as root (uid 0)")
 			}
-			c.ContainerUser = v
+			c.ContainerUser = fmt.Sprintf("%d:%d", uid, gid)
 			return nil
 		}},
 	{"state_dir", "", "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.",
@@ -100,6 +100,8 @@ var settings = []setting{
 		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.OutputLimit = int(n); return err }},
 	{"max_code_size", "1m", "Largest code run_python accepts.",
 		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxCodeSize = int(n); return err }},
+	{"max_argument_size", "4m", "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
+		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxArgSize = int(n); return err }},
 	{"allow_self_server", "0", "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
 		func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
 	{"server_idle_timeout", "600", "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",

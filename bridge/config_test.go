@@ -16,7 +16,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
-		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
+		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -28,7 +28,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 		"MCP_BRIDGE_IMAGE=localhost/x:1", "MCP_BRIDGE_TIMEOUT=5", "MCP_BRIDGE_MAX_TIMEOUT=2m",
 		"MCP_BRIDGE_MEMORY=1g", "MCP_BRIDGE_PIDS=64", "MCP_BRIDGE_CPUS=0.5", "MCP_BRIDGE_CONTAINER_USER=1000:1000",
 		"MCP_BRIDGE_STATE_DIR=/s", "MCP_BRIDGE_LOG_LEVEL=debug", "MCP_BRIDGE_CONFIG_DIR=/c",
-		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
+		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_MAX_ARGUMENT_SIZE=8m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
 		"MCP_BRIDGE_RUNTIME=podman", // the reference bridge's; accepted and ignored
 		"OTHER=1",
 	}, nil)
@@ -38,7 +38,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	if c.Image != "localhost/x:1" || c.Timeout != 5*time.Second || c.MaxTimeout != 2*time.Minute ||
 		c.Memory != 1<<30 || c.Pids != 64 || c.CPUs != 0.5 || c.ContainerUser != "1000:1000" ||
 		c.StateDir != "/s" || c.LogLevel.String() != "DEBUG" || c.ConfigDir != "/c" ||
-		c.OutputLimit != 1<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 {
+		c.OutputLimit != 1<<20 || c.MaxArgSize != 8<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -48,8 +48,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
 		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
+		// Whole seconds past time.Duration's range must not wrap around to a
+		// positive or negative duration.
+		{"MCP_BRIDGE_MAX_TIMEOUT=20000000000", "invalid MCP_BRIDGE_MAX_TIMEOUT=\"20000000000\": want at most"},
+		{"MCP_BRIDGE_SERVER_IDLE_TIMEOUT=10000000000", "invalid MCP_BRIDGE_SERVER_IDLE_TIMEOUT"},
 		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": invalid size \"lots\""},
 		{"MCP_BRIDGE_OUTPUT_LIMIT=0", "invalid MCP_BRIDGE_OUTPUT_LIMIT"},
+		{"MCP_BRIDGE_MAX_ARGUMENT_SIZE=big", "invalid MCP_BRIDGE_MAX_ARGUMENT_SIZE"},
 		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},
 		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},
 		{"MCP_BRIDGE_CONTAINER_USER=nobody", "want numeric uid:gid"},
@@ -63,6 +68,45 @@ func TestLoadConfigErrors(t *testing.T) {
 			_, err := LoadConfig([]string{tt.env}, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestContainerUser checks the root refusal on parsed numbers: "00:0" is uid 0
+// as much as "0:0" is.
+func TestContainerUser(t *testing.T) {
+	tests := []struct {
+		user    string
+		want    string // the stored uid:gid; empty when refused
+		wantErr string
+	}{
+		{user: "65534:65534", want: "65534:65534"},
+		{user: "1000:0", want: "1000:0"},
+		{user: "01000:01000", want: "1000:1000"},
+		{user: "0:0", wantErr: "refusing to run sandboxed code as root"},
+		{user: "00:0", wantErr: "refusing to run sandboxed code as root"},
+		{user: "000000:65534", wantErr: "refusing to run sandboxed code as root"},
+		{user: "0:1000", wantErr: "refusing to run sandboxed code as root"},
+		{user: "+0:0", wantErr: "want numeric uid:gid"},
+		{user: "-0:0", wantErr: "want numeric uid:gid"},
+		{user: "0x0:0", wantErr: "want numeric uid:gid"},
+		{user: "0", wantErr: "want numeric uid:gid"},
+		{user: "0:0:0", wantErr: "want numeric uid:gid"},
+		{user: "4294967296:1", wantErr: "want numeric uid:gid"}, // past 32 bits: would wrap to 0
+		{user: "root:root", wantErr: "want numeric uid:gid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user, func(t *testing.T) {
+			c, err := LoadConfig([]string{"MCP_BRIDGE_CONTAINER_USER=" + tt.user}, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("LoadConfig(%q) = user %q, err %v; want an error containing %q", tt.user, c.ContainerUser, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.ContainerUser != tt.want {
+				t.Fatalf("LoadConfig(%q) = user %q, err %v; want %q", tt.user, c.ContainerUser, err, tt.want)
 			}
 		})
 	}

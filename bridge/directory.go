@@ -26,9 +26,10 @@ type downstream interface {
 // snapshot of the configuration, swapped whole on every reload, in front of the
 // pool of downstream clients.
 type directory struct {
-	pool   downstream
-	logger *slog.Logger
-	snap   atomic.Pointer[snapshot]
+	pool    downstream
+	maxArgs int // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
+	logger  *slog.Logger
+	snap    atomic.Pointer[snapshot]
 }
 
 // snapshot is the configured, enabled servers of one configuration, with the
@@ -63,8 +64,10 @@ func newSnapshot(cfg *discovery.Config) *snapshot {
 	return s
 }
 
-func newDirectory(pool downstream, logger *slog.Logger) *directory {
-	d := &directory{pool: pool, logger: logger}
+// newDirectory returns a directory with no servers in front of pool. A tool
+// call whose arguments are over maxArgs bytes is refused. A nil logger discards.
+func newDirectory(pool downstream, maxArgs int, logger *slog.Logger) *directory {
+	d := &directory{pool: pool, maxArgs: maxArgs, logger: orDiscard(logger)}
 	d.snap.Store(newSnapshot(nil))
 	return d
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,6 +157,19 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 }
 
 func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage) (any, error) {
+	// Refuse oversized arguments before the server is even started: a stdio
+	// server given a message over its SDK's cap (about 10 MiB) dies, and with
+	// it every other run's calls.
+	if h.dir.maxArgs > 0 && len(args) > h.dir.maxArgs {
+		name := key
+		if srv, err := h.snap.resolve(key); err == nil {
+			name = srv.Name
+		}
+		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf(
+			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
+				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
+			name, tool, len(args), byteSize(len(args)), h.dir.maxArgs, byteSize(h.dir.maxArgs))}
+	}
 	srv, tools, err := h.tools(ctx, key)
 	if err != nil {
 		return nil, err
@@ -226,4 +241,19 @@ func poolError(server string, err error) error {
 		return &rpcError{code: "server_failed", msg: err.Error()}
 	}
 	return &rpcError{code: "internal", msg: err.Error()}
+}
+
+// byteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".
+func byteSize(n int) string {
+	unit, div := "B", 1.0
+	switch {
+	case n >= 1<<30:
+		unit, div = "GiB", 1<<30
+	case n >= 1<<20:
+		unit, div = "MiB", 1<<20
+	case n >= 1<<10:
+		unit, div = "KiB", 1<<10
+	}
+	v := math.Round(float64(n)/div*10) / 10
+	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,7 @@ func testDirectory(t *testing.T, servers ...*discovery.Server) *directory {
 	})
 	cfg := &discovery.Config{Servers: servers}
 	p.Update(cfg.Servers)
-	d := newDirectory(p, nil)
+	d := newDirectory(p, 4<<20, nil)
 	d.update(cfg)
 	return d
 }
@@ -280,5 +281,70 @@ func TestSearchReportsServersThatFail(t *testing.T) {
 	}
 	if len(unavailable) != 1 || unavailable[0].(map[string]any)["server"] != "down" || unavailable[0].(map[string]any)["error"] == "" {
 		t.Errorf("unavailable = %v, want the failing server named with its error", unavailable)
+	}
+}
+
+// recordingPool is a downstream with one server whose one tool, echo, answers
+// every call and records the size of its arguments.
+type recordingPool struct {
+	mu    sync.Mutex
+	calls []int // size of each call's arguments in bytes
+}
+
+func (f *recordingPool) Tools(context.Context, string) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+
+func (f *recordingPool) Call(_ context.Context, _, _ string, args any, _ func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	raw, _ := args.(json.RawMessage)
+	f.mu.Lock()
+	f.calls = append(f.calls, len(raw))
+	f.mu.Unlock()
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+}
+
+func (f *recordingPool) AllTools(ctx context.Context, _ int) (map[string][]*mcp.Tool, map[string]error) {
+	t, _ := f.Tools(ctx, "big")
+	return map[string][]*mcp.Tool{"big": t}, nil
+}
+
+func (f *recordingPool) callSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func TestCallToolArgumentLimit(t *testing.T) {
+	fp := &recordingPool{}
+	d := newDirectory(fp, 1000, nil)
+	d.update(&discovery.Config{Servers: []*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"}}})
+	h := d.Host(nil)
+
+	// {"message":"..."} is 14 bytes around the message.
+	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "echo", "arguments": map[string]any{"message": strings.Repeat("x", 1000-14)}}); err != nil {
+		t.Fatalf("arguments of exactly the limit: %v", err)
+	}
+	_, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "echo", "arguments": map[string]any{"message": strings.Repeat("x", 1000-13)}})
+	var re *rpcError
+	if !errors.As(err, &re) || re.RPCCode() != "bad_arguments" {
+		t.Fatalf("arguments one byte over the limit: err = %v, want code bad_arguments", err)
+	}
+	for _, want := range []string{"big.echo", "1001 bytes", "1000 byte limit", "MCP_BRIDGE_MAX_ARGUMENT_SIZE", "file"} {
+		if !strings.Contains(re.Error(), want) {
+			t.Errorf("message %q does not mention %q", re.Error(), want)
+		}
+	}
+	if got := fp.callSizes(); !slices.Equal(got, []int{1000}) {
+		t.Errorf("calls that reached the server have argument sizes %v, want only [1000]", got)
+	}
+}
+
+// TestPrepareServerFailsToStart: a server named in run_python's servers that
+// cannot start is logged and left for the run's first call to report.
+func TestPrepareServerFailsToStart(t *testing.T) {
+	d := testDirectory(t, &discovery.Server{Name: "down", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"})
+	infos, err := d.Prepare(t.Context(), []string{"down"})
+	if err != nil || len(infos) != 1 || !infos[0].Loaded || len(infos[0].Tools) != 0 {
+		t.Fatalf("Prepare = %+v, %v; want down marked loaded, without tools, and no error", infos, err)
 	}
 }

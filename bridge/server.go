@@ -106,11 +106,10 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	timeout := s.cfg.Timeout
 	if in.Timeout != nil {
-		t := *in.Timeout
-		if math.IsNaN(t) || t <= 0 {
-			return inputError("timeout must be a positive number of seconds, at most %d.", int(s.cfg.MaxTimeout.Seconds())), nil
+		var err error
+		if timeout, err = runTimeout(*in.Timeout, s.cfg.MaxTimeout); err != nil {
+			return inputError("%v", err), nil
 		}
-		timeout = min(time.Duration(t*float64(time.Second)), s.cfg.MaxTimeout)
 	}
 
 	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
@@ -165,6 +164,21 @@ func (s *Server) sessionKey(ss *mcp.ServerSession) string {
 	return key
 }
 
+// runTimeout converts a caller's timeout in seconds to a duration: a larger one
+// than maxTimeout is capped to it, as the tool schema's maximum announces. The
+// range is checked before converting, since a float64 beyond time.Duration's
+// range (about 9.2e9 seconds) converts to a negative number.
+func runTimeout(seconds float64, maxTimeout time.Duration) (time.Duration, error) {
+	switch {
+	case math.IsNaN(seconds) || math.IsInf(seconds, 0) || seconds <= 0:
+		return 0, fmt.Errorf("timeout must be a positive number of seconds, at most %g (MCP_BRIDGE_MAX_TIMEOUT; a larger one is capped to it); got %v",
+			maxTimeout.Seconds(), seconds)
+	case seconds >= maxTimeout.Seconds():
+		return maxTimeout, nil
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}
+
 // progressFunc forwards downstream progress to the client as progress on this
 // run_python request, if the client asked for progress.
 func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) func(string, float64, float64) {
@@ -172,8 +186,16 @@ func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) fun
 	if token == nil || req.Session == nil {
 		return nil
 	}
-	var n float64 // progress must increase for the token, across all calls of the run
+	// Progress must increase for the token, across all calls of the run, and
+	// the run's tool calls report concurrently: count and send under one lock,
+	// so the notifications also leave in increasing order.
+	var (
+		mu sync.Mutex
+		n  float64
+	)
 	return func(message string, _, _ float64) {
+		mu.Lock()
+		defer mu.Unlock()
 		n++
 		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: n, Message: message,

@@ -3,9 +3,13 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -199,6 +203,13 @@ func TestRunPythonInput(t *testing.T) {
 		{name: "default timeout", args: map[string]any{"code": "print(1)"}, wantTimeout: 30 * time.Second},
 		{name: "own timeout", args: map[string]any{"code": "print(1)", "timeout": 2}, wantTimeout: 2 * time.Second},
 		{name: "timeout capped", args: map[string]any{"code": "print(1)", "timeout": 1000}, wantTimeout: 120 * time.Second},
+		// Past 9.2e9 seconds a time.Duration overflows: these must be capped too, never negative.
+		{name: "timeout 1e10 capped", args: map[string]any{"code": "print(1)", "timeout": 1e10}, wantTimeout: 120 * time.Second},
+		{name: "timeout near overflow capped", args: map[string]any{"code": "print(1)", "timeout": 9223372037}, wantTimeout: 120 * time.Second},
+		{name: "largest float timeout capped", args: map[string]any{"code": "print(1)", "timeout": math.MaxFloat64}, wantTimeout: 120 * time.Second},
+		{name: "fractional timeout", args: map[string]any{"code": "print(1)", "timeout": 1.5}, wantTimeout: 1500 * time.Millisecond},
+		{name: "zero timeout", args: map[string]any{"code": "1", "timeout": 0}, wantErrText: "at most 120 (MCP_BRIDGE_MAX_TIMEOUT"},
+		{name: "huge negative timeout", args: map[string]any{"code": "1", "timeout": -1e300}, wantErrText: "timeout must be a positive number"},
 		{name: "empty code", args: map[string]any{"code": "  "}, wantErrText: "code is empty"},
 		{name: "missing code", args: map[string]any{}, wantErrText: "code is empty"},
 		{name: "code too large", args: map[string]any{"code": strings.Repeat("x", 101)}, wantErrText: "over the 100 byte limit"},
@@ -230,5 +241,130 @@ func TestRunPythonInput(t *testing.T) {
 				t.Errorf("OutputLimit = %d, want %d", fr.got.OutputLimit, cfg.OutputLimit)
 			}
 		})
+	}
+}
+
+// TestTimeoutRange checks the conversion of run_python's timeout on values JSON
+// cannot carry (NaN, infinities) as well as the ones it can.
+func TestTimeoutRange(t *testing.T) {
+	const maxTimeout = 120 * time.Second
+	tests := []struct {
+		in      float64
+		want    time.Duration
+		wantErr bool
+	}{
+		{in: 2, want: 2 * time.Second},
+		{in: 0.25, want: 250 * time.Millisecond},
+		{in: 120, want: maxTimeout},
+		{in: 121, want: maxTimeout},
+		{in: 1e10, want: maxTimeout},
+		{in: math.MaxFloat64, want: maxTimeout},
+		{in: math.Inf(1), wantErr: true},
+		{in: math.Inf(-1), wantErr: true},
+		{in: math.NaN(), wantErr: true},
+		{in: 0, wantErr: true},
+		{in: -1e10, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
+			got, err := runTimeout(tt.in, maxTimeout)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "at most 120 (MCP_BRIDGE_MAX_TIMEOUT") {
+					t.Fatalf("runTimeout(%v) = %v, %v; want an error naming the range", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("runTimeout(%v) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// progressDirectory hands the run's progress func to the runner through its
+// host, for tests that drive progress themselves.
+type progressDirectory struct{}
+
+func (progressDirectory) Prepare(context.Context, []string) ([]python.ServerInfo, error) {
+	return nil, nil
+}
+
+func (progressDirectory) Host(progress func(string, float64, float64)) python.Host {
+	return progressHost{progress}
+}
+
+type progressHost struct {
+	progress func(string, float64, float64)
+}
+
+func (progressHost) Call(context.Context, string, json.RawMessage) (any, error) {
+	return nil, errors.New("not used")
+}
+
+// concurrentProgressRunner reports progress from n goroutines at once, as n
+// concurrent tool calls of one run do.
+type concurrentProgressRunner struct{ n int }
+
+func (concurrentProgressRunner) End(context.Context, string) {}
+
+func (r concurrentProgressRunner) Run(_ context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	progress := req.Host.(progressHost).progress
+	if progress == nil {
+		return nil, errors.New("no progress func: the client asked for progress")
+	}
+	var wg sync.WaitGroup
+	for i := range r.n {
+		wg.Go(func() { progress(fmt.Sprint("call ", i), 1, 2) })
+	}
+	wg.Wait()
+	return &sandbox.Result{Result: &python.Result{}}, nil
+}
+
+// TestProgressFromConcurrentCalls forwards progress reported by concurrent tool
+// calls; under -race it catches unsynchronized progress counting. Every
+// notification must carry its own progress value, 1 to n.
+func TestProgressFromConcurrentCalls(t *testing.T) {
+	const n = 50
+	s := NewServer(defaultConfig(t), Options{Runner: concurrentProgressRunner{n}, Servers: progressDirectory{}})
+	got := make(chan float64, n)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.MCP().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			got <- req.Params.Progress
+		},
+	})
+	cs, err := client.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	params := &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"code": "1"}}
+	params.SetProgressToken("run-1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool = %v, %v", res, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // only so a lost notification fails instead of hanging
+	defer cancel()
+	var values []float64
+	for len(values) < n {
+		select {
+		case v := <-got:
+			values = append(values, v)
+		case <-ctx.Done():
+			t.Fatalf("got %d of %d progress notifications: %v", len(values), n, values)
+		}
+	}
+	slices.Sort(values)
+	for i, v := range values {
+		if v != float64(i+1) {
+			t.Fatalf("progress values %v, want each of 1 to %d once", values, n)
+		}
 	}
 }

@@ -16,17 +16,28 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
+// sandboxRuntime is what parts needs from the container runtime: runs, a
+// warm-up at start and a shutdown. [containers] is the real one.
+type sandboxRuntime interface {
+	Runner
+	// Warm prepares containers ahead of time; it returns when done or when ctx ends.
+	Warm(ctx context.Context) error
+	// Close removes every container and waits for background work.
+	Close(ctx context.Context) error
+}
+
 // parts is what a running codebridge is made of: the sandbox, the pool of
 // downstream servers, and the watcher that keeps the pool's configuration current.
 type parts struct {
-	engine  *podman.Engine
-	sandbox *sandbox.Manager
+	sandbox sandboxRuntime
 	pool    *pool.Pool
 	dir     *directory
 	logger  *slog.Logger
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
+	stopWarm  context.CancelFunc // ends the sandbox's warm-up; nil if none was started
+	warmDone  chan struct{}      // closed when the warm-up has returned
 	closeOnce sync.Once
 }
 
@@ -34,8 +45,89 @@ type parts struct {
 // and watched, Podman is contacted in the background, and no downstream server
 // starts until a run needs it.
 func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error) {
-	p := &parts{logger: logger}
-	p.engine = podman.NewEngine(podman.EngineOptions{
+	return startWith(ctx, cfg, newContainers(cfg, logger), logger)
+}
+
+// startWith is start with the sandbox given.
+func startWith(ctx context.Context, cfg Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
+	p := &parts{sandbox: sb, logger: logger}
+	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
+	p.dir = newDirectory(p.pool, cfg.MaxArgSize, logger)
+
+	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
+	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
+	p.apply(first)
+
+	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.stopWatch, p.watchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(p.watchDone)
+		err := discovery.Watch(watchCtx, cfg.ConfigDir, discovery.WatchOptions{Options: loadOpts, Initial: first}, p.apply)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			logger.Error("watching the config folder stopped; restart codebridge to pick up changes", "dir", cfg.ConfigDir, "err", err)
+		}
+	}()
+
+	if cfg.WarmSandboxes > 0 {
+		warmCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		p.stopWarm, p.warmDone = cancel, make(chan struct{})
+		go func() {
+			defer close(p.warmDone)
+			_ = p.sandbox.Warm(warmCtx) // it logs its own failure; runs try again
+		}()
+	}
+	return p, nil
+}
+
+// apply publishes a configuration: the pool starts what is new and stops what
+// is gone, then runs see the new snapshot.
+func (p *parts) apply(cfg *discovery.Config) {
+	for _, prob := range cfg.Problems {
+		p.logger.Warn("config problem", "problem", prob.String())
+	}
+	p.pool.Update(cfg.Servers)
+	p.dir.update(cfg)
+	p.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
+}
+
+// close stops everything start began and waits for it: the watcher, the
+// sandbox's warm-up, every downstream server, every container, and a Podman
+// service codebridge spawned. What fails is logged as a warning, not returned:
+// the session itself ended cleanly, and what is left behind is removed by the
+// next start.
+func (p *parts) close() {
+	p.closeOnce.Do(func() {
+		p.stopWatch()
+		<-p.watchDone
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if p.stopWarm != nil {
+			p.stopWarm()
+			select {
+			case <-p.warmDone:
+			case <-ctx.Done():
+				p.logger.Warn("the sandbox's warm-up did not stop in time; closing the sandbox anyway")
+			}
+		}
+		if err := p.pool.Close(ctx); err != nil {
+			p.logger.Warn("stopping MCP servers", "err", err)
+		}
+		if err := p.sandbox.Close(ctx); err != nil {
+			p.logger.Warn("closing the sandbox: containers may be left behind; the next codebridge start removes them", "err", err)
+		}
+	})
+}
+
+// containers is the real sandbox runtime: sessions (runtime/sandbox) over
+// Podman containers (runtime/podman).
+type containers struct {
+	*sandbox.Manager
+	engine *podman.Engine
+	logger *slog.Logger
+}
+
+func newContainers(cfg Config, logger *slog.Logger) *containers {
+	engine := podman.NewEngine(podman.EngineOptions{
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
 		Spec: podman.Spec{
@@ -55,7 +147,7 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error)
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
 	}
-	p.sandbox = sandbox.New(podmanEngine{p.engine}, sandbox.Options{
+	m := sandbox.New(podmanEngine{engine}, sandbox.Options{
 		Warm:        cfg.WarmSandboxes,
 		Sessions:    cfg.Sessions,
 		MaxSessions: cfg.MaxSessions,
@@ -63,64 +155,23 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error)
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
 		Logger:      logger.With("component", "sandbox"),
 	})
-	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
-	p.dir = newDirectory(p.pool, logger)
-
-	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
-	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
-	p.apply(first)
-
-	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p.stopWatch, p.watchDone = cancel, make(chan struct{})
-	go func() {
-		defer close(p.watchDone)
-		err := discovery.Watch(watchCtx, cfg.ConfigDir, discovery.WatchOptions{Options: loadOpts, Initial: first}, p.apply)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			logger.Error("watching the config folder stopped; restart codebridge to pick up changes", "dir", cfg.ConfigDir, "err", err)
-		}
-	}()
-
-	if cfg.WarmSandboxes > 0 {
-		go func() {
-			if err := p.engine.Ready(context.WithoutCancel(ctx)); err != nil {
-				logger.Warn("sandbox not ready; run_python will explain and try again", "err", err)
-				return
-			}
-			p.sandbox.Warm(context.WithoutCancel(ctx))
-		}()
-	}
-	return p, nil
+	return &containers{Manager: m, engine: engine, logger: logger}
 }
 
-// apply publishes a configuration: the pool starts what is new and stops what
-// is gone, then runs see the new snapshot.
-func (p *parts) apply(cfg *discovery.Config) {
-	for _, prob := range cfg.Problems {
-		p.logger.Warn("config problem", "problem", prob.String())
+// Warm connects to Podman and starts the warm containers.
+func (c *containers) Warm(ctx context.Context) error {
+	if err := c.engine.Ready(ctx); err != nil {
+		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", err)
+		return err
 	}
-	p.pool.Update(cfg.Servers)
-	p.dir.update(cfg)
-	p.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
+	c.Manager.Warm(ctx)
+	return nil
 }
 
-// close stops everything start began and waits for it: the watcher, every
-// downstream server, every container, and a Podman service codebridge spawned.
-func (p *parts) close() {
-	p.closeOnce.Do(func() {
-		p.stopWatch()
-		<-p.watchDone
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := p.pool.Close(ctx); err != nil {
-			p.logger.Warn("stopping MCP servers", "err", err)
-		}
-		if err := p.sandbox.Close(ctx); err != nil {
-			p.logger.Warn("removing sandbox containers", "err", err)
-		}
-		if err := p.engine.Close(ctx); err != nil {
-			p.logger.Warn("closing the podman connection", "err", err)
-		}
-	})
+// Close ends every session and removes every container, then closes the
+// Podman connection (and a service codebridge started).
+func (c *containers) Close(ctx context.Context) error {
+	return errors.Join(c.Manager.Close(ctx), c.engine.Close(ctx))
 }
 
 // podmanEngine adapts runtime/podman's engine to the sandbox manager's.

@@ -83,6 +83,7 @@ type Pool struct {
 
 // An entry is one configured server name.
 type entry struct {
+	// def is replaced by Update, never modified: runs hold the same pointer.
 	def      *discovery.Server
 	cur      *conn    // serves new requests; nil if not running
 	starting *startOp // the start in progress, if any
@@ -135,6 +136,9 @@ func New(opts Options) *Pool {
 //     changed (the new ones are reported).
 //
 // A server whose Disabled is set is known but refuses to start.
+//
+// The pool keeps the definitions it is given, shared with whoever else holds
+// them (a run's snapshot), and never modifies one: a later Update replaces it.
 func (p *Pool) Update(servers []*discovery.Server) {
 	next := make(map[string]*discovery.Server, len(servers))
 	for _, s := range servers {

@@ -1,0 +1,90 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeSandbox is a sandbox whose Warm runs until its context ends and whose
+// Close fails. It records the order in which they happen.
+type fakeSandbox struct {
+	fakeRunner
+	warming  chan struct{} // closed when Warm has begun
+	closeErr error
+
+	mu              sync.Mutex // protects following
+	warmEnded       bool
+	closed          bool
+	closedAfterWarm bool
+}
+
+func (f *fakeSandbox) Warm(ctx context.Context) error {
+	close(f.warming)
+	<-ctx.Done()
+	f.mu.Lock()
+	f.warmEnded = true
+	f.mu.Unlock()
+	return ctx.Err()
+}
+
+func (f *fakeSandbox) Close(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed, f.closedAfterWarm = true, f.warmEnded
+	return f.closeErr
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestPartsCloseStopsWarmUp: close ends the warm-up goroutine and waits for it
+// before closing the sandbox, and reports the sandbox's Close error.
+func TestPartsCloseStopsWarmUp(t *testing.T) {
+	cfg := defaultConfig(t)
+	cfg.ConfigDir = t.TempDir()
+	cfg.WarmSandboxes = 1
+	var logs syncBuffer
+	sb := &fakeSandbox{warming: make(chan struct{}), closeErr: errors.New("removing container 1234: podman is gone")}
+	p, err := startWith(t.Context(), cfg, sb, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sb.warming:
+	case <-t.Context().Done():
+		t.Fatal("Warm was never called")
+	}
+	p.close()
+
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if !sb.warmEnded {
+		t.Error("close returned while Warm was still running")
+	}
+	if !sb.closed || !sb.closedAfterWarm {
+		t.Errorf("sandbox closed = %v, after Warm ended = %v; want it closed once Warm has ended", sb.closed, sb.closedAfterWarm)
+	}
+	if got := logs.String(); !strings.Contains(got, "podman is gone") {
+		t.Errorf("the sandbox's Close error is not reported; logs:\n%s", got)
+	}
+}
