@@ -132,9 +132,7 @@ func (d *directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 				return nil
 			}
 			for _, doc := range docsFor(s, s.byKey[info.Name], tools, "summary", false) {
-				info.Tools = append(info.Tools, map[string]any{
-					"name": doc["tool"], "alias": doc["toolAlias"], "description": doc["description"],
-				})
+				info.Tools = append(info.Tools, python.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil
 		})

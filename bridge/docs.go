@@ -9,37 +9,33 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
 // docsFor describes tools the way the sandbox helpers return them: summary is
 // name, aliases and the first line of the description; full adds the complete
 // description, the schemas and a Python signature. withSchema forces the
 // schemas in (list_tools).
-func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, detail string, withSchema bool) []map[string]any {
+func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, detail string, withSchema bool) []python.ToolDoc {
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
 	}
 	aliases := discovery.Aliases(names)
 	full := strings.EqualFold(detail, "full")
-	out := make([]map[string]any, len(tools))
+	out := make([]python.ToolDoc, len(tools))
 	for i, t := range tools {
-		d := map[string]any{
-			"server":      srv.Name,
-			"serverAlias": s.alias[srv.Name],
-			"tool":        t.Name,
-			"toolAlias":   aliases[t.Name],
-			"name":        t.Name,
-			"alias":       aliases[t.Name],
-			"description": firstLine(t.Description),
+		d := python.ToolDoc{
+			Server: srv.Name, ServerAlias: s.alias[srv.Name],
+			Tool: t.Name, ToolAlias: aliases[t.Name],
+			Name: t.Name, Alias: aliases[t.Name],
+			Description: firstLine(t.Description),
 		}
 		if full || withSchema {
-			d["description"] = t.Description
-			d["inputSchema"] = t.InputSchema
-			if t.OutputSchema != nil {
-				d["outputSchema"] = t.OutputSchema
-			}
-			d["signature"] = signature(aliases[t.Name], t)
+			d.Description = t.Description
+			d.InputSchema = t.InputSchema
+			d.OutputSchema = t.OutputSchema
+			d.Signature = signature(aliases[t.Name], t)
 		}
 		out[i] = d
 	}

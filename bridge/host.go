@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
 // host answers one run's requests from the sandbox. It sees the configuration
@@ -34,47 +35,67 @@ const (
 	searchStartTimeout = 30 * time.Second
 )
 
-// Call implements python.Host.
-func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	var p struct {
-		Server    string          `json:"server"`
-		Tool      *string         `json:"tool"`
-		Detail    string          `json:"detail"`
-		Query     string          `json:"query"`
-		Limit     int             `json:"limit"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("%s: malformed parameters: %v", method, err)}
+// handler answers one request method with its parameters decoded.
+type handler func(h *host, ctx context.Context, raw json.RawMessage) (any, error)
+
+// method makes a handler that decodes the parameters into P first.
+func method[P any](f func(h *host, ctx context.Context, p P) (any, error)) handler {
+	return func(h *host, ctx context.Context, raw json.RawMessage) (any, error) {
+		var p P
+		if len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed parameters: %v", err)}
+			}
 		}
+		return f(h, ctx, p)
 	}
-	switch method {
-	case "list_servers":
+}
+
+// methods is the dispatch table of the sandbox's requests.
+var methods = map[string]handler{
+	python.MethodListServers: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
 		names := make([]string, len(h.snap.servers))
 		for i, s := range h.snap.servers {
 			names[i] = s.Name
 		}
 		return names, nil
-	case "describe_server":
+	}),
+	python.MethodDescribeServer: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
 		return h.describeServer(ctx, p.Server)
-	case "list_tools":
+	}),
+	python.MethodListTools: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
 		srv, tools, err := h.tools(ctx, p.Server)
 		if err != nil {
 			return nil, err
 		}
 		return docsFor(h.snap, srv, tools, "full", true), nil
-	case "query_tool_docs":
+	}),
+	python.MethodQueryToolDocs: method(func(h *host, ctx context.Context, p python.QueryToolDocsParams) (any, error) {
 		return h.queryToolDocs(ctx, p.Server, p.Tool, p.Detail)
-	case "search_tool_docs":
+	}),
+	python.MethodSearchToolDocs: method(func(h *host, ctx context.Context, p python.SearchToolDocsParams) (any, error) {
 		return h.searchToolDocs(ctx, p.Query, p.Limit, p.Detail)
-	case "call_tool":
+	}),
+	python.MethodCallTool: method(func(h *host, ctx context.Context, p python.CallToolParams) (any, error) {
 		if p.Tool == nil {
 			return nil, &rpcError{code: "bad_arguments", msg: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 		}
 		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments)
+	}),
+}
+
+// Call implements python.Host.
+func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	f, ok := methods[method]
+	if !ok {
+		return nil, &rpcError{code: "internal", msg: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
 	}
-	return nil, &rpcError{code: "internal", msg: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
+	res, err := f(h, ctx, params)
+	var re *rpcError
+	if errors.As(err, &re) && strings.HasPrefix(re.msg, "malformed parameters") {
+		re.msg = method + ": " + re.msg
+	}
+	return res, err
 }
 
 // tools resolves a server and lists its tools, starting it if needed.
@@ -95,11 +116,11 @@ func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
-		"name":        srv.Name,
-		"alias":       h.snap.alias[srv.Name],
-		"description": srv.Description,
-		"tools":       docsFor(h.snap, srv, tools, "summary", true),
+	return python.ServerDescription{
+		Name:        srv.Name,
+		Alias:       h.snap.alias[srv.Name],
+		Description: srv.Description,
+		Tools:       docsFor(h.snap, srv, tools, "summary", true),
 	}, nil
 }
 
@@ -134,10 +155,10 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 		tool *mcp.Tool
 	}
 	refs := map[[2]string]ref{}
-	unavailable := []map[string]string{}
+	out := python.SearchResult{Results: []python.ToolDoc{}, Unavailable: []python.Unavailable{}}
 	for _, srv := range h.snap.servers {
 		if err := failed[srv.Name]; err != nil {
-			unavailable = append(unavailable, map[string]string{"server": srv.Name, "error": firstLine(err.Error())})
+			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: firstLine(err.Error())})
 			continue
 		}
 		for _, t := range all[srv.Name] {
@@ -146,14 +167,13 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 		}
 	}
 	hits := search.NewIndex(docs).Search(query, limit)
-	results := make([]map[string]any, 0, len(hits))
 	for _, hit := range hits {
 		r := refs[[2]string{hit.Doc.Server, hit.Doc.Tool}]
 		d := docsFor(h.snap, r.srv, []*mcp.Tool{r.tool}, detail, false)[0]
-		d["score"] = hit.Score
-		results = append(results, d)
+		d.Score = &hit.Score
+		out.Results = append(out.Results, d)
 	}
-	return map[string]any{"results": results, "unavailable": unavailable}, nil
+	return out, nil
 }
 
 func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage) (any, error) {

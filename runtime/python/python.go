@@ -99,8 +99,8 @@ type ServerInfo struct {
 	Alias       string `json:"alias"` // a valid Python identifier, unique in the run
 	Description string `json:"description,omitempty"`
 	Loaded      bool   `json:"loaded,omitempty"`
-	// Tools of a loaded server: {name, alias, description, inputSchema} each.
-	Tools []map[string]any `json:"tools,omitempty"`
+	// Tools of a loaded server.
+	Tools []ToolSummary `json:"tools,omitempty"`
 }
 
 // Host answers the sandbox's requests. Call is invoked concurrently, once per

@@ -17,7 +17,7 @@ import (
 var testServers = []ServerInfo{
 	{Name: "every-thing", Alias: "every_thing", Description: "test server"},
 	{Name: "mem", Alias: "mem", Description: "memory", Loaded: true,
-		Tools: []map[string]any{{"name": "echo", "alias": "echo", "description": "Echo"}}},
+		Tools: []ToolSummary{{Name: "echo", Alias: "echo", Description: "Echo"}}},
 }
 
 var testTools = []map[string]any{
@@ -165,7 +165,7 @@ func TestHelpers(t *testing.T) {
 		},
 		{
 			name: "list_servers", code: "print(await list_servers(), list_servers_sync())\nprint(list_loaded_server_metadata())",
-			want: "('every-thing', 'mem') ('every-thing', 'mem')\n({'name': 'mem', 'alias': 'mem', 'description': 'memory', 'tools': [{'alias': 'echo', 'description': 'Echo', 'name': 'echo'}]},)\n",
+			want: "('every-thing', 'mem') ('every-thing', 'mem')\n({'name': 'mem', 'alias': 'mem', 'description': 'memory', 'tools': [{'name': 'echo', 'alias': 'echo', 'description': 'Echo'}]},)\n",
 		},
 		{
 			name: "describe_server", code: "d = describe_server('every_thing')\nprint(d['name'], [t['alias'] for t in d['tools']])",

@@ -1,0 +1,92 @@
+package python
+
+import "encoding/json"
+
+// The methods a sandbox's requests name, with one parameter struct each. The
+// host dispatches on the method through a table and decodes the parameters
+// into the method's struct; replies are the result types below, or an MCP
+// CallToolResult for call_tool.
+const (
+	MethodListServers    = "list_servers"     // no parameters → []string
+	MethodDescribeServer = "describe_server"  // [ServerParams] → [ServerDescription]
+	MethodListTools      = "list_tools"       // [ServerParams] → []ToolDoc (full)
+	MethodQueryToolDocs  = "query_tool_docs"  // [QueryToolDocsParams] → []ToolDoc
+	MethodSearchToolDocs = "search_tool_docs" // [SearchToolDocsParams] → [SearchResult]
+	MethodCallTool       = "call_tool"        // [CallToolParams] → MCP CallToolResult
+)
+
+// NoParams is the parameters of a method that takes none.
+type NoParams struct{}
+
+// ServerParams names a server, by name or alias.
+type ServerParams struct {
+	Server string `json:"server"`
+}
+
+// QueryToolDocsParams asks for one tool's docs, or all of a server's when
+// Tool is nil. Detail is "summary" or "full".
+type QueryToolDocsParams struct {
+	Server string  `json:"server"`
+	Tool   *string `json:"tool"`
+	Detail string  `json:"detail"`
+}
+
+// SearchToolDocsParams searches every server's tools.
+type SearchToolDocsParams struct {
+	Query  string `json:"query"`
+	Limit  int    `json:"limit"`
+	Detail string `json:"detail"`
+}
+
+// CallToolParams calls a tool; Arguments is a JSON object or absent.
+type CallToolParams struct {
+	Server    string          `json:"server"`
+	Tool      *string         `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolDoc documents one tool. Summary docs carry the first line of the
+// description; full docs the whole description, the schemas and a Python
+// signature. Name and Alias repeat Tool and ToolAlias for code written
+// against list_tools.
+type ToolDoc struct {
+	Server       string   `json:"server"`
+	ServerAlias  string   `json:"serverAlias"`
+	Tool         string   `json:"tool"`
+	ToolAlias    string   `json:"toolAlias"`
+	Name         string   `json:"name"`
+	Alias        string   `json:"alias"`
+	Description  string   `json:"description"`
+	InputSchema  any      `json:"inputSchema,omitempty"`
+	OutputSchema any      `json:"outputSchema,omitempty"`
+	Signature    string   `json:"signature,omitempty"`
+	Score        *float64 `json:"score,omitempty"` // search hits only
+}
+
+// ToolSummary is a tool in a [ServerDescription] or a loaded [ServerInfo].
+type ToolSummary struct {
+	Name        string `json:"name"`
+	Alias       string `json:"alias"`
+	Description string `json:"description"`
+}
+
+// ServerDescription answers describe_server.
+type ServerDescription struct {
+	Name        string    `json:"name"`
+	Alias       string    `json:"alias"`
+	Description string    `json:"description"`
+	Tools       []ToolDoc `json:"tools"`
+}
+
+// SearchResult answers search_tool_docs: the hits, best first, and the
+// servers that could not be searched.
+type SearchResult struct {
+	Results     []ToolDoc     `json:"results"`
+	Unavailable []Unavailable `json:"unavailable"`
+}
+
+// Unavailable names a server that could not be reached, and why.
+type Unavailable struct {
+	Server string `json:"server"`
+	Error  string `json:"error"`
+}
