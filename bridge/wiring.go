@@ -127,19 +127,25 @@ type containers struct {
 }
 
 func newContainers(cfg Config, logger *slog.Logger) *containers {
+	// An interpreter gives up waiting for its next run a little after the
+	// manager would end it anyway (a warm container unused, a session idle),
+	// so a codebridge killed hard leaves nothing running for long. Sessions
+	// kept until their MCP session ends wait for ever; the next codebridge
+	// start removes what a dead one left.
+	wait := max(sandbox.DefaultWarmLimit, cfg.SessionIdle) + time.Minute
+	if cfg.Sessions && cfg.SessionIdle == 0 {
+		wait = 0
+	}
 	engine := podman.NewEngine(podman.EngineOptions{
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
 		Spec: podman.Spec{
 			Command: python.Command(),
-			// A warm container's bootstrap gives up waiting a little after
-			// the manager stops offering it, so a codebridge killed hard
-			// leaves nothing running for long.
-			Env:    map[string]string{python.WaitLimitEnv: strconv.Itoa(int((sandbox.DefaultWarmLimit + time.Minute).Seconds()))},
-			User:   cfg.ContainerUser,
-			Memory: cfg.Memory,
-			CPUs:   cfg.CPUs,
-			Pids:   cfg.Pids,
+			Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(wait.Seconds()))},
+			User:    cfg.ContainerUser,
+			Memory:  cfg.Memory,
+			CPUs:    cfg.CPUs,
+			Pids:    cfg.Pids,
 		},
 		Logger: logger.With("component", "podman"),
 	})

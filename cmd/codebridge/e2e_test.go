@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -153,6 +154,7 @@ type runResult struct {
 			Type      string `json:"type"`
 			Traceback string `json:"traceback"`
 		} `json:"error"`
+		Session *sandbox.SessionInfo `json:"session"`
 	}
 }
 

@@ -37,15 +37,13 @@ const (
 	MaxFrame = 64 << 20
 )
 
-// Init is the payload of the 'S' frame, sent once when an interpreter starts.
+// Init is the payload of the 'S' frame, sent once when an interpreter starts
+// (for a warm container, while it waits for its first run).
 type Init struct {
 	// Files holds the embedded Python sources by slash-separated path relative
 	// to the sandbox directory ("codebridge_runner.py", "mcp/__init__.py"); the
 	// bootstrap imports them from memory.
 	Files map[string]string `json:"files"`
-	// Prelude is code run once, before the first run, in the session's
-	// namespace: saved helpers, each under its own file name.
-	Prelude []Source `json:"prelude,omitempty"`
 }
 
 // Source is a named piece of Python source.
@@ -59,6 +57,9 @@ type RunFrame struct {
 	Run     int          `json:"run"` // 1, 2, ... within the interpreter
 	Code    string       `json:"code"`
 	Servers []ServerInfo `json:"servers"`
+	// Prelude is defined in the namespace before the code: saved helpers,
+	// each under its own file name. Sent with a session's first run.
+	Prelude []Source `json:"prelude,omitempty"`
 }
 
 // Interrupt is the payload of an 'I' frame: raise KeyboardInterrupt in the

@@ -226,7 +226,7 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 	background := it.stray.take()
 	it.mu.Unlock()
 
-	it.send(KindRun, RunFrame{Run: r.n, Code: p.Code, Servers: p.Servers})
+	it.send(KindRun, RunFrame{Run: r.n, Code: p.Code, Servers: p.Servers, Prelude: p.Prelude})
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -86,6 +86,9 @@ type Program struct {
 	Servers []ServerInfo // servers visible to this run, for discovered_servers() and mcp_<alias>
 	// OutputLimit caps each of stdout and stderr, in bytes; 0 means DefaultOutputLimit.
 	OutputLimit int
+	// Prelude is defined before the code (saved helpers); a session sends it
+	// with its first run.
+	Prelude []Source
 }
 
 // DefaultOutputLimit is the per-stream output cap when [Program.OutputLimit] is 0.

@@ -135,7 +135,7 @@ type Manager struct {
 
 	mu       sync.Mutex // protects following
 	sessions map[string]*session
-	warm     []Container
+	warm     []*box
 	filling  int
 	closed   bool
 
@@ -196,6 +196,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 			return res, ctx.Err()
 		}
 		info.New, info.Reason = true, s.reason
+		req.Program.Prelude = m.prelude()
 	}
 	res, err := s.it.Run(ctx, req.Program, req.Host, req.Timeout)
 	info.ID, info.Run = s.id, s.it.Runs()
@@ -210,19 +211,27 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 	return &Result{Result: res, Session: info}, nil
 }
 
+// box is a started container whose interpreter has been sent the helper
+// modules: a warm one loads them while it waits.
+type box struct {
+	ct Container
+	it *python.Interpreter
+}
+
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
-	ct, err := m.take(ctx)
+	b, err := m.take(ctx)
 	if err != nil {
 		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
 	}
 	defer m.refill(ctx)
-	it := python.Start(ct.Stream(), python.Init{Prelude: m.prelude()}, m.opts.Limits)
-	res, err := it.Run(ctx, req.Program, req.Host, req.Timeout)
+	ct := b.ct
+	req.Program.Prelude = m.prelude()
+	res, err := b.it.Run(ctx, req.Program, req.Host, req.Timeout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		m.explain(ctx, ct, res, err)
 	}
-	it.Close()
+	b.it.Close()
 	rctx, cancel := cleanupCtx(ctx)
 	ct.Remove(rctx)
 	cancel()
@@ -324,9 +333,10 @@ func (m *Manager) Close(ctx context.Context) error {
 		s.idle.Stop()
 		s.kill(ctx)
 	}
-	for _, ct := range warm {
+	for _, b := range warm {
+		b.it.Close()
 		rctx, cancel := cleanupCtx(ctx)
-		if err := ct.Remove(rctx); err != nil {
+		if err := b.ct.Remove(rctx); err != nil {
 			errs = append(errs, err)
 		}
 		cancel()
@@ -386,15 +396,14 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 // startSession starts s's container and interpreter; on failure it returns
 // the Result to answer with.
 func (m *Manager) startSession(ctx context.Context, s *session) *Result {
-	ct, err := m.take(ctx)
+	b, err := m.take(ctx)
 	if err != nil {
 		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
 	}
-	s.ct = ct
-	s.it = python.Start(ct.Stream(), python.Init{Prelude: m.prelude()}, m.opts.Limits)
+	s.ct, s.it = b.ct, b.it
 	s.id = newID()
 	s.alive.Store(true)
-	m.log.Debug("sandbox session started", "session", s.id, "container", ct.ID(), "reason", s.reason)
+	m.log.Debug("sandbox session started", "session", s.id, "container", b.ct.ID(), "reason", s.reason)
 	// Replace the warm container now: the first run, which follows at once,
 	// does not wait for it, and later runs of the session need none.
 	m.refill(ctx)
@@ -431,36 +440,73 @@ func (m *Manager) prelude() []python.Source {
 	return m.opts.Prelude()
 }
 
-// take returns a warm container if one is ready, else starts one.
-func (m *Manager) take(ctx context.Context) (Container, error) {
+// take returns a warm box if one is ready, else starts one.
+func (m *Manager) take(ctx context.Context) (*box, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, errors.New("the sandbox is shut down")
 	}
-	var ct Container
-	for len(m.warm) > 0 && ct == nil {
+	var b *box
+	for len(m.warm) > 0 && b == nil {
 		cand := m.warm[0]
 		m.warm = m.warm[1:]
 		select {
-		case <-cand.Done(): // exited while waiting; its watcher removes it
+		case <-cand.ct.Done(): // exited while waiting; its watcher removes it
 		default:
-			if time.Since(cand.Started()) < m.opts.WarmLimit {
-				ct = cand
+			if time.Since(cand.ct.Started()) < m.opts.WarmLimit {
+				b = cand
 				break
 			}
-			m.bg.Go(func() { // its bootstrap gives up waiting soon: do not race it
-				rctx, cancel := cleanupCtx(ctx)
-				defer cancel()
-				cand.Remove(rctx)
-			})
+			m.bg.Go(func() { m.discard(ctx, cand) }) // it gives up waiting soon: do not race it
 		}
 	}
 	m.mu.Unlock()
-	if ct != nil {
-		return ct, nil
+	if b != nil {
+		return b, nil
 	}
-	return m.eng.Start(ctx)
+	return m.start(ctx)
+}
+
+// start starts a container and its interpreter.
+func (m *Manager) start(ctx context.Context) (*box, error) {
+	ct, err := m.eng.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &box{ct: ct, it: python.Start(ct.Stream(), python.Init{}, m.opts.Limits)}, nil
+}
+
+// discard closes b's interpreter and removes its container.
+func (m *Manager) discard(ctx context.Context, b *box) {
+	b.it.Close()
+	rctx, cancel := cleanupCtx(ctx)
+	defer cancel()
+	b.ct.Remove(rctx)
+}
+
+// remove removes a container in the background, or at once when the manager
+// is closing (Close waits for the background, and nothing may be added then).
+func (m *Manager) remove(ctx context.Context, ct Container) {
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.bg.Add(1)
+	}
+	m.mu.Unlock()
+	rm := func() {
+		rctx, cancel := cleanupCtx(ctx)
+		defer cancel()
+		ct.Remove(rctx)
+	}
+	if closed {
+		rm()
+		return
+	}
+	go func() {
+		defer m.bg.Done()
+		rm()
+	}()
 }
 
 // reserve claims the missing places among the warm containers.
@@ -482,16 +528,16 @@ func (m *Manager) refill(ctx context.Context) {
 	}
 }
 
-// fill starts one warm container for a place reserve claimed.
+// fill starts one warm box for a place reserve claimed.
 func (m *Manager) fill(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	ct, err := m.eng.Start(sctx)
+	b, err := m.start(sctx)
 	m.mu.Lock()
 	m.filling--
 	ok := err == nil && !m.closed
 	if ok {
-		m.warm = append(m.warm, ct)
+		m.warm = append(m.warm, b)
 	}
 	m.mu.Unlock()
 	if err != nil {
@@ -499,21 +545,19 @@ func (m *Manager) fill(ctx context.Context) {
 		return
 	}
 	if !ok {
-		rctx, cancel := cleanupCtx(ctx)
-		ct.Remove(rctx)
-		cancel()
+		m.discard(ctx, b)
 		return
 	}
-	m.bg.Go(func() { m.watch(context.WithoutCancel(ctx), ct) })
+	m.bg.Go(func() { m.watch(context.WithoutCancel(ctx), b) })
 }
 
-// watch replaces a warm container that exits before it is used.
-func (m *Manager) watch(ctx context.Context, ct Container) {
-	<-ct.Done()
+// watch replaces a warm box whose container exits before it is used.
+func (m *Manager) watch(ctx context.Context, b *box) {
+	<-b.ct.Done()
 	m.mu.Lock()
 	inPool := false
 	for i, w := range m.warm {
-		if w == ct {
+		if w == b {
 			m.warm = append(m.warm[:i:i], m.warm[i+1:]...)
 			inPool = true
 			break
@@ -523,10 +567,8 @@ func (m *Manager) watch(ctx context.Context, ct Container) {
 	if !inPool {
 		return // taken by a session, which removes it, or the manager closed
 	}
-	m.log.Debug("warm sandbox container exited; replacing it", "container", ct.ID())
-	rctx, cancel := cleanupCtx(ctx)
-	ct.Remove(rctx)
-	cancel()
+	m.log.Debug("warm sandbox container exited; replacing it", "container", b.ct.ID())
+	m.discard(ctx, b)
 	m.refill(ctx)
 }
 

@@ -104,7 +104,8 @@ func (s *session) end(ctx context.Context, reason string) {
 	s.reason = reason
 }
 
-// kill stops the interpreter and removes the container.
+// kill stops the interpreter and has the container removed (in the
+// background: the caller's run need not wait for Podman).
 func (s *session) kill(ctx context.Context) {
 	s.alive.Store(false)
 	if s.it != nil {
@@ -112,9 +113,7 @@ func (s *session) kill(ctx context.Context) {
 		s.it = nil
 	}
 	if s.ct != nil {
-		rctx, cancel := cleanupCtx(ctx)
-		s.ct.Remove(rctx)
-		cancel()
+		s.m.remove(ctx, s.ct)
 		s.ct = nil
 	}
 }

@@ -394,6 +394,8 @@ def _run(msg, namespace, mcp, pumps, channel):
     """One run: its code in the session's namespace, then its exit frame."""
     global _running
     n = msg.get("run") or 0
+    if msg.get("prelude"):
+        _prelude(msg["prelude"], namespace)
     if mcp is not None:
         mcp._refresh(msg.get("servers") or [], namespace)
     exit_code, failure = 0, None
@@ -432,12 +434,16 @@ def main(start, fd_in=0, fd_out=1):
     channel.start()
     sys.argv = [""]
     namespace, mcp = _namespace(channel)
-    _prelude(start.get("prelude"), namespace)
+    # Like the bootstrap, give up when nothing comes for the wait limit: a
+    # codebridge killed hard leaves no interpreter waiting for ever.
+    wait = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0) or None
     while True:
         try:
-            msg = channel.runs.get()
+            msg = channel.runs.get(timeout=wait)
         except KeyboardInterrupt:  # a late interrupt between runs
             continue
+        except queue.Empty:
+            break
         if msg is None:
             break
         try:
