@@ -360,6 +360,8 @@ def capability_summary():
 
 _SUMMARY = """\
 codebridge helpers: globals of your code; also `import mcp`, `from mcp import runtime`.
+Your calls share one Python session: variables, imports and /tmp files persist between
+run_python calls (reset=true starts fresh; a [session] line says when state was lost).
 Discover (nothing is loaded until you ask):
   discovered_servers(detailed=False)       tuple of server names, or of dicts {name, alias, description}
   list_servers() / list_servers_sync()     server names (await the first)
