@@ -186,18 +186,13 @@ func TestPlainCode(t *testing.T) {
 		{name: "interleaved order", code: "import os\nprint('1')\nos.write(1, b'2\\n')\nos.system('echo 3')\nprint('4')", stdout: "1\n2\n3\n4\n"},
 		{name: "frame bytes in output", code: "import sys\nsys.stdout.write('X\\x00\\x00\\x00\\x05hello')\nsys.stdout.buffer.write(b'Q\\xff\\xff\\xff\\xff')", stdout: "X\x00\x00\x00\x05helloQ\uFFFD"},
 		{name: "fresh __main__", code: "import sys\nclass A: pass\nprint(__name__, A.__module__, sys.modules['__main__'].A is A)", stdout: "__main__ __main__ True\n"},
-		{name: "background process holding pipe", code: "import subprocess\nsubprocess.Popen(['sleep', '5'])\nprint('done')", stdout: "done\n"},
 		{name: "print without newline at exit", code: "print('partial', end='')", stdout: "partial"},
 		{name: "user thread still printing", code: "import threading, time\ndef spam():\n    while True:\n        print('x')\n        time.sleep(0.001)\nthreading.Thread(target=spam, daemon=True).start()\ntime.sleep(0.05)\nprint('end')"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			start := time.Now()
 			res := mustRun(t, tt.code)
-			if tt.name == "background process holding pipe" && time.Since(start) > 5*time.Second {
-				t.Errorf("run took %v: a background process holding the pipe must not block the exit", time.Since(start))
-			}
 			if tt.name != "user thread still printing" && res.Stdout != tt.stdout {
 				t.Errorf("stdout = %q, want %q", res.Stdout, tt.stdout)
 			}
@@ -329,6 +324,21 @@ func TestContextCancel(t *testing.T) {
 	res, err = it.Run(t.Context(), Program{Code: "print(x + 1)"}, nil, time.Minute)
 	if err != nil || res.Stdout != "42\n" {
 		t.Errorf("next run = %+v, %v; want 42 from the kept session", res, err)
+	}
+}
+
+// TestBackgroundProcessHoldingPipe: a run ends while a process it started
+// still holds its stdout; the next run finds that process still running, so
+// the first did not wait for it.
+func TestBackgroundProcessHoldingPipe(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{})
+	res, err := it.Run(t.Context(), Program{Code: "import subprocess\np = subprocess.Popen(['sleep', '30'])\nprint('done')"}, nil, time.Minute)
+	if err != nil || res.Stdout != "done\n" {
+		t.Fatalf("run 1 = %+v, %v", res, err)
+	}
+	res, err = it.Run(t.Context(), Program{Code: "print(p.poll() is None)\np.kill()"}, nil, time.Minute)
+	if err != nil || res.Stdout != "True\n" {
+		t.Errorf("run 2 = %+v, %v; want the child still running", res, err)
 	}
 }
 
@@ -464,13 +474,9 @@ func TestBootstrapQuietOnEOF(t *testing.T) {
 				}
 				defer w.Close()
 			}
-			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			if err != nil || len(out) != 0 {
 				t.Errorf("bootstrap = %v, output %q; want quiet exit 0", err, out)
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("took %v", d)
 			}
 		})
 	}

@@ -288,6 +288,46 @@ func TestRunNilHost(t *testing.T) {
 	}
 }
 
+// TestOutputBetweenRuns: output that arrives after a run's exit frame and
+// before the next run (from threads or processes the code left running) is
+// returned with the next run as background output, never lost and never
+// mixed into a run's own output.
+func TestOutputBetweenRuns(t *testing.T) {
+	box, s := newFakeBox(t)
+	between := make(chan struct{})
+	go func() {
+		box.expect(t, KindStart, nil)
+		box.expect(t, KindRun, nil)
+		box.send(frameBytes('O', "own 1\n"), frameBytes('X', exit0))
+		<-between // run 1 has returned
+		box.send(frameBytes('O', "late\n"), frameBytes('E', "late err\n"))
+		box.expect(t, KindRun, nil)
+		box.send(frameBytes('O', "own 2\n"), frameBytes('X', `{"run":2,"exit_code":0}`))
+	}()
+	it := Start(s, Init{}, Limits{})
+	defer it.Close()
+	r1, err := it.Run(t.Context(), Program{}, nil, time.Minute)
+	if err != nil || r1.Stdout != "own 1\n" {
+		t.Fatalf("run 1 = %+v, %v", r1, err)
+	}
+	close(between)
+	// Run 2 may start before or after the late output arrives; either way
+	// it is not run 2's own output. Wait until it has arrived.
+	for {
+		it.mu.Lock()
+		n := it.stray.total
+		it.mu.Unlock()
+		if n == int64(len("late\nlate err\n")) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r2, err := it.Run(t.Context(), Program{}, nil, time.Minute)
+	if err != nil || r2.Stdout != "own 2\n" || r2.Background != "late\nlate err\n" {
+		t.Errorf("run 2 = stdout %q background %q, %v", r2.Stdout, r2.Background, err)
+	}
+}
+
 // TestFloodWithoutReading is the wedge of issue 7: the sandbox sends
 // thousands of requests and never reads a reply. The host must keep reading,
 // refuse what is past its bounds, and at the time limit tear the streams
