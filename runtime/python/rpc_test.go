@@ -486,3 +486,32 @@ print(sync_s, async_s)`, h)
 	}
 	t.Logf("1000 sequential call_tool round trips: sync %.0f µs/call, await %.0f µs/call", syncS*1e3, asyncS*1e3)
 }
+
+// TestRequestSendFails: a request whose frame cannot be sent fails at once
+// with MCPError instead of leaving its future pending for ever.
+func TestRequestSendFails(t *testing.T) {
+	out := runOK(t, `
+import mcp
+ch = mcp.runtime._channel
+real = ch.send
+def broken(kind, payload):
+    if kind == b"Q":
+        raise ValueError("cannot send")
+    return real(kind, payload)
+ch.send = broken
+try:
+    call_tool_sync("mem", "echo", {"message": "x"})
+except MCPError as e:
+    print(e.code, e.message)
+try:
+    await call_tool("mem", "echo", {"message": "x"})
+except MCPError as e:
+    print(e.code, e.message)
+ch.send = real
+print(len(ch._pending), call_tool_sync("mem", "echo", {"message": "ok"})["args"])
+`, &toolHost{})
+	want := "internal sending request: cannot send\ninternal sending request: cannot send\n0 {'message': 'ok'}\n"
+	if out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+}
