@@ -10,12 +10,18 @@ bench() { # package, pattern, benchtime
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
 }
 
-echo "## run_python(\"print(1)\") through an MCP client, and podman run --rm for comparison"
-bench ./cmd/codebridge 'RunPythonPrint|PodmanRunCLI' 20x
+echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
+bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
+echo "## first run of a new session, a warm container ready"
+bench ./cmd/codebridge 'FirstRunNewSession' 30x
 echo "## start codebridge and answer tools/list with 100 servers configured"
 bench ./cmd/codebridge 'Startup100Servers' 10x
 echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000 sequential echo calls)"
 bench ./cmd/codebridge 'ToolCall' 3x
+echo "## the protocol's and Python's share: a request answered at once by the host, over local pipes"
+bench ./runtime/python 'RequestRoundTrip' 5x
+bench ./runtime/python 'SessionRun' 200x
 echo "## config folder: file written -> new configuration applied"
 bench ./discovery 'ReloadLatency' 50x
 echo "## downstream pool: echo call through the pool, server-everything start"
