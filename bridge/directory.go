@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
@@ -27,7 +28,8 @@ type downstream interface {
 // pool of downstream clients.
 type directory struct {
 	pool    downstream
-	maxArgs int // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
+	maxArgs int           // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
+	store   *memory.Store // memories and saved helpers; nil means none
 	logger  *slog.Logger
 	snap    atomic.Pointer[snapshot]
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
@@ -82,6 +84,87 @@ var methods = map[string]handler{
 		}
 		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments)
 	}),
+}
+
+// The memory and saved-helper methods, added to the table by init.
+var memoryMethods = map[string]handler{
+	python.MethodMemorySave: method(func(h *host, _ context.Context, p python.MemorySaveParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		return nil, st.Save(p.Key, p.Value, p.Metadata)
+	}),
+	python.MethodMemoryLoad: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		m, ok, err := st.Load(p.Key)
+		return python.MemoryLoadResult{Found: ok, Value: m.Value}, err
+	}),
+	python.MethodMemoryDelete: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		return st.Delete(p.Key)
+	}),
+	python.MethodMemoryExists: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		_, ok, err := st.Load(p.Key)
+		return ok, err
+	}),
+	python.MethodMemoryList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		list, err := st.List()
+		if list == nil {
+			list = []memory.Memory{}
+		}
+		return list, err
+	}),
+	python.MethodToolSave: method(func(h *host, _ context.Context, p python.ToolSaveParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		return nil, st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description})
+	}),
+	python.MethodToolList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		tools, err := st.Tools()
+		out := make([]map[string]any, len(tools))
+		for i, t := range tools {
+			out[i] = map[string]any{"name": t.Name, "description": t.Description, "updated": t.Updated}
+		}
+		return out, err
+	}),
+	python.MethodToolDelete: method(func(h *host, _ context.Context, p python.NameParams) (any, error) {
+		st, err := h.store()
+		if err != nil {
+			return nil, err
+		}
+		return st.DeleteTool(p.Name)
+	}),
+}
+
+func init() { maps.Copy(methods, memoryMethods) }
+
+// store is the memory store, or an error saying it is not available.
+func (h *host) store() (*memory.Store, error) {
+	if h.dir.store == nil {
+		return nil, &rpcError{code: "internal", msg: "memory is not available in this codebridge (no state directory)"}
+	}
+	return h.dir.store, nil
 }
 
 // Call implements python.Host.
@@ -166,8 +249,20 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 			refs[[2]string{srv.Name, t.Name}] = ref{srv, t}
 		}
 	}
+	saved := map[string]memory.Tool{}
+	if h.dir.store != nil {
+		tools, _ := h.dir.store.Tools()
+		for _, t := range tools {
+			docs = append(docs, search.Doc{Server: savedServer, Tool: t.Name, Description: t.Description})
+			saved[t.Name] = t
+		}
+	}
 	hits := search.NewIndex(docs).Search(query, limit)
 	for _, hit := range hits {
+		if t, ok := saved[hit.Doc.Tool]; ok && hit.Doc.Server == savedServer {
+			out.Results = append(out.Results, savedDoc(t, &hit.Score))
+			continue
+		}
 		r := refs[[2]string{hit.Doc.Server, hit.Doc.Tool}]
 		d := docsFor(h.snap, r.srv, []*mcp.Tool{r.tool}, detail, false)[0]
 		d.Score = &hit.Score
@@ -228,6 +323,19 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		return nil, poolError(srv.Name, err)
 	}
 	return res, nil
+}
+
+// savedServer is the server name search results give saved helpers.
+const savedServer = "saved_tools"
+
+// savedDoc describes a saved helper as a search result: a global function of
+// every session, not a tool to call through call_tool.
+func savedDoc(t memory.Tool, score *float64) python.ToolDoc {
+	return python.ToolDoc{
+		Server: savedServer, ServerAlias: savedServer, Tool: t.Name, ToolAlias: t.Name, Name: t.Name, Alias: t.Name,
+		Description: "saved helper, already defined as a global: call " + t.Name + "(...) directly. " + firstLine(t.Description),
+		Signature:   t.Name + "(...)", Score: score,
+	}
 }
 
 // findTool resolves a tool by exact name, alias, or case-insensitive name.

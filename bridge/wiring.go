@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
@@ -53,6 +54,7 @@ func startWith(ctx context.Context, cfg Config, sb sandboxRuntime, logger *slog.
 	p := &parts{sandbox: sb, logger: logger}
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
 	p.dir = newDirectory(p.pool, cfg.MaxArgSize, logger)
+	p.dir.store = memory.New(cfg.StateDir)
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
@@ -159,6 +161,7 @@ func newContainers(cfg Config, logger *slog.Logger) *containers {
 		MaxSessions: cfg.MaxSessions,
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
+		Prelude:     savedHelpers(memory.New(cfg.StateDir), logger),
 		Logger:      logger.With("component", "sandbox"),
 	})
 	return &containers{Manager: m, engine: engine, logger: logger}
@@ -178,6 +181,21 @@ func (c *containers) Warm(ctx context.Context) error {
 // Podman connection (and a service codebridge started).
 func (c *containers) Close(ctx context.Context) error {
 	return errors.Join(c.Manager.Close(ctx), c.engine.Close(ctx))
+}
+
+// savedHelpers gives a new session the helpers agents saved with save_tool.
+func savedHelpers(st *memory.Store, logger *slog.Logger) func() []python.Source {
+	return func() []python.Source {
+		tools, err := st.Tools()
+		if err != nil {
+			logger.Warn("reading saved helpers; new sessions start without them", "err", err)
+		}
+		out := make([]python.Source, len(tools))
+		for i, t := range tools {
+			out[i] = python.Source{Name: t.Name, Source: t.Source}
+		}
+		return out
+	}
 }
 
 // podmanEngine adapts runtime/podman's engine to the sandbox manager's.

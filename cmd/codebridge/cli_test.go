@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
 )
 
 // runCLI runs the built binary with args, env and stdin, returning its output
@@ -118,5 +121,42 @@ func TestTerminalExplains(t *testing.T) {
 	cmd.Stdin = devnull
 	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "stdin is a terminal") {
 		t.Errorf("with stdin /dev/null: %v\n%s", err, out)
+	}
+}
+
+// TestMemoryCLI: a person sees and removes what agents stored.
+func TestMemoryCLI(t *testing.T) {
+	state := t.TempDir()
+	st := memory.New(state)
+	if err := st.Save("plan", json.RawMessage(`{"steps":[1,2]}`), json.RawMessage(`{"by":"agent"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveTool(memory.Tool{Name: "clean", Source: "def clean(rows):\n    return rows\n", Description: "Drops empty rows.\nMore."}); err != nil {
+		t.Fatal(err)
+	}
+	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+state)
+	for _, tt := range []struct {
+		args     []string
+		code     int
+		out, err string // substrings
+	}{
+		{args: []string{"memory", "list"}, out: "plan  15"},
+		{args: []string{"memory", "show", "plan"}, out: `{"steps":[1,2]}`, err: `metadata: {"by":"agent"}`},
+		{args: []string{"memory", "tools"}, out: "Drops empty rows."},
+		{args: []string{"memory", "show-tool", "clean"}, out: "def clean(rows):"},
+		{args: []string{"memory", "show", "nope"}, code: 1, err: "no memory \"nope\""},
+		{args: []string{"memory", "frobnicate"}, code: 2, err: "unknown verb"},
+		{args: []string{"memory", "show"}, code: 2, err: "want 1 argument(s)"},
+		{args: []string{"memory", "-h"}, err: "see and remove what agents stored"},
+		{args: []string{"memory", "delete", "plan"}, out: "deleted plan"},
+		{args: []string{"memory", "delete", "plan"}, code: 1, err: "does not exist"},
+		{args: []string{"memory", "delete-tool", "clean"}, out: "deleted clean"},
+		{args: []string{"memory", "list"}, out: "no memories in " + state},
+		{args: []string{"memory", "tools"}, out: "no saved helpers"},
+	} {
+		out, errOut, code := runCLI(t, env, "", tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errOut, tt.err) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with %q and %q", tt.args, code, out, errOut, tt.code, tt.out, tt.err)
+		}
 	}
 }

@@ -40,6 +40,8 @@ Usage:
   codebridge [--config-dir DIR]          serve MCP on stdin/stdout (agents run this)
   codebridge exec [--timeout S] FILE|-   run a Python file in the sandbox and print its output
   codebridge servers [--tools]           list the configured servers and their state
+  codebridge memory [list|show|delete|tools|show-tool|delete-tool]
+                                         see and remove what agents stored
   codebridge version                     print the version
 
 Add it to an agent (Claude Code):
@@ -98,6 +100,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		err = bridge.Serve(ctx, cfg, bridge.ServeOptions{Logger: logger, Version: version(), In: stdin, Out: nopCloser{stdout}})
 	case "exec":
 		return execCmd(ctx, cfg, logger, args, stdin, stdout, stderr)
+	case "memory":
+		return memoryCmd(cfg, args, stdout, stderr)
 	case "servers":
 		fs := flag.NewFlagSet("servers", flag.ContinueOnError)
 		fs.SetOutput(stderr)

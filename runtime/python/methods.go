@@ -90,3 +90,45 @@ type Unavailable struct {
 	Server string `json:"server"`
 	Error  string `json:"error"`
 }
+
+// Memory and saved-helper methods (persisted by the host; see bridge/memory).
+const (
+	MethodMemorySave   = "memory_save"   // [MemorySaveParams] → null
+	MethodMemoryLoad   = "memory_load"   // [KeyParams] → [MemoryLoadResult]
+	MethodMemoryDelete = "memory_delete" // [KeyParams] → bool (existed)
+	MethodMemoryExists = "memory_exists" // [KeyParams] → bool
+	MethodMemoryList   = "memory_list"   // no parameters → [{key, bytes, updated, metadata?}]
+	MethodToolSave     = "tool_save"     // [ToolSaveParams] → null
+	MethodToolList     = "tool_list"     // no parameters → [{name, description, updated}]
+	MethodToolDelete   = "tool_delete"   // [NameParams] → bool (existed)
+)
+
+// KeyParams names a memory.
+type KeyParams struct {
+	Key string `json:"key"`
+}
+
+// NameParams names a saved helper.
+type NameParams struct {
+	Name string `json:"name"`
+}
+
+// MemorySaveParams stores Value (any JSON) under Key.
+type MemorySaveParams struct {
+	Key      string          `json:"key"`
+	Value    json.RawMessage `json:"value"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// MemoryLoadResult answers memory_load.
+type MemoryLoadResult struct {
+	Found bool            `json:"found"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// ToolSaveParams saves a helper's source.
+type ToolSaveParams struct {
+	Name        string `json:"name"`
+	Source      string `json:"source"`
+	Description string `json:"description"`
+}

@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,4 +80,45 @@ func NPMModule(t testing.TB, pkg string) string {
 		Missing(t, "npm package "+pkg, "run scripts/test.sh (it installs test dependencies into "+NPMDir()+")")
 	}
 	return p
+}
+
+// LocalPython runs argv (the sandbox's command, whose argv[0] is python3) as
+// a process on this host and returns its stdin and stdout as one stream, for
+// tests of the sandbox protocol without Podman. It skips t without python3;
+// the process is killed when the stream is closed or t ends.
+func LocalPython(t testing.TB, argv []string) io.ReadWriteCloser {
+	t.Helper()
+	py, err := exec.LookPath(argv[0])
+	if err != nil {
+		t.Skipf("%s is not installed: this test runs the sandbox's Python on the host", argv[0])
+	}
+	cmd := exec.Command(py, argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &localStream{Reader: stdout, in: stdin, cmd: cmd}
+	t.Cleanup(func() { s.Close(); cmd.Wait() })
+	return s
+}
+
+type localStream struct {
+	io.Reader
+	in  io.WriteCloser
+	cmd *exec.Cmd
+}
+
+func (s *localStream) Write(p []byte) (int, error) { return s.in.Write(p) }
+
+func (s *localStream) Close() error {
+	s.in.Close()
+	return s.cmd.Process.Kill()
 }

@@ -376,9 +376,22 @@ Call (servers and tools by name or alias):
   await mcp_servers["name"].call("tool", **args)   blocking: .call_sync("tool", **args)
   from mcp.servers.<alias> import *        an async function per tool (blocking: f.sync(...)), and TOOLS
   capability_summary()                     this text
+Remember across sessions and restarts (stored by codebridge; JSON values):
+  save_memory(key, value, metadata=None), load_memory(key, default=None), update_memory(key, fn),
+  delete_memory(key), list_memories(), memory_exists(key)
+  save_tool(func, name=None, description=None)   every new session defines func; search_tool_docs finds it
+  list_saved_tools(), delete_saved_tool(name)
 A call returns structuredContent, else a single text block parsed as JSON, else its text; other blocks as
 dicts, several blocks as a list; raw=True gives the MCP result. Await forms run concurrently under
 asyncio.gather; _sync forms block, inside or outside a running loop. Failures raise MCPError
 (.code: unknown_server, unknown_tool, bad_arguments, server_failed, timeout, tool_error, internal;
 .message; .data with details such as suggestions).
 """
+
+
+# Memories and saved helpers live in their own module, which uses the helpers
+# above; they are part of this one's API (from mcp import runtime).
+from . import memory as _memory  # noqa: E402
+from .memory import *  # noqa: E402,F401,F403
+
+__all__ += _memory.__all__
