@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -39,6 +40,8 @@ type Engine struct {
 	live    map[*Box]struct{} // every container not yet removed
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
+	profile string // path of the seccomp profile, once written
+	warned  bool   // the profile cannot be used; said once
 }
 
 // NewEngine returns an engine; it does not touch Podman until used.
@@ -128,6 +131,9 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 	}
 	spec := e.opts.Spec
 	spec.Image = img
+	if spec.SeccompProfile == "" {
+		spec.SeccompProfile = e.seccomp(c)
+	}
 	ct, err := c.Start(ctx, spec)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -149,6 +155,31 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 		return nil, errors.New("the sandbox is shut down")
 	}
 	return b, nil
+}
+
+// seccomp returns the path of the sandbox's seccomp profile for containers
+// started through c, writing it on first use; "" (Podman's default profile)
+// when Podman is not on this host, since the path is read by the Podman
+// service, or when the file cannot be written.
+func (e *Engine) seccomp(c *Client) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.profile != "" || e.warned {
+		return e.profile
+	}
+	if !strings.HasPrefix(c.URI(), "unix://") {
+		e.warned = true
+		e.log.Warn("podman is remote, so the sandbox runs with Podman's default seccomp profile, which lets code create user namespaces; run codebridge on the Podman host for the stricter profile", "podman", c.URI())
+		return ""
+	}
+	path, err := writeSeccompProfile(stateDir(e.opts.StateDir))
+	if err != nil {
+		e.warned = true
+		e.log.Warn("the sandbox runs with Podman's default seccomp profile", "err", err)
+		return ""
+	}
+	e.profile = path
+	return path
 }
 
 // Close removes every container of this engine and stops a Podman service it

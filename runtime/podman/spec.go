@@ -59,6 +59,10 @@ type Spec struct {
 	TmpSize  int64
 	WorkSize int64
 	Labels   map[string]string // extra labels; cannot override this package's
+	// SeccompProfile is the path, on the Podman host, of a seccomp profile;
+	// "" means Podman's default. [Engine] sets it to its own profile when
+	// Podman runs on this host.
+	SeccompProfile string
 }
 
 // createSpec is the subset of libpod's SpecGenerator (pkg/specgen) we send to
@@ -82,6 +86,7 @@ type createSpec struct {
 	ResourceLimits     resources         `json:"resource_limits"`
 	Rlimits            []rlimit          `json:"r_limits"`
 	Mounts             []mount           `json:"mounts"`
+	SeccompProfilePath string            `json:"seccomp_profile_path,omitempty"`
 }
 
 type namespace struct {
@@ -178,6 +183,7 @@ func (s Spec) createSpec(owner map[string]string) (createSpec, error) {
 			tmpfs("/tmp", cmpOr(s.TmpSize, DefaultTmpSize)),
 			tmpfs("/work", cmpOr(s.WorkSize, DefaultWorkSize)),
 		},
+		SeccompProfilePath: s.SeccompProfile,
 	}
 	if s.CPUs > 0 {
 		quota := int64(math.Ceil(s.CPUs * cpuPeriod))
