@@ -162,7 +162,9 @@ func newContainers(cfg Config, logger *slog.Logger) *containers {
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
 		Prelude:     savedHelpers(memory.New(cfg.StateDir), logger),
-		Logger:      logger.With("component", "sandbox"),
+		// A request carries the arguments plus a small envelope.
+		Limits: python.Limits{MaxRequest: cfg.MaxArgSize + 64<<10},
+		Logger: logger.With("component", "sandbox"),
 	})
 	return &containers{Manager: m, engine: engine, logger: logger}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -99,6 +101,13 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 // session launches codebridge with env and connects the go-sdk client to it.
 func session(t testing.TB, env []string) (*mcp.ClientSession, *bytes.Buffer) {
 	t.Helper()
+	cs, stderr, _ := sessionProc(t, env)
+	return cs, stderr
+}
+
+// sessionProc is session, also returning the codebridge process.
+func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *bytes.Buffer, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(binary(t))
 	cmd.Env = env
 	var stderr syncBuffer
@@ -118,7 +127,7 @@ func session(t testing.TB, env []string) (*mcp.ClientSession, *bytes.Buffer) {
 			t.Logf("codebridge stderr:\n%s", stderr.String())
 		}
 	})
-	return cs, &stderr.buf
+	return cs, &stderr.buf, cmd
 }
 
 type syncBuffer struct {
@@ -188,10 +197,12 @@ func requirePodman(t testing.TB) {
 	}
 }
 
-// ourContainers lists containers carrying codebridge's label.
-func ourContainers(t testing.TB) []string {
+// containersOf lists the containers that the codebridge process pid created
+// (its owner label), whatever other tests run beside it.
+func containersOf(t testing.TB, pid int) []string {
 	t.Helper()
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label=io.codebridge.managed=true", "--format", "{{.ID}}").Output()
+	host, _ := os.Hostname()
+	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+podman.LabelOwner+"="+host+"/"+strconv.Itoa(pid), "--format", "{{.ID}}").Output()
 	if err != nil {
 		t.Fatalf("podman ps: %v", err)
 	}
@@ -325,21 +336,16 @@ print("nonewprivs", status["NoNewPrivs"].strip())
 // started is still there: no container, no Podman service, no child process.
 func TestNoContainersLeftBehind(t *testing.T) {
 	requirePodman(t)
-	before := ourContainers(t)
-	cs, _ := session(t, bridgeEnv(t, t.TempDir()))
+	cs, _, cmd := sessionProc(t, bridgeEnv(t, t.TempDir()))
 	r := runPython(t, cs, map[string]any{"code": "print('x')"})
 	if r.IsError {
 		t.Fatal(r.Text)
 	}
-	// While codebridge runs, its warm container is visible under the label:
-	// otherwise the check below would pass for the wrong reason.
-	seen := false
-	for deadline := time.Now().Add(15 * time.Second); !seen && time.Now().Before(deadline); {
-		seen = len(ourContainers(t)) > len(before)
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !seen {
-		t.Fatal("no container labelled io.codebridge.managed=true appeared while codebridge ran")
+	pid := cmd.Process.Pid
+	// While codebridge runs, its session's container is visible under its
+	// owner label: otherwise the check below would pass for the wrong reason.
+	if n := len(containersOf(t, pid)); n == 0 {
+		t.Fatal("no container of this codebridge while its session lives")
 	}
 	r = runPython(t, cs, map[string]any{"code": "while True: pass", "timeout": 1})
 	if r.Out.Error == nil || r.Out.Error.Kind != "timeout" {
@@ -348,17 +354,9 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	var after []string
-	for time.Now().Before(deadline) {
-		after = ourContainers(t)
-		if len(after) <= len(before) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if len(after) > len(before) {
-		t.Fatalf("containers left after exit: before %v, after %v", before, after)
+	cmd.Wait() // codebridge has exited: everything it started is gone
+	if left := containersOf(t, pid); len(left) != 0 {
+		t.Fatalf("containers left after codebridge exited: %v", left)
 	}
 }
 

@@ -44,6 +44,10 @@ type Init struct {
 	// to the sandbox directory ("codebridge_runner.py", "mcp/__init__.py"); the
 	// bootstrap imports them from memory.
 	Files map[string]string `json:"files"`
+	// MaxRequest is the largest request frame the host reads, so the sandbox
+	// refuses a bigger one itself, with an error the code can act on, instead
+	// of having its interpreter ended for breaking the protocol.
+	MaxRequest int `json:"max_request"`
 }
 
 // Source is a named piece of Python source.

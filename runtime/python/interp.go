@@ -103,6 +103,7 @@ func Start(s Stream, st Init, limits Limits) *Interpreter {
 	if st.Files == nil {
 		st.Files = sandboxFiles
 	}
+	st.MaxRequest = it.maxReq
 	it.out = newWriter(s, it.fail)
 	it.wg.Add(2)
 	go func() { defer it.wg.Done(); it.out.loop(it.done) }()

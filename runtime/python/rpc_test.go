@@ -515,3 +515,19 @@ print(len(ch._pending), call_tool_sync("mem", "echo", {"message": "ok"})["args"]
 		t.Errorf("output %q, want %q", out, want)
 	}
 }
+
+// TestRequestOverFrameLimit: a request bigger than the host reads is refused
+// in the sandbox with bad_arguments, and the interpreter lives on (the host
+// would otherwise end it for breaking the protocol).
+func TestRequestOverFrameLimit(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{MaxRequest: 4096})
+	res, err := it.Run(t.Context(), Program{Code: `
+try:
+    call_tool_sync("mem", "echo", {"message": "x" * 5000})
+except MCPError as e:
+    print(e.code, "MCP_BRIDGE_MAX_ARGUMENT_SIZE" in e.message)
+print(call_tool_sync("mem", "echo", {"message": "small"})["args"])`, Servers: testServers}, &toolHost{}, time.Minute)
+	if err != nil || res.Stdout != "bad_arguments True\n{'message': 'small'}\n" {
+		t.Errorf("run = %q %+v %v", res.Stdout, res.Error, err)
+	}
+}

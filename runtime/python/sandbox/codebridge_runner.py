@@ -60,6 +60,7 @@ class Channel:
         self._next_id = 0
         self._eof = None  # reason the reader stopped, once it has
         self.runs = queue.Queue()  # 'C' payloads, then None when the host is gone
+        self.max_request = 0  # largest request frame the host reads; 0 means no check
         self._reader = threading.Thread(target=self._read_loop, name="codebridge-reader", daemon=True)
 
     def start(self):
@@ -102,6 +103,14 @@ class Channel:
             with self._plock:
                 self._pending.pop(rid, None)
             fut.set_exception(_make_error("bad_arguments", "arguments are not JSON-serializable: %s" % e, None))
+            return fut
+        if self.max_request and len(payload) > self.max_request:
+            with self._plock:
+                self._pending.pop(rid, None)
+            fut.set_exception(_make_error("bad_arguments", (
+                "this %s request is %d bytes, over the %d bytes codebridge accepts (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "
+                "pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls")
+                % (method, len(payload), self.max_request), None))
             return fut
         try:
             self.send(b"Q", payload)
@@ -429,6 +438,7 @@ def main(start, fd_in=0, fd_out=1):
     proto_in = os.dup(fd_in)  # os.dup makes non-inheritable descriptors
     proto_out = os.dup(fd_out)
     channel = Channel(proto_in, proto_out)
+    channel.max_request = int(start.get("max_request") or 0)
     pumps = _redirect_stdio(channel)
     signal.signal(signal.SIGINT, _on_sigint)
     channel.start()
