@@ -28,3 +28,5 @@ echo "## downstream pool: echo call through the pool, server-everything start"
 bench ./bridge/pool 'CallEcho|StartEverything' 5x
 echo "## tool search over 10,000 tools"
 bench ./discovery/search '.' 1s
+echo "## soak: 200 calls on one codebridge, every tenth hostile"
+bench ./cmd/codebridge 'Soak' 200x
