@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,11 +124,11 @@ import time; time.sleep(30)`, "timeout": 60},
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	cs.Close() // waits for the process, which SIGTERM ends
+	if cmd.ProcessState == nil || !cmd.ProcessState.Exited() {
+		t.Errorf("codebridge did not exit on SIGTERM: %v", cmd.ProcessState)
+	}
 	if left := containersOf(t, pid); len(left) != 0 {
 		t.Errorf("containers left after SIGTERM: %v", left)
-	}
-	if _, err := os.FindProcess(pid); err == nil && processAlive(pid) {
-		t.Errorf("codebridge %s still runs after SIGTERM", strconv.Itoa(pid))
 	}
 }

@@ -354,7 +354,7 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	cmd.Wait() // codebridge has exited: everything it started is gone
+	// Close waited for codebridge to exit: everything it started is gone.
 	if left := containersOf(t, pid); len(left) != 0 {
 		t.Fatalf("containers left after codebridge exited: %v", left)
 	}

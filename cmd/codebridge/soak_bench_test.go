@@ -54,8 +54,7 @@ func BenchmarkSoak(b *testing.B) {
 	b.StopTimer()
 	rss1, fds1 := procStats(b, pid)
 	running := len(containersOf(b, pid))
-	cs.Close()
-	cmd.Wait()
+	cs.Close() // waits for codebridge to exit
 	reportQuantiles(b, ds)
 	b.ReportMetric(float64(rss0)/1024, "rss-before-MiB")
 	b.ReportMetric(float64(rss1)/1024, "rss-after-MiB")
