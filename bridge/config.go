@@ -57,9 +57,9 @@ var settings = []setting{
 	{"image", "", "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
 		func(c *Config, v string) error { c.Image = v; return nil }},
 	{"timeout", "30", "Default run_python time limit, in seconds (or a Go duration such as 45s).",
-		func(c *Config, v string) (err error) { c.Timeout, err = parseSeconds(v); return err }},
+		func(c *Config, v string) (err error) { c.Timeout, err = ParseSeconds(v); return err }},
 	{"max_timeout", "120", "Largest timeout a caller may ask for; a larger one is capped to it.",
-		func(c *Config, v string) (err error) { c.MaxTimeout, err = parseSeconds(v); return err }},
+		func(c *Config, v string) (err error) { c.MaxTimeout, err = ParseSeconds(v); return err }},
 	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
 		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},
 	{"pids", "128", "Container process limit.",
@@ -110,7 +110,7 @@ var settings = []setting{
 				c.ServerIdle = 0
 				return nil
 			}
-			c.ServerIdle, err = parseSeconds(v)
+			c.ServerIdle, err = ParseSeconds(v)
 			return err
 		}},
 	{"warm_containers", "1", "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
@@ -130,7 +130,7 @@ var settings = []setting{
 				c.SessionIdle = 0
 				return nil
 			}
-			c.SessionIdle, err = parseSeconds(v)
+			c.SessionIdle, err = ParseSeconds(v)
 			return err
 		}},
 	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended.",
