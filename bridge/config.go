@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
 
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
@@ -93,7 +92,12 @@ var settings = []setting{
 	{"state_dir", "", "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.",
 		func(c *Config, v string) error { c.StateDir = v; return nil }},
 	{"log_level", "info", "debug, info, warn or error; logs go to stderr.",
-		func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		func(c *Config, v string) error {
+			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+				return errors.New("want debug, info, warn or error")
+			}
+			return nil
+		}},
 	{"config_dir", "", "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.",
 		func(c *Config, v string) error { c.ConfigDir = v; return nil }},
 	{"output_limit", "64k", "Cap on each of stdout and stderr returned from a run.",
@@ -154,19 +158,16 @@ func LoadConfig(environ []string, logger *slog.Logger) (Config, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Defaults, then the environment over them. The values are set key by
+	// key: no koanf provider module is needed for maps already in memory.
 	k := koanf.New(".")
-	defaults := make(map[string]any, len(settings))
-	for _, s := range settings {
-		defaults[s.key] = s.def
-	}
-	if err := k.Load(confmap.Provider(defaults, "."), nil); err != nil {
-		return Config{}, fmt.Errorf("loading defaults: %w", err)
-	}
 	known := make(map[string]bool, len(settings))
 	for _, s := range settings {
 		known[s.key] = true
+		if err := k.Set(s.key, s.def); err != nil {
+			return Config{}, fmt.Errorf("loading defaults: %w", err)
+		}
 	}
-	fromEnv := map[string]any{}
 	var unknown []string
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
@@ -175,13 +176,12 @@ func LoadConfig(environ []string, logger *slog.Logger) (Config, error) {
 		}
 		switch key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix)); {
 		case known[key]:
-			fromEnv[key] = strings.TrimSpace(val)
+			if err := k.Set(key, strings.TrimSpace(val)); err != nil {
+				return Config{}, fmt.Errorf("reading %s: %w", name, err)
+			}
 		case !ignored[key]:
 			unknown = append(unknown, name)
 		}
-	}
-	if err := k.Load(confmap.Provider(fromEnv, "."), nil); err != nil {
-		return Config{}, fmt.Errorf("reading environment: %w", err)
 	}
 	sort.Strings(unknown)
 	for _, name := range unknown {
