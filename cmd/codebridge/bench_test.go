@@ -37,6 +37,8 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 //     between calls (a model thinking) lets the warm container be replaced,
 //     back to back most calls wait for a container to start.
 //
+// Run it with:
+//
 //	go test ./cmd/codebridge -run '^$' -bench RunPythonPrint -benchtime 200x
 func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session", func(b *testing.B) { benchRunPrint(b, 0) })
