@@ -62,8 +62,10 @@ type ExecOptions struct {
 }
 
 // Exec runs code once in the sandbox, as `codebridge exec` does, copying its
-// output to opts.Stdout and opts.Stderr. It returns the code's exit status
-// (1 for an exception or timeout); the error is for codebridge's own failures.
+// output to opts.Stdout and opts.Stderr. It returns the code's exit status, or
+// 1 when the code did not exit by itself (an exception, the time limit, a
+// crash without status); the error is for codebridge's own failures, such as a
+// sandbox that cannot start (the status is 1 then too).
 func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, error) {
 	logger := orDiscard(opts.Logger)
 	cfg.WarmSandboxes = 0 // one run: nothing to start ahead of time
@@ -97,7 +99,7 @@ func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, 
 			msg = f.Message + "\n"
 		}
 		fmt.Fprint(opts.Stderr, msg)
-		if res.ExitCode == 0 {
+		if res.ExitCode <= 0 { // -1: no status of its own; not 255 from os.Exit(-1)
 			return 1, nil
 		}
 	}
@@ -118,9 +120,15 @@ type ListOptions struct {
 	Out    io.Writer
 }
 
+// ErrProblems is what [ListServers] returns, wrapped, when it listed problems:
+// a configuration file it could not use, or a server that failed to start.
+var ErrProblems = errors.New("problems listed")
+
 // ListServers prints the configured servers, as `codebridge servers` does: name,
 // transport, state and source file, then any configuration problems. With
-// opts.Tools it starts each server (in parallel) and lists its tools.
+// opts.Tools it starts each server (in parallel) and lists its tools. When it
+// printed a problem, it returns an error matching [ErrProblems] that counts
+// them.
 func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 	logger := orDiscard(opts.Logger)
 	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
@@ -138,16 +146,17 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 		tools, _ = p.AllTools(tctx, searchParallelism)
 		cancel()
 	}
-	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "SERVER\tTRANSPORT\tSTATE\tSOURCE\n")
+	status := p.Status()
 	if len(conf.Servers) == 0 {
 		fmt.Fprintf(opts.Out, "no servers configured in %s: add a JSON file with an \"mcpServers\" object there\n", cfg.ConfigDir)
+	} else {
+		w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "SERVER\tTRANSPORT\tSTATE\tSOURCE\n")
+		for _, st := range status {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, st.Transport, st.State, st.Source)
+		}
+		w.Flush()
 	}
-	status := p.Status()
-	for _, st := range status {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, st.Transport, st.State, st.Source)
-	}
-	w.Flush()
 	for _, st := range status {
 		if st.Err != "" {
 			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", st.Name, strings.ReplaceAll(strings.TrimSpace(st.Err), "\n", "\n  "))
@@ -170,5 +179,28 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 			fmt.Fprintf(opts.Out, "  %s\n", prob)
 		}
 	}
+	var found []string
+	if n := len(conf.Problems); n > 0 {
+		found = append(found, fmt.Sprintf("%s in the files of %s", plural(n, "problem"), cfg.ConfigDir))
+	}
+	failed := 0
+	for _, st := range status {
+		if st.Err != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		found = append(found, fmt.Sprintf("%s failed to start", plural(failed, "server")))
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("%w: %s; fix what is listed above and run it again", ErrProblems, strings.Join(found, ", "))
+	}
 	return nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

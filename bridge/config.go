@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/v2"
 
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
@@ -57,9 +56,9 @@ var settings = []setting{
 	{"image", "", "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
 		func(c *Config, v string) error { c.Image = v; return nil }},
 	{"timeout", "30", "Default run_python time limit, in seconds (or a Go duration such as 45s).",
-		func(c *Config, v string) (err error) { c.Timeout, err = parseSeconds(v); return err }},
+		func(c *Config, v string) (err error) { c.Timeout, err = ParseSeconds(v); return err }},
 	{"max_timeout", "120", "Largest timeout a caller may ask for; a larger one is capped to it.",
-		func(c *Config, v string) (err error) { c.MaxTimeout, err = parseSeconds(v); return err }},
+		func(c *Config, v string) (err error) { c.MaxTimeout, err = ParseSeconds(v); return err }},
 	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
 		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},
 	{"pids", "128", "Container process limit.",
@@ -93,7 +92,12 @@ var settings = []setting{
 	{"state_dir", "", "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.",
 		func(c *Config, v string) error { c.StateDir = v; return nil }},
 	{"log_level", "info", "debug, info, warn or error; logs go to stderr.",
-		func(c *Config, v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
+		func(c *Config, v string) error {
+			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+				return errors.New("want debug, info, warn or error")
+			}
+			return nil
+		}},
 	{"config_dir", "", "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.",
 		func(c *Config, v string) error { c.ConfigDir = v; return nil }},
 	{"output_limit", "64k", "Cap on each of stdout and stderr returned from a run.",
@@ -110,7 +114,7 @@ var settings = []setting{
 				c.ServerIdle = 0
 				return nil
 			}
-			c.ServerIdle, err = parseSeconds(v)
+			c.ServerIdle, err = ParseSeconds(v)
 			return err
 		}},
 	{"warm_containers", "1", "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
@@ -130,7 +134,7 @@ var settings = []setting{
 				c.SessionIdle = 0
 				return nil
 			}
-			c.SessionIdle, err = parseSeconds(v)
+			c.SessionIdle, err = ParseSeconds(v)
 			return err
 		}},
 	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended.",
@@ -154,19 +158,16 @@ func LoadConfig(environ []string, logger *slog.Logger) (Config, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Defaults, then the environment over them. The values are set key by
+	// key: no koanf provider module is needed for maps already in memory.
 	k := koanf.New(".")
-	defaults := make(map[string]any, len(settings))
-	for _, s := range settings {
-		defaults[s.key] = s.def
-	}
-	if err := k.Load(confmap.Provider(defaults, "."), nil); err != nil {
-		return Config{}, fmt.Errorf("loading defaults: %w", err)
-	}
 	known := make(map[string]bool, len(settings))
 	for _, s := range settings {
 		known[s.key] = true
+		if err := k.Set(s.key, s.def); err != nil {
+			return Config{}, fmt.Errorf("loading defaults: %w", err)
+		}
 	}
-	fromEnv := map[string]any{}
 	var unknown []string
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
@@ -175,13 +176,12 @@ func LoadConfig(environ []string, logger *slog.Logger) (Config, error) {
 		}
 		switch key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix)); {
 		case known[key]:
-			fromEnv[key] = strings.TrimSpace(val)
+			if err := k.Set(key, strings.TrimSpace(val)); err != nil {
+				return Config{}, fmt.Errorf("reading %s: %w", name, err)
+			}
 		case !ignored[key]:
 			unknown = append(unknown, name)
 		}
-	}
-	if err := k.Load(confmap.Provider(fromEnv, "."), nil); err != nil {
-		return Config{}, fmt.Errorf("reading environment: %w", err)
 	}
 	sort.Strings(unknown)
 	for _, name := range unknown {

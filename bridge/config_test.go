@@ -59,7 +59,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},
 		{"MCP_BRIDGE_CONTAINER_USER=nobody", "want numeric uid:gid"},
 		{"MCP_BRIDGE_CONTAINER_USER=0:0", "refusing to run sandboxed code as root"},
-		{"MCP_BRIDGE_LOG_LEVEL=loud", "invalid MCP_BRIDGE_LOG_LEVEL"},
+		{"MCP_BRIDGE_LOG_LEVEL=loud", `invalid MCP_BRIDGE_LOG_LEVEL="loud": want debug, info, warn or error`},
 		{"MCP_BRIDGE_WARM_CONTAINERS=99", "invalid MCP_BRIDGE_WARM_CONTAINERS"},
 		{"MCP_BRIDGE_ALLOW_SELF_SERVER=maybe", "invalid MCP_BRIDGE_ALLOW_SELF_SERVER"},
 	}

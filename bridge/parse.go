@@ -11,9 +11,11 @@ import (
 // maxSeconds is the most whole seconds a time.Duration holds (about 292 years).
 const maxSeconds = int64(math.MaxInt64 / time.Second)
 
-// parseSeconds reads whole seconds ("30", as the reference bridge does) or a Go
-// duration ("45s", "2m").
-func parseSeconds(s string) (time.Duration, error) {
+// ParseSeconds reads whole seconds ("30", as the reference bridge does) or a Go
+// duration ("45s", "2m"), as the time settings and `codebridge exec --timeout`
+// take them. Zero, negative and out-of-range values are errors that say what
+// is wanted.
+func ParseSeconds(s string) (time.Duration, error) {
 	var d time.Duration
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		if n > maxSeconds {

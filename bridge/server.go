@@ -262,8 +262,12 @@ func formatResult(r *python.Result, sess *sandbox.SessionInfo) *mcp.CallToolResu
 	if text.Len() == 0 {
 		text.WriteString("(no output)")
 	}
+	exit := r.ExitCode
+	if r.Error != nil && exit == 0 {
+		exit = -1 // a failure never reads as success, even when no status came back
+	}
 	out := output{
-		Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: r.ExitCode, DurationMS: r.Duration.Milliseconds(),
+		Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: exit, DurationMS: r.Duration.Milliseconds(),
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
 		Session: sess, Background: r.Background,

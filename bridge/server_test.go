@@ -150,6 +150,7 @@ func TestRunPythonResults(t *testing.T) {
 		wantText  []string
 		wantError bool
 		wantKind  string
+		wantExit  float64 // structured exit_code
 	}{
 		{name: "success", result: &python.Result{Stdout: "hello\n", StdoutBytes: 6},
 			wantText: []string{"hello\n"}},
@@ -158,12 +159,19 @@ func TestRunPythonResults(t *testing.T) {
 		{name: "exception", result: &python.Result{Stdout: "before\n", ExitCode: 1, Error: &python.Failure{
 			Kind: python.FailException, Type: "ZeroDivisionError", Message: "division by zero",
 			Traceback: "Traceback (most recent call last):\n  File \"<run_python>\", line 2\nZeroDivisionError: division by zero\n"}},
-			wantText: []string{"before\n", "[exception]\nTraceback", "ZeroDivisionError"}, wantError: true, wantKind: "exception"},
+			wantText: []string{"before\n", "[exception]\nTraceback", "ZeroDivisionError"}, wantError: true, wantKind: "exception", wantExit: 1},
 		{name: "timeout", result: &python.Result{Stdout: "tick\n", ExitCode: -1, Error: &python.Failure{
 			Kind: python.FailTimeout, Message: "timed out after 2 seconds"}},
-			wantText: []string{"tick\n", "[timeout]\ntimed out after 2 seconds"}, wantError: true, wantKind: "timeout"},
+			wantText: []string{"tick\n", "[timeout]\ntimed out after 2 seconds"}, wantError: true, wantKind: "timeout", wantExit: -1},
 		{name: "stderr and exit", result: &python.Result{Stderr: "warn\n", ExitCode: 3},
-			wantText: []string{"[stderr]\nwarn\n", "[exit]\nexit status 3"}, wantError: true},
+			wantText: []string{"[stderr]\nwarn\n", "[exit]\nexit status 3"}, wantError: true, wantExit: 3},
+		{name: "sandbox unavailable", result: &python.Result{ExitCode: -1, Error: &python.Failure{
+			Kind: python.FailUnavailable, Message: "podman is not installed"}},
+			wantText: []string{"[sandbox_unavailable]\npodman is not installed"}, wantError: true, wantKind: "sandbox_unavailable", wantExit: -1},
+		// A failure whose status never came back must not read as exit 0.
+		{name: "failure without status", result: &python.Result{Error: &python.Failure{
+			Kind: python.FailUnavailable, Message: "the sandbox process ended without reporting a result"}},
+			wantText: []string{"[sandbox_unavailable]"}, wantError: true, wantKind: "sandbox_unavailable", wantExit: -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,6 +185,9 @@ func TestRunPythonResults(t *testing.T) {
 			}
 			if res.IsError != tt.wantError {
 				t.Errorf("IsError = %v, want %v", res.IsError, tt.wantError)
+			}
+			if structured["exit_code"] != tt.wantExit {
+				t.Errorf("structured exit_code = %v, want %v", structured["exit_code"], tt.wantExit)
 			}
 			if structured["stdout"] != tt.result.Stdout {
 				t.Errorf("structured stdout = %q, want %q", structured["stdout"], tt.result.Stdout)
@@ -221,13 +232,16 @@ func TestRunPythonInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fr := &fakeRunner{}
 			cs := connect(t, NewServer(cfg, Options{Runner: fr}))
-			res, _ := call(t, cs, tt.args)
+			res, structured := call(t, cs, tt.args)
 			if tt.wantErrText != "" {
 				if !res.IsError || !strings.Contains(text(res), tt.wantErrText) {
 					t.Fatalf("got IsError=%v %q, want an error containing %q", res.IsError, text(res), tt.wantErrText)
 				}
 				if fr.got.Code != "" {
 					t.Error("runner was called for invalid input")
+				}
+				if structured != nil && structured["exit_code"] != -1.0 { // nil: refused by the SDK's schema check
+					t.Errorf("structured exit_code = %v, want -1", structured["exit_code"])
 				}
 				return
 			}

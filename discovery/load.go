@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	kjson "github.com/knadh/koanf/parsers/json"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -154,18 +152,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// capture is koanf's file provider, keeping the bytes it read so problems
-// can be given a line and column in exactly what was parsed.
+// capture is a [koanf.Provider] for one file that keeps the bytes it read, so
+// problems can be given a line and column in exactly what was parsed. It and
+// [jsonParser] replace koanf's file provider and JSON parser, two modules of a
+// few lines each that every cold `go run` would otherwise fetch and build.
 type capture struct {
-	*file.File
+	path string
 	data []byte
 }
 
 func (c *capture) ReadBytes() ([]byte, error) {
-	b, err := c.File.ReadBytes()
+	b, err := os.ReadFile(c.path)
 	c.data = b
 	return b, err
 }
+
+func (c *capture) Read() (map[string]any, error) {
+	return nil, errors.New("capture provides bytes only: load it with a parser")
+}
+
+// jsonParser is a [koanf.Parser] for JSON objects.
+type jsonParser struct{}
+
+func (jsonParser) Unmarshal(b []byte) (map[string]any, error) {
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (jsonParser) Marshal(m map[string]any) ([]byte, error) { return json.Marshal(m) }
 
 // fileLoader holds the state of loading one file.
 type fileLoader struct {
@@ -181,9 +198,9 @@ type fileLoader struct {
 // exists is false when the file vanished before it could be read.
 func loadFile(path string, prev map[string]*Server, opts Options) (defs map[string]*Server, problems []Problem, exists bool) {
 	l := &fileLoader{path: path, prev: prev, opts: opts}
-	src := &capture{File: file.Provider(path)}
+	src := &capture{path: filepath.Clean(path)}
 	k := koanf.New(".")
-	err := k.Load(src, kjson.Parser())
+	err := k.Load(src, jsonParser{})
 	l.data = src.data
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, false

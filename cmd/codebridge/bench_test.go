@@ -32,13 +32,14 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 //
 //   - live-session: calls back to back in the client's sandbox session (the
 //     default): the code goes to an interpreter that is already running.
-//
 //   - sessions-off/agent-paced and sessions-off/back-to-back: with
 //     MCP_BRIDGE_SESSIONS=0 every call takes a fresh container; a second
 //     between calls (a model thinking) lets the warm container be replaced,
 //     back to back most calls wait for a container to start.
 //
-//     go test ./cmd/codebridge -run '^$' -bench RunPythonPrint -benchtime 200x
+// Run it with:
+//
+//	go test ./cmd/codebridge -run '^$' -bench RunPythonPrint -benchtime 200x
 func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session", func(b *testing.B) { benchRunPrint(b, 0) })
 	b.Run("sessions-off/agent-paced", func(b *testing.B) { benchRunPrint(b, time.Second, "MCP_BRIDGE_SESSIONS=0") })

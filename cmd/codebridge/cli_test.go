@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,24 +40,86 @@ func TestCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"mcpServers": {`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	good, failing := t.TempDir(), t.TempDir()
+	writeServers(t, good, "s.json", map[string]any{"alpha": map[string]any{"url": "http://127.0.0.1:1/mcp", "disabled": true}})
+	writeServers(t, failing, "s.json", map[string]any{"beta": map[string]any{"command": "/bin/false"}})
 	env := bridgeEnv(t, dir)
+	// What a person has: no MCP_BRIDGE_LOG_LEVEL, so the default level.
+	quiet := func(dir string, extra ...string) []string {
+		e := slices.DeleteFunc(bridgeEnv(t, dir), func(kv string) bool { return strings.HasPrefix(kv, "MCP_BRIDGE_LOG_LEVEL=") })
+		return append(e, extra...)
+	}
+	// No Podman anywhere: the socket named does not exist, nor does a podman binary.
+	noPodman := quiet(t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	for i, kv := range noPodman {
+		if strings.HasPrefix(kv, "PATH=") {
+			noPodman[i] = "PATH=" + t.TempDir()
+		}
+	}
+	missing := filepath.Join(dir, "nope.py")
 	tests := []struct {
 		name       string
 		env        []string
+		stdin      string
 		args       []string
 		wantCode   int
 		wantOut    []string
 		wantStderr []string
+		noStderr   bool // stderr must be empty: no log lines
 	}{
 		{name: "version", args: []string{"version"}, wantOut: []string{"codebridge "}},
-		{name: "help", args: []string{"help"}, wantOut: []string{"one MCP tool, run_python", "claude mcp add codebridge"}},
-		{name: "unknown command", args: []string{"frob"}, wantCode: 2, wantStderr: []string{`unknown command "frob"`}},
+		{name: "help", args: []string{"help"}, wantOut: []string{"one MCP tool, run_python", "claude mcp add codebridge", "go install github.com/codebridge-mcp/codebridge/cmd/codebridge@"}},
+		{name: "-h", args: []string{"-h"}, wantOut: []string{"one MCP tool, run_python", "exec --help"}},
+		{name: "--version", args: []string{"--version"}, wantOut: []string{"codebridge "}},
+
+		// Every command takes --help and --version, whatever the environment holds.
+		{name: "exec -h", env: append(env[:len(env):len(env)], "MCP_BRIDGE_PIDS=lots"), args: []string{"exec", "-h"},
+			wantOut: []string{"Usage: codebridge exec", "FILE", "codebridge exec [--timeout T] -", "--timeout T", "whole seconds (30) or a Go duration",
+				"exactly as the run_python tool", "Exit status", "sys.exit(N)"}},
+		{name: "exec --help", args: []string{"exec", "--help"}, wantOut: []string{"Usage: codebridge exec"}},
+		{name: "help exec", args: []string{"help", "exec"}, wantOut: []string{"Usage: codebridge exec"}},
+		{name: "servers --help", args: []string{"servers", "--help"}, wantOut: []string{"Usage: codebridge servers", "--tools", "Exit status"}},
+		{name: "version --help", args: []string{"version", "--help"}, wantOut: []string{"Usage: codebridge version"}},
+		{name: "exec --version", args: []string{"exec", "--version"}, wantOut: []string{"codebridge "}},
+		{name: "servers --version", args: []string{"servers", "--version"}, wantOut: []string{"codebridge "}},
+
+		{name: "unknown command", args: []string{"frob"}, wantCode: 2, wantStderr: []string{`unknown command "frob"`, "codebridge --help"}},
+		{name: "unknown flag", args: []string{"servers", "--frob"}, wantCode: 2,
+			wantStderr: []string{"codebridge servers: flag provided but not defined: -frob", "see 'codebridge servers --help'"}},
+		{name: "extra argument", args: []string{"servers", "x"}, wantCode: 2, wantStderr: []string{`unexpected argument "x"`}},
 		{name: "invalid setting", env: append(env[:len(env):len(env)], "MCP_BRIDGE_PIDS=lots"), args: []string{"servers"},
 			wantCode: 2, wantStderr: []string{`invalid MCP_BRIDGE_PIDS="lots"`}},
-		{name: "servers", args: []string{"servers"},
-			wantOut: []string{"SERVER", "alpha", "streamable-http", "disabled", "beta", "stdio", "configured", "broken.json:1:", "invalid JSON"}},
+		{name: "invalid log level", env: append(env[:len(env):len(env)], "MCP_BRIDGE_LOG_LEVEL=loud"), args: []string{"servers"},
+			wantCode: 2, wantStderr: []string{`invalid MCP_BRIDGE_LOG_LEVEL="loud": want debug, info, warn or error`}},
+
+		{name: "servers", env: quiet(good), args: []string{"servers"}, wantOut: []string{"SERVER", "alpha", "streamable-http", "disabled"}, noStderr: true},
+		{name: "servers --config-dir after the command", env: quiet(t.TempDir()), args: []string{"servers", "--config-dir", good},
+			wantOut: []string{"alpha"}, noStderr: true},
+		{name: "servers with a config problem", args: []string{"servers"}, wantCode: 1,
+			wantOut:    []string{"SERVER", "alpha", "streamable-http", "disabled", "beta", "stdio", "configured", "broken.json:1:", "invalid JSON"},
+			wantStderr: []string{"codebridge servers: ", "1 problem in the files of " + dir}},
+		{name: "servers with a failing server", env: quiet(failing), args: []string{"servers", "--tools"}, wantCode: 1,
+			wantOut: []string{"beta failed:"}, wantStderr: []string{"1 server failed to start"}},
+
 		{name: "exec needs a file", args: []string{"exec"}, wantCode: 2, wantStderr: []string{"want one FILE"}},
-		{name: "exec missing file", args: []string{"exec", filepath.Join(dir, "nope.py")}, wantCode: 2, wantStderr: []string{"no such file"}},
+		{name: "exec missing file", args: []string{"exec", missing}, wantCode: 2, wantStderr: []string{"no such file"}},
+		// --timeout takes whole seconds, as its help says, and Go durations.
+		{name: "exec --timeout in seconds", args: []string{"exec", "--timeout", "2", missing}, wantCode: 2, wantStderr: []string{"no such file"}},
+		{name: "exec --timeout as a duration", args: []string{"exec", "--timeout", "1m30s", missing}, wantCode: 2, wantStderr: []string{"no such file"}},
+		{name: "exec --timeout zero", args: []string{"exec", "--timeout", "0", missing}, wantCode: 2,
+			wantStderr: []string{`codebridge exec: invalid value "0" for flag -timeout: want a positive duration`}},
+		{name: "exec --timeout negative", args: []string{"exec", "--timeout", "-5s", missing}, wantCode: 2, wantStderr: []string{"want a positive duration"}},
+		{name: "exec --timeout fraction", args: []string{"exec", "--timeout", "2.5", missing}, wantCode: 2,
+			wantStderr: []string{"want whole seconds such as 30, or a duration such as 45s"}},
+		{name: "exec --timeout beyond a duration", args: []string{"exec", "--timeout", "99999999999", missing}, wantCode: 2,
+			wantStderr: []string{"want at most 9223372036 seconds"}},
+		{name: "exec --timeout over the maximum", args: []string{"exec", "--timeout", "121", missing}, wantCode: 2,
+			wantStderr: []string{"--timeout 2m1s is over the 2m0s maximum (MCP_BRIDGE_MAX_TIMEOUT)", "raise MCP_BRIDGE_MAX_TIMEOUT"}},
+		{name: "exec --timeout within a raised maximum", env: append(env[:len(env):len(env)], "MCP_BRIDGE_MAX_TIMEOUT=10m"),
+			args: []string{"exec", "--timeout", "300", missing}, wantCode: 2, wantStderr: []string{"no such file"}},
+		// The sandbox cannot run: a failure (1) with what to do, and no log lines.
+		{name: "exec without podman", env: noPodman, stdin: "print(1)\n", args: []string{"exec", "-"}, wantCode: 1,
+			wantStderr: []string{"codebridge exec: ", "podman"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +127,7 @@ func TestCLI(t *testing.T) {
 			if e == nil {
 				e = env
 			}
-			out, stderr, code := runCLI(t, e, "", tt.args...)
+			out, stderr, code := runCLI(t, e, tt.stdin, tt.args...)
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out, stderr)
 			}
@@ -78,22 +141,58 @@ func TestCLI(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr)
 				}
 			}
+			if tt.noStderr && stderr != "" {
+				t.Errorf("stderr at the default log level, want none:\n%s", stderr)
+			}
+			if strings.Contains(stderr, "level=INFO") && !slices.Contains(e, "MCP_BRIDGE_LOG_LEVEL=debug") {
+				t.Errorf("info log lines at the default log level:\n%s", stderr)
+			}
 		})
 	}
 }
 
 func TestExecCommand(t *testing.T) {
 	requirePodman(t)
-	env := bridgeEnv(t, t.TempDir())
+	// No MCP_BRIDGE_LOG_LEVEL, as for a person: stderr is the code's alone.
+	env := slices.DeleteFunc(bridgeEnv(t, t.TempDir()), func(kv string) bool { return strings.HasPrefix(kv, "MCP_BRIDGE_LOG_LEVEL=") })
 	out, stderr, code := runCLI(t, env, "import sys\nprint('to out')\nprint('to err', file=sys.stderr)\nsys.exit(4)\n", "exec", "-")
-	if out != "to out\n" || !strings.Contains(stderr, "to err") || code != 4 {
-		t.Errorf("exec -: stdout %q, stderr %q, exit %d; want 'to out', 'to err', 4", out, stderr, code)
+	if out != "to out\n" || !strings.HasPrefix(stderr, "to err\n") || strings.Contains(stderr, "level=") || code != 4 {
+		t.Errorf("exec -: stdout %q, stderr %q, exit %d; want 'to out', 'to err' and no log lines, 4", out, stderr, code)
 	}
 	file := filepath.Join(t.TempDir(), "fail.py")
 	os.WriteFile(file, []byte("raise KeyError('k')\n"), 0o644)
 	_, stderr, code = runCLI(t, env, "", "exec", file)
 	if code != 1 || !strings.Contains(stderr, "KeyError: 'k'") {
 		t.Errorf("exec FILE: stderr %q, exit %d; want a KeyError traceback and exit 1", stderr, code)
+	}
+	// --timeout in whole seconds. Code that will not stop is killed; it has
+	// no exit status of its own, and exec's is 1 (not 255 from os.Exit(-1)).
+	stuck := "import time\nwhile True:\n    try:\n        time.sleep(100)\n    except KeyboardInterrupt:\n        pass\n"
+	_, stderr, code = runCLI(t, env, stuck, "exec", "--timeout", "1", "-")
+	if code != 1 || !strings.Contains(stderr, "timed out after 1 second") {
+		t.Errorf("exec --timeout 1 on code that ignores the interrupt: stderr %q, exit %d; want a timeout and exit 1", stderr, code)
+	}
+}
+
+// TestExecTerminal: `exec -` on a terminal says it waits for code until Ctrl-D,
+// rather than seeming to hang.
+func TestExecTerminal(t *testing.T) {
+	script, err := exec.LookPath("script") // util-linux: gives the command a pseudo-terminal
+	if err != nil {
+		t.Skip("script(1) not installed")
+	}
+	// The code then fails to run (no Podman at the socket named): only the note matters here.
+	cmd := exec.Command(script, "-qec", binary(t)+" exec -", "/dev/null")
+	cmd.Env = bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	cmd.Stdin = strings.NewReader("print(1)\n\x04") // Ctrl-D ends the input
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "codebridge exec: reading Python code from stdin until Ctrl-D") {
+		t.Errorf("output of exec - on a terminal:\n%s", out)
+	}
+	// Not a terminal: no note.
+	_, stderr, _ := runCLI(t, cmd.Env, "print(1)\n", "exec", "-")
+	if strings.Contains(stderr, "Ctrl-D") {
+		t.Errorf("exec - with a pipe as stdin says %q", stderr)
 	}
 }
 
@@ -147,7 +246,7 @@ func TestMemoryCLI(t *testing.T) {
 		{args: []string{"memory", "show", "nope"}, code: 1, err: "no memory \"nope\""},
 		{args: []string{"memory", "frobnicate"}, code: 2, err: "unknown verb"},
 		{args: []string{"memory", "show"}, code: 2, err: "want 1 argument(s)"},
-		{args: []string{"memory", "-h"}, err: "see and remove what agents stored"},
+		{args: []string{"memory", "--help"}, out: "Shows and removes what agents stored"},
 		{args: []string{"memory", "delete", "plan"}, out: "deleted plan"},
 		{args: []string{"memory", "delete", "plan"}, code: 1, err: "does not exist"},
 		{args: []string{"memory", "delete-tool", "clean"}, out: "deleted clean"},

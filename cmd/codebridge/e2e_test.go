@@ -378,6 +378,9 @@ func TestPodmanMissing(t *testing.T) {
 	if !r.IsError || r.Out.Error == nil || r.Out.Error.Kind != "sandbox_unavailable" {
 		t.Fatalf("want sandbox_unavailable, got %+v / %q", r.Out.Error, r.Text)
 	}
+	if r.Out.ExitCode != -1 {
+		t.Errorf("exit_code %d, want -1: the code never ran", r.Out.ExitCode)
+	}
 	if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
 		t.Errorf("message does not say what to do: %q", r.Text)
 	}

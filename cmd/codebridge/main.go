@@ -4,12 +4,15 @@
 // Usage:
 //
 //	codebridge [--config-dir DIR]            serve MCP over stdio (what agents run)
-//	codebridge exec [--timeout S] FILE|-     run a Python file in the sandbox, print its output
+//	codebridge exec [--timeout T] FILE|-     run a Python file in the sandbox, print its output
 //	codebridge servers [--tools]             list configured servers and their state
 //	codebridge version                       print the version
+//
+// Every command takes --help, --version and --config-dir.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,7 +22,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
@@ -30,7 +35,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = `codebridge: one MCP tool, run_python, in front of all your MCP servers.
+const module = "github.com/codebridge-mcp/codebridge/cmd/codebridge"
+
+// usage is the help of codebridge itself; pin is the version to show in
+// install lines.
+func usage(pin string) string {
+	return `codebridge: one MCP tool, run_python, in front of all your MCP servers.
 
 An agent sees a single tool instead of every server's schemas. Its Python code runs
 in a locked-down Podman container and finds, inspects and calls the tools of the
@@ -38,28 +48,78 @@ servers configured in ~/MCPs/*.json, which codebridge starts on demand.
 
 Usage:
   codebridge [--config-dir DIR]          serve MCP on stdin/stdout (agents run this)
-  codebridge exec [--timeout S] FILE|-   run a Python file in the sandbox and print its output
+  codebridge exec [--timeout T] FILE|-   run a Python file in the sandbox and print its output
   codebridge servers [--tools]           list the configured servers and their state
-  codebridge memory [list|show|delete|tools|show-tool|delete-tool]
-                                         see and remove what agents stored
+  codebridge memory [VERB]               see and remove what agents stored (memory --help)
   codebridge version                     print the version
 
-Add it to an agent (Claude Code):
-  claude mcp add codebridge -- go run github.com/codebridge-mcp/codebridge/cmd/codebridge@latest
+Every command takes --help, --version and --config-dir DIR (default ~/MCPs, or
+MCP_BRIDGE_CONFIG_DIR); e.g. codebridge exec --help.
+
+Add it to an agent (Claude Code): install once, then start the binary, which is
+ready at once (go run compiles on a first start, for up to a minute):
+  go install ` + module + `@` + pin + `
+  claude mcp add codebridge -- ~/go/bin/codebridge
 
 Configure servers by dropping files into ~/MCPs (picked up while running), e.g.
   {"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}
 
 Settings are MCP_BRIDGE_* environment variables; see the README.
 `
+}
+
+const execHelp = `Usage: codebridge exec [--timeout T] FILE
+       codebridge exec [--timeout T] -
+
+Runs a Python file, or with - the code read from stdin, once in the sandbox,
+exactly as the run_python tool runs it: the same container and limits, the same
+helpers, and every server configured in ~/MCPs reachable from the code. What the
+code prints goes to stdout and stderr as it wrote it.
+
+Flags:
+  --timeout T       time limit: whole seconds (30) or a Go duration (45s, 2m).
+                    Default MCP_BRIDGE_TIMEOUT (30 s); at most MCP_BRIDGE_MAX_TIMEOUT (120 s).
+  --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
+
+Exit status: the code's own (0 when it ends normally, N for sys.exit(N)); 1 when
+it raised an exception, hit the time limit, or the sandbox could not run it (the
+message on stderr says what to install or start); 2 when the command line is
+wrong or FILE cannot be read.
+
+Example:
+  echo 'print(discovered_servers())' | codebridge exec -
+`
+
+const serversHelp = `Usage: codebridge servers [--tools]
+
+Lists the MCP servers configured in ~/MCPs/*.json: name, transport, state and
+the file that defines each, then any problems found in those files. Nothing is
+started unless --tools is given.
+
+Flags:
+  --tools           start every server (in parallel) and list its tools
+  --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
+
+Exit status: 0 when every file and server is fine; 1 when it listed a problem
+(a file it could not use, a server that failed to start); 2 when the command
+line is wrong.
+`
+
+const versionHelp = `Usage: codebridge version
+
+Prints codebridge's version: the module version it was built from (go install
+or go run ...@VERSION), else the source revision.
+`
 
 func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
-	global := flag.NewFlagSet("codebridge", flag.ContinueOnError)
-	global.SetOutput(stderr)
-	global.Usage = func() { fmt.Fprint(stderr, usage) }
-	configDir := global.String("config-dir", "", "folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)")
-	if err := global.Parse(args); err != nil {
-		return exitUsage(err)
+	pin := version()
+	if !strings.HasPrefix(pin, "v") {
+		pin = "VERSION" // a development build: no release to point at
+	}
+	var configDir string
+	global := newFlags("codebridge", &configDir)
+	if code, done := parseFlags(global, args, usage(pin), stdout, stderr); done {
+		return code
 	}
 	args = global.Args()
 	cmd := "serve"
@@ -67,13 +127,55 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		cmd, args = args[0], args[1:]
 	}
 
+	// Parse the command's flags before reading the settings, so --help and
+	// --version work whatever the environment holds.
+	var fs *flag.FlagSet
+	var tools *bool
+	var timeout time.Duration
 	switch cmd {
+	case "serve":
+		fs = newFlags(cmd, &configDir)
+		if code, done := parseFlags(fs, args, usage(pin), stdout, stderr); done {
+			return code
+		}
+	case "exec":
+		fs = newFlags(cmd, &configDir)
+		fs.Func("timeout", "time limit: whole seconds or a Go duration", func(s string) (err error) {
+			timeout, err = bridge.ParseSeconds(s)
+			return err
+		})
+		if code, done := parseFlags(fs, args, execHelp, stdout, stderr); done {
+			return code
+		}
+	case "servers":
+		fs = newFlags(cmd, &configDir)
+		tools = fs.Bool("tools", false, "start each server and list its tools")
+		if code, done := parseFlags(fs, args, serversHelp, stdout, stderr); done {
+			return code
+		}
+	case "memory":
+		fs = newFlags(cmd, &configDir)
+		if code, done := parseFlags(fs, args, memoryHelp, stdout, stderr); done {
+			return code
+		}
 	case "version":
+		fs = newFlags(cmd, &configDir)
+		if code, done := parseFlags(fs, args, versionHelp, stdout, stderr); done {
+			return code
+		}
 		fmt.Fprintln(stdout, "codebridge", version())
 		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	case "help":
+		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "version": versionHelp}[strings.Join(args, " ")]
+		fmt.Fprint(stdout, cmp.Or(help, usage(pin)))
 		return 0
+	default:
+		fmt.Fprintf(stderr, "codebridge: unknown command %q: run 'codebridge --help' for the commands\n", cmd)
+		return 2
+	}
+	if cmd != "exec" && cmd != "memory" && fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "codebridge %s: unexpected argument %q: see 'codebridge %s --help'\n", cmd, fs.Arg(0), cmd)
+		return 2
 	}
 
 	bootLogger := slog.New(slog.NewTextHandler(stderr, nil))
@@ -82,10 +184,10 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "codebridge: %v\n", err)
 		return 2
 	}
-	if *configDir != "" {
-		cfg.ConfigDir = *configDir
+	if configDir != "" {
+		cfg.ConfigDir = configDir
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cmd, cfg)}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -93,48 +195,88 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		if isTerminal(stdin) {
-			fmt.Fprint(stderr, usage)
+			fmt.Fprint(stderr, usage(pin))
 			fmt.Fprintln(stderr, "\nstdin is a terminal, so there is no MCP client to talk to: exiting.")
 			return 0
 		}
 		err = bridge.Serve(ctx, cfg, bridge.ServeOptions{Logger: logger, Version: version(), In: stdin, Out: nopCloser{stdout}})
 	case "exec":
-		return execCmd(ctx, cfg, logger, args, stdin, stdout, stderr)
+		return execCmd(ctx, cfg, logger, fs.Args(), timeout, stdin, stdout, stderr)
 	case "memory":
-		return memoryCmd(cfg, args, stdout, stderr)
+		return memoryCmd(cfg, fs.Args(), stdout, stderr)
 	case "servers":
-		fs := flag.NewFlagSet("servers", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		tools := fs.Bool("tools", false, "start each server and list its tools")
-		if err := fs.Parse(args); err != nil {
-			return exitUsage(err)
-		}
 		err = bridge.ListServers(ctx, cfg, bridge.ListOptions{Logger: logger, Tools: *tools, Out: stdout})
-	default:
-		fmt.Fprintf(stderr, "codebridge: unknown command %q\n\n%s", cmd, usage)
-		return 2
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "codebridge: %v\n", err)
+		fmt.Fprintf(stderr, "codebridge %s: %v\n", cmd, err)
 		return 1
 	}
 	return 0
 }
 
-func execCmd(ctx context.Context, cfg bridge.Config, logger *slog.Logger, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	timeout := fs.Duration("timeout", cfg.Timeout, "time limit for the run")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+// newFlags returns a command's flag set with the flags every command takes.
+// Its messages are printed by [parseFlags].
+func newFlags(name string, configDir *string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(configDir, "config-dir", *configDir, "folder of MCP server configs")
+	fs.Bool("version", false, "print the version and exit")
+	return fs
+}
+
+// parseFlags parses a command's flags. done reports that the command must not
+// run, with code its exit status: help or the version was printed (0), or the
+// command line is wrong (2).
+func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.Writer) (code int, done bool) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, help)
+		return 0, true
+	case err != nil:
+		name := fs.Name()
+		if name != "codebridge" {
+			name = "codebridge " + name
+		}
+		fmt.Fprintf(stderr, "%s: %v: see '%s --help'\n", name, err, name)
+		return 2, true
+	case fs.Lookup("version").Value.String() == "true":
+		fmt.Fprintln(stdout, "codebridge", version())
+		return 0, true
 	}
-	if fs.NArg() != 1 {
+	return 0, false
+}
+
+// logLevel is the stderr log level of cmd: the setting when given; otherwise
+// info for serve, whose stderr an agent keeps as a log, and warn for the
+// commands a person runs, who wants the output and problems only.
+func logLevel(cmd string, cfg bridge.Config) slog.Level {
+	if cmd != "serve" && os.Getenv(bridge.EnvPrefix+"LOG_LEVEL") == "" {
+		return slog.LevelWarn
+	}
+	return cfg.LogLevel
+}
+
+func execCmd(ctx context.Context, cfg bridge.Config, logger *slog.Logger, args []string, timeout time.Duration, stdin *os.File, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
 		fmt.Fprintln(stderr, "codebridge exec: want one FILE, or - for stdin; e.g. echo 'print(1)' | codebridge exec -")
+		return 2
+	}
+	if timeout == 0 {
+		timeout = cfg.Timeout
+	}
+	if timeout > cfg.MaxTimeout {
+		fmt.Fprintf(stderr, "codebridge exec: --timeout %s is over the %s maximum (%sMAX_TIMEOUT): ask for less, or raise %sMAX_TIMEOUT\n",
+			timeout, cfg.MaxTimeout, bridge.EnvPrefix, bridge.EnvPrefix)
 		return 2
 	}
 	var code []byte
 	var err error
-	if name := fs.Arg(0); name == "-" {
+	if name := args[0]; name == "-" {
+		if isTerminal(stdin) {
+			fmt.Fprintln(stderr, "codebridge exec: reading Python code from stdin until Ctrl-D (end of input)")
+		}
 		code, err = io.ReadAll(stdin)
 	} else {
 		code, err = os.ReadFile(name)
@@ -144,7 +286,7 @@ func execCmd(ctx context.Context, cfg bridge.Config, logger *slog.Logger, args [
 		return 2
 	}
 	status, err := bridge.Exec(ctx, cfg, string(code), bridge.ExecOptions{
-		Logger: logger, Timeout: min(*timeout, cfg.MaxTimeout), Stdout: stdout, Stderr: stderr,
+		Logger: logger, Timeout: timeout, Stdout: stdout, Stderr: stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "codebridge exec: %v\n", err)
@@ -153,16 +295,16 @@ func execCmd(ctx context.Context, cfg bridge.Config, logger *slog.Logger, args [
 	return status
 }
 
-func exitUsage(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	return 2
-}
+// stampedVersion is set by release builds (scripts/release.sh, .goreleaser.yaml):
+// -ldflags "-X main.stampedVersion=v1.2.3".
+var stampedVersion string
 
-// version is the module version when built by `go install`/`go run pkg@version`,
-// else the VCS revision.
+// version is the stamped release version, else the module version when built
+// by `go install`/`go run pkg@version`, else the VCS revision.
 func version() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,9 +12,10 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 )
 
-const memoryUsage = `codebridge memory: see and remove what agents stored with save_memory and save_tool.
+const memoryHelp = `Usage: codebridge memory [VERB]
 
-Usage:
+Shows and removes what agents stored with save_memory and save_tool.
+
   codebridge memory list                 the memories: key, size, last update
   codebridge memory show KEY             one memory's value (JSON) and metadata
   codebridge memory delete KEY           remove a memory
@@ -21,7 +23,7 @@ Usage:
   codebridge memory show-tool NAME       a saved helper's source
   codebridge memory delete-tool NAME     remove a saved helper
 
-They are files under the state directory (MCP_BRIDGE_STATE_DIR): %s
+They are files under the state directory (MCP_BRIDGE_STATE_DIR).
 `
 
 // memoryCmd runs `codebridge memory ...` and returns the exit status.
@@ -29,9 +31,12 @@ func memoryCmd(cfg bridge.Config, args []string, stdout, stderr io.Writer) int {
 	st := memory.New(cfg.StateDir)
 	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, memoryUsage, st.Dir()) }
+	fs.Usage = func() { fmt.Fprintf(stderr, "%sHere: %s\n", memoryHelp, st.Dir()) }
 	if err := fs.Parse(args); err != nil {
-		return exitUsage(err)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
 	}
 	args = fs.Args()
 	verb := "list"
