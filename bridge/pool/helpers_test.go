@@ -2,13 +2,16 @@ package pool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +47,12 @@ func runHelper() {
 		fmt.Fprintln(os.Stderr, "fatal: missing API key")
 		os.Exit(2)
 	}
+	// Before serving, so that a release sent as soon as the helper has
+	// answered anything is not lost.
+	released := make(chan os.Signal, 1)
+	signal.Notify(released, syscall.SIGUSR1)
 	ctx := context.WithoutCancel(context.TODO())
-	if err := newTestServer("helper", nil).Run(ctx, &mcp.StdioTransport{}); err != nil {
+	if err := newTestServer("helper", nil, signalHolder(released)).Run(ctx, &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 	}
 	if os.Getenv("POOL_TEST_IGNORE_EOF") == "1" {
@@ -78,8 +85,12 @@ type (
 		Message string `json:"message,omitempty"`
 	}
 	sleepIn struct {
-		MS    int `json:"ms"`
+		MS    int `json:"ms,omitempty"`
 		Steps int `json:"steps,omitempty"`
+		// Held makes the steps wait for events instead of the clock: each
+		// step reports its progress, then waits until the server's holder
+		// releases it. MS is ignored.
+		Held bool `json:"held,omitempty"`
 	}
 	getenvIn struct {
 		Name string `json:"name"`
@@ -91,8 +102,58 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// newTestServer returns an MCP server with the tools the tests call. opts may be nil.
-func newTestServer(name string, opts *mcp.ServerOptions) *mcp.Server {
+// A holder releases the held steps of the sleep tool (sleepIn.Held). tok is
+// the call's progress token, or nil.
+type holder interface {
+	hold(ctx context.Context, tok any) error
+}
+
+// progressAcks is the holder of in-process servers. A held step ends when
+// the test releases the call's progress token: typically its progress
+// callback acknowledges each notification (ack), so every notification is
+// handled before the result is sent. Steps of concurrent calls are told
+// apart by their tokens; calls without a token share the token nil.
+type progressAcks struct {
+	m sync.Map // fmt.Sprint(progress token) -> chan struct{}
+}
+
+func (a *progressAcks) ch(tok any) chan struct{} {
+	c, _ := a.m.LoadOrStore(fmt.Sprint(tok), make(chan struct{}, 16))
+	return c.(chan struct{})
+}
+
+// release ends one held step of the call with progress token tok.
+func (a *progressAcks) release(tok any) { a.ch(tok) <- struct{}{} }
+
+// ack acknowledges a notification; call it from a progress callback.
+func (a *progressAcks) ack(n *mcp.ProgressNotificationParams) { a.release(n.ProgressToken) }
+
+func (a *progressAcks) hold(ctx context.Context, tok any) error {
+	select {
+	case <-a.ch(tok):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// signalHolder is the holder of the helper process (see TestMain): one
+// SIGUSR1 releases one held step (see release). Held calls on one helper must
+// not overlap.
+type signalHolder chan os.Signal
+
+func (s signalHolder) hold(ctx context.Context, _ any) error {
+	select {
+	case <-s:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// newTestServer returns an MCP server with the tools the tests call. opts and
+// h may be nil; without a holder the sleep tool refuses held steps.
+func newTestServer(name string, opts *mcp.ServerOptions, h holder) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "test"}, opts)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echoes message"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -114,18 +175,31 @@ func newTestServer(name string, opts *mcp.ServerOptions) *mcp.Server {
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			steps := max(in.Steps, 1)
 			tok := req.Params.GetProgressToken()
-			for i := range steps {
-				select {
-				case <-time.After(time.Duration(in.MS) * time.Millisecond / time.Duration(steps)):
-				case <-ctx.Done():
-					return nil, nil, ctx.Err()
-				}
+			if in.Held && h == nil {
+				return nil, nil, errors.New("held steps need a holder")
+			}
+			notify := func(i int) {
 				if tok != nil {
 					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 						ProgressToken: tok, Progress: float64(i + 1), Total: float64(steps),
 						Message: fmt.Sprint(tok),
 					})
 				}
+			}
+			for i := range steps {
+				if in.Held {
+					notify(i)
+					if err := h.hold(ctx, tok); err != nil {
+						return nil, nil, err
+					}
+					continue
+				}
+				select {
+				case <-time.After(time.Duration(in.MS) * time.Millisecond / time.Duration(steps)):
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+				notify(i)
 			}
 			return text("slept"), nil, nil
 		})
@@ -148,6 +222,8 @@ type memServers struct {
 	block chan struct{}
 	// silent makes servers that never answer initialize.
 	silent bool
+	// acks releases the held steps of the sleep tool.
+	acks progressAcks
 
 	mu      sync.Mutex
 	servers map[string][]*mcp.Server // by server name, in start order
@@ -165,6 +241,7 @@ func (m *memServers) transport(def *discovery.Server) (mcp.Transport, error) {
 			return nil, err
 		}
 		go func() {
+			defer c.Close() // ends the connection's own reader too
 			for {
 				if _, err := c.Read(m.t.Context()); err != nil {
 					return
@@ -173,7 +250,7 @@ func (m *memServers) transport(def *discovery.Server) (mcp.Transport, error) {
 		}()
 		return ct, nil
 	}
-	s := newTestServer(def.Name, m.opts)
+	s := newTestServer(def.Name, m.opts, &m.acks)
 	if _, err := s.Connect(m.t.Context(), st, nil); err != nil {
 		return nil, err
 	}
@@ -213,7 +290,7 @@ func newTestPool(t *testing.T, opts Options) *Pool {
 	}
 	p := New(opts)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute) // a hang guard only
 		defer cancel()
 		if err := p.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
@@ -257,13 +334,15 @@ func statusOf(t *testing.T, p *Pool, name string) ServerStatus {
 	return ServerStatus{}
 }
 
-// eventually retries cond until it holds or 10 s have passed.
-func eventually(t *testing.T, what string, cond func() bool) {
+// eventually waits until cond, which other goroutines or processes make
+// true, holds. Use it only where no event can be waited for; the 30 s limit
+// only stops a broken run from hanging, it asserts nothing about speed.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("still waiting after 30 s until %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

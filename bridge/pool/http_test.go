@@ -25,7 +25,7 @@ func requireHeader(h http.Handler) http.Handler {
 }
 
 func TestHTTPTransports(t *testing.T) {
-	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil) }
+	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil, nil) }
 	tests := []struct {
 		transport discovery.Transport
 		handler   http.Handler
@@ -91,7 +91,7 @@ func TestHTTPTransports(t *testing.T) {
 }
 
 func TestHTTPServerGoneIsRestarted(t *testing.T) {
-	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil) }
+	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil, nil) }
 	srv := httptest.NewServer(mcp.NewSSEHandler(getServer, nil))
 	t.Cleanup(srv.Close)
 	p := newTestPool(t, Options{})

@@ -65,14 +65,18 @@ func TestNPMEverything(t *testing.T) {
 		t.Errorf("get-sum: %q", got)
 	}
 
-	// Two long operations at once, each seeing only its own progress.
+	// Two long operations at once, each seeing only its own progress. A
+	// notification handled after its call's result is dropped, and this
+	// server cannot wait for the test as the helper does
+	// (TestProgressStdio), so only the first is required: it is sent a
+	// second or more before the result.
 	var wg sync.WaitGroup
 	for _, steps := range []int{3, 5} {
 		wg.Go(func() {
 			var mu sync.Mutex
 			var got []*mcp.ProgressNotificationParams
 			res, err := p.Call(t.Context(), "everything", "trigger-long-running-operation",
-				map[string]any{"duration": 1, "steps": steps}, func(n *mcp.ProgressNotificationParams) {
+				map[string]any{"duration": 2, "steps": steps}, func(n *mcp.ProgressNotificationParams) {
 					mu.Lock()
 					got = append(got, n)
 					mu.Unlock()
@@ -86,8 +90,9 @@ func TestNPMEverything(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(got) < steps-1 {
-				t.Errorf("%d-step operation: %d progress notifications", steps, len(got))
+			t.Logf("%d-step operation: %d progress notifications before the result", steps, len(got))
+			if len(got) == 0 {
+				t.Errorf("%d-step operation: no progress notification", steps)
 			}
 			for _, n := range got {
 				if n.Total != float64(steps) || n.ProgressToken != got[0].ProgressToken {
@@ -102,7 +107,7 @@ func TestNPMEverything(t *testing.T) {
 	if st.State != StateRunning || st.PID == 0 {
 		t.Fatalf("status = %+v", st)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard only
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -118,35 +118,41 @@ func TestErrors(t *testing.T) {
 }
 
 func TestConcurrentFirstUseStartsOnce(t *testing.T) {
-	p, m := newMemPool(t, Options{}, memDef("a"))
-	m.block = make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 10)
-	for i := range 10 {
-		wg.Go(func() {
-			res, err := p.Call(t.Context(), "a", "echo", map[string]any{"message": fmt.Sprint(i)}, nil)
-			if err == nil && resultText(t, res) != fmt.Sprint("Echo: ", i) {
-				err = fmt.Errorf("call %d: got %q", i, resultText(t, res))
-			}
-			errs <- err
-		})
-	}
-	eventually(t, "a start begins", func() bool { return m.starts.Load() == 1 })
-	if st := statusOf(t, p, "a"); st.State != StateStarting {
-		t.Errorf("state while starting = %q", st.State)
-	}
-	time.Sleep(50 * time.Millisecond) // let every caller reach the wait
-	close(m.block)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+	// In a bubble, synctest.Wait tells when every caller is blocked waiting
+	// for the one start.
+	synctest.Test(t, func(t *testing.T) {
+		p, m := newMemPool(t, Options{}, memDef("a"))
+		m.block = make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 10)
+		for i := range 10 {
+			wg.Go(func() {
+				res, err := p.Call(t.Context(), "a", "echo", map[string]any{"message": fmt.Sprint(i)}, nil)
+				if err == nil && resultText(t, res) != fmt.Sprint("Echo: ", i) {
+					err = fmt.Errorf("call %d: got %q", i, resultText(t, res))
+				}
+				errs <- err
+			})
 		}
-	}
-	if got := m.starts.Load(); got != 1 {
-		t.Errorf("starts = %d, want 1", got)
-	}
+		synctest.Wait()
+		if got := m.starts.Load(); got != 1 {
+			t.Errorf("starts while every caller waits = %d, want 1", got)
+		}
+		if st := statusOf(t, p, "a"); st.State != StateStarting {
+			t.Errorf("state while starting = %q", st.State)
+		}
+		close(m.block)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		if got := m.starts.Load(); got != 1 {
+			t.Errorf("starts = %d, want 1", got)
+		}
+	})
 }
 
 func TestCallerGivingUpDoesNotCancelStart(t *testing.T) {
@@ -167,7 +173,7 @@ func TestCallerGivingUpDoesNotCancelStart(t *testing.T) {
 }
 
 func TestProgressRouting(t *testing.T) {
-	p, _ := newMemPool(t, Options{}, memDef("a"))
+	p, m := newMemPool(t, Options{}, memDef("a"))
 	const calls, steps = 6, 4
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -176,11 +182,14 @@ func TestProgressRouting(t *testing.T) {
 		wg.Go(func() {
 			var got []*mcp.ProgressNotificationParams
 			var gmu sync.Mutex
-			res, err := p.Call(t.Context(), "a", "sleep", map[string]any{"ms": 40 + 10*i, "steps": steps},
+			// Held steps: each waits until its notification has been seen
+			// here, so all of them arrive before the result.
+			res, err := p.Call(t.Context(), "a", "sleep", map[string]any{"held": true, "steps": steps},
 				func(n *mcp.ProgressNotificationParams) {
 					gmu.Lock()
 					got = append(got, n)
 					gmu.Unlock()
+					m.acks.ack(n)
 				})
 			if err != nil {
 				t.Error(err)
@@ -189,9 +198,7 @@ func TestProgressRouting(t *testing.T) {
 			resultText(t, res)
 			gmu.Lock()
 			defer gmu.Unlock()
-			// The last notification may be handled after the result has
-			// arrived; it is then dropped.
-			if len(got) < steps-1 || len(got) > steps {
+			if len(got) != steps {
 				t.Errorf("call %d: %d progress notifications, want %d", i, len(got), steps)
 				return
 			}
@@ -305,14 +312,15 @@ func TestUpdateInMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A call in flight on b, which is about to change.
+	// A call in flight on b, which is about to change, held until the
+	// update has landed.
 	type result struct {
 		res *mcp.CallToolResult
 		err error
 	}
 	inflight := make(chan result, 1)
 	go func() {
-		res, err := p.Call(t.Context(), "b", "sleep", map[string]any{"ms": 300}, nil)
+		res, err := p.Call(t.Context(), "b", "sleep", map[string]any{"held": true}, nil)
 		inflight <- result{res, err}
 	}()
 	waitInFlight(t, p, "b")
@@ -324,6 +332,7 @@ func TestUpdateInMemory(t *testing.T) {
 	b2.Args = []string{"--changed"}
 	p.Update([]*discovery.Server{&a2, &b2}) // c removed
 
+	m.acks.release(nil)
 	r := <-inflight
 	if r.err != nil {
 		t.Fatalf("call in flight during Update: %v", r.err)
@@ -536,26 +545,30 @@ func TestLineRing(t *testing.T) {
 }
 
 func TestAllToolsDeadline(t *testing.T) {
-	fast := &memServers{t: t}
-	silent := &memServers{t: t, silent: true}
-	p := newTestPool(t, Options{})
-	p.testTransport = func(def *discovery.Server) (mcp.Transport, error) {
-		if def.Name == "slow" {
-			return silent.transport(def)
+	// In a bubble the deadline passes only once every goroutine is blocked:
+	// after a has answered, however slow the machine, while slow never will.
+	synctest.Test(t, func(t *testing.T) {
+		fast := &memServers{t: t}
+		silent := &memServers{t: t, silent: true}
+		p := newTestPool(t, Options{})
+		p.testTransport = func(def *discovery.Server) (mcp.Transport, error) {
+			if def.Name == "slow" {
+				return silent.transport(def)
+			}
+			return fast.transport(def)
 		}
-		return fast.transport(def)
-	}
-	p.Update([]*discovery.Server{memDef("a"), memDef("slow")})
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-	defer cancel()
-	tools, errs := p.AllTools(ctx, 0)
-	if len(tools["a"]) != 5 {
-		t.Errorf("tools of a: %d", len(tools["a"]))
-	}
-	if !errors.Is(errs["slow"], context.DeadlineExceeded) {
-		t.Errorf("error for slow = %v, want deadline exceeded", errs["slow"])
-	}
-	if st := statusOf(t, p, "slow"); st.State != StateStarting {
-		t.Errorf("slow: %q, want still starting (up to ConnectTimeout)", st.State)
-	}
+		p.Update([]*discovery.Server{memDef("a"), memDef("slow")})
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		tools, errs := p.AllTools(ctx, 0)
+		if len(tools["a"]) != 5 {
+			t.Errorf("tools of a: %d", len(tools["a"]))
+		}
+		if !errors.Is(errs["slow"], context.DeadlineExceeded) {
+			t.Errorf("error for slow = %v, want deadline exceeded", errs["slow"])
+		}
+		if st := statusOf(t, p, "slow"); st.State != StateStarting {
+			t.Errorf("slow: %q, want still starting (up to ConnectTimeout)", st.State)
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,15 @@ func alive(pid int) bool {
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	eventually(t, "process "+strconv.Itoa(pid)+" is gone", func() bool { return !alive(pid) })
+}
+
+// release ends one held step of the sleep tool in the helper process pid
+// (see signalHolder). It may be called from a progress callback.
+func release(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		t.Errorf("releasing helper %d: %v", pid, err)
+	}
 }
 
 func callPID(t *testing.T, p *Pool, server string) int {
@@ -255,10 +265,11 @@ func TestUpdateProcesses(t *testing.T) {
 		pids[n] = callPID(t, p, n)
 	}
 
-	// A call in flight on "change" while the update lands.
+	// A call in flight on "change" while the update lands: held until the
+	// checks below are done.
 	done := make(chan error, 1)
 	go func() {
-		res, err := p.Call(t.Context(), "change", "sleep", map[string]any{"ms": 500}, nil)
+		res, err := p.Call(t.Context(), "change", "sleep", map[string]any{"held": true}, nil)
 		if err == nil && resultText(t, res) != "slept" {
 			err = errors.New("wrong result")
 		}
@@ -275,6 +286,7 @@ func TestUpdateProcesses(t *testing.T) {
 	if !alive(pids["change"]) {
 		t.Errorf("changed server was stopped with a call in flight")
 	}
+	release(t, pids["change"])
 	if err := <-done; err != nil {
 		t.Fatalf("call in flight during Update: %v", err)
 	}
@@ -312,23 +324,38 @@ func TestCloseStopsEverything(t *testing.T) {
 		defs = append(defs, helperDef(t, n, pidFile))
 	}
 	p.Update(defs)
+	running := map[string]int{}
 	for _, d := range defs {
-		callPID(t, p, d.Name)
+		running[d.Name] = callPID(t, p, d.Name)
 	}
-	// One request still in flight: Close waits for it.
+	// One request still in flight, held until Close has begun: Close waits
+	// for it.
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "a", "sleep", map[string]any{"ms": 300}, nil)
+		_, err := p.Call(t.Context(), "a", "sleep", map[string]any{"held": true}, nil)
 		done <- err
 	}()
 	waitInFlight(t, p, "a")
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard only
 	defer cancel()
-	if err := p.Close(ctx); err != nil {
-		t.Fatal(err)
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close(ctx) }()
+	eventually(t, "Close begins", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.closed
+	})
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) with a call in flight", err)
+	default:
 	}
+	release(t, running["a"])
 	if err := <-done; err != nil {
 		t.Errorf("call in flight during Close: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 	pids := readPIDs(t, pidFile)
 	if len(pids) != 3 {
@@ -347,7 +374,7 @@ func TestCloseDeadlineKills(t *testing.T) {
 	pid := callPID(t, p, "h")
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 60000}, nil)
+		_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"held": true}, nil) // never released
 		done <- err
 	}()
 	waitInFlight(t, p, "h")
@@ -367,14 +394,12 @@ func TestCloseDeadlineKills(t *testing.T) {
 func TestIdleStopProcess(t *testing.T) {
 	p := newTestPool(t, Options{IdleTimeout: 300 * time.Millisecond})
 	p.Update([]*discovery.Server{helperDef(t, "h", "")})
-	pid := callPID(t, p, "h")
-	// A long call is not idle.
+	// A call longer than the idle timeout is not idle: stopping the server
+	// under it would fail the call.
 	if _, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 600}, nil); err != nil {
-		t.Fatal(err)
+		t.Fatalf("a call longer than the idle timeout: %v", err)
 	}
-	if !alive(pid) {
-		t.Fatalf("server stopped during a call")
-	}
+	pid := callPID(t, p, "h")
 	waitGone(t, pid)
 	if st := statusOf(t, p, "h"); st.State != StateConfigured || st.Err != "" {
 		t.Errorf("after idle stop: %+v, want configured without error", st)
@@ -384,55 +409,90 @@ func TestIdleStopProcess(t *testing.T) {
 	}
 }
 
-// TestProgressStdio checks routing over a real pipe.
+// TestProgressStdio checks routing over a real pipe. The steps are held until
+// the notification before has been handled here, so all four arrive.
 func TestProgressStdio(t *testing.T) {
 	p := newTestPool(t, Options{})
 	p.Update([]*discovery.Server{helperDef(t, "h", "")})
+	pid := callPID(t, p, "h")
 	var mu sync.Mutex
 	var got []float64
-	_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"ms": 200, "steps": 4}, func(n *mcp.ProgressNotificationParams) {
+	_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"held": true, "steps": 4}, func(n *mcp.ProgressNotificationParams) {
 		mu.Lock()
 		got = append(got, n.Progress)
 		mu.Unlock()
+		release(t, pid)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) < 3 {
-		t.Errorf("progress %v, want 3 or 4 steps", got)
+	if want := []float64{1, 2, 3, 4}; !slices.Equal(got, want) {
+		t.Errorf("progress %v, want %v", got, want)
 	}
 }
 
-// silentScript writes a server that writes its PID to pidFile and never answers.
+// silentScript writes a server that writes a line to stderr, then its PID to
+// pidFile, and never answers.
 func silentScript(t *testing.T, pidFile string) string {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), "silent.sh")
-	body := "#!/bin/sh\necho $$ > " + pidFile + "\necho 'loading model...' >&2\nexec sleep 60\n"
+	body := "#!/bin/sh\necho 'loading model...' >&2\necho $$ > " + pidFile + ".tmp\nmv " + pidFile + ".tmp " + pidFile + "\nexec sleep 60\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return script
 }
 
+// TestConnectTimeoutKillsProcess: when the connect deadline passes, the
+// server is killed and the error says why, with its stderr. The test decides
+// when the deadline passes (after the server has started and written to
+// stderr) rather than racing a short ConnectTimeout against the start of sh.
 func TestConnectTimeoutKillsProcess(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	p := newTestPool(t, Options{ConnectTimeout: 300 * time.Millisecond})
-	p.Update([]*discovery.Server{{Name: "silent", Transport: discovery.Stdio, Command: silentScript(t, pidFile)}})
-	_, err := p.Tools(t.Context(), "silent")
+	p := newTestPool(t, Options{})
+	def := &discovery.Server{Name: "silent", Transport: discovery.Stdio, Command: silentScript(t, pidFile)}
+	ctx := newManualDeadline(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.dial(ctx, def)
+		errc <- err
+	}()
+	eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
+	ctx.expire()
+	err := <-errc
 	var se *StartError
 	if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want a *StartError wrapping deadline exceeded", err)
 	}
-	if !strings.Contains(err.Error(), "loading model...") || !strings.Contains(err.Error(), "no answer to initialize within 300ms") {
+	if !strings.Contains(err.Error(), "loading model...") || !strings.Contains(err.Error(), "no answer to initialize within") {
 		t.Errorf("error lacks the reason or the stderr tail: %v", err)
 	}
-	pids := readPIDs(t, pidFile)
-	if len(pids) != 1 {
-		t.Fatalf("pids %v", pids)
+	waitGone(t, readPIDs(t, pidFile)[0])
+}
+
+// manualDeadline is a context whose deadline passes when expire is called.
+type manualDeadline struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newManualDeadline(parent context.Context) *manualDeadline {
+	return &manualDeadline{Context: context.WithoutCancel(parent), done: make(chan struct{})}
+}
+
+func (c *manualDeadline) expire()                     { c.once.Do(func() { close(c.done) }) }
+func (c *manualDeadline) Done() <-chan struct{}       { return c.done }
+func (c *manualDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *manualDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
-	waitGone(t, pids[0])
 }
 
 func TestCloseDuringStart(t *testing.T) {
@@ -445,7 +505,7 @@ func TestCloseDuringStart(t *testing.T) {
 		errc <- err
 	}()
 	eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard only
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
