@@ -1,13 +1,14 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,26 +26,33 @@ func requireHeader(h http.Handler) http.Handler {
 }
 
 func TestHTTPTransports(t *testing.T) {
-	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil, nil) }
 	tests := []struct {
 		transport discovery.Transport
-		handler   http.Handler
+		handler   func(getServer func(*http.Request) *mcp.Server) http.Handler
 	}{
-		{discovery.Streamable, mcp.NewStreamableHTTPHandler(getServer, nil)},
-		{discovery.SSE, mcp.NewSSEHandler(getServer, nil)},
+		{discovery.Streamable, func(g func(*http.Request) *mcp.Server) http.Handler { return mcp.NewStreamableHTTPHandler(g, nil) }},
+		{discovery.SSE, func(g func(*http.Request) *mcp.Server) http.Handler { return mcp.NewSSEHandler(g, nil) }},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.transport), func(t *testing.T) {
-			srv := httptest.NewServer(requireHeader(tt.handler))
+			var acks progressAcks
+			var sessions atomic.Int32 // sessions initialized on the server
+			s := newTestServer("http", &mcp.ServerOptions{
+				InitializedHandler: func(context.Context, *mcp.InitializedRequest) { sessions.Add(1) },
+			}, &acks)
+			getServer := func(*http.Request) *mcp.Server { return s }
+			srv := httptest.NewServer(requireHeader(tt.handler(getServer)))
 			t.Cleanup(srv.Close)
 			good := &discovery.Server{Name: "good", Transport: tt.transport, URL: srv.URL,
 				Headers: map[string]string{"Authorization": "Bearer test-token"}}
 			bad := &discovery.Server{Name: "bad", Source: "/etc/x.json", Transport: tt.transport, URL: srv.URL}
-			// A short ConnectTimeout: the session must outlive it (the SSE
-			// client keeps its stream on the context it connects with).
-			p := newTestPool(t, Options{ConnectTimeout: 300 * time.Millisecond})
+			p := newTestPool(t, Options{})
 			p.Update([]*discovery.Server{good, bad})
 
+			// The session must outlive the context it connected with (the
+			// SSE client keeps its stream on it): the pool ends that context
+			// before Tools returns, and the calls below must still be
+			// served by the same session.
 			tools, err := p.Tools(t.Context(), "good")
 			if err != nil {
 				t.Fatal(err)
@@ -52,7 +60,6 @@ func TestHTTPTransports(t *testing.T) {
 			if len(tools) != 5 {
 				t.Errorf("%d tools, want 5", len(tools))
 			}
-			time.Sleep(400 * time.Millisecond)
 			res, err := p.Call(t.Context(), "good", "echo", map[string]any{"message": "over http"}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -63,19 +70,23 @@ func TestHTTPTransports(t *testing.T) {
 
 			var mu sync.Mutex
 			var progress int
-			_, err = p.Call(t.Context(), "good", "sleep", map[string]any{"ms": 100, "steps": 3}, func(*mcp.ProgressNotificationParams) {
+			_, err = p.Call(t.Context(), "good", "sleep", map[string]any{"held": true, "steps": 3}, func(n *mcp.ProgressNotificationParams) {
 				mu.Lock()
 				progress++
 				mu.Unlock()
+				acks.ack(n)
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()
-			if progress < 2 {
-				t.Errorf("%d progress notifications, want 3 (or 2)", progress)
+			if progress != 3 {
+				t.Errorf("%d progress notifications, want 3", progress)
 			}
 			mu.Unlock()
+			if n := sessions.Load(); n != 1 {
+				t.Errorf("%d sessions were initialized, want 1: the first did not outlive its connect context", n)
+			}
 
 			_, err = p.Tools(t.Context(), "bad")
 			var se *StartError

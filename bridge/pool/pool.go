@@ -300,10 +300,12 @@ func (p *Pool) startLocked(ctx context.Context, e *entry) *startOp {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		defer cancel()
 		begin := time.Now()
 		p.logger.Info("starting server", "server", def.Name, "transport", def.Transport)
 		c, err := p.dial(sctx, def)
+		// End the connect context before anyone can use the session: a
+		// session that depended on it fails at once, in tests too.
+		cancel()
 
 		p.mu.Lock()
 		op.c, op.err = c, err
