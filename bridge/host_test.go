@@ -33,6 +33,15 @@ type echoArgs struct {
 // mathServer is a go-sdk MCP server served over streamable HTTP on loopback.
 func mathServer(t *testing.T) string {
 	t.Helper()
+	return mathServerAcked(t, nil)
+}
+
+// mathServerAcked is mathServer whose slow_count, after each progress
+// notification, waits for a receive on acks (if acks is not nil): the test
+// acknowledges each notification it has seen, so all of them are handled
+// before the result.
+func mathServerAcked(t *testing.T, acks <-chan struct{}) string {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "math"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "get-sum", Description: "Returns the sum of two numbers\nMore detail here."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a sumArgs) (*mcp.CallToolResult, map[string]float64, error) {
@@ -45,10 +54,19 @@ func mathServer(t *testing.T) string {
 	mcp.AddTool(s, &mcp.Tool{Name: "slow_count", Description: "Counts to three, reporting progress"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			for i := 1; i <= 3; i++ {
-				if tok := req.Params.GetProgressToken(); tok != nil {
-					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprint("step ", i)})
+				tok := req.Params.GetProgressToken()
+				if tok == nil {
+					continue
 				}
-				time.Sleep(20 * time.Millisecond) // a long-running tool: progress comes well before the result
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprint("step ", i)})
+				if acks == nil {
+					continue
+				}
+				select {
+				case <-acks:
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
@@ -198,33 +216,24 @@ func TestHostDocsAndCalls(t *testing.T) {
 }
 
 func TestHostProgress(t *testing.T) {
-	d := testDirectory(t, &discovery.Server{Name: "m", Transport: discovery.Streamable, URL: mathServer(t)})
+	acks := make(chan struct{}, 3)
+	d := testDirectory(t, &discovery.Server{Name: "m", Transport: discovery.Streamable, URL: mathServerAcked(t, acks)})
 	var mu sync.Mutex
 	var msgs []string
 	h := d.Host(func(msg string, _, _ float64) {
 		mu.Lock()
-		defer mu.Unlock()
 		msgs = append(msgs, msg)
+		mu.Unlock()
+		acks <- struct{}{} // the tool goes on once its notification has been seen
 	})
 	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "m", "tool": "slow_count"}); err != nil {
 		t.Fatal(err)
 	}
-	// Notifications may be delivered just after the result; wait for them
-	// (a generous bound only stops a broken run from hanging).
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		mu.Lock()
-		n := len(msgs)
-		mu.Unlock()
-		if n >= 3 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(msgs) != 3 || msgs[2] != "m.slow_count 3/3: step 3" {
-		t.Errorf("progress = %q, want three messages ending with 'm.slow_count 3/3: step 3'", msgs)
+	want := []string{"m.slow_count 1/3: step 1", "m.slow_count 2/3: step 2", "m.slow_count 3/3: step 3"}
+	if !slices.Equal(msgs, want) {
+		t.Errorf("progress = %q, want %q", msgs, want)
 	}
 }
 
