@@ -99,23 +99,31 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 }
 
 // session launches codebridge with env and connects the go-sdk client to it.
-func session(t testing.TB, env []string) (*mcp.ClientSession, *bytes.Buffer) {
+// It also returns codebridge's stderr, safe to read while codebridge writes.
+func session(t testing.TB, env []string) (*mcp.ClientSession, *syncBuffer) {
 	t.Helper()
 	cs, stderr, _ := sessionProc(t, env)
 	return cs, stderr
 }
 
+// shutdownGrace is how long closing a session waits for codebridge to exit
+// by itself after its stdin closes, before the client transport sends
+// SIGTERM (and as long again before SIGKILL). Codebridge allows itself 15 s
+// to stop what it started; the transport's default of 5 s would kill it
+// part-way on a loaded machine and leave containers behind.
+const shutdownGrace = 30 * time.Second
+
 // sessionProc is session, also returning the codebridge process.
-func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *bytes.Buffer, *exec.Cmd) {
+func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(binary(t))
 	cmd.Env = env
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := new(syncBuffer)
+	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)
 	if err != nil {
 		t.Fatalf("connecting to codebridge: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -127,7 +135,7 @@ func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *bytes.Buffer,
 			t.Logf("codebridge stderr:\n%s", stderr.String())
 		}
 	})
-	return cs, &stderr.buf, cmd
+	return cs, stderr, cmd
 }
 
 type syncBuffer struct {
@@ -194,6 +202,20 @@ func requirePodman(t testing.TB) {
 	testenv.RequirePodmanBinary(t)
 	if out, err := exec.Command("podman", "image", "exists", testenv.Image()).CombinedOutput(); err != nil {
 		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh ("+strings.TrimSpace(string(out))+")")
+	}
+}
+
+// eventually waits until cond, which codebridge or its children make true,
+// holds. Use it only where no event can be waited for; the 30 s limit only
+// stops a broken run from hanging, it asserts nothing about speed.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after 30 s until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
