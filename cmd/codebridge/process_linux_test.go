@@ -27,38 +27,54 @@ func TestLiveReload(t *testing.T) {
 	dir := t.TempDir()
 	everything := testenv.NPMBin(t, "mcp-server-everything")
 	writeServers(t, dir, "a.json", map[string]any{"keep": map[string]any{"command": everything, "description": "kept"}})
-	cs, _ := session(t, bridgeEnv(t, dir))
+	cs, stderr, cmd := sessionProc(t, bridgeEnv(t, dir))
 	if out := mustRun(t, cs, "print(discovered_servers())"); out != "('keep',)\n" {
 		t.Fatalf("start: %q", out)
 	}
-	waitFor := func(code, want string) time.Duration {
+	// waitFor runs code until it prints want: the reload has been applied.
+	waitFor := func(code, want string) {
 		t.Helper()
 		start := time.Now()
 		var out string
-		for time.Since(start) < 20*time.Second {
-			if out = mustRun(t, cs, code); out == want {
-				return time.Since(start)
+		defer func() {
+			if t.Failed() {
+				t.Logf("%q last printed %q", code, out)
 			}
-		}
-		t.Fatalf("after 20 s, %q printed %q, want %q", code, out, want)
-		return 0
+		}()
+		eventually(t, fmt.Sprintf("%q prints %q", code, want), func() bool {
+			out = mustRun(t, cs, code)
+			return out == want
+		})
+		t.Logf("%q printed %q %v after the edit", code, want, time.Since(start).Round(time.Millisecond))
 	}
 
 	writeServers(t, dir, "b.json", map[string]any{"added": map[string]any{"command": everything, "description": "first"}})
-	took := waitFor("print(discovered_servers())", "('added', 'keep')\n")
-	t.Logf("an added server was visible %v after the file was written", took)
+	waitFor("print(discovered_servers())", "('added', 'keep')\n")
 	if out := mustRun(t, cs, `print(await mcp_added.echo(message="new"))`); !strings.Contains(out, "Echo: new") {
 		t.Errorf("added server call: %q", out)
 	}
-	pid := serverPID(t, cs, "added")
+	pid := serverPID(t, cmd.Process.Pid)
 
 	writeServers(t, dir, "b.json", map[string]any{"added": map[string]any{"command": everything, "description": "second"}})
 	waitFor(`print([s["description"] for s in discovered_servers(detailed=True) if s["name"] == "added"])`, "['second']\n")
 
-	if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"mcpServers": {"keep": {"command": `), 0o644); err != nil {
+	// A broken edit (saved whole, as editors do): once codebridge has
+	// reported it, the servers are as they were.
+	broken := filepath.Join(dir, ".a.json.tmp")
+	if err := os.WriteFile(broken, []byte(`{"mcpServers": {"keep": {"command": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	if err := os.Rename(broken, filepath.Join(dir, "a.json")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "codebridge reports the broken a.json", func() bool {
+		for line := range strings.Lines(stderr.String()) {
+			if strings.Contains(line, "config problem") && strings.Contains(line, "a.json") {
+				return true
+			}
+		}
+		return false
+	})
 	if out := mustRun(t, cs, `print(discovered_servers()); print(await mcp_keep.echo(message="still"))`); !strings.Contains(out, "('added', 'keep')") || !strings.Contains(out, "Echo: still") {
 		t.Errorf("a broken edit disturbed the servers: %q", out)
 	}
@@ -67,29 +83,19 @@ func TestLiveReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("print(discovered_servers())", "('keep',)\n")
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if processAlive(pid) {
-		t.Errorf("the removed server's process %d is still running", pid)
-	}
+	eventually(t, fmt.Sprintf("the removed server's process %d has exited", pid), func() bool { return !processAlive(pid) })
 }
 
-// serverPID asks server-everything for its environment... it has no pid tool,
-// so find the process by its command line among codebridge's descendants.
-func serverPID(t testing.TB, cs *mcp.ClientSession, name string) int {
+// serverPID returns the newest mcp-server-everything process below the
+// codebridge process bridge: the server that was just started. Only
+// codebridge's descendants are looked at, so other tests' servers on this
+// machine cannot be mistaken for it.
+func serverPID(t testing.TB, bridge int) int {
 	t.Helper()
-	// The server was just used; it is the newest mcp-server-everything process.
 	var newest int
 	var newestStart uint64
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, pid := range descendants(bridge) {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil || !strings.Contains(string(cmdline), "mcp-server-everything") {
 			continue
 		}
@@ -103,7 +109,7 @@ func serverPID(t testing.TB, cs *mcp.ClientSession, name string) int {
 		}
 	}
 	if newest == 0 {
-		t.Fatalf("no mcp-server-everything process found for %s", name)
+		t.Fatalf("no mcp-server-everything process below codebridge (pid %d)", bridge)
 	}
 	return newest
 }
@@ -155,8 +161,9 @@ func descendants(pid int) []int {
 }
 
 // TestNoOrphans: however codebridge is ended (its client closing stdin,
-// SIGINT, SIGTERM), none of the processes it started (downstream servers, a
-// Podman service) are left, and it exits promptly.
+// SIGINT, SIGTERM), it exits by itself and none of the processes it started
+// (downstream servers, a Podman service) are left. How long it takes is only
+// logged.
 func TestNoOrphans(t *testing.T) {
 	requirePodman(t)
 	for _, end := range []struct {
@@ -175,7 +182,7 @@ func TestNoOrphans(t *testing.T) {
 			client := mcp.NewClient(&mcp.Implementation{Name: "orphans"}, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,13 +196,7 @@ func TestNoOrphans(t *testing.T) {
 			if err := end.stop(cs, cmd.Process); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for processAlive(cmd.Process.Pid) && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
-			if processAlive(cmd.Process.Pid) {
-				t.Fatalf("codebridge still running 20 s after %s", end.name)
-			}
+			eventually(t, "codebridge exits after "+end.name, func() bool { return !processAlive(cmd.Process.Pid) })
 			t.Logf("codebridge exited %v after %s", time.Since(stopped).Round(time.Millisecond), end.name)
 			var alive []int
 			for _, p := range kids {
