@@ -271,8 +271,8 @@ func TestStdinRoundTrip(t *testing.T) {
 	}
 	select {
 	case <-ct.Done():
-	case <-time.After(10 * time.Second):
-		t.Error("Done not closed after the container exited")
+	case <-time.After(time.Minute): // a hang guard only
+		t.Error("Done not closed a minute after the container's output ended")
 	}
 }
 
@@ -369,12 +369,18 @@ func TestRemoveStale(t *testing.T) {
 	img := testImage(t, c)
 
 	// A process that has exited, and one that runs: stand-ins for a dead and
-	// a live codebridge on this host.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
+	// a live codebridge on this host. The dead one's start time is recorded
+	// while it runs, as codebridge labels its containers, so that its pid
+	// being reused meanwhile (pid_max can be 32768) does not make it look
+	// alive. The live one outlives the test, however slow.
+	dead := exec.Command("sleep", "3600")
+	if err := dead.Start(); err != nil {
 		t.Fatal(err)
 	}
-	live := exec.Command("sleep", "60")
+	deadStart, _ := processStart(dead.Process.Pid)
+	dead.Process.Kill()
+	dead.Wait()
+	live := exec.Command("sleep", "3600")
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +388,7 @@ func TestRemoveStale(t *testing.T) {
 
 	liveStart, _ := processStart(live.Process.Pid)
 	owners := map[string]map[string]string{
-		"dead":            {LabelOwner: ownerID(c.host, dead.Process.Pid)},
+		"dead":            {LabelOwner: ownerID(c.host, dead.Process.Pid), LabelOwnerStart: deadStart},
 		"live":            {LabelOwner: ownerID(c.host, live.Process.Pid), LabelOwnerStart: liveStart},
 		"pid reused":      {LabelOwner: ownerID(c.host, live.Process.Pid), LabelOwnerStart: "1"},
 		"other host":      {LabelOwner: ownerID("not-"+c.host, dead.Process.Pid)},
@@ -423,11 +429,10 @@ func TestRemoveStale(t *testing.T) {
 			removed++
 		}
 	}
-	// Other codebridge processes on this host (other test runs) remove dead
-	// owners' containers too, so ours may have gone by their hand.
-	if n > removed {
-		t.Errorf("RemoveStale reported %d removals, only %d of ours went", n, removed)
-	}
+	// n also counts other runs' stale containers on this host, and other
+	// codebridge processes may have removed some of ours: neither number
+	// bounds the other.
+	t.Logf("RemoveStale removed %d containers; %d of ours are gone", n, removed)
 }
 
 // TestNoOutputLost starts containers that write at once and exit: attaching
