@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -70,8 +71,13 @@ func waitGone(t *testing.T, pid int) {
 	eventually(t, "process "+strconv.Itoa(pid)+" is gone", func() bool { return !alive(pid) })
 }
 
+func init() {
+	notifyRelease = func(c chan<- os.Signal) { signal.Notify(c, syscall.SIGUSR1) }
+}
+
 // release ends one held step of the sleep tool in the helper process pid
-// (see signalHolder). It may be called from a progress callback.
+// (see signalHolder): it sends SIGUSR1. It may be called from a progress
+// callback.
 func release(t *testing.T, pid int) {
 	t.Helper()
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
