@@ -265,40 +265,49 @@ func TestPagination(t *testing.T) {
 	}
 }
 
+// TestTimeouts runs in synctest bubbles: a timeout passes only once every
+// goroutine is blocked, so a loaded machine cannot make a timeout meant for
+// one call expire on the next.
 func TestTimeouts(t *testing.T) {
 	t.Run("call", func(t *testing.T) {
-		p, _ := newMemPool(t, Options{CallTimeout: 100 * time.Millisecond}, memDef("a"))
-		_, err := p.Call(t.Context(), "a", "sleep", map[string]any{"ms": 5000}, nil)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("got %v, want deadline exceeded", err)
-		}
-		t.Log(err)
-		// The server is still usable.
-		if _, err := p.Call(t.Context(), "a", "echo", nil, nil); err != nil {
-			t.Fatal(err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			p, _ := newMemPool(t, Options{CallTimeout: 100 * time.Millisecond}, memDef("a"))
+			_, err := p.Call(t.Context(), "a", "sleep", map[string]any{"ms": 5000}, nil)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want deadline exceeded", err)
+			}
+			t.Log(err)
+			// The server is still usable.
+			if _, err := p.Call(t.Context(), "a", "echo", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
 	})
 	t.Run("caller deadline", func(t *testing.T) {
-		p, _ := newMemPool(t, Options{}, memDef("a"))
-		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-		defer cancel()
-		if _, err := p.Call(ctx, "a", "sleep", map[string]any{"ms": 5000}, nil); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("got %v, want deadline exceeded", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			p, _ := newMemPool(t, Options{}, memDef("a"))
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			if _, err := p.Call(ctx, "a", "sleep", map[string]any{"ms": 5000}, nil); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want deadline exceeded", err)
+			}
+		})
 	})
 	t.Run("connect", func(t *testing.T) {
-		p, m := newMemPool(t, Options{ConnectTimeout: 100 * time.Millisecond}, memDef("a"))
-		m.silent = true
-		_, err := p.Tools(t.Context(), "a")
-		var se *StartError
-		if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) || se.Server != "a" {
-			t.Fatalf("got %v, want a *StartError wrapping deadline exceeded", err)
-		}
-		t.Log(err)
-		st := statusOf(t, p, "a")
-		if st.State != StateFailed || !strings.Contains(st.Err, "initialize") {
-			t.Errorf("status = %+v, want failed", st)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			p, m := newMemPool(t, Options{ConnectTimeout: 100 * time.Millisecond}, memDef("a"))
+			m.silent = true
+			_, err := p.Tools(t.Context(), "a")
+			var se *StartError
+			if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) || se.Server != "a" {
+				t.Fatalf("got %v, want a *StartError wrapping deadline exceeded", err)
+			}
+			t.Log(err)
+			st := statusOf(t, p, "a")
+			if st.State != StateFailed || !strings.Contains(st.Err, "initialize") {
+				t.Errorf("status = %+v, want failed", st)
+			}
+		})
 	})
 }
 
