@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // seccompProbe tries what the profile denies and what a sandbox needs, and
@@ -253,4 +254,40 @@ func TestSeccompRemote(t *testing.T) {
 	if n := strings.Count(logs.String(), "seccomp"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
 	}
+}
+
+// BenchmarkStartSeccomp starts containers alternately with Podman's default
+// seccomp profile and with codebridge's, and reports the median start time
+// (create, attach, start) of each.
+func BenchmarkStartSeccomp(b *testing.B) {
+	c := testClient(b)
+	img := testImage(b, c)
+	ours, err := writeSeccompProfile(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	modes := []struct {
+		name    string
+		profile string
+		times   []time.Duration
+	}{{name: "podman-default-ms"}, {name: "codebridge-ms", profile: ours}}
+	for b.Loop() {
+		for i := range modes {
+			m := &modes[i]
+			start := time.Now()
+			ct, err := c.Start(b.Context(), Spec{Image: img, Command: []string{"true"}, SeccompProfile: m.profile})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.times = append(m.times, time.Since(start))
+			if err := ct.Remove(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, m := range modes {
+		slices.Sort(m.times)
+		b.ReportMetric(float64(m.times[len(m.times)/2].Microseconds())/1000, m.name)
+	}
+	b.ReportMetric(0, "ns/op")
 }
