@@ -40,7 +40,7 @@ type Engine struct {
 	live    map[*Box]struct{} // every container not yet removed
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
-	profile string // path of the seccomp profile, once written
+	profile string // path of the seccomp profile last written
 	warned  bool   // Podman is remote and the profile unused; said once
 }
 
@@ -160,29 +160,30 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 }
 
 // seccomp returns the path of the sandbox's seccomp profile for containers
-// started through c, writing it on first use. The path is read by the Podman
-// service, so it is "" (Podman's default profile, with a warning once) when
-// Podman may be on another host. Failing to write the profile is an error:
-// a sandbox does not silently lose it.
+// started through c. The path is read by the Podman service, so it is ""
+// (Podman's default profile, with a warning once) when Podman may be on
+// another host. The file is checked, and written again if it is gone or
+// differs (a state directory in /tmp or $XDG_RUNTIME_DIR may be cleaned
+// while codebridge runs), on every start: a read of a small file. Failing to
+// write it is an error: a sandbox does not silently lose the profile.
 func (e *Engine) seccomp(c *Client) (string, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.profile != "" {
-		return e.profile, nil
-	}
 	if !sharesFiles(c.URI()) {
-		if !e.warned {
-			e.warned = true
+		e.mu.Lock()
+		warn := !e.warned
+		e.warned = true
+		e.mu.Unlock()
+		if warn {
 			e.log.Warn("podman may be on another host, so the sandbox runs with Podman's default seccomp profile, which lets code create user namespaces; run codebridge on the Podman host for the stricter profile", "podman", c.URI())
 		}
 		return "", nil
 	}
-	dir := stateDir(e.opts.StateDir)
-	path, err := writeSeccompProfile(dir)
+	path, err := writeSeccompProfile(stateDir(e.opts.StateDir))
 	if err != nil {
 		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}
+	e.mu.Lock()
 	e.profile = path
+	e.mu.Unlock()
 	return path, nil
 }
 

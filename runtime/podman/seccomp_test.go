@@ -84,7 +84,10 @@ func TestSeccompProfile(t *testing.T) {
 	if err != nil || res.Error != nil {
 		t.Fatalf("probe: %v %+v\n%s", err, res.Error, res.Stderr)
 	}
-	if e.profile == "" {
+	e.mu.Lock()
+	profile := e.profile
+	e.mu.Unlock()
+	if profile == "" {
 		t.Fatal("the engine used no seccomp profile with a local Podman")
 	}
 	probes := []string{"unshare-user", "unshare-mount", "setns", "mount", "ptrace", "unshare-cli"}
@@ -290,4 +293,44 @@ func BenchmarkStartSeccomp(b *testing.B) {
 		b.ReportMetric(float64(m.times[len(m.times)/2].Microseconds())/1000, m.name)
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestSeccompRewritten: a profile removed from the state directory while
+// codebridge runs is written again for the next container.
+func TestSeccompRewritten(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the profile is used only with a Podman on this Linux host")
+	}
+	e := NewEngine(EngineOptions{StateDir: t.TempDir()})
+	c := &Client{uri: "unix:///run/podman/podman.sock"}
+	path, err := e.seccomp(c)
+	if err != nil || path == "" {
+		t.Fatalf("seccomp: %q, %v", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := e.seccomp(c); err != nil || again != path {
+		t.Fatalf("seccomp again: %q, %v; want %q", again, err, path)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("profile not written again: %v", err)
+	}
+}
+
+// TestSeccompUnwritable: a local Podman without the profile is an error, not
+// a sandbox quietly running with Podman's default.
+func TestSeccompUnwritable(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the profile is used only with a Podman on this Linux host")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(EngineOptions{StateDir: filepath.Join(file, "state")})
+	path, err := e.seccomp(&Client{uri: "unix:///run/podman/podman.sock"})
+	if err == nil || !strings.Contains(err.Error(), "seccomp profile") {
+		t.Fatalf("seccomp: %q, %v; want an error about the profile", path, err)
+	}
 }
