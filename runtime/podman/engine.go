@@ -3,10 +3,10 @@ package podman
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -40,8 +40,8 @@ type Engine struct {
 	live    map[*Box]struct{} // every container not yet removed
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
-	profile string // path of the seccomp profile, once written
-	warned  bool   // the profile cannot be used; said once
+	profile string // path of the seccomp profile last written
+	warned  bool   // Podman is remote and the profile unused; said once
 }
 
 // NewEngine returns an engine; it does not touch Podman until used.
@@ -132,7 +132,9 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 	spec := e.opts.Spec
 	spec.Image = img
 	if spec.SeccompProfile == "" {
-		spec.SeccompProfile = e.seccomp(c)
+		if spec.SeccompProfile, err = e.seccomp(c); err != nil {
+			return nil, err
+		}
 	}
 	ct, err := c.Start(ctx, spec)
 	if err != nil {
@@ -158,28 +160,31 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 }
 
 // seccomp returns the path of the sandbox's seccomp profile for containers
-// started through c, writing it on first use; "" (Podman's default profile)
-// when Podman is not on this host, since the path is read by the Podman
-// service, or when the file cannot be written.
-func (e *Engine) seccomp(c *Client) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.profile != "" || e.warned {
-		return e.profile
-	}
-	if !strings.HasPrefix(c.URI(), "unix://") {
+// started through c. The path is read by the Podman service, so it is ""
+// (Podman's default profile, with a warning once) when Podman may be on
+// another host. The file is checked, and written again if it is gone or
+// differs (a state directory in /tmp or $XDG_RUNTIME_DIR may be cleaned
+// while codebridge runs), on every start: a read of a small file. Failing to
+// write it is an error: a sandbox does not silently lose the profile.
+func (e *Engine) seccomp(c *Client) (string, error) {
+	if !sharesFiles(c.URI()) {
+		e.mu.Lock()
+		warn := !e.warned
 		e.warned = true
-		e.log.Warn("podman is remote, so the sandbox runs with Podman's default seccomp profile, which lets code create user namespaces; run codebridge on the Podman host for the stricter profile", "podman", c.URI())
-		return ""
+		e.mu.Unlock()
+		if warn {
+			e.log.Warn("podman may be on another host, so the sandbox runs with Podman's default seccomp profile, which lets code create user namespaces; run codebridge on the Podman host for the stricter profile", "podman", c.URI())
+		}
+		return "", nil
 	}
 	path, err := writeSeccompProfile(stateDir(e.opts.StateDir))
 	if err != nil {
-		e.warned = true
-		e.log.Warn("the sandbox runs with Podman's default seccomp profile", "err", err)
-		return ""
+		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}
+	e.mu.Lock()
 	e.profile = path
-	return path
+	e.mu.Unlock()
+	return path, nil
 }
 
 // Close removes every container of this engine and stops a Podman service it

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 )
 
 // seccompProfile is the sandbox's seccomp profile. Podman's default profile
@@ -34,6 +36,14 @@ import (
 //
 //go:embed seccomp.json
 var seccompProfile []byte
+
+// sharesFiles reports whether the Podman service at uri reads this host's
+// files, so that a profile path written here means the same file to it: a
+// unix socket on Linux. Elsewhere a unix socket is podman machine's forward
+// into a VM, and ssh:// and tcp:// reach another host.
+func sharesFiles(uri string) bool {
+	return runtime.GOOS == "linux" && strings.HasPrefix(uri, "unix://")
+}
 
 // writeSeccompProfile writes the profile into dir, named by its content so
 // codebridge processes of different versions sharing dir do not clash, and

@@ -93,13 +93,15 @@ func TestCreateSpec(t *testing.T) {
 				Env:    map[string]string{"A": "1", "HOME": "/root"},
 				User:   "1000:1000",
 				Memory: 64 << 20, CPUs: 1.5, Pids: 32, TmpSize: 1 << 20, WorkSize: 2 << 20,
-				Labels: map[string]string{"x": "y", LabelManaged: "false", LabelOwner: "evil/1"},
+				Labels:         map[string]string{"x": "y", LabelManaged: "false", LabelOwner: "evil/1"},
+				SeccompProfile: "/state/seccomp.json",
 			},
 			want: func(cs *createSpec) {
 				cs.Image, cs.Command = "img", []string{"python3", "-c", "1"}
 				cs.Env = map[string]string{"A": "1", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
 				cs.Labels = map[string]string{"x": "y", LabelManaged: "true", LabelOwner: "host/42"}
 				cs.User = "1000:1000"
+				cs.SeccompProfilePath = "/state/seccomp.json"
 				cs.ResourceLimits = resources{
 					Memory: &memoryLimits{Limit: 64 << 20, Swap: 64 << 20},
 					Pids:   &pidsLimit{Limit: 32},
@@ -141,7 +143,7 @@ func TestCreateSpec(t *testing.T) {
 // TestCreateSpecJSON pins the field names Podman's API reads: a typo there is
 // silently ignored by the server, so the hardening would quietly be lost.
 func TestCreateSpecJSON(t *testing.T) {
-	cs, err := Spec{Image: "img", Command: []string{"python3"}, CPUs: 0.5}.createSpec(nil)
+	cs, err := Spec{Image: "img", Command: []string{"python3"}, CPUs: 0.5, SeccompProfile: "/state/seccomp.json"}.createSpec(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +166,7 @@ func TestCreateSpecJSON(t *testing.T) {
 		"user":                 `"65534:65534"`,
 		"work_dir":             `"/work"`,
 		"r_limits":             `[{"hard":1024,"soft":1024,"type":"nofile"},{"hard":4096,"soft":4096,"type":"nproc"}]`,
+		"seccomp_profile_path": `"/state/seccomp.json"`,
 		"resource_limits":      `{"cpu":{"period":100000,"quota":50000},"memory":{"limit":536870912,"swap":536870912},"pids":{"limit":128}}`,
 	} {
 		got, _ := json.Marshal(m[key])
