@@ -487,6 +487,30 @@ print(await mcp_crashy.echo(message="back"))`,
 	b.sigterm(t)
 }
 
+// TestSIGTERMDuringToolCalls: SIGTERM while a run has thousands of tool calls
+// in flight stops codebridge cleanly without waiting for the run's time limit
+// (10 minutes here), and the client's call ends.
+func TestSIGTERMDuringToolCalls(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(t, "mcp-server-everything")}})
+	b := startBridge(t, bridgeEnv(t, dir, "MCP_BRIDGE_MAX_TIMEOUT=600", "MCP_BRIDGE_TIMEOUT=600"))
+	mustRun(t, b.cs, `await mcp_everything.echo(message="warm")`)
+	params := &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": `
+import asyncio
+await asyncio.gather(mcp_everything.trigger_long_running_operation(duration=600, steps=600),
+                     *(mcp_everything.echo(message=str(i)) for i in range(5000)), return_exceptions=True)`}}
+	params.SetProgressToken("sigterm")
+	ended := make(chan error, 1)
+	go func() {
+		_, err := b.cs.CallTool(context.Background(), params)
+		ended <- err
+	}()
+	<-b.progress
+	b.sigterm(t)
+	t.Logf("the interrupted call ended with: %v", <-ended)
+}
+
 // procMem returns a process's resident memory and its peak since the last
 // [resetPeak], in KiB, and how many files it has open.
 func procMem(t testing.TB, pid int) (rss, peak, fds int) {
