@@ -417,6 +417,27 @@ for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):
         os.dup2(null, fd)
 print("severed")`, want: wantFailure("timeout", "killed"), ends: "timeout"}, // its exit frame went nowhere
 
+		{name: "dies between runs", run: func(t *testing.T, b *testBridge) runResult {
+			// Code leaves a handler that exhausts memory on SIGUSR1, which
+			// the test sends once the run is over.
+			id := b.sandboxID(t)
+			mustRun(t, b.cs, "import signal\nsignal.signal(signal.SIGUSR1, lambda *a: bytearray(1 << 30))")
+			if out, err := exec.Command("podman", "kill", "--signal", "USR1", id).CombinedOutput(); err != nil {
+				t.Fatalf("podman kill: %v %s", err, out)
+			}
+			if out, err := exec.Command("podman", "wait", id).CombinedOutput(); err != nil {
+				t.Fatalf("podman wait: %v %s", err, out)
+			}
+			r := runPython(t, b.cs, map[string]any{"code": "print('ran')"})
+			containerGone(t, id)
+			return r
+		}, want: func(t *testing.T, r runResult) {
+			wantStdout("ran\n")(t, r)
+			if s := r.Out.Session; s == nil || !s.New || s.Reason != "out_of_memory" || !strings.Contains(r.Text, "the previous one ended (out of memory)") {
+				t.Errorf("the run after the session died: %+v %q, want it in a new session that says why", s, r.Text)
+			}
+		}},
+
 		{name: "timeout of 1e10", code: "print('ok')", timeout: 1e10, want: wantStdout("ok\n")},
 	}
 	for _, tt := range attacks {
