@@ -402,11 +402,11 @@ print(await mcp_everything.echo(message="still alive"))`})
 		}, want: wantStdout("bad_arguments True\nEcho: still alive\n")},
 
 		{name: "garbage on the protocol channel", code: protocolGarbage(`b"Z\xff\xff\xff\xffgarbage"`),
-			want: wantFailure("protocol", "unexpected frame kind"), ends: "protocol_error"},
+			want: wantFailure("protocol", "the sandbox broke the frame protocol: unexpected frame kind"), ends: "protocol_error"},
 		{name: "forged 4 GiB frame header", code: protocolGarbage(`b"O\xff\xff\xff\xff"`),
 			want: wantFailure("protocol", "frame too large"), ends: "protocol_error"},
 		{name: "malformed request frame", code: protocolGarbage(`b"Q\x00\x00\x00\x03{{{"`),
-			want: wantFailure("protocol", "malformed request"), ends: "protocol_error"},
+			want: wantFailure("protocol", "the sandbox broke the frame protocol: malformed request"), ends: "protocol_error"},
 		{name: "torn frame header", timeout: 1, code: protocolGarbage(`b"O\x00"`), // the exit frame completes it
 			want: wantFailure("protocol", "frame too large"), ends: "protocol_error"},
 		{name: "protocol output replaced by /dev/null", timeout: 1, code: `
