@@ -49,6 +49,10 @@ type Server struct {
 	opts   Options
 	logger *slog.Logger
 	mcp    *mcp.Server
+	// quit is closed when Run's ctx ends: runs in progress are then
+	// cancelled, so shutdown does not wait for their time limits.
+	quit     chan struct{}
+	quitOnce sync.Once
 
 	mu       sync.Mutex // protects following
 	sessions map[*mcp.ServerSession]string
@@ -60,7 +64,7 @@ func NewServer(cfg Config, opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]string{}}
+	s := &Server{cfg: cfg, opts: opts, logger: logger, quit: make(chan struct{}), sessions: map[*mcp.ServerSession]string{}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = logger.With("component", "mcp")
@@ -84,8 +88,12 @@ func NewServer(cfg Config, opts Options) *Server {
 // MCP returns the underlying go-sdk server, for transports other than stdio.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one client over t until the client goes away or ctx ends.
+// Run serves one client over t until the client goes away or ctx ends. When
+// ctx ends, runs in progress are cancelled (interrupted, and killed if they do
+// not stop): the SDK's shutdown waits for every request in progress.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	stop := context.AfterFunc(ctx, func() { s.quitOnce.Do(func() { close(s.quit) }) })
+	defer stop()
 	return s.mcp.Run(ctx, t)
 }
 
@@ -125,6 +133,15 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
 
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
 		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: host, Timeout: timeout,
 	})

@@ -382,3 +382,47 @@ func TestProgressFromConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// blockingRunner's runs last until their ctx ends, or release is closed.
+type blockingRunner struct{ started, release chan struct{} }
+
+func (blockingRunner) End(context.Context, string) {}
+
+func (r blockingRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Result, error) {
+	close(r.started)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.release:
+		return &sandbox.Result{Result: &python.Result{}}, nil
+	}
+}
+
+// TestShutdownCancelsRuns: when Run's ctx ends (SIGTERM), a run in progress
+// is cancelled, instead of the shutdown waiting for its time limit.
+func TestShutdownCancelsRuns(t *testing.T) {
+	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
+	s := NewServer(defaultConfig(t), Options{Runner: r})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- s.Run(ctx, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "while True: pass"}})
+	<-r.started
+	cancel()
+	select {
+	case err := <-served:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard: the run never ends by itself
+		close(r.release)
+		<-served
+		t.Fatal("Run did not return after its ctx ended: it waited for the run in progress")
+	}
+}

@@ -116,11 +116,18 @@ const shutdownGrace = 30 * time.Second
 // sessionProc is session, also returning the codebridge process.
 func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
 	t.Helper()
+	return sessionProcWith(t, env, nil)
+}
+
+// sessionProcWith is sessionProc with a client configured by opts (nil for
+// the defaults).
+func sessionProcWith(t testing.TB, env []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(binary(t))
 	cmd.Env = env
 	stderr := new(syncBuffer)
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)
@@ -165,6 +172,9 @@ type runResult struct {
 		DurationMS  int64  `json:"duration_ms"`
 		StdoutBytes int64  `json:"stdout_bytes"`
 		Truncated   bool   `json:"stdout_truncated"`
+		StderrBytes int64  `json:"stderr_bytes"`
+		StderrTrunc bool   `json:"stderr_truncated"`
+		Background  string `json:"background"`
 		Error       *struct {
 			Kind      string `json:"kind"`
 			Message   string `json:"message"`
@@ -177,9 +187,16 @@ type runResult struct {
 
 func runPython(t testing.TB, cs *mcp.ClientSession, args map[string]any) runResult {
 	t.Helper()
+	return callRunPython(t, cs, &mcp.CallToolParams{Name: "run_python", Arguments: args})
+}
+
+// callRunPython is runPython with the request's params given whole (e.g.
+// with a progress token).
+func callRunPython(t testing.TB, cs *mcp.ClientSession, params *mcp.CallToolParams) runResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: args})
+	res, err := cs.CallTool(ctx, params)
 	if err != nil {
 		t.Fatalf("run_python: %v", err)
 	}

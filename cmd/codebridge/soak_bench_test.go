@@ -1,9 +1,8 @@
+//go:build linux
+
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +10,14 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
-// BenchmarkSoak runs b.N calls on one codebridge: mostly benign (print, a
-// tool call), every tenth hostile (memory bomb, code that will not stop,
-// an output flood, a fork bomb, garbage on the protocol channel). It reports
-// the benign calls' p50/p95, codebridge's memory and open files before and
-// after, and its containers while running and after it exits.
+// BenchmarkSoak runs b.N calls on one codebridge: nine in ten benign (print,
+// a tool call), every tenth hostile, in turn: a memory bomb, code that
+// ignores its interrupt at a 1-second limit, a 50 MiB output flood, a fork
+// bomb, garbage on the protocol channel. Each hostile call must fail as it
+// should and every benign call must succeed. It reports the benign calls'
+// p50/p95, codebridge's resident memory (before, after, peak) and open files
+// (before, after), the most containers it had while running (sampled after
+// each hostile call), and its containers after it exits (none).
 //
 //	go test ./cmd/codebridge -run '^$' -bench Soak -benchtime 200x
 func BenchmarkSoak(b *testing.B) {
@@ -25,61 +27,86 @@ func BenchmarkSoak(b *testing.B) {
 	cs, _, cmd := sessionProc(b, bridgeEnv(b, dir, "MCP_BRIDGE_MEMORY=128m", "MCP_BRIDGE_PIDS=64"))
 	pid := cmd.Process.Pid
 	mustRun(b, cs, `await mcp_everything.echo(message="warm")`)
-	rss0, fds0 := procStats(b, pid)
+	rss0, _, fds0 := procMem(b, pid)
+	if err := resetPeak(pid); err != nil {
+		b.Logf("cannot reset codebridge's peak memory (%v): the peak includes its start", err)
+	}
 
-	hostile := []map[string]any{
-		{"code": "b = [bytearray(1 << 20) for _ in range(1024)]"},
-		{"code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", "timeout": 2},
-		{"code": "import sys\nfor _ in range(50):\n    sys.stdout.write('y' * (1 << 20))"},
-		{"code": "import os\ntry:\n    while True:\n        if os.fork() == 0:\n            import time; time.sleep(30); os._exit(0)\nexcept OSError:\n    print('contained')", "timeout": 30},
-		{"code": "import os\nfor fd in range(3, 64):\n    try: os.write(fd, b'Z\\xff\\xff\\xff\\xff')\n    except OSError: pass\nimport time; time.sleep(30)", "timeout": 60},
+	hostile := []struct {
+		args map[string]any
+		ok   func(r runResult) bool // the attack was contained and explained
+	}{
+		{map[string]any{"code": "b = [bytearray(1 << 20) for _ in range(1024)]"},
+			func(r runResult) bool { return r.Out.Error != nil && r.Out.Error.Kind == "out_of_memory" }},
+		{map[string]any{"code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", "timeout": 1},
+			func(r runResult) bool { return r.Out.Error != nil && r.Out.Error.Kind == "timeout" }},
+		{map[string]any{"code": "import sys\nfor _ in range(50):\n    sys.stdout.write('y' * (1 << 20))"},
+			func(r runResult) bool { return !r.IsError && r.Out.Truncated && r.Out.StdoutBytes == 50<<20 }},
+		{map[string]any{"code": `
+import os
+try:
+    while True:
+        if os.fork() == 0:
+            os._exit(0)
+except OSError:
+    pass
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+print("contained")`},
+			func(r runResult) bool { return r.Out.Stdout == "contained\n" }},
+		{map[string]any{"code": protocolGarbage(`b"Z\xff\xff\xff\xffgarbage"`)},
+			func(r runResult) bool { return r.Out.Error != nil && r.Out.Error.Kind == "protocol" }},
 	}
 	benign := []string{"print(1)", `print(await mcp_everything.echo(message="hi"))`}
 	var ds []time.Duration
+	most := 0
 	i := 0
 	for b.Loop() {
 		i++
 		if i%10 == 0 {
-			runPython(b, cs, hostile[(i/10)%len(hostile)])
+			h := hostile[(i/10-1)%len(hostile)]
+			if r := runPython(b, cs, h.args); !h.ok(r) {
+				b.Errorf("hostile call %d (%.40q...) was not contained as expected: %s", i, h.args["code"], r.Text)
+			}
+			b.StopTimer()
+			most = max(most, len(containersOf(b, pid)))
+			b.StartTimer()
 			continue
 		}
 		code := benign[i%len(benign)]
 		start := time.Now()
 		r := runPython(b, cs, map[string]any{"code": code})
 		ds = append(ds, time.Since(start))
-		if r.IsError {
-			b.Fatalf("benign call %q failed: %s", code, r.Text)
+		if r.IsError || !strings.HasSuffix(r.Out.Stdout, "1\n") && !strings.HasSuffix(r.Out.Stdout, "Echo: hi\n") {
+			b.Fatalf("benign call %d %q failed: %s", i, code, r.Text)
 		}
 	}
 	b.StopTimer()
-	rss1, fds1 := procStats(b, pid)
+	rss1, peak, fds1 := procMem(b, pid)
+	// A session a hostile call ended is removed in the background: wait for
+	// that, then at most the live session's container and a warm one remain.
 	running := len(containersOf(b, pid))
+	for deadline := time.Now().Add(time.Minute); running > 2 && time.Now().Before(deadline); running = len(containersOf(b, pid)) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if running > 2 {
+		b.Errorf("%d containers of codebridge after the soak, want at most a session's and a warm one", running)
+	}
 	cs.Close() // waits for codebridge to exit
-	reportQuantiles(b, ds)
-	b.ReportMetric(float64(rss0)/1024, "rss-before-MiB")
-	b.ReportMetric(float64(rss1)/1024, "rss-after-MiB")
-	b.ReportMetric(float64(fds0), "fds-before")
-	b.ReportMetric(float64(fds1), "fds-after")
-	b.ReportMetric(float64(running), "containers-at-end")
 	left := len(containersOf(b, pid))
-	b.ReportMetric(float64(left), "containers-after-exit")
 	if left != 0 {
 		b.Errorf("%d containers left after codebridge exited", left)
 	}
-}
-
-// procStats returns a process's resident memory in KiB and its open files.
-func procStats(b *testing.B, pid int) (rssKiB, fds int) {
-	b.Helper()
-	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		b.Skipf("no /proc: %v", err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			rssKiB, _ = strconv.Atoi(strings.Fields(v)[0])
-		}
-	}
-	entries, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "fd"))
-	return rssKiB, len(entries)
+	reportQuantiles(b, ds)
+	b.ReportMetric(float64(rss0)/1024, "rss-before-MiB")
+	b.ReportMetric(float64(rss1)/1024, "rss-after-MiB")
+	b.ReportMetric(float64(peak)/1024, "rss-peak-MiB")
+	b.ReportMetric(float64(fds0), "fds-before")
+	b.ReportMetric(float64(fds1), "fds-after")
+	b.ReportMetric(float64(most), "containers-max")
+	b.ReportMetric(float64(running), "containers-at-end")
+	b.ReportMetric(float64(left), "containers-after-exit")
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +201,9 @@ func TestRunFraming(t *testing.T) {
 			}
 			if tt.wantKind == "" && res.Error != nil || tt.wantKind != "" && (res.Error == nil || res.Error.Kind != tt.wantKind) {
 				t.Errorf("Result.Error = %+v, want kind %q", res.Error, tt.wantKind)
+			}
+			if res.Error != nil && res.Error.Kind == FailProtocol && strings.Count(res.Error.Message, "frame protocol") != 1 {
+				t.Errorf("message %q: want it to say once that the sandbox broke the frame protocol", res.Error.Message)
 			}
 			if res.Stdout != tt.stdout {
 				t.Errorf("stdout = %q, want %q", res.Stdout, tt.stdout)

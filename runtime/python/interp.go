@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -287,7 +288,8 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 	default:
 		res.ExitCode = -1
 		if errors.Is(dead, ErrProtocol) {
-			res.Error = &Failure{Kind: FailProtocol, Message: "the sandbox broke the frame protocol: " + dead.Error()}
+			what := strings.TrimPrefix(dead.Error(), ErrProtocol.Error()+": ") // every protocol error wraps it first
+			res.Error = &Failure{Kind: FailProtocol, Message: "the " + ErrProtocol.Error() + ": " + what}
 			return res, dead
 		}
 		if dead == nil {

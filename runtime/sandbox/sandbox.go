@@ -182,6 +182,9 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.release(s)
+	if s.it != nil {
+		s.endIfDead(ctx)
+	}
 	if req.Reset && s.it != nil {
 		s.end(ctx, ReasonReset)
 	} else if req.Reset {
@@ -280,6 +283,26 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	}
 	res.Error = &python.Failure{Kind: python.FailExit, Message: msg}
 	return ReasonCrash
+}
+
+// endIfDead ends s (turn) if its interpreter died since its last run: code
+// left running exited, crashed or exhausted memory, or the container was
+// killed. The run about to start then gets a new session that says why,
+// instead of that death being reported as its own.
+func (s *session) endIfDead(ctx context.Context) {
+	select {
+	case <-s.it.Done():
+	default:
+		return
+	}
+	res := &python.Result{}
+	err := s.it.Err()
+	reason := s.m.explain(ctx, s.ct, res, err)
+	if res.Error != nil {
+		err = errors.New(res.Error.Message)
+	}
+	s.m.log.Info("sandbox session ended between runs", "session", s.id, "reason", reason, "err", err)
+	s.end(ctx, reason)
 }
 
 // End ends the named session and removes its container, e.g. when its MCP

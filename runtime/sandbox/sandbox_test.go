@@ -382,3 +382,41 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSessionDiedBetweenRuns: an interpreter that dies between runs (code
+// left running exits or exhausts memory, or the container is killed) is not
+// charged to the next run: that run starts a new session, says why, and runs.
+func TestSessionDiedBetweenRuns(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	for _, tt := range []struct {
+		name   string
+		setup  string
+		sig    syscall.Signal
+		reason string
+	}{
+		{"killed", "x = 1", syscall.SIGKILL, ReasonOOM}, // SIGKILL stands in for the OOM killer
+		{"exited", "import os, signal\nsignal.signal(signal.SIGUSR1, lambda *a: os._exit(5))", syscall.SIGUSR1, ReasonCrash},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first := run(t, m, "a", tt.setup, time.Minute)
+			s, _ := m.session("a")
+			eng.signal(tt.sig)
+			waitFor(t, func() bool {
+				select {
+				case <-s.it.Done():
+					return true
+				default:
+					return false
+				}
+			})
+			r := run(t, m, "a", "print(1)", time.Minute)
+			if r.Stdout != "1\n" || r.Error != nil {
+				t.Errorf("the run after the session died: %q %+v", r.Stdout, r.Error)
+			}
+			if !r.Session.New || r.Session.Reason != tt.reason || r.Session.ID == first.Session.ID || r.Session.Ended != "" {
+				t.Errorf("session %+v, want a new one (reason %s) after %+v", r.Session, tt.reason, first.Session)
+			}
+		})
+	}
+}
