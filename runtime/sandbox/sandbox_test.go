@@ -382,3 +382,29 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestDiedBetweenRuns: a session whose container died while no run was in
+// progress (code left running ran out of memory, the container was killed)
+// runs the next call's code in a new session and says why; that call is not
+// blamed for ending a session it never ran in.
+func TestDiedBetweenRuns(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	first := run(t, m, "a", "x = 1", time.Minute)
+	s, _ := m.session("a")
+	it := s.it                  // no run is in progress: the turn is free
+	eng.signal(syscall.SIGKILL) // the fake's stand-in for the OOM killer
+	select {
+	case <-it.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the interpreter did not notice its process died")
+	}
+	r := run(t, m, "a", "print('x' in globals())", time.Minute)
+	if r.Stdout != "False\n" || r.Error != nil {
+		t.Errorf("the call after the container died: %q %+v", r.Stdout, r.Error)
+	}
+	if !r.Session.New || r.Session.Reason != ReasonOOM || r.Session.Ended != "" || r.Session.ID == first.Session.ID {
+		t.Errorf("session: %+v, want a new one (reason %s) not ended by this run", r.Session, ReasonOOM)
+	}
+	waitFor(t, func() bool { return eng.running() == 1 }) // the dead container removed, the new one running
+}
