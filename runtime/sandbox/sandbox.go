@@ -182,6 +182,12 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.release(s)
+	if s.it != nil && s.it.Err() != nil {
+		// The interpreter died between runs (code left running ran out of
+		// memory, the container was killed): this run starts a new session
+		// and is told why, rather than failing for code it never ran.
+		s.end(ctx, m.explain(ctx, s.ct, &python.Result{}, s.it.Err()))
+	}
 	if req.Reset && s.it != nil {
 		s.end(ctx, ReasonReset)
 	} else if req.Reset {
