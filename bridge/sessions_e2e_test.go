@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,6 +18,9 @@ import (
 // while the other goes on. Real Podman, go-sdk in-memory transports.
 func TestTwoSessionsOneServer(t *testing.T) {
 	testenv.RequirePodmanBinary(t)
+	if err := exec.Command("podman", "image", "exists", testenv.Image()).Run(); err != nil {
+		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh")
+	}
 	cfg := defaultConfig(t)
 	cfg.ConfigDir, cfg.StateDir, cfg.Image = t.TempDir(), t.TempDir(), testenv.Image()
 	p, err := start(t.Context(), cfg, orDiscard(nil))
@@ -58,36 +62,41 @@ func TestTwoSessionsOneServer(t *testing.T) {
 		return out.Stdout, out.Session.ID
 	}
 
+	// Each session sets x and writes /tmp/<its name>; neither sees the other's.
+	const set = "import socket\nx = %q\nopen('/tmp/' + x, 'w').write(x)\nprint(socket.gethostname())"
+	const look = "import os\nprint(globals().get('x'), sorted(f for f in ('a', 'b') if os.path.exists('/tmp/' + f)))"
 	a, _ := connect()
 	b, _ := connect()
-	const set = "import socket\nx = %q\nopen('/tmp/mark', 'w').write(%q)\nprint(socket.gethostname())"
-	hostA, idA := run(a, strings.ReplaceAll(set, "%q", "'a'"))
-	const look = "import os\nprint(globals().get('x'), open('/tmp/mark').read() if os.path.exists('/tmp/mark') else None)"
-	if out, _ := run(b, look); out != "None None\n" {
+	hostA, idA := run(a, fmt.Sprintf(set, "a"))
+	if out, _ := run(b, look); out != "None []\n" {
 		t.Errorf("session B sees A's state: %q", out)
 	}
-	hostB, idB := run(b, strings.ReplaceAll(set, "%q", "'b'"))
-	if out, _ := run(a, look); out != "a a\n" {
+	hostB, idB := run(b, fmt.Sprintf(set, "b"))
+	if out, _ := run(a, look); out != "a ['a']\n" {
 		t.Errorf("session A after B wrote: %q", out)
 	}
-	if out, _ := run(b, look); out != "b b\n" {
+	if out, _ := run(b, look); out != "b ['b']\n" {
 		t.Errorf("session B: %q", out)
 	}
 	if idA == idB || hostA == hostB {
 		t.Errorf("the sessions share a sandbox: %s/%s, %s/%s", idA, idB, hostA, hostB)
 	}
 
-	// Closing A's connection ends its sandbox session and removes its container.
+	// Closing A's connection ends its sandbox session and removes its
+	// container (the hostname is its short id: it exists until then).
+	containerA := strings.TrimSpace(hostA)
+	if err := exec.Command("podman", "container", "exists", containerA).Run(); err != nil {
+		t.Fatalf("session A's hostname %q is not a live container: %v", containerA, err)
+	}
 	a.Close()
-	id := strings.TrimSpace(hostA)
 	deadline := time.Now().Add(60 * time.Second)
-	for exec.Command("podman", "container", "exists", id).Run() == nil {
+	for exec.Command("podman", "container", "exists", containerA).Run() == nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("container %s of a closed session still exists after 60 s", id)
+			t.Fatalf("container %s of a closed session still exists after 60 s", containerA)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if out, idB2 := run(b, look); out != "b b\n" || idB2 != idB {
+	if out, idB2 := run(b, look); out != "b ['b']\n" || idB2 != idB {
 		t.Errorf("session B after A closed: %q in %s (was %s)", out, idB2, idB)
 	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +23,15 @@ type tsStep struct {
 	Pause   bool    `json:"pause,omitempty"`
 }
 
-// tsResult is what the script reports for a run_python step.
+// tsResult is one line the script prints: connected (with codebridge's pid),
+// paused, or a run_python step's result.
 type tsResult struct {
-	Text    string `json:"text"`
-	IsError bool   `json:"isError"`
-	Paused  bool   `json:"paused"`
-	Out     struct {
+	Connected bool   `json:"connected"`
+	PID       int    `json:"pid"`
+	Text      string `json:"text"`
+	IsError   bool   `json:"isError"`
+	Paused    bool   `json:"paused"`
+	Out       struct {
 		Stdout string `json:"stdout"`
 		Error  *struct {
 			Kind, Type, Message string
@@ -42,8 +47,9 @@ type tsResult struct {
 }
 
 // tsSessions runs steps through the official TypeScript client against the
-// built binary. At a pause step it calls onPause, then lets the script go on.
-func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(results []tsResult)) []tsResult {
+// built binary. At a pause step it calls onPause with codebridge's pid and
+// the results so far, then lets the script go on.
+func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(pid int, results []tsResult)) []tsResult {
 	t.Helper()
 	requirePodman(t)
 	testenv.NPMModule(t, "@modelcontextprotocol/sdk")
@@ -63,7 +69,10 @@ func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(results
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var results []tsResult
+	var (
+		pid     int
+		results []tsResult
+	)
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -71,12 +80,15 @@ func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(results
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("script line %q: %v", sc.Text(), err)
 		}
-		if r.Paused {
-			onPause(results)
+		switch {
+		case r.Connected:
+			pid = r.PID
+		case r.Paused:
+			onPause(pid, results)
 			io.WriteString(stdin, "go\n")
-			continue
+		default:
+			results = append(results, r)
 		}
-		results = append(results, r)
 	}
 	if err := cmd.Wait(); err != nil || len(results) != countRuns(steps) {
 		t.Fatalf("ts client: %v after %d results\nstderr: %s", err, len(results), stderr.String())
@@ -110,84 +122,123 @@ func containerGone(t *testing.T, id string) {
 	}
 }
 
+// hostname prints the sandbox's hostname, which Podman sets to the
+// container's short id, as the first line of a step's output.
 const hostname = "import socket\nprint(socket.gethostname())\n"
+
+// host is the container a step ran in: the first line its hostname printed.
+func host(r tsResult) string { return strings.SplitN(r.Out.Stdout, "\n", 2)[0] }
 
 // TestSessionsThroughTypeScriptClient is issue 8's scenario, as an agent
 // using the official TypeScript SDK sees it.
 func TestSessionsThroughTypeScriptClient(t *testing.T) {
-	env := bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_MEMORY=96m")
+	env := bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_MEMORY=64m")
 	r := tsSessions(t, env, []tsStep{
-		{Code: hostname + "x = 41"},                                           // 0
-		{Code: "print(x + 1)"},                                                // 1
-		{Code: hostname + "print(x)", Reset: true},                            // 2
-		{Code: "x = 7\nimport time\nwhile True: time.sleep(0.1)", Timeout: 1}, // 3
-		{Code: "print(x)"},                                                    // 4
+		{Code: hostname + "x = 41"},                // 0
+		{Pause: true},                              // the session's container is this codebridge's
+		{Code: "print(x + 1)"},                     // 1
+		{Code: hostname + "print(x)", Reset: true}, // 2
+		{Code: "x = 7\nimport time\nwhile True: time.sleep(0.1)", Timeout: 1},                               // 3
+		{Code: hostname + "print(x)"},                                                                       // 4
 		{Code: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", Timeout: 1}, // 5
 		{Code: hostname + "print('x' in globals())"},                                                        // 6
-		{Code: "b = b'x' * (512 << 20)"},                                                                    // 7
+		{Code: "b = b'x' * (256 << 20)"},                                                                    // 7
 		{Code: hostname + "print('b' in globals())"},                                                        // 8
-	}, nil)
-	id := func(i int) string { return strings.SplitN(r[i].Out.Stdout, "\n", 2)[0] }
+	}, func(pid int, r []tsResult) {
+		// The hostname is the id of a container this codebridge owns: the
+		// checks that such containers are gone below cannot pass vacuously.
+		if id := host(r[0]); !slices.Contains(containersOf(t, pid), id) {
+			t.Errorf("hostname %q is not a container of codebridge %d (%v)", id, pid, containersOf(t, pid))
+		}
+	})
 	s := func(i int) string {
 		ss := r[i].Out.Session
-		return strings.Join([]string{ss.ID, ss.Reason, ss.Ended}, "|")
+		return fmt.Sprintf("session %s run %d new=%v reason=%q ended=%q", ss.ID, ss.Run, ss.New, ss.Reason, ss.Ended)
+	}
+	noNote := func(i int) {
+		t.Helper()
+		if strings.Contains(r[i].Text, "[session]") {
+			t.Errorf("step %d kept its session but says otherwise: %q", i, r[i].Text)
+		}
 	}
 
-	if r[1].Out.Stdout != "42\n" || r[1].Out.Session.ID != r[0].Out.Session.ID || r[1].Out.Session.New {
-		t.Errorf("x + 1: %q in session %s", r[1].Out.Stdout, s(1))
+	// Variables live from one call to the next.
+	if r[1].Out.Stdout != "42\n" || r[1].Out.Session.ID != r[0].Out.Session.ID || r[1].Out.Session.New || r[1].Out.Session.Run != 2 {
+		t.Errorf("x + 1: %q in %s", r[1].Out.Stdout, s(1))
 	}
+	noNote(1)
+
+	// reset: a fresh session, and the model is told.
 	if e := r[2].Out.Error; e == nil || e.Type != "NameError" || !r[2].Out.Session.New || r[2].Out.Session.Reason != "reset" ||
-		!strings.Contains(r[2].Text, "[session] started a fresh session as asked (reset)") {
+		r[2].Out.Session.ID == r[0].Out.Session.ID || !strings.Contains(r[2].Text, "[session] started a fresh session as asked (reset)") {
 		t.Errorf("after reset: %+v %s %q", e, s(2), r[2].Text)
 	}
-	containerGone(t, id(0))
+	containerGone(t, host(r[0]))
 
-	if e := r[3].Out.Error; e == nil || e.Kind != "timeout" || r[3].Out.Session.Ended != "" {
+	// Code that stops when interrupted at its time limit keeps the session.
+	if e := r[3].Out.Error; e == nil || e.Kind != "timeout" || r[3].Out.Session.Ended != "" || r[3].Out.Session.ID != r[2].Out.Session.ID ||
+		!strings.Contains(e.Message, "variables are kept") {
 		t.Errorf("interruptible timeout: %+v %s", e, s(3))
 	}
-	if r[4].Out.Stdout != "7\n" || r[4].Out.Session.ID != r[2].Out.Session.ID {
-		t.Errorf("after an interrupted run: %q %s (want session %s kept)", r[4].Out.Stdout, s(4), r[2].Out.Session.ID)
+	noNote(3)
+	if r[4].Out.Stdout != host(r[2])+"\n7\n" || r[4].Out.Session.ID != r[2].Out.Session.ID || r[4].Out.Session.New {
+		t.Errorf("after an interrupted run: %q %s (want session %s and container %s kept)", r[4].Out.Stdout, s(4), r[2].Out.Session.ID, host(r[2]))
 	}
+	noNote(4)
 
-	if e := r[5].Out.Error; e == nil || e.Kind != "timeout" || r[5].Out.Session.Ended != "timeout" {
-		t.Errorf("stuck code: %+v %s", e, s(5))
+	// Code that ignores the interrupt has its container killed.
+	if e := r[5].Out.Error; e == nil || e.Kind != "timeout" || r[5].Out.Session.Ended != "timeout" ||
+		!strings.Contains(r[5].Text, "[session] this run ended the session (timeout)") {
+		t.Errorf("stuck code: %+v %s %q", e, s(5), r[5].Text)
 	}
-	if r[6].Out.Stdout != id(6)+"\nFalse\n" || !r[6].Out.Session.New || r[6].Out.Session.Reason != "timeout" ||
-		!strings.Contains(r[6].Text, "the previous one ended (timeout)") {
+	if r[6].Out.Stdout != host(r[6])+"\nFalse\n" || !r[6].Out.Session.New || r[6].Out.Session.Reason != "timeout" ||
+		r[6].Out.Session.ID == r[2].Out.Session.ID || !strings.Contains(r[6].Text, "the previous one ended (timeout)") {
 		t.Errorf("after a killed session: %q %s %q", r[6].Out.Stdout, s(6), r[6].Text)
 	}
-	containerGone(t, id(2))
+	containerGone(t, host(r[2]))
 
-	if e := r[7].Out.Error; e == nil || e.Kind != "out_of_memory" || r[7].Out.Session.Ended != "out_of_memory" {
-		t.Errorf("out of memory: %+v %s", e, s(7))
+	// Out of memory ends the session.
+	if e := r[7].Out.Error; e == nil || e.Kind != "out_of_memory" || r[7].Out.Session.Ended != "out_of_memory" ||
+		!strings.Contains(r[7].Text, "[session] this run ended the session (out of memory)") {
+		t.Errorf("out of memory: %+v %s %q", e, s(7), r[7].Text)
 	}
-	if !strings.HasSuffix(r[8].Out.Stdout, "False\n") || r[8].Out.Session.Reason != "out_of_memory" || !r[8].Out.Session.New {
-		t.Errorf("after out of memory: %q %s", r[8].Out.Stdout, s(8))
+	if r[8].Out.Stdout != host(r[8])+"\nFalse\n" || !r[8].Out.Session.New || r[8].Out.Session.Reason != "out_of_memory" ||
+		!strings.Contains(r[8].Text, "the previous one ended (out of memory)") {
+		t.Errorf("after out of memory: %q %s %q", r[8].Out.Stdout, s(8), r[8].Text)
 	}
-	containerGone(t, id(6))
+	containerGone(t, host(r[6]))
 }
 
 // TestIdleSessionExpires: an idle session ends and its container is removed;
 // the next call is told.
 func TestIdleSessionExpires(t *testing.T) {
 	env := bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_SESSION_IDLE_TIMEOUT=2s")
-	var first string
 	r := tsSessions(t, env, []tsStep{{Code: hostname + "x = 1"}, {Pause: true}, {Code: "print('x' in globals())"}},
-		func(results []tsResult) {
-			first = strings.TrimSpace(results[0].Out.Stdout)
-			containerGone(t, first)
-		})
-	if r[1].Out.Stdout != "False\n" || !r[1].Out.Session.New || r[1].Out.Session.Reason != "idle" {
-		t.Errorf("after idle expiry: %q %+v", r[1].Out.Stdout, r[1].Out.Session)
+		func(_ int, r []tsResult) { containerGone(t, host(r[0])) })
+	if r[1].Out.Stdout != "False\n" || !r[1].Out.Session.New || r[1].Out.Session.Reason != "idle" ||
+		!strings.Contains(r[1].Text, "the previous one ended (idle)") {
+		t.Errorf("after idle expiry: %q %+v %q", r[1].Out.Stdout, r[1].Out.Session, r[1].Text)
 	}
 }
 
-// TestSessionsOff: with MCP_BRIDGE_SESSIONS=0 calls share nothing.
+// TestSessionsOff: with MCP_BRIDGE_SESSIONS=0 calls share nothing: each runs
+// in a container of its own, removed before the call returns.
 func TestSessionsOff(t *testing.T) {
 	r := tsSessions(t, bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_SESSIONS=0"), []tsStep{
-		{Code: "x = 1"}, {Code: "print('x' in globals())"},
-	}, nil)
-	if r[1].Out.Stdout != "False\n" || r[1].Out.Session.Reason != "sessions_off" {
-		t.Errorf("sessions off: %q %+v", r[1].Out.Stdout, r[1].Out.Session)
+		{Code: hostname + "x = 1"}, {Code: hostname + "print('x' in globals())"}, {Pause: true},
+	}, func(pid int, r []tsResult) {
+		for _, id := range []string{host(r[0]), host(r[1])} {
+			if len(id) < 12 || slices.Contains(containersOf(t, pid), id) {
+				t.Errorf("container %q of a finished call: want it removed (left: %v)", id, containersOf(t, pid))
+			}
+		}
+	})
+	if r[1].Out.Stdout != host(r[1])+"\nFalse\n" || host(r[0]) == host(r[1]) {
+		t.Errorf("second call: %q after %q: want another container without x", r[1].Out.Stdout, r[0].Out.Stdout)
+	}
+	for i := range r {
+		if ss := r[i].Out.Session; !ss.New || ss.Reason != "sessions_off" || strings.Contains(r[i].Text, "[session]") {
+			t.Errorf("call %d: %+v %q", i, ss, r[i].Text)
+		}
 	}
 }

@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,9 +214,10 @@ func TestWaitingRunCancelled(t *testing.T) {
 	m := newManager(t, eng, Options{})
 	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
 	first := make(chan *Result)
-	go func() { first <- run(t, m, "a", "go.wait()\nprint('first')", time.Minute) }()
+	mark, started := running(t)
+	go func() { first <- run(t, m, "a", mark+"go.wait()\nprint('first')", time.Minute) }()
 	s, _ := m.session("a")
-	waitFor(t, func() bool { return s.busy() })
+	started()
 	ctx, cancel := context.WithCancel(t.Context())
 	waiting := make(chan error)
 	go func() {
@@ -317,9 +320,9 @@ func TestAllSessionsBusy(t *testing.T) {
 	m := newManager(t, eng, Options{MaxSessions: 1})
 	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
 	done := make(chan *Result)
-	go func() { done <- run(t, m, "a", "go.wait(60)", time.Minute) }()
-	s, _ := m.session("a")
-	waitFor(t, func() bool { return s.busy() })
+	mark, started := running(t)
+	go func() { done <- run(t, m, "a", mark+"go.wait(60)", time.Minute) }()
+	started()
 	r := run(t, m, "b", "print(1)", time.Minute)
 	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
 		t.Errorf("with every session busy: %+v", r.Error)
@@ -371,6 +374,18 @@ func TestEndRemovesSession(t *testing.T) {
 	}
 }
 
+// running returns a line of code that creates a file, and a function that
+// waits for the file: once it returns, the run's own code is executing, so a
+// SIGINT interrupts that code rather than the bootstrap before it (which would
+// leave the code waiting until its time limit).
+func running(t *testing.T) (code string, started func()) {
+	mark := filepath.Join(t.TempDir(), "running")
+	return fmt.Sprintf("open(%q, 'w').close()\n", mark), func() {
+		t.Helper()
+		waitFor(t, func() bool { _, err := os.Stat(mark); return err == nil })
+	}
+}
+
 // waitFor waits for cond, which other goroutines make true.
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
@@ -410,13 +425,14 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 					return false
 				}
 			})
-			r := run(t, m, "a", "print(1)", time.Minute)
-			if r.Stdout != "1\n" || r.Error != nil {
+			r := run(t, m, "a", "print('x' in globals())", time.Minute)
+			if r.Stdout != "False\n" || r.Error != nil {
 				t.Errorf("the run after the session died: %q %+v", r.Stdout, r.Error)
 			}
 			if !r.Session.New || r.Session.Reason != tt.reason || r.Session.ID == first.Session.ID || r.Session.Ended != "" {
 				t.Errorf("session %+v, want a new one (reason %s) after %+v", r.Session, tt.reason, first.Session)
 			}
+			waitFor(t, func() bool { return eng.running() == 1 }) // the dead container removed, the new one running
 		})
 	}
 }
