@@ -42,8 +42,9 @@ class MCPError(Exception):
 
     code is one of unknown_server, unknown_tool, bad_arguments, server_failed,
     timeout, internal, too_large, conflict (from codebridge) or tool_error
-    (the tool reported an error); message is codebridge's or the tool's text; data holds details
-    such as suggestions for a misspelt name, or the tool's raw result.
+    (the tool reported an error); message is codebridge's or the tool's text;
+    data holds details such as suggestions for a misspelt name, or the tool's
+    raw result.
     """
 
     def __init__(self, message, code="internal", data=None):
