@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,6 +94,9 @@ var memoryMethods = map[string]handler{
 		if err != nil {
 			return nil, err
 		}
+		if p.IfRev != nil {
+			return nil, st.SaveIf(p.Key, p.Value, p.Metadata, *p.IfRev)
+		}
 		return nil, st.Save(p.Key, p.Value, p.Metadata)
 	}),
 	python.MethodMemoryLoad: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
@@ -101,7 +105,10 @@ var memoryMethods = map[string]handler{
 			return nil, err
 		}
 		m, ok, err := st.Load(p.Key)
-		return python.MemoryLoadResult{Found: ok, Value: m.Value}, err
+		if !ok || err != nil {
+			return python.MemoryLoadResult{}, err
+		}
+		return python.MemoryLoadResult{Found: true, MemoryInfo: memoryInfo(m), Value: m.Value, Rev: m.Rev}, nil
 	}),
 	python.MethodMemoryDelete: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
 		st, err := h.store()
@@ -115,8 +122,7 @@ var memoryMethods = map[string]handler{
 		if err != nil {
 			return nil, err
 		}
-		_, ok, err := st.Load(p.Key)
-		return ok, err
+		return st.Exists(p.Key)
 	}),
 	python.MethodMemoryList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
 		st, err := h.store()
@@ -124,17 +130,18 @@ var memoryMethods = map[string]handler{
 			return nil, err
 		}
 		list, err := st.List()
-		if list == nil {
-			list = []memory.Memory{}
+		out := make([]*python.MemoryInfo, len(list))
+		for i, m := range list {
+			out[i] = memoryInfo(m)
 		}
-		return list, err
+		return out, err
 	}),
 	python.MethodToolSave: method(func(h *host, _ context.Context, p python.ToolSaveParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
-		return nil, st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description})
+		return nil, st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature})
 	}),
 	python.MethodToolList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
 		st, err := h.store()
@@ -142,9 +149,9 @@ var memoryMethods = map[string]handler{
 			return nil, err
 		}
 		tools, err := st.Tools()
-		out := make([]map[string]any, len(tools))
+		out := make([]python.SavedToolInfo, len(tools))
 		for i, t := range tools {
-			out[i] = map[string]any{"name": t.Name, "description": t.Description, "updated": t.Updated}
+			out[i] = python.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
 		}
 		return out, err
 	}),
@@ -158,6 +165,14 @@ var memoryMethods = map[string]handler{
 }
 
 func init() { maps.Copy(methods, memoryMethods) }
+
+// memoryInfo describes a memory as the sandbox's helpers return it.
+func memoryInfo(m memory.Memory) *python.MemoryInfo {
+	return &python.MemoryInfo{Key: m.Key, Metadata: m.Metadata, Bytes: m.Bytes, CreatedAt: epoch(m.Created), UpdatedAt: epoch(m.Updated)}
+}
+
+// epoch is t in seconds since 1970, as Python's time.time().
+func epoch(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
 // store is the memory store, or an error saying it is not available.
 func (h *host) store() (*memory.Store, error) {
@@ -334,7 +349,7 @@ func savedDoc(t memory.Tool, score *float64) python.ToolDoc {
 	return python.ToolDoc{
 		Server: savedServer, ServerAlias: savedServer, Tool: t.Name, ToolAlias: t.Name, Name: t.Name, Alias: t.Name,
 		Description: "saved helper, already defined as a global: call " + t.Name + "(...) directly. " + firstLine(t.Description),
-		Signature:   t.Name + "(...)", Score: score,
+		Signature:   cmp.Or(t.Signature, t.Name+"(...)"), Score: score,
 	}
 }
 

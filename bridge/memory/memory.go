@@ -1,11 +1,17 @@
 // Package memory keeps what sandboxed code asks codebridge to remember across
 // sessions and restarts: JSON values under keys (save_memory, load_memory, ...)
 // and saved helpers, the source of Python functions that every new sandbox
-// session defines (save_tool). Both live as files under the state directory,
-// one file per entry, written atomically (a temporary file in the same
-// directory, fsync, rename), so concurrent runs and several codebridge
-// processes sharing the directory only ever see whole entries; the last write
-// wins.
+// session defines (save_tool).
+//
+// Both live as files under the state directory, one file per entry
+// (memory/<sha256 of the key>.json, tools/<name>.json), each written
+// atomically: a temporary file in the same directory, fsync, rename. Readers
+// take no lock and see a whole old entry or a whole new one. Writers (save,
+// delete) hold an exclusive lock on the folder's .lock file (flock on Unix,
+// LockFileEx on Windows) while they check limits and revisions and rename, so
+// several runs and several codebridge processes sharing a state directory
+// keep the total limits, and a conditional save ([Store.SaveIf], which
+// update_memory uses) never loses a concurrent update.
 package memory
 
 import (
@@ -16,27 +22,38 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Limits on what is stored.
+// Limits on what is stored, and the defaults of [Limits].
 const (
 	MaxKey       = 128       // characters in a memory key
 	MaxValue     = 1 << 20   // bytes of one memory's JSON value
 	MaxTotal     = 64 << 20  // bytes of all memories' files together
-	MaxToolName  = 64        // characters in a saved helper's name
-	MaxSource    = 256 << 10 // bytes of a saved helper's source
 	MaxMetadata  = 64 << 10  // bytes of a memory's metadata
+	MaxToolName  = 64        // characters in a saved helper's name
+	MaxSource    = 256 << 10 // bytes of one saved helper's source
+	MaxSources   = 4 << 20   // bytes of all saved helpers' source (every new session receives it)
 	maxToolCount = 1000
 )
 
-// Error is a failure the sandbox sees as MCPError with Code.
+// Limits bound what a [Store] keeps; a zero field means its default above.
+type Limits struct {
+	Value   int   // bytes of one memory's JSON value (MaxValue)
+	Total   int64 // bytes of all memories' files together (MaxTotal)
+	Source  int   // bytes of one saved helper's source (MaxSource)
+	Sources int   // bytes of all saved helpers' source together (MaxSources)
+}
+
+// Error is a failure the sandbox sees as MCPError with Code: bad_arguments,
+// too_large or conflict.
 type Error struct {
-	Code string // bad_arguments, not_found, too_large, internal
+	Code string
 	Msg  string
 }
 
@@ -47,25 +64,53 @@ func bad(format string, args ...any) error {
 	return &Error{Code: "bad_arguments", Msg: fmt.Sprintf(format, args...)}
 }
 
-// Store is the memories and saved helpers under one directory.
-type Store struct {
-	dir string
+func tooLarge(format string, args ...any) error {
+	return &Error{Code: "too_large", Msg: fmt.Sprintf(format, args...)}
 }
 
-// New returns the store under dir (e.g. the state directory); folders are
-// made on first write.
-func New(dir string) *Store { return &Store{dir: dir} }
+// Store is the memories and saved helpers under one directory. Its methods
+// may be called concurrently, also by other processes on the same directory.
+type Store struct {
+	dir    string
+	limits Limits
+}
+
+// New returns the store under dir (e.g. the state directory) with the
+// default limits; folders are made on first write.
+func New(dir string) *Store { return NewWithLimits(dir, Limits{}) }
+
+// NewWithLimits is [New] with other limits.
+func NewWithLimits(dir string, l Limits) *Store {
+	if l.Value <= 0 {
+		l.Value = MaxValue
+	}
+	if l.Total <= 0 {
+		l.Total = MaxTotal
+	}
+	if l.Source <= 0 {
+		l.Source = MaxSource
+	}
+	if l.Sources <= 0 {
+		l.Sources = MaxSources
+	}
+	return &Store{dir: dir, limits: l}
+}
 
 // Dir is where the store keeps its files.
 func (s *Store) Dir() string { return s.dir }
 
-// Memory is one stored value with what is known about it.
+// Memory is one stored value with what is known about it; it is also the
+// format of a memory's file.
 type Memory struct {
 	Key      string          `json:"key"`
 	Value    json.RawMessage `json:"value,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
-	Bytes    int             `json:"bytes"`
+	Bytes    int             `json:"bytes"` // of Value
+	Created  time.Time       `json:"created"`
 	Updated  time.Time       `json:"updated"`
+	// Rev counts the saves of the key since it was last absent: 1 for the
+	// first. A missing key has revision 0.
+	Rev int64 `json:"rev"`
 }
 
 func (s *Store) memDir() string  { return filepath.Join(s.dir, "memory") }
@@ -73,13 +118,15 @@ func (s *Store) toolDir() string { return filepath.Join(s.dir, "tools") }
 
 // checkKey validates a memory key: 1 to MaxKey printable characters.
 func checkKey(key string) error {
-	n := utf8.RuneCountInString(key)
-	if n == 0 || n > MaxKey || !utf8.ValidString(key) {
+	if !utf8.ValidString(key) {
+		return bad("memory key %q is not valid UTF-8", key)
+	}
+	if n := utf8.RuneCountInString(key); n == 0 || n > MaxKey {
 		return bad("memory key must be 1 to %d characters, got %d", MaxKey, n)
 	}
 	for _, r := range key {
 		if !unicode.IsPrint(r) {
-			return bad("memory key %q has a non-printable character %U; use letters, digits and punctuation", key, r)
+			return bad("memory key %q has a non-printable character %U; use letters, digits, spaces and punctuation", key, r)
 		}
 	}
 	return nil
@@ -92,35 +139,76 @@ func (s *Store) keyFile(key string) string {
 	return filepath.Join(s.memDir(), hex.EncodeToString(sum[:])+".json")
 }
 
-// Save stores value (JSON) under key, with optional metadata (JSON).
+// Save stores value (JSON) under key, with optional metadata (JSON),
+// replacing what the key held.
 func (s *Store) Save(key string, value, metadata json.RawMessage) error {
+	return s.save(key, value, metadata, -1)
+}
+
+// SaveIf is [Store.Save] on the condition that the key's revision is still
+// rev (0: nothing is stored under it); otherwise it changes nothing and
+// fails with code "conflict". Load, compute, SaveIf, and on conflict start
+// again is a read-modify-write that loses no concurrent update.
+func (s *Store) SaveIf(key string, value, metadata json.RawMessage, rev int64) error {
+	if rev < 0 {
+		return bad("memory %q: revision %d is negative", key, rev)
+	}
+	return s.save(key, value, metadata, rev)
+}
+
+// save stores a memory; ifRev >= 0 makes it conditional (see SaveIf).
+func (s *Store) save(key string, value, metadata json.RawMessage, ifRev int64) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	if len(value) == 0 || !json.Valid(value) {
 		return bad("memory %q: the value must be JSON (dicts, lists, strings, numbers, booleans, None)", key)
 	}
-	if len(value) > MaxValue {
-		return &Error{Code: "too_large", Msg: fmt.Sprintf("memory %q is %d bytes of JSON, over the %d MiB limit of one memory: store less, or split it over several keys", key, len(value), MaxValue>>20)}
+	if len(value) > s.limits.Value {
+		return tooLarge("memory %q is %s of JSON, over the %s limit of one memory: store less, or split it over several keys",
+			key, size(int64(len(value))), size(int64(s.limits.Value)))
 	}
-	if len(metadata) > 0 && (string(metadata) == "null" || !json.Valid(metadata)) {
+	if string(metadata) == "null" {
 		metadata = nil
 	}
+	if len(metadata) > 0 && !json.Valid(metadata) {
+		return bad("metadata of memory %q must be JSON", key)
+	}
 	if len(metadata) > MaxMetadata {
-		return &Error{Code: "too_large", Msg: fmt.Sprintf("metadata of memory %q is %d bytes, over the %d KiB limit", key, len(metadata), MaxMetadata>>10)}
+		return tooLarge("metadata of memory %q is %s, over the %s limit", key, size(int64(len(metadata))), size(MaxMetadata))
 	}
-	rec, err := json.Marshal(Memory{Key: key, Value: value, Metadata: metadata, Bytes: len(value), Updated: time.Now().UTC()})
+
+	unlock, err := lockDir(s.memDir())
 	if err != nil {
 		return err
 	}
-	total, err := s.total(s.keyFile(key))
+	defer unlock()
+	path := s.keyFile(key)
+	old, found, err := readMemory(path)
+	if err != nil {
+		found = false // a damaged file is replaced
+	}
+	now := time.Now().UTC()
+	m := Memory{Key: key, Value: value, Metadata: metadata, Bytes: len(value), Created: now, Updated: now, Rev: 1}
+	if found {
+		m.Created, m.Rev = old.Created, old.Rev+1
+	}
+	if ifRev >= 0 && ifRev != m.Rev-1 {
+		return &Error{Code: "conflict", Msg: fmt.Sprintf("memory %q changed meanwhile (revision %d, expected %d): load it again and retry", key, m.Rev-1, ifRev)}
+	}
+	rec, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	if total+int64(len(rec)) > MaxTotal {
-		return &Error{Code: "too_large", Msg: fmt.Sprintf("saving memory %q would make all memories %d bytes, over the %d MiB total: delete_memory() what is no longer needed", key, total+int64(len(rec)), MaxTotal>>20)}
+	total, err := s.total(path)
+	if err != nil {
+		return err
 	}
-	return writeAtomic(s.keyFile(key), rec)
+	if total+int64(len(rec)) > s.limits.Total {
+		return tooLarge("saving memory %q would make all memories %s, over the %s total: delete_memory() what is no longer needed",
+			key, size(total+int64(len(rec))), size(s.limits.Total))
+	}
+	return writeAtomic(path, rec)
 }
 
 // total is the size of every memory's file except the one at except.
@@ -134,7 +222,7 @@ func (s *Store) total(except string) (int64, error) {
 	}
 	var n int64
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || filepath.Join(s.memDir(), e.Name()) == except {
+		if !isEntry(e) || filepath.Join(s.memDir(), e.Name()) == except {
 			continue
 		}
 		if info, err := e.Info(); err == nil {
@@ -144,22 +232,53 @@ func (s *Store) total(except string) (int64, error) {
 	return n, nil
 }
 
-// Load returns the memory under key; ok is false when there is none.
-func (s *Store) Load(key string) (m Memory, ok bool, err error) {
-	if err := checkKey(key); err != nil {
-		return Memory{}, false, err
-	}
-	b, err := os.ReadFile(s.keyFile(key))
+// isEntry tells a stored entry's file from the lock and temporary files.
+func isEntry(e os.DirEntry) bool {
+	return !e.IsDir() && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".")
+}
+
+// readMemory reads a memory's file; found is false when there is none.
+func readMemory(path string) (m Memory, found bool, err error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return Memory{}, false, nil
 	}
 	if err != nil {
-		return Memory{}, false, fmt.Errorf("reading memory %q: %w", key, err)
+		return Memory{}, false, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Memory{}, false, fmt.Errorf("memory %q is damaged (%s): delete it with 'codebridge memory delete': %w", key, s.keyFile(key), err)
+		return Memory{}, false, err
+	}
+	// Files written before revisions and creation times were kept.
+	m.Rev = max(m.Rev, 1)
+	if m.Created.IsZero() {
+		m.Created = m.Updated
 	}
 	return m, true, nil
+}
+
+// Load returns the memory under key; found is false when there is none.
+func (s *Store) Load(key string) (m Memory, found bool, err error) {
+	if err := checkKey(key); err != nil {
+		return Memory{}, false, err
+	}
+	m, found, err = readMemory(s.keyFile(key))
+	if err != nil {
+		return Memory{}, false, fmt.Errorf("memory %q is unreadable (%s): delete it with 'codebridge memory delete': %w", key, s.keyFile(key), err)
+	}
+	return m, found, nil
+}
+
+// Exists reports whether a memory is stored under key.
+func (s *Store) Exists(key string) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	_, err := os.Stat(s.keyFile(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Delete removes the memory under key and reports whether it existed.
@@ -167,10 +286,11 @@ func (s *Store) Delete(key string) (bool, error) {
 	if err := checkKey(key); err != nil {
 		return false, err
 	}
-	return remove(s.keyFile(key))
+	return removeLocked(s.memDir(), s.keyFile(key))
 }
 
-// List returns every memory, without values, sorted by key.
+// List returns every memory, without values, sorted by key. Files that are
+// not whole memories are skipped.
 func (s *Store) List() ([]Memory, error) {
 	entries, err := os.ReadDir(s.memDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -181,47 +301,58 @@ func (s *Store) List() ([]Memory, error) {
 	}
 	var out []Memory
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+		if !isEntry(e) {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.memDir(), e.Name()))
-		if err != nil {
-			continue // deleted meanwhile
-		}
-		var m Memory
-		if json.Unmarshal(b, &m) != nil || s.keyFile(m.Key) != filepath.Join(s.memDir(), e.Name()) {
-			continue // not a memory of ours
+		path := filepath.Join(s.memDir(), e.Name())
+		m, found, err := readMemory(path)
+		if err != nil || !found || s.keyFile(m.Key) != path {
+			continue // deleted meanwhile, damaged, or not a memory of ours
 		}
 		m.Value = nil
 		out = append(out, m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b Memory) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 
-// Tool is a saved helper.
+// Tool is a saved helper: the source of a Python function (or class) that
+// every new sandbox session defines as a global named Name.
 type Tool struct {
 	Name        string    `json:"name"`
-	Description string    `json:"description"`
+	Description string    `json:"description"`         // the docstring, unless the agent gave one
+	Signature   string    `json:"signature,omitempty"` // e.g. "clean(rows, drop_empty=True)"
 	Source      string    `json:"source"`
 	Updated     time.Time `json:"updated"`
 }
 
+// keywords are Python's reserved words: not valid names of a global.
+var keywords = []string{
+	"False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
+	"elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
+	"not", "or", "pass", "raise", "return", "try", "while", "with", "yield",
+}
+
+// checkToolName validates a saved helper's name: an ASCII Python identifier
+// that is not a keyword, so it is also a safe file name.
 func checkToolName(name string) error {
 	if name == "" || len(name) > MaxToolName {
 		return bad("a saved helper's name must be a Python identifier of 1 to %d characters, got %q", MaxToolName, name)
 	}
 	for i, r := range name {
 		if !(r == '_' || r < 128 && unicode.IsLetter(r) || i > 0 && r < 128 && unicode.IsDigit(r)) {
-			return bad("a saved helper's name must be a Python identifier (letters, digits, _; not starting with a digit), got %q", name)
+			return bad("a saved helper's name must be a Python identifier (ASCII letters, digits, _; not starting with a digit), got %q", name)
 		}
+	}
+	if slices.Contains(keywords, name) {
+		return bad("a saved helper cannot be named %q: it is a Python keyword", name)
 	}
 	return nil
 }
 
 func (s *Store) toolFile(name string) string { return filepath.Join(s.toolDir(), name+".json") }
 
-// SaveTool stores a helper's source under name.
+// SaveTool stores a helper's source under t.Name, replacing one of that name.
 func (s *Store) SaveTool(t Tool) error {
 	if err := checkToolName(t.Name); err != nil {
 		return err
@@ -229,13 +360,31 @@ func (s *Store) SaveTool(t Tool) error {
 	if strings.TrimSpace(t.Source) == "" {
 		return bad("saved helper %q has no source", t.Name)
 	}
-	if len(t.Source) > MaxSource {
-		return &Error{Code: "too_large", Msg: fmt.Sprintf("saved helper %q is %d bytes of source, over the %d KiB limit", t.Name, len(t.Source), MaxSource>>10)}
+	if len(t.Source) > s.limits.Source {
+		return tooLarge("saved helper %q is %s of source, over the %s limit of one helper", t.Name, size(int64(len(t.Source))), size(int64(s.limits.Source)))
 	}
-	if tools, err := s.Tools(); err != nil {
+	unlock, err := lockDir(s.toolDir())
+	if err != nil {
 		return err
-	} else if len(tools) >= maxToolCount {
-		return &Error{Code: "too_large", Msg: fmt.Sprintf("there are already %d saved helpers: delete_saved_tool() some first", len(tools))}
+	}
+	defer unlock()
+	tools, err := s.Tools()
+	if err != nil {
+		return err
+	}
+	count, sources := 0, len(t.Source)
+	for _, o := range tools {
+		if o.Name != t.Name {
+			count++
+			sources += len(o.Source)
+		}
+	}
+	if count >= maxToolCount {
+		return tooLarge("there are already %d saved helpers, the most codebridge keeps: delete_saved_tool() some first", count)
+	}
+	if sources > s.limits.Sources {
+		return tooLarge("saving helper %q would make all saved helpers %s of source, over the %s total (every new session defines them): delete_saved_tool() some first",
+			t.Name, size(int64(sources)), size(int64(s.limits.Sources)))
 	}
 	t.Updated = time.Now().UTC()
 	rec, err := json.Marshal(t)
@@ -250,7 +399,7 @@ func (s *Store) DeleteTool(name string) (bool, error) {
 	if err := checkToolName(name); err != nil {
 		return false, err
 	}
-	return remove(s.toolFile(name))
+	return removeLocked(s.toolDir(), s.toolFile(name))
 }
 
 // Tools returns every saved helper, sorted by name. A damaged file is skipped.
@@ -265,7 +414,7 @@ func (s *Store) Tools() ([]Tool, error) {
 	var out []Tool
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || checkToolName(name) != nil {
+		if !ok || !isEntry(e) || checkToolName(name) != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(s.toolDir(), e.Name()))
@@ -278,12 +427,32 @@ func (s *Store) Tools() ([]Tool, error) {
 		}
 		out = append(out, t)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
+// lockDir creates dir if needed and takes its writers' lock. The lock is
+// held by the open file, so a process that dies releases it.
+func lockDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the lock of %s: %w", dir, err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
+	}
+	return func() {
+		unlockFile(f)
+		f.Close()
+	}, nil
+}
+
 // writeAtomic replaces path with data: readers see the old file or the new
-// one, never part of one.
+// one, never part of one, also after a crash.
 func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -308,16 +477,56 @@ func writeAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	syncDir(dir)
 	return nil
 }
 
-func remove(path string) (bool, error) {
-	err := os.Remove(path)
+// syncDir makes a rename in dir durable. Best effort: Windows cannot open a
+// directory for it, and a failure here leaves a whole file, old or new.
+func syncDir(dir string) {
+	if runtime.GOOS == "windows" {
+		return
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// removeLocked removes path under dir's lock and reports whether it existed.
+func removeLocked(dir, path string) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return false, nil // nothing to do: no need to make the folder for its lock
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	err = os.Remove(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	syncDir(dir)
 	return true, nil
+}
+
+// size formats n bytes for a message: "1 MiB", "64 KiB", "900 bytes",
+// "1048577 bytes (1.0 MiB)".
+func size(n int64) string {
+	for _, u := range []struct {
+		unit string
+		div  int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.div {
+			if n%u.div == 0 {
+				return fmt.Sprintf("%d %s", n/u.div, u.unit)
+			}
+			return fmt.Sprintf("%d bytes (%.1f %s)", n, float64(n)/float64(u.div), u.unit)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -230,7 +230,10 @@ func TestMemoryCLI(t *testing.T) {
 	if err := st.Save("plan", json.RawMessage(`{"steps":[1,2]}`), json.RawMessage(`{"by":"agent"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SaveTool(memory.Tool{Name: "clean", Source: "def clean(rows):\n    return rows\n", Description: "Drops empty rows.\nMore."}); err != nil {
+	if err := st.Save("-h", json.RawMessage(`"dash"`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveTool(memory.Tool{Name: "clean", Signature: "clean(rows)", Source: "def clean(rows):\n    return rows\n", Description: "Drops empty rows.\nMore."}); err != nil {
 		t.Fatal(err)
 	}
 	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+state)
@@ -239,17 +242,26 @@ func TestMemoryCLI(t *testing.T) {
 		code     int
 		out, err string // substrings
 	}{
-		{args: []string{"memory", "list"}, out: "plan  15"},
-		{args: []string{"memory", "show", "plan"}, out: `{"steps":[1,2]}`, err: `metadata: {"by":"agent"}`},
-		{args: []string{"memory", "tools"}, out: "Drops empty rows."},
+		{args: []string{"memory", "list"}, out: "plan  15     "},
+		{args: []string{"memory"}, out: `{"by":"agent"}`},
+		{args: []string{"memory", "show", "plan"}, out: "{\n  \"steps\": [\n    1,\n    2\n  ]\n}\n", err: `metadata: {"by":"agent"}`},
+		{args: []string{"memory", "show", "--", "-h"}, out: `"dash"`, err: "6 bytes, created "},
+		{args: []string{"memory", "tools"}, out: "clean(rows)"},
+		{args: []string{"memory", "tools"}, out: "Drops empty rows.\n"},
 		{args: []string{"memory", "show-tool", "clean"}, out: "def clean(rows):"},
 		{args: []string{"memory", "show", "nope"}, code: 1, err: "no memory \"nope\""},
 		{args: []string{"memory", "frobnicate"}, code: 2, err: "unknown verb"},
 		{args: []string{"memory", "show"}, code: 2, err: "want 1 argument(s)"},
+		{args: []string{"memory", "show", "a", "b"}, code: 2, err: "want 1 argument(s), got 2"},
+		{args: []string{"memory", "show", "tab\there"}, code: 1, err: "non-printable"},
 		{args: []string{"memory", "--help"}, out: "Shows and removes what agents stored"},
-		{args: []string{"memory", "delete", "plan"}, out: "deleted plan"},
-		{args: []string{"memory", "delete", "plan"}, code: 1, err: "does not exist"},
-		{args: []string{"memory", "delete-tool", "clean"}, out: "deleted clean"},
+		{args: []string{"memory", "delete", "--help"}, out: "codebridge memory delete KEY"},
+		{args: []string{"help", "memory"}, out: "codebridge memory delete-tool NAME"},
+		{args: []string{"memory", "delete", "plan"}, out: "deleted memory plan"},
+		{args: []string{"memory", "delete", "plan"}, code: 1, err: "no memory \"plan\""},
+		{args: []string{"memory", "delete", "--", "-h"}, out: "deleted memory -h"},
+		{args: []string{"memory", "delete-tool", "clean"}, out: "deleted saved helper clean"},
+		{args: []string{"memory", "delete-tool", "clean"}, code: 1, err: "no saved helper \"clean\""},
 		{args: []string{"memory", "list"}, out: "no memories in " + state},
 		{args: []string{"memory", "tools"}, out: "no saved helpers"},
 	} {

@@ -1,57 +1,66 @@
 package main
 
 import (
-	"errors"
-	"flag"
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
+	"unicode/utf8"
 
 	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 )
 
-const memoryHelp = `Usage: codebridge memory [VERB]
+const memoryHelp = `Usage: codebridge memory [VERB [ARG]]
 
 Shows and removes what agents stored with save_memory and save_tool.
 
-  codebridge memory list                 the memories: key, size, last update
-  codebridge memory show KEY             one memory's value (JSON) and metadata
+  codebridge memory list                 the memories: key, size, last update, metadata (the default verb)
+  codebridge memory show KEY             one memory's value as JSON (its metadata and times go to stderr)
   codebridge memory delete KEY           remove a memory
   codebridge memory tools                the saved helpers every new session defines
   codebridge memory show-tool NAME       a saved helper's source
-  codebridge memory delete-tool NAME     remove a saved helper
+  codebridge memory delete-tool NAME     remove a saved helper (sessions already running keep it)
 
-They are files under the state directory (MCP_BRIDGE_STATE_DIR).
+To name a key such as -h, put -- before it: codebridge memory show -- -h
+They are files under the state directory (MCP_BRIDGE_STATE_DIR), in memory/ and
+tools/; they are safe to remove while codebridge runs.
 `
+
+// memoryVerbs are the verbs of codebridge memory and how many arguments each takes.
+var memoryVerbs = map[string]int{"list": 0, "tools": 0, "show": 1, "delete": 1, "show-tool": 1, "delete-tool": 1}
 
 // memoryCmd runs `codebridge memory ...` and returns the exit status.
 func memoryCmd(cfg bridge.Config, args []string, stdout, stderr io.Writer) int {
 	st := memory.New(cfg.StateDir)
-	fs := flag.NewFlagSet("memory", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "%sHere: %s\n", memoryHelp, st.Dir()) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	args = fs.Args()
 	verb := "list"
 	if len(args) > 0 {
 		verb, args = args[0], args[1:]
 	}
-	want := map[string]int{"list": 0, "tools": 0, "show": 1, "delete": 1, "show-tool": 1, "delete-tool": 1}
-	n, ok := want[verb]
+	// main's flags end at the verb; a help flag after it still means help.
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	} else {
+		for _, a := range args {
+			switch a {
+			case "-h", "-help", "--help":
+				fmt.Fprintf(stdout, "%sHere: %s\n", memoryHelp, st.Dir())
+				return 0
+			}
+		}
+	}
+	n, ok := memoryVerbs[verb]
 	if !ok || len(args) != n {
 		if !ok {
 			fmt.Fprintf(stderr, "codebridge memory: unknown verb %q\n\n", verb)
 		} else {
 			fmt.Fprintf(stderr, "codebridge memory %s: want %d argument(s), got %d\n\n", verb, n, len(args))
 		}
-		fs.Usage()
+		fmt.Fprint(stderr, memoryHelp)
 		return 2
 	}
 	fail := func(err error) int {
@@ -69,9 +78,9 @@ func memoryCmd(cfg bridge.Config, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "KEY\tBYTES\tUPDATED")
+		fmt.Fprintln(w, "KEY\tBYTES\tUPDATED\tMETADATA")
 		for _, m := range list {
-			fmt.Fprintf(w, "%s\t%d\t%s\n", m.Key, m.Bytes, m.Updated.Local().Format("2006-01-02 15:04:05"))
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.Key, m.Bytes, when(m.Updated), clip(string(m.Metadata), 60))
 		}
 		w.Flush()
 	case "show":
@@ -82,23 +91,29 @@ func memoryCmd(cfg bridge.Config, args []string, stdout, stderr io.Writer) int {
 		if !found {
 			return fail(fmt.Errorf("no memory %q ('codebridge memory list' shows them)", args[0]))
 		}
-		fmt.Fprintf(stdout, "%s\n", m.Value)
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, m.Value, "", "  ") != nil {
+			pretty.Reset()
+			pretty.Write(m.Value)
+		}
+		fmt.Fprintf(stdout, "%s\n", pretty.Bytes())
+		fmt.Fprintf(stderr, "%d bytes, created %s, updated %s\n", m.Bytes, when(m.Created), when(m.Updated))
 		if len(m.Metadata) > 0 {
 			fmt.Fprintf(stderr, "metadata: %s\n", m.Metadata)
 		}
 	case "delete", "delete-tool":
-		del := st.Delete
+		del, what := st.Delete, "memory"
 		if verb == "delete-tool" {
-			del = st.DeleteTool
+			del, what = st.DeleteTool, "saved helper"
 		}
 		existed, err := del(args[0])
 		if err != nil {
 			return fail(err)
 		}
 		if !existed {
-			return fail(fmt.Errorf("%q does not exist", args[0]))
+			return fail(fmt.Errorf("no %s %q", what, args[0]))
 		}
-		fmt.Fprintf(stdout, "deleted %s\n", args[0])
+		fmt.Fprintf(stdout, "deleted %s %s\n", what, args[0])
 	case "tools", "show-tool":
 		tools, err := st.Tools()
 		if err != nil {
@@ -118,12 +133,23 @@ func memoryCmd(cfg bridge.Config, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "NAME\tUPDATED\tDESCRIPTION")
+		fmt.Fprintln(w, "HELPER\tUPDATED\tDESCRIPTION")
 		for _, t := range tools {
 			desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-			fmt.Fprintf(w, "%s\t%s\t%s\n", t.Name, t.Updated.Local().Format("2006-01-02 15:04:05"), desc)
+			fmt.Fprintf(w, "%s\t%s\t%s\n", clip(cmp.Or(t.Signature, t.Name), 60), when(t.Updated), clip(desc, 80))
 		}
 		w.Flush()
 	}
 	return 0
+}
+
+// when formats a stored time for a terminal, in local time.
+func when(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") }
+
+// clip shortens s to n characters, marking the cut with "…".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

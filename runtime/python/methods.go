@@ -97,9 +97,9 @@ const (
 	MethodMemoryLoad   = "memory_load"   // [KeyParams] → [MemoryLoadResult]
 	MethodMemoryDelete = "memory_delete" // [KeyParams] → bool (existed)
 	MethodMemoryExists = "memory_exists" // [KeyParams] → bool
-	MethodMemoryList   = "memory_list"   // no parameters → [{key, bytes, updated, metadata?}]
+	MethodMemoryList   = "memory_list"   // no parameters → [][MemoryInfo]
 	MethodToolSave     = "tool_save"     // [ToolSaveParams] → null
-	MethodToolList     = "tool_list"     // no parameters → [{name, description, updated}]
+	MethodToolList     = "tool_list"     // no parameters → [][SavedToolInfo]
 	MethodToolDelete   = "tool_delete"   // [NameParams] → bool (existed)
 )
 
@@ -113,17 +113,33 @@ type NameParams struct {
 	Name string `json:"name"`
 }
 
-// MemorySaveParams stores Value (any JSON) under Key.
+// MemorySaveParams stores Value (any JSON) under Key. With IfRev the save
+// happens only if the memory's revision is still *IfRev (0: none stored),
+// else it fails with code "conflict": update_memory's read-modify-write.
 type MemorySaveParams struct {
 	Key      string          `json:"key"`
 	Value    json.RawMessage `json:"value"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	IfRev    *int64          `json:"if_rev,omitempty"`
 }
 
-// MemoryLoadResult answers memory_load.
+// MemoryInfo describes a stored memory, in the reference bridge's shape
+// (times are seconds since the epoch) plus its size.
+type MemoryInfo struct {
+	Key       string          `json:"key"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Bytes     int             `json:"bytes"` // of its JSON value
+	CreatedAt float64         `json:"created_at"`
+	UpdatedAt float64         `json:"updated_at"`
+}
+
+// MemoryLoadResult answers memory_load: when Found, the value, its
+// description and its revision (for MemorySaveParams.IfRev); else Rev 0.
 type MemoryLoadResult struct {
-	Found bool            `json:"found"`
+	Found bool `json:"found"`
+	*MemoryInfo
 	Value json.RawMessage `json:"value,omitempty"`
+	Rev   int64           `json:"rev"`
 }
 
 // ToolSaveParams saves a helper's source.
@@ -131,4 +147,13 @@ type ToolSaveParams struct {
 	Name        string `json:"name"`
 	Source      string `json:"source"`
 	Description string `json:"description"`
+	Signature   string `json:"signature,omitempty"` // e.g. "clean(rows, drop_empty=True)"
+}
+
+// SavedToolInfo describes a saved helper in tool_list.
+type SavedToolInfo struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Signature   string  `json:"signature,omitempty"`
+	UpdatedAt   float64 `json:"updated_at"`
 }

@@ -41,9 +41,10 @@ class MCPError(Exception):
     """A failed request or tool call.
 
     code is one of unknown_server, unknown_tool, bad_arguments, server_failed,
-    timeout, internal (from codebridge) or tool_error (the tool reported an
-    error); message is codebridge's or the tool's text; data holds details
-    such as suggestions for a misspelt name, or the tool's raw result.
+    timeout, internal, too_large, conflict (from codebridge) or tool_error
+    (the tool reported an error); message is codebridge's or the tool's text;
+    data holds details such as suggestions for a misspelt name, or the tool's
+    raw result.
     """
 
     def __init__(self, message, code="internal", data=None):
@@ -376,15 +377,15 @@ Call (servers and tools by name or alias):
   await mcp_servers["name"].call("tool", **args)   blocking: .call_sync("tool", **args)
   from mcp.servers.<alias> import *        an async function per tool (blocking: f.sync(...)), and TOOLS
   capability_summary()                     this text
-Remember across sessions and restarts (stored by codebridge; JSON values):
-  save_memory(key, value, metadata=None), load_memory(key, default=None), update_memory(key, fn),
-  delete_memory(key), list_memories(), memory_exists(key)
+Remember across sessions and restarts (stored by codebridge; JSON values, 1 MiB each; these block):
+  save_memory(key, value, metadata=None), load_memory(key, default=None), update_memory(key, updater),
+  delete_memory(key), list_memories(), memory_exists(key), get_memory_info(key)
   save_tool(func, name=None, description=None)   every new session defines func; search_tool_docs finds it
   list_saved_tools(), delete_saved_tool(name)
 A call returns structuredContent, else a single text block parsed as JSON, else its text; other blocks as
 dicts, several blocks as a list; raw=True gives the MCP result. Await forms run concurrently under
 asyncio.gather; _sync forms block, inside or outside a running loop. Failures raise MCPError
-(.code: unknown_server, unknown_tool, bad_arguments, server_failed, timeout, tool_error, internal;
+(.code: unknown_server, unknown_tool, bad_arguments, too_large, server_failed, timeout, tool_error, internal;
 .message; .data with details such as suggestions).
 """
 

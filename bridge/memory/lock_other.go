@@ -1,0 +1,16 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly || windows)
+
+package memory
+
+import (
+	"os"
+	"sync"
+)
+
+// On other systems writers are serialised within this process only; across
+// processes the atomic renames still keep every entry whole.
+var processLock sync.Mutex
+
+func lockFile(*os.File) error { processLock.Lock(); return nil }
+
+func unlockFile(*os.File) { processLock.Unlock() }
