@@ -37,6 +37,8 @@ log "go mod tidy -diff"
 go mod tidy -diff
 log "build without cgo or tags"
 CGO_ENABLED=0 go build -o /dev/null ./...
+log "release builds: linux and darwin on amd64 and arm64 (scripts/release.sh --check)"
+scripts/release.sh --check
 log "vet for macOS and Windows (go run ...@latest must build there too)"
 for goos in darwin windows; do GOOS=$goos CGO_ENABLED=0 go vet ./...; done
 

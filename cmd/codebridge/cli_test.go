@@ -212,14 +212,17 @@ func TestTerminalExplains(t *testing.T) {
 	if !strings.Contains(string(out), "stdin is a terminal") || !strings.Contains(string(out), "~/MCPs") {
 		t.Errorf("output in a terminal:\n%s", out)
 	}
-	// Not a terminal, but not a client either: /dev/null is served (and ends at once).
+	// Not a terminal, but not a client either: /dev/null is served (and ends at
+	// once). Serving logs at info by default, unlike exec and servers.
 	cmd = exec.Command(binary(t))
-	cmd.Env = bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_WARM_CONTAINERS=0")
+	cmd.Env = slices.DeleteFunc(bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_WARM_CONTAINERS=0"),
+		func(kv string) bool { return strings.HasPrefix(kv, "MCP_BRIDGE_LOG_LEVEL=") })
 	devnull, _ := os.Open(os.DevNull)
 	defer devnull.Close()
 	cmd.Stdin = devnull
-	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "stdin is a terminal") {
-		t.Errorf("with stdin /dev/null: %v\n%s", err, out)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "stdin is a terminal") ||
+		!strings.Contains(string(out), `level=INFO msg="serving MCP on stdio"`) {
+		t.Errorf("with stdin /dev/null: %v; want info logs and no terminal note:\n%s", err, out)
 	}
 }
 
