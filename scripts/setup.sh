@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prepares this machine to run codebridge: installs Podman (and runc, catatonit,
 # debootstrap) when missing, fixes Podman's runtime/rlimit defaults only where a
-# probe container fails, and builds the sandbox image. Safe to run again: each
-# step is skipped when already done.
+# probe container fails, and builds the sandbox image: the data image
+# localhost/codebridge-sandbox:latest, or with
+# MCP_BRIDGE_IMAGE=localhost/codebridge-sandbox:minimal the minimal one. Safe to
+# run again: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,10 +30,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# 2. The sandbox image (built locally from Debian packages; no registry needed).
-if [ "${MCP_BRIDGE_IMAGE:-}" = "" ] || [ "$IMAGE" = localhost/codebridge-sandbox:latest ]; then
-  scripts/build-image.sh
-fi
+# 2. The sandbox image (built locally from Debian packages; no registry needed):
+#    the data image by default, the minimal one when MCP_BRIDGE_IMAGE names it.
+#    Any other MCP_BRIDGE_IMAGE is the user's own.
+case $IMAGE in
+  localhost/codebridge-sandbox:latest)
+    CODEBRIDGE_IMAGE_VARIANT=data CODEBRIDGE_IMAGE_NAME=$IMAGE scripts/build-image.sh ;;
+  localhost/codebridge-sandbox:minimal)
+    CODEBRIDGE_IMAGE_VARIANT=minimal CODEBRIDGE_IMAGE_NAME=$IMAGE scripts/build-image.sh ;;
+esac
 
 # 3. Can Podman start a container here? Some hosts need runc instead of crun
 #    (cgroups in hybrid mode) and explicit default rlimits (a hard RLIMIT_NOFILE

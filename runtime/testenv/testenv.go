@@ -14,8 +14,14 @@ import (
 	"testing"
 )
 
-// DefaultImage is the sandbox image scripts/build-image.sh builds.
-const DefaultImage = "localhost/codebridge-sandbox:latest"
+// Sandbox images scripts/build-image.sh builds.
+const (
+	// DefaultImage is the data image (python3 with numpy, pandas, matplotlib...).
+	DefaultImage = "localhost/codebridge-sandbox:latest"
+	// DefaultMinimalImage is the minimal image (python3 only), built with
+	// CODEBRIDGE_IMAGE_VARIANT=minimal.
+	DefaultMinimalImage = "localhost/codebridge-sandbox:minimal"
+)
 
 // InCI reports whether the tests run in CI, where nothing may be skipped.
 func InCI() bool { return os.Getenv("CI") == "true" }
@@ -35,6 +41,16 @@ func Image() string {
 		return img
 	}
 	return DefaultImage
+}
+
+// MinimalImage returns the minimal sandbox image (python3 and its standard
+// library only) that tests check codebridge still works with:
+// $CODEBRIDGE_TEST_MINIMAL_IMAGE, set by scripts/test.sh, or [DefaultMinimalImage].
+func MinimalImage() string {
+	if img := os.Getenv("CODEBRIDGE_TEST_MINIMAL_IMAGE"); img != "" {
+		return img
+	}
+	return DefaultMinimalImage
 }
 
 // RequirePodmanBinary returns the path of the podman CLI, or skips/fails t.
