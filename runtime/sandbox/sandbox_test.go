@@ -1,3 +1,8 @@
+// The fake engine runs the bootstrap as a local python3 process and stands in
+// for container deaths with Unix signals.
+
+//go:build unix
+
 package sandbox
 
 import (
