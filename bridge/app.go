@@ -78,7 +78,8 @@ func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, 
 	if prog.Servers, err = rt.dir.Prepare(ctx, nil); err != nil {
 		return 1, err
 	}
-	host := rt.dir.Host(nil)
+	att := newAttachments(cfg)
+	host := attachHost{Host: rt.dir.Host(nil), att: att}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = cfg.Timeout
@@ -90,6 +91,15 @@ func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, 
 	res := out.Result
 	io.WriteString(opts.Stdout, res.Stdout)
 	io.WriteString(opts.Stderr, res.Stderr)
+	if _, kept, dropped := att.contents(); len(kept)+len(dropped) > 0 {
+		for _, a := range kept {
+			fmt.Fprintf(opts.Stderr, "codebridge: the run returned %s %q (%s, %s), which exec does not show: an MCP client receives it from run_python\n",
+				a.Kind, a.Name, a.MIMEType, byteSize(a.Bytes))
+		}
+		for _, d := range dropped {
+			fmt.Fprintf(opts.Stderr, "codebridge: %s %q not returned: %s\n", d.Kind, d.Name, d.Reason)
+		}
+	}
 	if f := res.Error; f != nil {
 		if f.Kind == python.FailUnavailable {
 			return 1, errors.New(f.Message)

@@ -35,6 +35,9 @@ type Config struct {
 	OutputLimit   int           // per-stream output cap in bytes
 	MaxCodeSize   int           // largest accepted code, in bytes
 	MaxArgSize    int           // largest arguments of one downstream tool call, in bytes
+	MaxAttachment int           // largest image or file one run returns, in bytes
+	MaxAttachN    int           // images and files one run returns, at most
+	MaxAttachSum  int           // bytes of images and files one run returns, at most
 	AllowSelf     bool          // allow configs that launch codebridge itself
 	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes int           // containers kept started ahead of time
@@ -106,6 +109,19 @@ var settings = []setting{
 		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxCodeSize = int(n); return err }},
 	{"max_argument_size", "4m", "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
 		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxArgSize = int(n); return err }},
+	{"max_attachment_size", "2m", "Largest image or file one run returns (show_image, return_file, figures); at most 16m.",
+		func(c *Config, v string) (err error) { c.MaxAttachment, err = sizeAtMost(v, 16<<20); return err }},
+	{"max_attachments", "10", "Images and files one run returns, at most; later ones are dropped with a note.",
+		func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 100 {
+				return errors.New("want a whole number from 0 to 100")
+			}
+			c.MaxAttachN = n
+			return nil
+		}},
+	{"max_attachments_total", "8m", "Bytes of images and files one run returns, at most (before base64); at most 64m.",
+		func(c *Config, v string) (err error) { c.MaxAttachSum, err = sizeAtMost(v, 64<<20); return err }},
 	{"allow_self_server", "0", "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
 		func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
 	{"server_idle_timeout", "600", "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",
@@ -146,6 +162,18 @@ var settings = []setting{
 			c.MaxSessions = n
 			return nil
 		}},
+}
+
+// sizeAtMost parses a size in bytes (or with k, m, g) no larger than limit.
+func sizeAtMost(v string, limit int64) (int, error) {
+	n, err := podman.ParseSize(v)
+	if err != nil {
+		return 0, err
+	}
+	if n > limit {
+		return 0, fmt.Errorf("want a size from 1 byte to %dm", limit>>20)
+	}
+	return int(n), nil
 }
 
 // ignored are the reference bridge's variables that have no meaning here; they are

@@ -16,7 +16,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
-		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
+		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
+		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -55,6 +56,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_MEMORY=lots", "invalid MCP_BRIDGE_MEMORY=\"lots\": invalid size \"lots\""},
 		{"MCP_BRIDGE_OUTPUT_LIMIT=0", "invalid MCP_BRIDGE_OUTPUT_LIMIT"},
 		{"MCP_BRIDGE_MAX_ARGUMENT_SIZE=big", "invalid MCP_BRIDGE_MAX_ARGUMENT_SIZE"},
+		{"MCP_BRIDGE_MAX_ATTACHMENT_SIZE=17m", "invalid MCP_BRIDGE_MAX_ATTACHMENT_SIZE=\"17m\": want a size from 1 byte to 16m"},
+		{"MCP_BRIDGE_MAX_ATTACHMENTS=101", "invalid MCP_BRIDGE_MAX_ATTACHMENTS"},
+		{"MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL=1g", "invalid MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL"},
 		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},
 		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},
 		{"MCP_BRIDGE_CONTAINER_USER=nobody", "want numeric uid:gid"},

@@ -121,6 +121,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 
 	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
+	att := newAttachments(s.cfg)
 	var host python.Host = noServers{}
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
@@ -132,6 +133,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
+
+	host = attachHost{Host: host, att: att}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -151,7 +154,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
 		"exit", res.ExitCode, "error", res.Error != nil)
-	return formatResult(res.Result, &res.Session), nil
+	return formatResult(res.Result, &res.Session, att), nil
 }
 
 // sessionKey names the sandbox session of an MCP session, and ends that
@@ -237,11 +240,17 @@ type output struct {
 	Session *sandbox.SessionInfo `json:"session,omitempty"`
 	// Background is output that code left running wrote since the last run.
 	Background string `json:"background,omitempty"`
+	// Attachments lists the images and files after the text, in order;
+	// DroppedAttachments those over the run's limits, with the reason.
+	Attachments        []attachmentInfo `json:"attachments,omitempty"`
+	DroppedAttachments []attachmentInfo `json:"dropped_attachments,omitempty"`
 }
 
-// formatResult turns a run into a tool result: the printed output as text, and
-// every detail as structured content.
-func formatResult(r *python.Result, sess *sandbox.SessionInfo) *mcp.CallToolResult {
+// formatResult turns a run into a tool result: the printed output as text,
+// then the images and files the run returned (att may be nil), and every
+// detail as structured content.
+func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *attachments) *mcp.CallToolResult {
+	extra, kept, dropped := att.contents()
 	var text strings.Builder
 	if note := sessionNote(sess); note != "" {
 		text.WriteString(note + "\n")
@@ -266,6 +275,13 @@ func formatResult(r *python.Result, sess *sandbox.SessionInfo) *mcp.CallToolResu
 		text.WriteString(body)
 	}
 	section("stderr", r.Stderr)
+	if len(dropped) > 0 {
+		var b strings.Builder
+		for _, d := range dropped {
+			fmt.Fprintf(&b, "%s %q (%s) not returned: %s.\n", d.Kind, d.Name, d.MIMEType, d.Reason)
+		}
+		section("attachments", b.String())
+	}
 	if f := r.Error; f != nil {
 		switch {
 		case f.Traceback != "":
@@ -287,10 +303,10 @@ func formatResult(r *python.Result, sess *sandbox.SessionInfo) *mcp.CallToolResu
 		Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: exit, DurationMS: r.Duration.Milliseconds(),
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
-		Session: sess, Background: r.Background,
+		Session: sess, Background: r.Background, Attachments: kept, DroppedAttachments: dropped,
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text.String()}},
+		Content:           append([]mcp.Content{&mcp.TextContent{Text: text.String()}}, extra...),
 		StructuredContent: out,
 		IsError:           r.Error != nil || r.ExitCode != 0,
 	}

@@ -322,7 +322,7 @@ type concurrentProgressRunner struct{ n int }
 func (concurrentProgressRunner) End(context.Context, string) {}
 
 func (r concurrentProgressRunner) Run(_ context.Context, req sandbox.Request) (*sandbox.Result, error) {
-	progress := req.Host.(progressHost).progress
+	progress := req.Host.(attachHost).Host.(progressHost).progress
 	if progress == nil {
 		return nil, errors.New("no progress func: the client asked for progress")
 	}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -162,8 +163,12 @@ func newContainers(cfg Config, logger *slog.Logger) *containers {
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
 		Prelude:     savedHelpers(memory.New(cfg.StateDir), logger),
-		// A request carries the arguments plus a small envelope.
-		Limits: python.Limits{MaxRequest: cfg.MaxArgSize + 64<<10},
+		// A request carries a tool call's arguments, or an image or file in
+		// base64, plus a small envelope.
+		Limits: python.Limits{
+			MaxRequest:    max(cfg.MaxArgSize, base64.StdEncoding.EncodedLen(cfg.MaxAttachment)) + 64<<10,
+			MaxAttachment: cfg.MaxAttachment,
+		},
 		Logger: logger.With("component", "sandbox"),
 	})
 	return &containers{Manager: m, engine: engine, logger: logger}

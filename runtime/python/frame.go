@@ -48,6 +48,10 @@ type Init struct {
 	// refuses a bigger one itself, with an error the code can act on, instead
 	// of having its interpreter ended for breaking the protocol.
 	MaxRequest int `json:"max_request"`
+	// MaxAttachment is the largest image or file a run may return; the
+	// sandbox sends only the size of a bigger one, so the host can say what
+	// was dropped. 0 means no attachments are accepted.
+	MaxAttachment int `json:"max_attachment"`
 }
 
 // Source is a named piece of Python source.

@@ -24,6 +24,7 @@ type Stream interface {
 // means the defaults; see the package documentation for the figures.
 type Limits struct {
 	MaxRequest     int           // largest request frame; 0 means DefaultMaxRequestFrame
+	MaxAttachment  int           // largest image or file a run may return; see [Init.MaxAttachment]
 	InterruptGrace time.Duration // how long interrupted code has to stop; 0 means DefaultInterruptGrace
 }
 
@@ -105,6 +106,7 @@ func Start(s Stream, st Init, limits Limits) *Interpreter {
 		st.Files = sandboxFiles
 	}
 	st.MaxRequest = it.maxReq
+	st.MaxAttachment = limits.MaxAttachment
 	it.out = newWriter(s, it.fail)
 	it.wg.Add(2)
 	go func() { defer it.wg.Done(); it.out.loop(it.done) }()

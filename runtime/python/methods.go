@@ -13,6 +13,7 @@ const (
 	MethodQueryToolDocs  = "query_tool_docs"  // [QueryToolDocsParams] → []ToolDoc
 	MethodSearchToolDocs = "search_tool_docs" // [SearchToolDocsParams] → [SearchResult]
 	MethodCallTool       = "call_tool"        // [CallToolParams] → MCP CallToolResult
+	MethodAttach         = "attach"           // [AttachParams] → nothing
 )
 
 // NoParams is the parameters of a method that takes none.
@@ -43,6 +44,18 @@ type CallToolParams struct {
 	Server    string          `json:"server"`
 	Tool      *string         `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+}
+
+// AttachParams returns an image or a file with the run's result. Data is
+// absent when it is over [Init.MaxAttachment]: the sandbox does not send it,
+// and the host records the attachment as dropped. Bytes is the size of the
+// data either way.
+type AttachParams struct {
+	Kind     string `json:"kind"` // "image" or "file"
+	Name     string `json:"name"`
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"` // base64 in JSON
+	Bytes    int    `json:"bytes"`
 }
 
 // ToolDoc documents one tool. Summary docs carry the first line of the

@@ -531,3 +531,89 @@ print(call_tool_sync("mem", "echo", {"message": "small"})["args"])`, Servers: te
 		t.Errorf("run = %q %+v %v", res.Stdout, res.Error, err)
 	}
 }
+
+// attachHost records the sandbox's attach requests and answers too_large for
+// those sent without data, as the bridge does.
+type attachHost struct {
+	toolHost
+	mu  sync.Mutex
+	got []AttachParams
+}
+
+func (h *attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method != MethodAttach {
+		return h.toolHost.Call(ctx, method, params)
+	}
+	var p AttachParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.got = append(h.got, p)
+	h.mu.Unlock()
+	if p.Data == nil {
+		return nil, rpcErr{code: "too_large", msg: fmt.Sprintf("%s %q is over the limit", p.Kind, p.Name)}
+	}
+	return nil, nil
+}
+
+// TestAttachHelpers: show_image and return_file send what they are given,
+// sniff image types, send only the size of what is over the limit per
+// attachment, and refuse what is not an image. matplotlib is not needed.
+func TestAttachHelpers(t *testing.T) {
+	it := startInterp(t, Init{}, Limits{MaxAttachment: 64})
+	defer it.Close()
+	h := &attachHost{}
+	res, err := it.Run(t.Context(), Program{Code: `
+png = b"\x89PNG\r\n\x1a\n" + b"\0" * 8
+show_image(png)
+show_image(b"\xff\xd8\xff\xe0" + b"\0" * 4, name="photo.jpg")
+import os, tempfile
+with open(os.path.join(tempfile.mkdtemp(), "cb-attach.csv"), "w") as f:
+    f.write("a,b\n1,2\n")
+return_file(f.name)
+with open(f.name + ".big", "wb") as g:
+    g.write(b"x" * 100)
+try:
+    return_file(g.name, mime_type="application/x-test")
+except MCPError as e:
+    print("big file:", e.code)
+try:
+    show_image(b"not an image")
+except MCPError as e:
+    print("text:", e.code, "mime_type=" in e.message)
+try:
+    show_image(3)
+except MCPError as e:
+    print("int:", e.code)
+from mcp import runtime
+print(runtime.show_image is show_image, "return_file" in runtime.__all__)
+`, Servers: testServers, OutputLimit: 1 << 20}, h, time.Minute)
+	if err != nil || res.Error != nil {
+		t.Fatalf("run: %v %+v\n%s", err, res.Error, res.Stderr)
+	}
+	if want := "big file: too_large\ntext: bad_arguments True\nint: bad_arguments\nTrue True\n"; res.Stdout != want {
+		t.Errorf("stdout %q, want %q", res.Stdout, want)
+	}
+	want := []AttachParams{
+		{Kind: "image", Name: "image", MIMEType: "image/png", Bytes: 16},
+		{Kind: "image", Name: "photo.jpg", MIMEType: "image/jpeg", Bytes: 8},
+		{Kind: "file", Name: "cb-attach.csv", MIMEType: "text/csv", Bytes: 8},
+		{Kind: "file", Name: "cb-attach.csv.big", MIMEType: "application/x-test", Bytes: 100},
+	}
+	if len(h.got) != len(want) {
+		t.Fatalf("attach requests %+v, want %d", h.got, len(want))
+	}
+	for i, w := range want {
+		g := h.got[i]
+		if g.Kind != w.Kind || g.Name != w.Name || g.MIMEType != w.MIMEType || g.Bytes != w.Bytes {
+			t.Errorf("attach %d: %+v, want %+v", i, g, w)
+		}
+		if sent := g.Data != nil; sent != (w.Bytes <= 64) || (sent && len(g.Data) != w.Bytes) {
+			t.Errorf("attach %d: %d bytes of data sent for %d bytes (limit 64)", i, len(g.Data), w.Bytes)
+		}
+	}
+	if string(h.got[2].Data) != "a,b\n1,2\n" {
+		t.Errorf("CSV data %q", h.got[2].Data)
+	}
+}

@@ -61,6 +61,7 @@ class Channel:
         self._eof = None  # reason the reader stopped, once it has
         self.runs = queue.Queue()  # 'C' payloads, then None when the host is gone
         self.max_request = 0  # largest request frame the host reads; 0 means no check
+        self.max_attachment = 0  # largest image or file the host takes with a run's result
         self._reader = threading.Thread(target=self._read_loop, name="codebridge-reader", daemon=True)
 
     def start(self):
@@ -385,6 +386,9 @@ def _namespace(channel):
         return main.__dict__, None
     mcp._install(channel, [])
     main.__dict__.update(mcp._globals())
+    # plt.show() and figures left open return PNGs with the result; read
+    # when matplotlib is first imported, which the runner never does itself.
+    os.environ["MPLBACKEND"] = "module://mcp._mpl_backend"
     return main.__dict__, mcp
 
 
@@ -397,6 +401,14 @@ def _prelude(sources, namespace):
             exec(_compile(s.get("source") or "", "<saved tool %s>" % name), namespace)
         except BaseException as e:
             sys.stderr.write("codebridge: saved helper %r could not be defined: %s: %s\n" % (name, type(e).__name__, _str(e)))
+
+
+def _send_figures(mcp):
+    """Returns the figures the run left open with its result."""
+    try:
+        mcp.runtime._results._send_open_figures()
+    except BaseException as e:
+        sys.stderr.write("codebridge: returning the open matplotlib figures failed: %s: %s\n" % (type(e).__name__, _str(e)))
 
 
 def _run(msg, namespace, mcp, pumps, channel):
@@ -426,6 +438,8 @@ def _run(msg, namespace, mcp, pumps, channel):
             exit_code, failure = 1, _failure("exception", e)
     except KeyboardInterrupt as e:  # an interrupt that landed in our own lines
         exit_code, failure = 1, _failure("exception", e)
+    if mcp is not None:
+        _send_figures(mcp)
     _flush_all()
     deadline = time.monotonic() + DRAIN_LIMIT
     for p in pumps:
@@ -439,6 +453,7 @@ def main(start, fd_in=0, fd_out=1):
     proto_out = os.dup(fd_out)
     channel = Channel(proto_in, proto_out)
     channel.max_request = int(start.get("max_request") or 0)
+    channel.max_attachment = int(start.get("max_attachment") or 0)
     pumps = _redirect_stdio(channel)
     signal.signal(signal.SIGINT, _on_sigint)
     channel.start()

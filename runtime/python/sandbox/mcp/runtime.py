@@ -396,3 +396,9 @@ from . import memory as _memory  # noqa: E402
 from .memory import *  # noqa: E402,F401,F403
 
 __all__ += _memory.__all__
+
+# Images and files for the result live in their own module too.
+from . import results as _results  # noqa: E402
+from .results import *  # noqa: E402,F401,F403
+
+__all__ += _results.__all__

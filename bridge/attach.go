@@ -1,0 +1,174 @@
+package bridge
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// Attachment kinds: images come back as MCP image content, files as embedded
+// resources.
+const (
+	kindImage = "image"
+	kindFile  = "file"
+)
+
+// attachmentInfo describes an attachment in structuredContent, without its
+// data; Reason says why a dropped one was dropped.
+type attachmentInfo struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	MIMEType string `json:"mime_type"`
+	Bytes    int    `json:"bytes"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// attachments collects the images and files one run returns, within the
+// run's limits. The sandbox's requests arrive concurrently.
+type attachments struct {
+	max, maxN, maxSum int
+
+	mu      sync.Mutex // protects following
+	kept    []attachment
+	sum     int
+	dropped []attachmentInfo
+	names   map[string]bool // given out, kept or dropped
+}
+
+type attachment struct {
+	attachmentInfo
+	data []byte
+}
+
+func newAttachments(cfg Config) *attachments {
+	return &attachments{max: cfg.MaxAttachment, maxN: cfg.MaxAttachN, maxSum: cfg.MaxAttachSum}
+}
+
+// add keeps p, or records it as dropped and returns an error the sandbox
+// raises as MCPError(too_large) naming the limit.
+func (a *attachments) add(p python.AttachParams) error {
+	switch p.Kind {
+	case kindImage, kindFile:
+	default:
+		return &rpcError{code: "bad_arguments", msg: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
+	}
+	if p.Data != nil {
+		p.Bytes = len(p.Data)
+	}
+	info := attachmentInfo{Kind: p.Kind, Name: path.Base(cmp.Or(p.Name, p.Kind)), MIMEType: p.MIMEType, Bytes: p.Bytes}
+	if info.MIMEType == "" {
+		info.MIMEType = "application/octet-stream"
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	info.Name = a.unique(info.Name)
+	var why string
+	switch {
+	case p.Data == nil || p.Bytes > a.max:
+		why = fmt.Sprintf("%s is over the %s limit per image or file (MCP_BRIDGE_MAX_ATTACHMENT_SIZE)", byteSize(p.Bytes), byteSize(a.max))
+	case len(a.kept) >= a.maxN:
+		why = fmt.Sprintf("this run already returned %d images and files, the most one run may (MCP_BRIDGE_MAX_ATTACHMENTS)", len(a.kept))
+	case a.sum+p.Bytes > a.maxSum:
+		why = fmt.Sprintf("with it this run would return %s of images and files, over the %s limit per run (MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL)",
+			byteSize(a.sum+p.Bytes), byteSize(a.maxSum))
+	}
+	if why != "" {
+		info.Reason = why
+		a.dropped = append(a.dropped, info)
+		return &rpcError{code: "too_large", msg: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
+	}
+	a.kept = append(a.kept, attachment{attachmentInfo: info, data: p.Data})
+	a.sum += p.Bytes
+	return nil
+}
+
+// unique returns name, or name with a number before its extension when the
+// run already returned that name (figure-1.png twice: figure-1-2.png).
+func (a *attachments) unique(name string) string {
+	if a.names == nil {
+		a.names = map[string]bool{}
+	}
+	out := name
+	ext := path.Ext(name)
+	for n := 2; a.names[out]; n++ {
+		out = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), n, ext)
+	}
+	a.names[out] = true
+	return out
+}
+
+func shrinkHint(kind string) string {
+	if kind == kindImage {
+		return "Return fewer or smaller images: a smaller figsize or dpi, JPEG instead of PNG, or a summary table instead"
+	}
+	return "Return a smaller file (sample or aggregate the rows, compress it), or print a summary instead"
+}
+
+// contents is what was kept, as MCP content in the order it came, and the
+// structured descriptions of what was kept and what was dropped.
+func (a *attachments) contents() ([]mcp.Content, []attachmentInfo, []attachmentInfo) {
+	if a == nil {
+		return nil, nil, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []mcp.Content
+	var infos []attachmentInfo
+	for _, at := range a.kept {
+		infos = append(infos, at.attachmentInfo)
+		if at.Kind == kindImage {
+			out = append(out, &mcp.ImageContent{Data: at.data, MIMEType: at.MIMEType})
+			continue
+		}
+		rc := &mcp.ResourceContents{URI: "sandbox://" + at.Name, MIMEType: at.MIMEType}
+		if isText(at.MIMEType) && utf8.Valid(at.data) {
+			rc.Text = string(at.data)
+		} else {
+			rc.Blob = at.data
+		}
+		out = append(out, &mcp.EmbeddedResource{Resource: rc})
+	}
+	return out, infos, a.dropped
+}
+
+// isText tells whether a MIME type's content is text, to embed it as text.
+func isText(mimeType string) bool {
+	t, _, _ := strings.Cut(mimeType, ";")
+	t = strings.TrimSpace(strings.ToLower(t))
+	if strings.HasPrefix(t, "text/") || strings.HasSuffix(t, "+json") || strings.HasSuffix(t, "+xml") {
+		return true
+	}
+	switch t {
+	case "application/json", "application/xml", "application/javascript", "application/x-ndjson",
+		"application/yaml", "application/x-yaml", "application/toml", "application/sql", "image/svg+xml":
+		return true
+	}
+	return false
+}
+
+// attachHost answers the sandbox's attach requests for one run and passes
+// every other request on.
+type attachHost struct {
+	python.Host
+	att *attachments
+}
+
+func (h attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method != python.MethodAttach {
+		return h.Host.Call(ctx, method, params)
+	}
+	var p python.AttachParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed attachment: %v", err)}
+	}
+	return nil, h.att.add(p)
+}

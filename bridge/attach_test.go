@@ -1,0 +1,121 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// attachParams is the attach request the sandbox sends for data, or for its
+// size alone when data is nil.
+func attachParams(kind, name, mime string, data []byte, size int) json.RawMessage {
+	p := python.AttachParams{Kind: kind, Name: name, MIMEType: mime, Data: data, Bytes: size}
+	if data != nil {
+		p.Bytes = len(data)
+	}
+	raw, _ := json.Marshal(p)
+	return raw
+}
+
+type recordingHost struct{ methods []string }
+
+func (h *recordingHost) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	h.methods = append(h.methods, method)
+	return "passed on", nil
+}
+
+func TestAttachmentLimits(t *testing.T) {
+	inner := &recordingHost{}
+	att := newAttachments(Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
+	h := attachHost{Host: inner, att: att}
+	ctx := context.Background()
+	if got, err := h.Call(ctx, python.MethodCallTool, nil); got != "passed on" || err != nil {
+		t.Fatalf("call_tool through attachHost: %v %v", got, err)
+	}
+	if len(inner.methods) != 1 {
+		t.Fatalf("inner host saw %v", inner.methods)
+	}
+	steps := []struct {
+		params   json.RawMessage
+		wantErr  string // a substring of the too_large message; "" for kept
+		wantName string
+	}{
+		{attachParams("image", "figure-1.png", "image/png", make([]byte, 60), 0), "", "figure-1.png"},
+		{attachParams("image", "big.png", "image/png", nil, 101), "MCP_BRIDGE_MAX_ATTACHMENT_SIZE", "big.png"},
+		{attachParams("file", "out.csv", "text/csv", []byte("a,b\n1,2\n"), 0), "", "out.csv"},
+		{attachParams("image", "figure-1.png", "image/png", make([]byte, 90), 0), "MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL", "figure-1-2.png"},
+		{attachParams("file", "blob.bin", "application/octet-stream", []byte{0xff, 0, 1}, 0), "", "blob.bin"},
+		{attachParams("image", "late.png", "image/png", []byte{1}, 0), "MCP_BRIDGE_MAX_ATTACHMENTS)", "late.png"},
+	}
+	for i, st := range steps {
+		_, err := h.Call(ctx, python.MethodAttach, st.params)
+		if st.wantErr == "" {
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			continue
+		}
+		var rpc *rpcError
+		if !errors.As(err, &rpc) || rpc.code != "too_large" || !strings.Contains(rpc.msg, st.wantErr) || !strings.Contains(rpc.msg, st.wantName) {
+			t.Fatalf("step %d: error %v, want too_large naming %s and %s", i, err, st.wantErr, st.wantName)
+		}
+	}
+	if _, err := h.Call(ctx, python.MethodAttach, attachParams("video", "x", "", []byte{1}, 0)); err == nil {
+		t.Error("an unknown kind was accepted")
+	}
+
+	content, kept, dropped := att.contents()
+	if len(content) != 3 || len(kept) != 3 || len(dropped) != 3 {
+		t.Fatalf("content %d, kept %+v, dropped %+v; want 3 of each", len(content), kept, dropped)
+	}
+	if img, ok := content[0].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || len(img.Data) != 60 {
+		t.Errorf("first: %#v, want the 60-byte PNG", content[0])
+	}
+	if res, ok := content[1].(*mcp.EmbeddedResource); !ok || res.Resource.Text != "a,b\n1,2\n" || res.Resource.Blob != nil ||
+		res.Resource.MIMEType != "text/csv" || res.Resource.URI != "sandbox://out.csv" {
+		t.Errorf("second: %#v, want out.csv as text", content[1])
+	}
+	if res, ok := content[2].(*mcp.EmbeddedResource); !ok || string(res.Resource.Blob) != "\xff\x00\x01" || res.Resource.Text != "" {
+		t.Errorf("third: %#v, want blob.bin as a blob", content[2])
+	}
+	for i, want := range []string{"big.png", "figure-1-2.png", "late.png"} {
+		if dropped[i].Name != want || dropped[i].Reason == "" {
+			t.Errorf("dropped[%d] = %+v, want %s with a reason", i, dropped[i], want)
+		}
+	}
+
+	// The result: text first, then the attachments in order, a note for each
+	// dropped one, and both lists in structuredContent.
+	r := formatResult(&python.Result{Stdout: "done\n"}, nil, att)
+	if len(r.Content) != 4 {
+		t.Fatalf("result has %d contents, want text + 3", len(r.Content))
+	}
+	text := r.Content[0].(*mcp.TextContent).Text
+	if !strings.HasPrefix(text, "done\n[attachments]\n") || strings.Count(text, "not returned") != 3 || !strings.Contains(text, `image "big.png" (image/png) not returned`) {
+		t.Errorf("text:\n%s", text)
+	}
+	out := r.StructuredContent.(output)
+	if len(out.Attachments) != 3 || out.Attachments[1].Bytes != 8 || len(out.DroppedAttachments) != 3 {
+		t.Errorf("structuredContent attachments %+v, dropped %+v", out.Attachments, out.DroppedAttachments)
+	}
+	if r.IsError {
+		t.Error("dropped attachments made the result an error")
+	}
+}
+
+func TestIsText(t *testing.T) {
+	for mime, want := range map[string]bool{
+		"text/csv": true, "text/plain; charset=utf-8": true, "application/json": true, "application/geo+json": true,
+		"image/svg+xml": true, "image/png": false, "application/octet-stream": false, "application/pdf": false,
+	} {
+		if got := isText(mime); got != want {
+			t.Errorf("isText(%q) = %v, want %v", mime, got, want)
+		}
+	}
+}
