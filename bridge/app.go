@@ -69,6 +69,7 @@ type ExecOptions struct {
 func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, error) {
 	logger := orDiscard(opts.Logger)
 	cfg.WarmSandboxes = 0 // one run: nothing to start ahead of time
+	cfg.Preload = nil
 	rt, err := start(ctx, cfg, logger)
 	if err != nil {
 		return 1, err

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,9 @@ func TestLoadConfigDefaults(t *testing.T) {
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
 		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
+		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 	}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
 	}
 }
@@ -30,6 +32,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 		"MCP_BRIDGE_MEMORY=1g", "MCP_BRIDGE_PIDS=64", "MCP_BRIDGE_CPUS=0.5", "MCP_BRIDGE_CONTAINER_USER=1000:1000",
 		"MCP_BRIDGE_STATE_DIR=/s", "MCP_BRIDGE_LOG_LEVEL=debug", "MCP_BRIDGE_CONFIG_DIR=/c",
 		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_MAX_ARGUMENT_SIZE=8m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
+		"MCP_BRIDGE_PRELOAD=",
 		"MCP_BRIDGE_RUNTIME=podman", // the reference bridge's; accepted and ignored
 		"OTHER=1",
 	}, nil)
@@ -39,7 +42,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	if c.Image != "localhost/x:1" || c.Timeout != 5*time.Second || c.MaxTimeout != 2*time.Minute ||
 		c.Memory != 1<<30 || c.Pids != 64 || c.CPUs != 0.5 || c.ContainerUser != "1000:1000" ||
 		c.StateDir != "/s" || c.LogLevel.String() != "DEBUG" || c.ConfigDir != "/c" ||
-		c.OutputLimit != 1<<20 || c.MaxArgSize != 8<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 {
+		c.OutputLimit != 1<<20 || c.MaxArgSize != 8<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 || c.Preload != nil {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -58,6 +61,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_MAX_ARGUMENT_SIZE=big", "invalid MCP_BRIDGE_MAX_ARGUMENT_SIZE"},
 		{"MCP_BRIDGE_MAX_ATTACHMENT_SIZE=17m", "invalid MCP_BRIDGE_MAX_ATTACHMENT_SIZE=\"17m\": want a size from 1 byte to 16m"},
 		{"MCP_BRIDGE_MAX_ATTACHMENTS=101", "invalid MCP_BRIDGE_MAX_ATTACHMENTS"},
+		{"MCP_BRIDGE_PRELOAD=numpy,os;rm", "invalid MCP_BRIDGE_PRELOAD=\"numpy,os;rm\": \"os;rm\" is not a module name"},
 		{"MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL=1g", "invalid MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL"},
 		{"MCP_BRIDGE_PIDS=0", "invalid MCP_BRIDGE_PIDS"},
 		{"MCP_BRIDGE_CPUS=x", "invalid MCP_BRIDGE_CPUS"},

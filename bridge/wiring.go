@@ -163,6 +163,7 @@ func newContainers(cfg Config, logger *slog.Logger) *containers {
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
 		Prelude:     savedHelpers(memory.New(cfg.StateDir), logger),
+		Preload:     preload(cfg, logger),
 		// A request carries a tool call's arguments, or an image or file in
 		// base64, plus a small envelope.
 		Limits: python.Limits{
@@ -188,6 +189,19 @@ func (c *containers) Warm(ctx context.Context) error {
 // Podman connection (and a service codebridge started).
 func (c *containers) Close(ctx context.Context) error {
 	return errors.Join(c.Manager.Close(ctx), c.engine.Close(ctx))
+}
+
+// minPreloadMemory is the smallest container memory limit under which
+// sessions import nothing ahead: the data libraries take about 75 MiB.
+const minPreloadMemory = 384 << 20
+
+// preload is what a session's interpreter imports ahead of its first run.
+func preload(cfg Config, logger *slog.Logger) []string {
+	if len(cfg.Preload) > 0 && cfg.Memory > 0 && cfg.Memory < minPreloadMemory {
+		logger.Info("not preloading modules: the container memory limit is under 384m", "memory", cfg.Memory, "preload", cfg.Preload)
+		return nil
+	}
+	return cfg.Preload
 }
 
 // savedHelpers gives a new session the helpers agents saved with save_tool.

@@ -13,8 +13,10 @@ bench() { # package, pattern, benchtime
 echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
-echo "## first run of a new session, a warm container ready"
-bench ./cmd/codebridge 'FirstRunNewSession' 30x
+echo "## first run of a new session, a warm container ready (with and without MCP_BRIDGE_PRELOAD)"
+bench ./cmd/codebridge 'FirstRunNewSession' 20x
+echo "## import pandas, numpy, matplotlib: first run of a new session (preloaded or not), live session; a plot returned"
+bench ./cmd/codebridge 'DataImport' 15x
 echo "## start codebridge and answer tools/list with 100 servers configured"
 bench ./cmd/codebridge 'Startup100Servers' 10x
 echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000 sequential echo calls)"

@@ -69,22 +69,74 @@ func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
 
 // BenchmarkFirstRunNewSession is the first run of a new session when a warm
 // container is ready: each call passes reset=true, which ends the session and
-// starts a new one, after a second's pause (not timed) for the warm container
-// to be replaced.
+// starts a new one, after a 3-second pause (not timed) for the warm container
+// to be replaced and to import the preloaded modules. no-preload is the
+// same with MCP_BRIDGE_PRELOAD empty.
 func BenchmarkFirstRunNewSession(b *testing.B) {
+	b.Run("preload", func(b *testing.B) { benchFirstRun(b, "print(1)", "1\n") })
+	b.Run("no-preload", func(b *testing.B) { benchFirstRun(b, "print(1)", "1\n", "MCP_BRIDGE_PRELOAD=") })
+}
+
+// benchFirstRun times code as the first run of a new session, checking that
+// it printed want.
+func benchFirstRun(b *testing.B, code, want string, env ...string) {
 	requirePodman(b)
-	cs, _ := session(b, bridgeEnv(b, b.TempDir()))
+	cs, _ := session(b, bridgeEnv(b, b.TempDir(), env...))
 	runPython(b, cs, map[string]any{"code": "print(1)"})
 	var ds []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		time.Sleep(time.Second)
+		time.Sleep(3 * time.Second)
 		b.StartTimer()
 		start := time.Now()
-		r := runPython(b, cs, map[string]any{"code": "print(1)", "reset": true})
+		r := runPython(b, cs, map[string]any{"code": code, "reset": true})
 		ds = append(ds, time.Since(start))
-		if r.IsError || r.Out.Stdout != "1\n" || r.Out.Session == nil || !r.Out.Session.New {
+		if r.IsError || r.Out.Stdout != want || r.Out.Session == nil || !r.Out.Session.New {
 			b.Fatalf("unexpected result: %s", r.Text)
+		}
+	}
+	reportQuantiles(b, ds)
+}
+
+// BenchmarkDataImport is run_python("import pandas, numpy, matplotlib.pyplot")
+// in the default image, through a real MCP client:
+//
+//   - new-session: the first run of a new session (reset=true, a warm
+//     container ready after a 3-second pause, not timed), whose interpreter
+//     has imported them in the background (MCP_BRIDGE_PRELOAD).
+//   - new-session-no-preload: the same with MCP_BRIDGE_PRELOAD empty: the
+//     libraries are loaded from the image by the run.
+//   - live-session: the same import again in a live session, where it is
+//     already done.
+//   - first-plot: a small figure drawn and returned as a PNG in a live
+//     session.
+//
+// Run it with:
+//
+//	go test ./cmd/codebridge -run '^$' -bench DataImport -benchtime 20x
+func BenchmarkDataImport(b *testing.B) {
+	const code = "import pandas, numpy, matplotlib.pyplot"
+	b.Run("new-session", func(b *testing.B) { benchFirstRun(b, code, "") })
+	b.Run("new-session-no-preload", func(b *testing.B) { benchFirstRun(b, code, "", "MCP_BRIDGE_PRELOAD=") })
+	b.Run("live-session", func(b *testing.B) { benchRunData(b, code, 0) })
+	b.Run("first-plot", func(b *testing.B) {
+		benchRunData(b, "plt = matplotlib.pyplot\nplt.plot([1, 2, 3]); plt.show()", 1)
+	})
+}
+
+// benchRunData times code in a live session that has imported the data
+// libraries, checking that each run returned that many images.
+func benchRunData(b *testing.B, code string, images int) {
+	requirePodman(b)
+	cs, _ := session(b, bridgeEnv(b, b.TempDir()))
+	runPython(b, cs, map[string]any{"code": "import pandas, numpy, matplotlib.pyplot"})
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		r := runPython(b, cs, map[string]any{"code": code})
+		ds = append(ds, time.Since(start))
+		if r.IsError || len(r.Attached) != images {
+			b.Fatalf("unexpected result (%d attachments): %s", len(r.Attached), r.Text)
 		}
 	}
 	reportQuantiles(b, ds)

@@ -163,9 +163,10 @@ func (b *syncBuffer) String() string {
 }
 
 type runResult struct {
-	Text    string
-	IsError bool
-	Out     struct {
+	Text     string
+	IsError  bool
+	Attached []mcp.Content // images and embedded resources after the text
+	Out      struct {
 		Stdout      string `json:"stdout"`
 		Stderr      string `json:"stderr"`
 		ExitCode    int    `json:"exit_code"`
@@ -181,8 +182,18 @@ type runResult struct {
 			Type      string `json:"type"`
 			Traceback string `json:"traceback"`
 		} `json:"error"`
-		Session *sandbox.SessionInfo `json:"session"`
+		Session            *sandbox.SessionInfo `json:"session"`
+		Attachments        []attachmentInfo     `json:"attachments"`
+		DroppedAttachments []attachmentInfo     `json:"dropped_attachments"`
 	}
+}
+
+type attachmentInfo struct {
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	MIMEType string `json:"mime_type"`
+	Bytes    int    `json:"bytes"`
+	Reason   string `json:"reason"`
 }
 
 func runPython(t testing.TB, cs *mcp.ClientSession, args map[string]any) runResult {
@@ -205,6 +216,8 @@ func callRunPython(t testing.TB, cs *mcp.ClientSession, params *mcp.CallToolPara
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			r.Text += tc.Text
+		} else {
+			r.Attached = append(r.Attached, c)
 		}
 	}
 	raw, _ := json.Marshal(res.StructuredContent)

@@ -605,3 +605,23 @@ func BenchmarkRequestRoundTrip(b *testing.B) {
 		})
 	}
 }
+
+// TestPreload: the modules named in the start frame are imported in the
+// background before the first run, a missing one is skipped quietly, and the
+// run's namespace is not touched.
+func TestPreload(t *testing.T) {
+	it := startInterp(t, Init{Preload: []string{"colorsys", "no_such_module_here", "xml.dom.minidom"}}, Limits{})
+	res, err := it.Run(t.Context(), Program{Code: `
+import sys, threading
+for t in threading.enumerate():
+    if t.name == "codebridge-preload":
+        t.join()
+print("colorsys" in sys.modules, "xml.dom.minidom" in sys.modules, "colorsys" in globals())
+`}, &fakeHost{}, time.Minute)
+	if err != nil || res.Error != nil {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if res.Stdout != "True True False\n" || res.Stderr != "" {
+		t.Errorf("stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+}

@@ -52,6 +52,10 @@ type Init struct {
 	// sandbox sends only the size of a bigger one, so the host can say what
 	// was dropped. 0 means no attachments are accepted.
 	MaxAttachment int `json:"max_attachment"`
+	// Preload names modules the interpreter imports in the background while
+	// it waits for its first run, so a session's first `import pandas` is
+	// instant; one that is not installed is skipped.
+	Preload []string `json:"preload,omitempty"`
 }
 
 // Source is a named piece of Python source.

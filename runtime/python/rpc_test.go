@@ -434,7 +434,8 @@ print(json.dumps({"summary": s, "callable": sorted(k for k, v in g.items() if ca
 	want := []string{
 		"call_tool", "call_tool_sync", "capability_summary", "delete_memory", "describe_server", "discovered_servers",
 		"list_loaded_server_metadata", "list_saved_tools", "list_servers", "list_servers_sync", "list_tools", "list_tools_sync",
-		"query_tool_docs", "query_tool_docs_sync", "save_memory", "save_tool", "search_tool_docs", "search_tool_docs_sync",
+		"query_tool_docs", "query_tool_docs_sync", "return_file", "save_memory", "save_tool", "search_tool_docs", "search_tool_docs_sync",
+		"show_image",
 	}
 	var names []string
 	for n := range named {

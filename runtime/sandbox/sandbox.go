@@ -77,6 +77,9 @@ type Options struct {
 	// Memory is the containers' memory limit, for messages; 0 omits it.
 	Memory int64
 	Limits python.Limits
+	// Preload names modules a session's interpreter imports ahead of its
+	// first run (see [python.Init.Preload]); used only with Sessions.
+	Preload []string
 	// Prelude returns the saved helpers a new session defines; nil means none.
 	Prelude func() []python.Source
 	Logger  *slog.Logger // nil discards
@@ -497,7 +500,11 @@ func (m *Manager) start(ctx context.Context) (*box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &box{ct: ct, it: python.Start(ct.Stream(), python.Init{}, m.opts.Limits)}, nil
+	init := python.Init{}
+	if m.opts.Sessions {
+		init.Preload = m.opts.Preload
+	}
+	return &box{ct: ct, it: python.Start(ct.Stream(), init, m.opts.Limits)}, nil
 }
 
 // discard closes b's interpreter and removes its container.

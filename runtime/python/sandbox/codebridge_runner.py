@@ -17,6 +17,7 @@ import asyncio
 import builtins
 import concurrent.futures
 import fcntl
+import importlib
 import inspect
 import json
 import linecache
@@ -392,6 +393,23 @@ def _namespace(channel):
     return main.__dict__, mcp
 
 
+def _preload(modules):
+    """Imports modules in a background thread while the interpreter waits for
+    its first run; code importing one meanwhile waits for that import only.
+    One that is not installed is skipped."""
+    if not modules:
+        return
+
+    def load():
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:
+                pass
+
+    threading.Thread(target=load, name="codebridge-preload", daemon=True).start()
+
+
 def _prelude(sources, namespace):
     """Defines the saved helpers in the session's namespace; a broken one is
     reported on stderr of the first run and skipped."""
@@ -459,6 +477,7 @@ def main(start, fd_in=0, fd_out=1):
     channel.start()
     sys.argv = [""]
     namespace, mcp = _namespace(channel)
+    _preload(start.get("preload"))
     # Like the bootstrap, give up when nothing comes for the wait limit: a
     # codebridge killed hard leaves no interpreter waiting for ever.
     wait = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0) or None

@@ -382,6 +382,10 @@ Remember across sessions and restarts (stored by codebridge; JSON values, 1 MiB 
   delete_memory(key), list_memories(), memory_exists(key), get_memory_info(key)
   save_tool(func, name=None, description=None)   every new session defines func; search_tool_docs finds it
   list_saved_tools(), delete_saved_tool(name)
+Return images and files with the result, after the text (matplotlib figures come back by themselves
+on plt.show() and when the run ends; 2 MiB each, 10 per run by default; over that: a note, or MCPError too_large):
+  show_image(obj, mime_type=None, name=None)    a figure, PIL image, PNG/JPEG/GIF/WebP bytes or a path
+  return_file(path, mime_type=None, name=None)  an embedded resource: text for text types, else base64
 A call returns structuredContent, else a single text block parsed as JSON, else its text; other blocks as
 dicts, several blocks as a list; raw=True gives the MCP result. Await forms run concurrently under
 asyncio.gather; _sync forms block, inside or outside a running loop. Failures raise MCPError
