@@ -15,6 +15,8 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // The test binary doubles as a stdio MCP server: with POOL_TEST_HELPER=1 in
@@ -337,26 +339,12 @@ func statusOf(t *testing.T, p *Pool, name string) ServerStatus {
 	return ServerStatus{}
 }
 
-// eventually waits until cond, which other goroutines or processes make
-// true, holds. Use it only where no event can be waited for; the 30 s limit
-// only stops a broken run from hanging, it asserts nothing about speed.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after 30 s until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func jsonschemaObj() map[string]any { return map[string]any{"type": "object"} }
 
 // waitInFlight waits until a request is in flight on server.
 func waitInFlight(t *testing.T, p *Pool, server string) {
 	t.Helper()
-	eventually(t, "a request is in flight on "+server, func() bool {
+	testenv.Eventually(t, "a request is in flight on "+server, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		e := p.servers[server]

@@ -12,6 +12,8 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // requireHeader rejects requests without the header the configuration sets.
@@ -111,7 +113,7 @@ func TestHTTPServerGoneIsRestarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.CloseClientConnections() // ends the event stream, and so the session
-	eventually(t, "the pool notices", func() bool { return statusOf(t, p, "s").State != StateRunning })
+	testenv.Eventually(t, "the pool notices", func() bool { return statusOf(t, p, "s").State != StateRunning })
 	if _, err := p.Call(t.Context(), "s", "echo", nil, nil); err != nil {
 		t.Fatalf("after reconnect: %v", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 func memDef(name string) *discovery.Server {
@@ -232,7 +234,7 @@ func TestToolListChanged(t *testing.T) {
 	}
 	m.last("a").AddTool(&mcp.Tool{Name: "late", InputSchema: jsonschemaObject},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("late"), nil })
-	eventually(t, "the new tool is listed", func() bool {
+	testenv.Eventually(t, "the new tool is listed", func() bool {
 		tools, err := p.Tools(t.Context(), "a")
 		if err != nil {
 			t.Fatal(err)
@@ -378,7 +380,7 @@ func TestUpdateDuringStart(t *testing.T) {
 		_, err := p.Call(t.Context(), "a", "echo", nil, nil)
 		done <- err
 	}()
-	eventually(t, "the start begins", func() bool { return m.starts.Load() == 1 })
+	testenv.Eventually(t, "the start begins", func() bool { return m.starts.Load() == 1 })
 	a2 := *a
 	a2.Command = "other"
 	p.Update([]*discovery.Server{&a2})

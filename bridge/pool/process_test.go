@@ -21,6 +21,8 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // helperDef defines a stdio server that is this test binary (see TestMain).
@@ -68,7 +70,7 @@ func alive(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	eventually(t, "process "+strconv.Itoa(pid)+" is gone", func() bool { return !alive(pid) })
+	testenv.Eventually(t, "process "+strconv.Itoa(pid)+" is gone", func() bool { return !alive(pid) })
 }
 
 func init() {
@@ -177,7 +179,7 @@ func TestKilledServerRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, pid) // the pool reaps it
-	eventually(t, "the pool notices", func() bool { return statusOf(t, p, "h").State == StateFailed })
+	testenv.Eventually(t, "the pool notices", func() bool { return statusOf(t, p, "h").State == StateFailed })
 	if st := statusOf(t, p, "h"); !strings.Contains(st.Err, "signal: killed") || !strings.Contains(st.Err, "helper pid") {
 		t.Errorf("status error = %q, want the exit and the stderr tail", st.Err)
 	}
@@ -346,7 +348,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	defer cancel()
 	closed := make(chan error, 1)
 	go func() { closed <- p.Close(ctx) }()
-	eventually(t, "Close begins", func() bool {
+	testenv.Eventually(t, "Close begins", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return p.closed
@@ -465,7 +467,7 @@ func TestConnectTimeoutKillsProcess(t *testing.T) {
 		_, err := p.dial(ctx, def)
 		errc <- err
 	}()
-	eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
+	testenv.Eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
 	ctx.expire()
 	err := <-errc
 	var se *StartError
@@ -510,7 +512,7 @@ func TestCloseDuringStart(t *testing.T) {
 		_, err := p.Tools(t.Context(), "silent")
 		errc <- err
 	}()
-	eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
+	testenv.Eventually(t, "the server runs", func() bool { return len(readPIDs(t, pidFile)) == 1 })
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard only
 	defer cancel()
 	if err := p.Close(ctx); err != nil {

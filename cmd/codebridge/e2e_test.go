@@ -235,20 +235,6 @@ func requirePodman(t testing.TB) {
 	}
 }
 
-// eventually waits until cond, which codebridge or its children make true,
-// holds. Use it only where no event can be waited for; the 30 s limit only
-// stops a broken run from hanging, it asserts nothing about speed.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after 30 s until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // containersOf lists the containers that the codebridge process pid created
 // (its owner label), whatever other tests run beside it.
 func containersOf(t testing.TB, pid int) []string {

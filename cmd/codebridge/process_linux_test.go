@@ -41,7 +41,7 @@ func TestLiveReload(t *testing.T) {
 				t.Logf("%q last printed %q", code, out)
 			}
 		}()
-		eventually(t, fmt.Sprintf("%q prints %q", code, want), func() bool {
+		testenv.Eventually(t, fmt.Sprintf("%q prints %q", code, want), func() bool {
 			out = mustRun(t, cs, code)
 			return out == want
 		})
@@ -67,7 +67,7 @@ func TestLiveReload(t *testing.T) {
 	if err := os.Rename(broken, filepath.Join(dir, "a.json")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "codebridge reports the broken a.json", func() bool {
+	testenv.Eventually(t, "codebridge reports the broken a.json", func() bool {
 		for line := range strings.Lines(stderr.String()) {
 			if strings.Contains(line, "config problem") && strings.Contains(line, "a.json") {
 				return true
@@ -83,7 +83,7 @@ func TestLiveReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("print(discovered_servers())", "('keep',)\n")
-	eventually(t, fmt.Sprintf("the removed server's process %d has exited", pid), func() bool { return !processAlive(pid) })
+	testenv.Eventually(t, fmt.Sprintf("the removed server's process %d has exited", pid), func() bool { return !processAlive(pid) })
 }
 
 // serverPID returns the newest mcp-server-everything process below the
@@ -196,7 +196,7 @@ func TestNoOrphans(t *testing.T) {
 			if err := end.stop(cs, cmd.Process); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "codebridge exits after "+end.name, func() bool { return !processAlive(cmd.Process.Pid) })
+			testenv.Eventually(t, "codebridge exits after "+end.name, func() bool { return !processAlive(cmd.Process.Pid) })
 			t.Logf("codebridge exited %v after %s", time.Since(stopped).Round(time.Millisecond), end.name)
 			var alive []int
 			for _, p := range kids {

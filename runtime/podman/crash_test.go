@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // crashChildEnv makes the test binary act as a codebridge that warms a
@@ -67,7 +69,7 @@ func TestHardDeath(t *testing.T) {
 	child.Process.Signal(syscall.SIGKILL)
 	child.Wait()
 
-	eventually(t, fmt.Sprintf("the child's podman service (pid %d) dies with it", svcPid), func() bool { return !processAlive(svcPid) })
+	testenv.Eventually(t, fmt.Sprintf("the child's podman service (pid %d) dies with it", svcPid), func() bool { return !processAlive(svcPid) })
 	// Another codebridge on this host (another test run) may call
 	// RemoveStale and remove the dead child's container at any moment.
 	gone := func(err error) bool {

@@ -38,20 +38,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// eventually waits until cond, which another process makes true, holds. Use
-// it only where no event can be waited for; the 30 s limit only stops a
-// broken run from hanging, it asserts nothing about speed.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after 30 s until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Sandbox images scripts/build-image.sh builds.
@@ -137,4 +138,19 @@ func (s *localStream) Write(p []byte) (int, error) { return s.in.Write(p) }
 func (s *localStream) Close() error {
 	s.in.Close()
 	return s.cmd.Process.Kill()
+}
+
+// Eventually waits until cond, which other goroutines or processes make true,
+// holds, checking every 10 ms. Use it only where no event can be waited for;
+// its 30 s limit only stops a broken run from hanging, it asserts nothing
+// about speed.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after 30 s until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
