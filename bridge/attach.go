@@ -56,10 +56,11 @@ func newAttachments(cfg Config) *attachments {
 // add keeps p, or records it as dropped and returns an error the sandbox
 // raises as MCPError(too_large) naming the limit.
 func (a *attachments) add(p python.AttachParams) error {
-	switch p.Kind {
-	case kindImage, kindFile:
-	default:
+	switch {
+	case p.Kind != kindImage && p.Kind != kindFile:
 		return &rpcError{code: "bad_arguments", msg: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
+	case p.Data == nil && p.Bytes <= a.max:
+		return &rpcError{code: "bad_arguments", msg: "attachment without data: the sandbox omits only data over the limit"}
 	}
 	if p.Data != nil {
 		p.Bytes = len(p.Data)
@@ -73,7 +74,7 @@ func (a *attachments) add(p python.AttachParams) error {
 	info.Name = a.unique(info.Name)
 	var why string
 	switch {
-	case p.Data == nil || p.Bytes > a.max:
+	case p.Bytes > a.max:
 		why = fmt.Sprintf("%s is over the %s limit per image or file (MCP_BRIDGE_MAX_ATTACHMENT_SIZE)", byteSize(p.Bytes), byteSize(a.max))
 	case len(a.kept) >= a.maxN:
 		why = fmt.Sprintf("this run already returned %d images and files, the most one run may (MCP_BRIDGE_MAX_ATTACHMENTS)", len(a.kept))

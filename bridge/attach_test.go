@@ -69,6 +69,9 @@ func TestAttachmentLimits(t *testing.T) {
 	if _, err := h.Call(ctx, python.MethodAttach, attachParams("video", "x", "", []byte{1}, 0)); err == nil {
 		t.Error("an unknown kind was accepted")
 	}
+	if _, err := h.Call(ctx, python.MethodAttach, attachParams("image", "x", "", nil, 10)); err == nil {
+		t.Error("an attachment under the limit without data was accepted")
+	}
 
 	content, kept, dropped := att.contents()
 	if len(content) != 3 || len(kept) != 3 || len(dropped) != 3 {
