@@ -48,5 +48,11 @@ log "vet for macOS and Windows (go run ...@latest must build there too)"
 for goos in darwin windows; do GOOS=$goos CGO_ENABLED=0 go vet ./...; done
 
 log "go test -race"
-if [ $# -eq 0 ]; then set -- ./...; fi
-go test -race -count=1 -timeout 30m "$@"
+if [ $# -gt 0 ]; then
+  exec go test -race -count=1 -timeout 30m "$@"
+fi
+go test -race -count=1 -timeout 30m ./...
+# The end-to-end tests again with the minimal image as the sandbox (the data
+# image's own test, which needs pandas, is skipped); -race ran above.
+log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
+MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
