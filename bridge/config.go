@@ -114,14 +114,7 @@ var settings = []setting{
 	{"max_attachment_size", "2m", "Largest image or file one run returns (show_image, return_file, figures); at most 16m.",
 		func(c *Config, v string) (err error) { c.MaxAttachment, err = sizeAtMost(v, 16<<20); return err }},
 	{"max_attachments", "10", "Images and files one run returns, at most; later ones are dropped with a note.",
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 100 {
-				return errors.New("want a whole number from 0 to 100")
-			}
-			c.MaxAttachN = n
-			return nil
-		}},
+		func(c *Config, v string) (err error) { c.MaxAttachN, err = intBetween(v, 0, 100); return err }},
 	{"max_attachments_total", "8m", "Bytes of images and files one run returns, at most (before base64); at most 64m.",
 		func(c *Config, v string) (err error) { c.MaxAttachSum, err = sizeAtMost(v, 64<<20); return err }},
 	{"preload", "numpy,pandas,matplotlib.pyplot", "Modules a session's Python imports in the background while it waits for its first run (comma-separated; empty for none). Makes a session's first data import instant; costs each session about 75 MiB, so it is skipped when MCP_BRIDGE_MEMORY is under 384m. Missing ones are skipped.",
@@ -153,14 +146,7 @@ var settings = []setting{
 			return err
 		}},
 	{"warm_containers", "1", "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || n > 16 {
-				return errors.New("want a whole number from 0 to 16")
-			}
-			c.WarmSandboxes = n
-			return nil
-		}},
+		func(c *Config, v string) (err error) { c.WarmSandboxes, err = intBetween(v, 0, 16); return err }},
 	{"sessions", "1", "1 keeps each MCP session's Python interpreter (variables, imports, files) between run_python calls; 0 gives every call a fresh container.",
 		func(c *Config, v string) (err error) { c.Sessions, err = strconv.ParseBool(v); return err }},
 	{"session_idle_timeout", "900", "End a sandbox session unused this long, in seconds, and remove its container; 0 keeps it until its MCP session ends.",
@@ -173,14 +159,16 @@ var settings = []setting{
 			return err
 		}},
 	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended.",
-		func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1024 {
-				return errors.New("want a whole number from 1 to 1024")
-			}
-			c.MaxSessions = n
-			return nil
-		}},
+		func(c *Config, v string) (err error) { c.MaxSessions, err = intBetween(v, 1, 1024); return err }},
+}
+
+// intBetween parses a whole number from lo to hi.
+func intBetween(v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("want a whole number from %d to %d", lo, hi)
+	}
+	return n, nil
 }
 
 // sizeAtMost parses a size in bytes (or with k, m, g) no larger than limit.
