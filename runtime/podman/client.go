@@ -95,6 +95,9 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 
 	if uri, from := explicitURI(opts.URI); uri != "" {
 		if err := c.dial(ctx, uri); err != nil {
+			if _, lerr := exec.LookPath("podman"); lerr != nil && strings.HasPrefix(uri, "unix://") {
+				return nil, unavailable(err, "podman is not installed, and nothing answers at %s (from %s): %s", uri, from, installHint)
+			}
 			return nil, unavailable(err, "podman API not reachable at %s (from %s): %v: start it with 'podman system service --time=0 %s' or fix %s",
 				uri, from, rootCause(err), uri, from)
 		}
@@ -120,7 +123,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 
 	bin, err := exec.LookPath("podman")
 	if err != nil {
-		msg := "podman is not installed: install it (Debian: apt-get install podman runc) or run scripts/setup.sh"
+		msg := "podman is not installed: " + installHint
 		if len(tried) > 0 {
 			msg += "; sockets found but not answering: " + strings.Join(tried, ", ")
 		}
@@ -216,8 +219,8 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 		}
 		select {
 		case <-svc.exited:
-			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why, or run scripts/setup.sh",
-				svc.diagnostics(), svc.uri())
+			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
+				svc.diagnostics(), svc.uri(), setupHint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err

@@ -25,8 +25,13 @@ func TestConnectUnavailable(t *testing.T) {
 		wantMsg []string
 	}{
 		{
-			name:    "bogus CONTAINER_HOST",
+			name:    "bogus CONTAINER_HOST, no podman",
 			env:     map[string]string{"CONTAINER_HOST": "unix:///nonexistent/podman.sock", "PATH": ""},
+			wantMsg: []string{"podman is not installed", "nothing answers at unix:///nonexistent/podman.sock (from CONTAINER_HOST)", "apt-get install podman", "#two-commands"},
+		},
+		{
+			name:    "bogus CONTAINER_HOST",
+			env:     map[string]string{"CONTAINER_HOST": "unix:///nonexistent/podman.sock", "PATH": fakePodman},
 			wantMsg: []string{"podman API not reachable at unix:///nonexistent/podman.sock", "CONTAINER_HOST", "podman system service --time=0", "no such file"},
 		},
 		{
@@ -43,7 +48,7 @@ func TestConnectUnavailable(t *testing.T) {
 		{
 			name:    "no podman",
 			env:     map[string]string{"CONTAINER_HOST": "", "XDG_RUNTIME_DIR": t.TempDir(), "PATH": ""},
-			wantMsg: []string{"podman is not installed", "apt-get install podman", "scripts/setup.sh"},
+			wantMsg: []string{"podman is not installed", "apt-get install podman", "brew install podman", "codebridge#two-commands"},
 		},
 		{
 			name:    "service fails to start",
@@ -138,7 +143,7 @@ func TestEnsureImage(t *testing.T) {
 	}
 	// localhost has no registry: the pull fails fast, on loopback only.
 	_, err = c.EnsureImage(t.Context(), "localhost/codebridge-no-such-image:1")
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "scripts/build-image.sh") {
-		t.Errorf("EnsureImage(missing) = %v; want ErrUnavailable naming scripts/build-image.sh", err)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "codebridge#two-commands") {
+		t.Errorf("EnsureImage(missing) = %v; want ErrUnavailable naming the README's set-up", err)
 	}
 }

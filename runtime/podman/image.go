@@ -11,9 +11,16 @@ import (
 	"strings"
 )
 
+// Hints in errors, for people who started codebridge with go run or a
+// release binary and have no checkout: they name the README, not scripts.
+const (
+	setupHint   = "see the set-up in codebridge's README, https://github.com/codebridge-mcp/codebridge#two-commands (scripts/setup.sh in a checkout)"
+	installHint = "install Podman (Debian and Ubuntu: apt-get install podman runc; macOS: brew install podman, then podman machine init and podman machine start), then " + setupHint
+)
+
 // Images [Client.EnsureImage] falls back to.
 const (
-	// DefaultImage is the sandbox image scripts/build-image.sh builds.
+	// DefaultImage is the sandbox image codebridge's set-up builds.
 	DefaultImage = "localhost/codebridge-sandbox:latest"
 	// FallbackImage is pulled when DefaultImage does not exist.
 	FallbackImage = "docker.io/library/python:3.12-slim"
@@ -33,8 +40,8 @@ func (c *Client) EnsureImage(ctx context.Context, configured string) (string, er
 			return configured, nil
 		}
 		if err := c.pull(ctx, configured); err != nil {
-			return "", unavailable(err, "sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (scripts/build-image.sh builds %s) or set MCP_BRIDGE_IMAGE to a local image with python3",
-				configured, err, DefaultImage)
+			return "", unavailable(err, "sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (%s) or set MCP_BRIDGE_IMAGE to a local image with python3",
+				configured, err, setupHint)
 		}
 		return configured, nil
 	}
@@ -47,8 +54,8 @@ func (c *Client) EnsureImage(ctx context.Context, configured string) (string, er
 	}
 	c.log.Info("sandbox image missing, pulling a fallback", "missing", DefaultImage, "pulling", FallbackImage)
 	if err := c.pull(ctx, FallbackImage); err != nil {
-		return "", unavailable(err, "no sandbox image: %s does not exist and pulling %s failed: %v: run scripts/build-image.sh (needs no registry) or set MCP_BRIDGE_IMAGE",
-			DefaultImage, FallbackImage, err)
+		return "", unavailable(err, "no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
+			DefaultImage, FallbackImage, err, setupHint)
 	}
 	return FallbackImage, nil
 }

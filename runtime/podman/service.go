@@ -51,7 +51,7 @@ func startService(bin, dir string, log *slog.Logger) (*service, error) {
 	s.cmd.Dir = dir
 	s.cmd.SysProcAttr = serviceProcAttr()
 	if err := s.cmd.Start(); err != nil {
-		return nil, unavailable(err, "cannot start '%s system service': %v: install podman (Debian: apt-get install podman runc) or run scripts/setup.sh", bin, err)
+		return nil, unavailable(err, "cannot start '%s system service': %v: %s", bin, err, installHint)
 	}
 	log.Info("started podman API service", "pid", s.cmd.Process.Pid, "uri", s.uri())
 	go func() {
