@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -40,18 +41,32 @@ type snapshot struct {
 	servers []*discovery.Server // enabled only, sorted by name
 	alias   map[string]string   // name → alias
 	byKey   map[string]*discovery.Server
+	// unusable says why a named server is not among servers: its
+	// definition is invalid, or it is disabled. Keyed by name.
+	unusable map[string]string
 }
 
 func newSnapshot(cfg *discovery.Config) *snapshot {
-	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}}
+	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}, unusable: map[string]string{}}
 	if cfg == nil {
 		return s
 	}
 	var names []string
 	for _, srv := range cfg.Servers {
-		if !srv.Disabled {
-			s.servers = append(s.servers, srv)
-			names = append(names, srv.Name)
+		if srv.Disabled {
+			where := ""
+			if srv.Source != "" {
+				where = " in " + srv.Source
+			}
+			s.unusable[srv.Name] = fmt.Sprintf(`MCP server %q is disabled%s ("disabled": true): remove that line to use it`, srv.Name, where)
+			continue
+		}
+		s.servers = append(s.servers, srv)
+		names = append(names, srv.Name)
+	}
+	for _, p := range cfg.Problems { // a broken definition that was not loaded
+		if p.Server != "" && !p.Warning && s.unusable[p.Server] == "" && !slices.Contains(names, p.Server) {
+			s.unusable[p.Server] = fmt.Sprintf("the definition of MCP server %q is invalid: %s; fix the file and the next call sees it (no restart)", p.Server, p)
 		}
 	}
 	s.alias = discovery.Aliases(names)
@@ -90,6 +105,9 @@ func (s *snapshot) visible() []python.ServerInfo {
 func (s *snapshot) resolve(key string) (*discovery.Server, error) {
 	if srv := s.byKey[key]; srv != nil {
 		return srv, nil
+	}
+	if why := s.unusable[key]; why != "" {
+		return nil, &rpcError{code: "unknown_server", msg: why}
 	}
 	names := make([]string, len(s.servers))
 	for i, srv := range s.servers {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -198,7 +200,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 		code, text   string
 	}{
 		{"unknown server", "list_tools", map[string]any{"server": "my-maht"}, "unknown_server", `did you mean "my-math"`},
-		{"disabled server is unknown", "list_tools", map[string]any{"server": "off"}, "unknown_server", "unknown MCP server"},
+		{"disabled server is named", "list_tools", map[string]any{"server": "off"}, "unknown_server", `MCP server "off" is disabled ("disabled": true)`},
 		{"unknown tool", "call_tool", map[string]any{"server": "my-math", "tool": "get_summ"}, "unknown_tool", `did you mean "get-sum"`},
 		{"arguments not a dict", "call_tool", map[string]any{"server": "my-math", "tool": "echo", "arguments": []int{1}}, "bad_arguments", "must be a dict"},
 		{"arguments of the wrong type", "call_tool", map[string]any{"server": "my-math", "tool": "strict", "arguments": map[string]any{"x": "two"}}, "bad_arguments", "x must be a number. query_tool_docs(\"my-math\", \"strict\", detail=\"full\")"},
@@ -356,5 +358,41 @@ func TestPrepareServerFailsToStart(t *testing.T) {
 	infos, err := d.Prepare(t.Context(), []string{"down"})
 	if err != nil || len(infos) != 1 || !infos[0].Loaded || len(infos[0].Tools) != 0 {
 		t.Fatalf("Prepare = %+v, %v; want down marked loaded, without tools, and no error", infos, err)
+	}
+}
+
+// TestUnusableServerNamed: a server whose definition is invalid, or that is
+// disabled, is named as such when code asks for it, with the file and the
+// reason, not reported as unknown.
+func TestUnusableServerNamed(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "servers.json")
+	if err := os.WriteFile(cfgFile, []byte(`{"mcpServers": {
+  "good": {"command": "true"},
+  "bad": {"command": 5},
+  "off": {"command": "true", "disabled": true}
+}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap := newSnapshot(discovery.Load(dir, nil, discovery.Options{}))
+	if _, err := snap.resolve("good"); err != nil {
+		t.Fatalf("good: %v", err)
+	}
+	for key, want := range map[string][]string{
+		"bad":   {`the definition of MCP server "bad" is invalid`, cfgFile + ":3:", `"command"`, "no restart"},
+		"off":   {`MCP server "off" is disabled in ` + cfgFile, `"disabled": true`},
+		"other": {`unknown MCP server "other"`},
+	} {
+		_, err := snap.resolve(key)
+		var rpc *rpcError
+		if !errors.As(err, &rpc) || rpc.code != "unknown_server" {
+			t.Errorf("%s: %v, want unknown_server", key, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(rpc.msg, w) {
+				t.Errorf("%s: %q does not say %q", key, rpc.msg, w)
+			}
+		}
 	}
 }
