@@ -92,13 +92,16 @@ func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, 
 	res := out.Result
 	io.WriteString(opts.Stdout, res.Stdout)
 	io.WriteString(opts.Stderr, res.Stderr)
-	if _, kept, dropped := att.contents(); len(kept)+len(dropped) > 0 {
+	if _, kept, dropped, more := att.contents(); len(kept)+len(dropped) > 0 {
 		for _, a := range kept {
 			fmt.Fprintf(opts.Stderr, "codebridge: the run returned %s %q (%s, %s), which exec does not show: an MCP client receives it from run_python\n",
 				a.Kind, a.Name, a.MIMEType, byteSize(a.Bytes))
 		}
 		for _, d := range dropped {
 			fmt.Fprintf(opts.Stderr, "codebridge: %s %q not returned: %s\n", d.Kind, d.Name, d.Reason)
+		}
+		if more > 0 {
+			fmt.Fprintf(opts.Stderr, "codebridge: and %d more not returned\n", more)
 		}
 	}
 	if f := res.Error; f != nil {

@@ -40,9 +40,14 @@ type attachments struct {
 	mu      sync.Mutex // protects following
 	kept    []attachment
 	sum     int
-	dropped []attachmentInfo
-	names   map[string]bool // given out, kept or dropped
+	dropped []attachmentInfo // the first maxDropped
+	more    int              // dropped beyond those, only counted
+	names   map[string]bool  // given out, kept or dropped
 }
+
+// maxDropped bounds the dropped attachments a run's result describes one by
+// one, so code that sends endless oversized attachments costs the host little.
+const maxDropped = 20
 
 type attachment struct {
 	attachmentInfo
@@ -71,7 +76,6 @@ func (a *attachments) add(p python.AttachParams) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	info.Name = a.unique(info.Name)
 	var why string
 	switch {
 	case p.Bytes > a.max:
@@ -82,14 +86,20 @@ func (a *attachments) add(p python.AttachParams) error {
 		why = fmt.Sprintf("with it this run would return %s of images and files, over the %s limit per run (MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL)",
 			byteSize(a.sum+p.Bytes), byteSize(a.maxSum))
 	}
-	if why != "" {
+	if why == "" {
+		info.Name = a.unique(info.Name)
+		a.kept = append(a.kept, attachment{attachmentInfo: info, data: p.Data})
+		a.sum += p.Bytes
+		return nil
+	}
+	if len(a.dropped) < maxDropped { // names are made unique only for what the result lists
+		info.Name = a.unique(info.Name)
 		info.Reason = why
 		a.dropped = append(a.dropped, info)
-		return &rpcError{code: "too_large", msg: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
+	} else {
+		a.more++
 	}
-	a.kept = append(a.kept, attachment{attachmentInfo: info, data: p.Data})
-	a.sum += p.Bytes
-	return nil
+	return &rpcError{code: "too_large", msg: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
 }
 
 // unique returns name, or name with a number before its extension when the
@@ -114,11 +124,12 @@ func shrinkHint(kind string) string {
 	return "Return a smaller file (sample or aggregate the rows, compress it), or print a summary instead"
 }
 
-// contents is what was kept, as MCP content in the order it came, and the
-// structured descriptions of what was kept and what was dropped.
-func (a *attachments) contents() ([]mcp.Content, []attachmentInfo, []attachmentInfo) {
+// contents is what was kept, as MCP content in the order it came, the
+// structured descriptions of what was kept and of the first dropped ones, and
+// how many more were dropped.
+func (a *attachments) contents() (content []mcp.Content, kept, dropped []attachmentInfo, more int) {
 	if a == nil {
-		return nil, nil, nil
+		return nil, nil, nil, 0
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -138,7 +149,7 @@ func (a *attachments) contents() ([]mcp.Content, []attachmentInfo, []attachmentI
 		}
 		out = append(out, &mcp.EmbeddedResource{Resource: rc})
 	}
-	return out, infos, a.dropped
+	return out, infos, a.dropped, a.more
 }
 
 // isText tells whether a MIME type's content is text, to embed it as text.

@@ -73,7 +73,7 @@ func TestAttachmentLimits(t *testing.T) {
 		t.Error("an attachment under the limit without data was accepted")
 	}
 
-	content, kept, dropped := att.contents()
+	content, kept, dropped, _ := att.contents()
 	if len(content) != 3 || len(kept) != 3 || len(dropped) != 3 {
 		t.Fatalf("content %d, kept %+v, dropped %+v; want 3 of each", len(content), kept, dropped)
 	}
@@ -120,5 +120,28 @@ func TestIsText(t *testing.T) {
 		if got := isText(mime); got != want {
 			t.Errorf("isText(%q) = %v, want %v", mime, got, want)
 		}
+	}
+}
+
+// TestAttachmentDropsBounded: code that sends endless oversized attachments
+// makes the result list the first maxDropped and count the rest.
+func TestAttachmentDropsBounded(t *testing.T) {
+	att := newAttachments(Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
+	h := attachHost{Host: &recordingHost{}, att: att}
+	for range 1000 {
+		if _, err := h.Call(context.Background(), python.MethodAttach, attachParams("image", "x.png", "image/png", nil, 11)); err == nil {
+			t.Fatal("an oversized attachment was accepted")
+		}
+	}
+	_, _, dropped, more := att.contents()
+	if len(dropped) != maxDropped || more != 1000-maxDropped || len(att.names) != maxDropped {
+		t.Errorf("%d dropped listed, %d more, %d names; want %d, %d, %d", len(dropped), more, len(att.names), maxDropped, 1000-maxDropped, maxDropped)
+	}
+	r := formatResult(&python.Result{}, nil, att)
+	if text := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "and 980 more not returned.") {
+		t.Errorf("text:\n%s", text)
+	}
+	if out := r.StructuredContent.(output); out.DroppedMore != 980 {
+		t.Errorf("dropped_attachments_more = %d", out.DroppedMore)
 	}
 }

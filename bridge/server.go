@@ -244,13 +244,15 @@ type output struct {
 	// DroppedAttachments those over the run's limits, with the reason.
 	Attachments        []attachmentInfo `json:"attachments,omitempty"`
 	DroppedAttachments []attachmentInfo `json:"dropped_attachments,omitempty"`
+	// DroppedMore counts dropped attachments past the first 20 listed.
+	DroppedMore int `json:"dropped_attachments_more,omitempty"`
 }
 
 // formatResult turns a run into a tool result: the printed output as text,
 // then the images and files the run returned (att may be nil), and every
 // detail as structured content.
 func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *attachments) *mcp.CallToolResult {
-	extra, kept, dropped := att.contents()
+	extra, kept, dropped, droppedMore := att.contents()
 	var text strings.Builder
 	if note := sessionNote(sess); note != "" {
 		text.WriteString(note + "\n")
@@ -280,6 +282,9 @@ func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *attachments)
 		for _, d := range dropped {
 			fmt.Fprintf(&b, "%s %q (%s) not returned: %s.\n", d.Kind, d.Name, d.MIMEType, d.Reason)
 		}
+		if droppedMore > 0 {
+			fmt.Fprintf(&b, "and %d more not returned.\n", droppedMore)
+		}
 		section("attachments", b.String())
 	}
 	if f := r.Error; f != nil {
@@ -303,7 +308,7 @@ func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *attachments)
 		Stdout: r.Stdout, Stderr: r.Stderr, ExitCode: exit, DurationMS: r.Duration.Milliseconds(),
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
-		Session: sess, Background: r.Background, Attachments: kept, DroppedAttachments: dropped,
+		Session: sess, Background: r.Background, Attachments: kept, DroppedAttachments: dropped, DroppedMore: droppedMore,
 	}
 	return &mcp.CallToolResult{
 		Content:           append([]mcp.Content{&mcp.TextContent{Text: text.String()}}, extra...),
