@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"go/token"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,6 +48,13 @@ type Config struct {
 	SessionIdle   time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions   int           // live sandbox sessions at most
 	Preload       []string      // modules a session's interpreter imports before its first run
+	MaxRuns       int           // run_python calls in progress (or waiting their turn) at once, at most
+
+	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
+	HTTPToken     string        // bearer token HTTP clients send; "" generates one in StateDir
+	HTTPAuth      bool          // require the bearer token; false is allowed on loopback only
+	HTTPOrigins   []string      // browser origins allowed besides loopback ones
+	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
 }
 
 // setting describes one environment variable: its koanf key, default and parser.
@@ -158,8 +167,52 @@ var settings = []setting{
 			c.SessionIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended.",
+	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended. Over HTTP also the MCP sessions open at once: one more is refused (503) until one ends.",
 		func(c *Config, v string) (err error) { c.MaxSessions, err = intBetween(v, 1, 1024); return err }},
+	{"max_runs", "16", "run_python calls in progress (or waiting for their session) at once, at most; past that a call fails at once with a busy error.",
+		func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, 1024); return err }},
+	{"http", "", "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.",
+		func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return errors.New("want HOST:PORT such as 127.0.0.1:8080 (or :8080 for every interface)")
+			}
+			c.HTTP = v
+			return nil
+		}},
+	{"http_token", "", "Bearer token HTTP clients must send (at least 16 characters). Unset: one is generated, kept in the state folder (http-token, mode 0600) and printed at start.",
+		func(c *Config, v string) error { c.HTTPToken = v; return nil }},
+	{"http_auth", "token", "token requires the bearer token on /mcp; none turns that off, which is refused unless ADDR is a loopback address.",
+		func(c *Config, v string) error {
+			switch v {
+			case "token":
+				c.HTTPAuth = true
+			case "none":
+				c.HTTPAuth = false
+			default:
+				return errors.New("want token or none")
+			}
+			return nil
+		}},
+	{"http_allowed_origins", "", "Browser origins allowed to call /mcp besides loopback ones, comma-separated, e.g. https://agent.example.com. A request from another Origin is refused (403).",
+		func(c *Config, v string) error {
+			c.HTTPOrigins = nil
+			for _, o := range strings.Split(v, ",") {
+				if o = strings.TrimSpace(o); o == "" {
+					continue
+				}
+				u, err := url.Parse(o)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+					return fmt.Errorf("%q is not an origin: want scheme://host[:port] such as https://agent.example.com", o)
+				}
+				c.HTTPOrigins = append(c.HTTPOrigins, strings.ToLower(u.Scheme+"://"+u.Host))
+			}
+			return nil
+		}},
+	{"http_shutdown_grace", "20", "When an HTTP server is stopped (SIGTERM), how long runs in progress may finish before they are cancelled, in seconds.",
+		func(c *Config, v string) (err error) { c.ShutdownGrace, err = ParseSeconds(v); return err }},
 }
 
 // intBetween parses a whole number from lo to hi.

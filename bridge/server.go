@@ -56,7 +56,14 @@ type Server struct {
 
 	mu       sync.Mutex // protects following
 	sessions map[*mcp.ServerSession]string
+	runs     int           // run_python calls in progress or waiting their turn
+	draining bool          // Drain was called: new runs are refused
+	drained  chan struct{} // closed when runs reaches 0 while draining; nil if none waits
 }
+
+// failBusy is the failure kind of a run refused because codebridge is at its
+// limit of runs in progress, or stopping.
+const failBusy python.FailureKind = "busy"
 
 // NewServer builds the MCP server with its one tool and the manual resource.
 func NewServer(cfg Config, opts Options) *Server {
@@ -97,9 +104,65 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
+// Drain stops taking runs (a new one fails with a busy error) and waits for
+// the runs in progress to finish, or for ctx to end; then it cancels those
+// still running and returns.
+func (s *Server) Drain(ctx context.Context) {
+	s.mu.Lock()
+	s.draining = true
+	wait := s.drained
+	if s.runs > 0 && wait == nil {
+		wait = make(chan struct{})
+		s.drained = wait
+	}
+	s.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			s.logger.Warn("cancelling the runs still in progress at shutdown", "runs", s.Runs())
+		}
+	}
+	s.quitOnce.Do(func() { close(s.quit) })
+}
+
+// Runs is the number of run_python calls in progress or waiting their turn.
+func (s *Server) Runs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs
+}
+
+// startRun counts a run in, or says why it cannot start: MaxRuns are in
+// progress, or the server is draining. done counts it out.
+func (s *Server) startRun() (done func(), refused *mcp.CallToolResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.draining:
+		return nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
+	case s.cfg.MaxRuns > 0 && s.runs >= s.cfg.MaxRuns:
+		return nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", s.runs)
+	}
+	s.runs++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.runs--
+		if s.runs == 0 && s.drained != nil {
+			close(s.drained)
+		}
+	}, nil
+}
+
 // runPython is the run_python handler. A problem with the caller's input or code
 // is a tool result with IsError, written for a model to act on.
 func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	done, refused := s.startRun()
+	if refused != nil {
+		return refused, nil
+	}
+	defer done()
 	var in toolInput
 	dec := json.NewDecoder(bytes.NewReader(orEmptyObject(req.Params.Arguments)))
 	dec.DisallowUnknownFields()
@@ -340,10 +403,15 @@ func sessionNote(s *sandbox.SessionInfo) string {
 }
 
 func inputError(format string, args ...any) *mcp.CallToolResult {
+	return toolError("invalid_input", format, args...)
+}
+
+// toolError is a run_python result that ran no code, failed for reason kind.
+func toolError(kind python.FailureKind, format string, args ...any) *mcp.CallToolResult {
 	msg := fmt.Sprintf(format, args...)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
-		StructuredContent: output{ExitCode: -1, Error: &python.Failure{Kind: "invalid_input", Message: msg}},
+		StructuredContent: output{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}},
 		IsError:           true,
 	}
 }

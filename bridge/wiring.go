@@ -185,6 +185,10 @@ func (c *containers) Warm(ctx context.Context) error {
 	return nil
 }
 
+// Ready reports whether Podman answers and the image is there, connecting
+// first if needed.
+func (c *containers) Ready(ctx context.Context) error { return c.engine.Ready(ctx) }
+
 // Close ends every session and removes every container, then closes the
 // Podman connection (and a service codebridge started).
 func (c *containers) Close(ctx context.Context) error {

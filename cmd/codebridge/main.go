@@ -4,6 +4,7 @@
 // Usage:
 //
 //	codebridge [--config-dir DIR]            serve MCP over stdio (what agents run)
+//	codebridge serve --http ADDR             serve MCP over streamable HTTP at ADDR/mcp
 //	codebridge exec [--timeout T] FILE|-     run a Python file in the sandbox, print its output
 //	codebridge servers [--tools]             list configured servers and their state
 //	codebridge version                       print the version
@@ -48,6 +49,8 @@ servers configured in ~/MCPs/*.json, which codebridge starts on demand.
 
 Usage:
   codebridge [--config-dir DIR]          serve MCP on stdin/stdout (agents run this)
+  codebridge serve --http ADDR           serve MCP over streamable HTTP at http://ADDR/mcp
+                                         (token auth; see the README's "Serve over HTTP")
   codebridge exec [--timeout T] FILE|-   run a Python file in the sandbox and print its output
   codebridge servers [--tools]           list the configured servers and their state
   codebridge memory [VERB]               see and remove what agents stored (memory --help)
@@ -132,9 +135,11 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	var fs *flag.FlagSet
 	var tools *bool
 	var timeout time.Duration
+	var httpAddr string
 	switch cmd {
 	case "serve":
 		fs = newFlags(cmd, &configDir)
+		fs.StringVar(&httpAddr, "http", "", "serve MCP over streamable HTTP on HOST:PORT")
 		if code, done := parseFlags(fs, args, usage(pin), stdout, stderr); done {
 			return code
 		}
@@ -187,24 +192,29 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if configDir != "" {
 		cfg.ConfigDir = configDir
 	}
+	if httpAddr != "" {
+		cfg.HTTP = httpAddr
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(cmd, cfg)}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	switch cmd {
-	case "serve":
+	switch {
+	case cmd == "serve" && cfg.HTTP != "":
+		err = bridge.ListenAndServe(ctx, cfg, bridge.HTTPOptions{Logger: logger, Version: version(), Notice: stderr})
+	case cmd == "serve":
 		if isTerminal(stdin) {
 			fmt.Fprint(stderr, usage(pin))
 			fmt.Fprintln(stderr, "\nstdin is a terminal, so there is no MCP client to talk to: exiting.")
 			return 0
 		}
 		err = bridge.Serve(ctx, cfg, bridge.ServeOptions{Logger: logger, Version: version(), In: stdin, Out: nopCloser{stdout}})
-	case "exec":
+	case cmd == "exec":
 		return execCmd(ctx, cfg, logger, fs.Args(), timeout, stdin, stdout, stderr)
-	case "memory":
+	case cmd == "memory":
 		return memoryCmd(cfg, fs.Args(), stdout, stderr)
-	case "servers":
+	case cmd == "servers":
 		err = bridge.ListServers(ctx, cfg, bridge.ListOptions{Logger: logger, Tools: *tools, Out: stdout})
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
