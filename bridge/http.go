@@ -92,7 +92,7 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() },
 		&mcp.StreamableHTTPOptions{SessionTimeout: cfg.SessionIdle, Logger: sdkLogger})
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.limitSessions(mcpHandler))))
+	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.limitSessions(f.countPosts(mcpHandler)))))
 	mux.HandleFunc("GET "+HealthPath, f.health)
 	hs := &http.Server{
 		Handler:           f.logRequests(f.checkHost(mux)),
@@ -128,6 +128,7 @@ type front struct {
 
 	creating sync.Mutex  // held while a request may create a session
 	stopping atomic.Bool // shutting down: no new sessions
+	posts    counter     // POST requests to /mcp in progress: their answers are on the way
 }
 
 // shutdown stops hs: it stops accepting at once, lets runs finish up to the
@@ -145,6 +146,11 @@ func (f *front) shutdown(hs *http.Server, served <-chan error) {
 	}()
 	grace, cancel := context.WithTimeout(context.Background(), f.cfg.ShutdownGrace)
 	f.srv.Drain(grace)
+	cancel()
+	// A finished run's answer is still being written to its POST: let
+	// those end before the sessions close under them.
+	answered, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	f.posts.wait(answered)
 	cancel()
 	for ss := range f.srv.MCP().Sessions() {
 		ss.Close()
@@ -246,6 +252,17 @@ func (f *front) limitSessions(next http.Handler) http.Handler {
 			w.Header().Set("Retry-After", "10")
 			writeRPCError(w, r, http.StatusServiceUnavailable, msg)
 			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// countPosts counts the POST requests in progress, for shutdown.
+func (f *front) countPosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			f.posts.add(1)
+			defer f.posts.add(-1)
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -56,9 +56,52 @@ type Server struct {
 
 	mu       sync.Mutex // protects following
 	sessions map[*mcp.ServerSession]string
-	runs     int           // run_python calls in progress or waiting their turn
-	draining bool          // Drain was called: new runs are refused
-	drained  chan struct{} // closed when runs reaches 0 while draining; nil if none waits
+	draining bool // Drain was called: new runs are refused
+
+	runs counter // run_python calls in progress or waiting their turn
+}
+
+// counter counts work in progress and lets one wait until there is none.
+type counter struct {
+	mu   sync.Mutex // protects following
+	n    int
+	zero chan struct{} // closed when n reaches 0; nil while no one waits
+}
+
+func (c *counter) add(delta int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += delta
+	if c.n == 0 && c.zero != nil {
+		close(c.zero)
+		c.zero = nil
+	}
+}
+
+func (c *counter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// wait waits until the count is 0 and reports true, or until ctx ends.
+func (c *counter) wait(ctx context.Context) bool {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.mu.Unlock()
+		return true
+	}
+	if c.zero == nil {
+		c.zero = make(chan struct{})
+	}
+	zero := c.zero
+	c.mu.Unlock()
+	select {
+	case <-zero:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // failBusy is the failure kind of a run refused because codebridge is at its
@@ -110,49 +153,29 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 func (s *Server) Drain(ctx context.Context) {
 	s.mu.Lock()
 	s.draining = true
-	wait := s.drained
-	if s.runs > 0 && wait == nil {
-		wait = make(chan struct{})
-		s.drained = wait
-	}
 	s.mu.Unlock()
-	if wait != nil {
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			s.logger.Warn("cancelling the runs still in progress at shutdown", "runs", s.Runs())
-		}
+	if !s.runs.wait(ctx) {
+		s.logger.Warn("cancelling the runs still in progress at shutdown", "runs", s.Runs())
 	}
 	s.quitOnce.Do(func() { close(s.quit) })
 }
 
 // Runs is the number of run_python calls in progress or waiting their turn.
-func (s *Server) Runs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runs
-}
+func (s *Server) Runs() int { return s.runs.count() }
 
 // startRun counts a run in, or says why it cannot start: MaxRuns are in
 // progress, or the server is draining. done counts it out.
 func (s *Server) startRun() (done func(), refused *mcp.CallToolResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
+	switch n := s.runs.count(); {
 	case s.draining:
 		return nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
-	case s.cfg.MaxRuns > 0 && s.runs >= s.cfg.MaxRuns:
-		return nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", s.runs)
+	case s.cfg.MaxRuns > 0 && n >= s.cfg.MaxRuns:
+		return nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", n)
 	}
-	s.runs++
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.runs--
-		if s.runs == 0 && s.drained != nil {
-			close(s.drained)
-		}
-	}, nil
+	s.runs.add(1)
+	return func() { s.runs.add(-1) }, nil
 }
 
 // runPython is the run_python handler. A problem with the caller's input or code

@@ -13,6 +13,9 @@ bench() { # package, pattern, benchtime
 echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
+echo "## the same over HTTP (serve --http): one live session; 20 sessions at once x 50 runs each (throughput, p50/p95)"
+bench ./cmd/codebridge 'HTTP/live-session' 200x
+bench ./cmd/codebridge 'HTTP/20-sessions' 1x
 echo "## first run of a new session, a warm container ready (with and without MCP_BRIDGE_PRELOAD)"
 bench ./cmd/codebridge 'FirstRunNewSession' 20x
 echo "## import pandas, numpy, matplotlib: first run of a new session (preloaded or not), live session; a plot returned"

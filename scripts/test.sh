@@ -23,6 +23,9 @@ npm_pkgs=(
   @modelcontextprotocol/server-memory@2026.8.31
   @modelcontextprotocol/server-filesystem@2026.8.31
   @modelcontextprotocol/sdk@1.32.2
+  # The newest Inspector whose CLI has --header; it declares Node 22 but its
+  # CLI runs on Node 20 (npm only warns), offline once installed.
+  @modelcontextprotocol/inspector@0.21.2
 )
 stamp="$NPM_DIR/.codebridge-installed"
 if [ "$(cat "$stamp" 2>/dev/null)" != "${npm_pkgs[*]}" ]; then

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,4 +236,98 @@ func BenchmarkToolCallNative(b *testing.B) {
 	}
 	slices.Sort(perCall)
 	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+}
+
+// BenchmarkHTTP is run_python over the HTTP front (serve --http), through
+// the go-sdk's streamable HTTP client with the bearer token:
+//
+//   - live-session: run_python("print(1)") back to back in one live session,
+//     next to BenchmarkRunPythonPrint/live-session over stdio.
+//   - 20-sessions: 20 sessions at once, each running 50 short runs back to
+//     back (their first run, which starts the session's container, is done
+//     before timing); runs/s is the throughput of all 1,000 runs, p50/p95
+//     their latency. Every run must succeed, and stopping codebridge
+//     afterwards must leave no container (startHTTP's cleanup checks).
+//
+// Run it with:
+//
+//	go test ./cmd/codebridge -run '^$' -bench 'HTTP/live-session' -benchtime 200x
+//	go test ./cmd/codebridge -run '^$' -bench 'HTTP/20-sessions' -benchtime 1x
+func BenchmarkHTTP(b *testing.B) {
+	b.Run("live-session", func(b *testing.B) {
+		hb := startHTTP(b, bridgeEnv(b, b.TempDir()))
+		cs := hb.goClient(b, hb.Token)
+		runPython(b, cs, map[string]any{"code": "print(1)"})
+		var ds []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			r := runPython(b, cs, map[string]any{"code": "print(1)"})
+			ds = append(ds, time.Since(start))
+			if r.IsError || r.Out.Stdout != "1\n" {
+				b.Fatalf("unexpected result: %s", r.Text)
+			}
+		}
+		reportQuantiles(b, ds)
+	})
+	b.Run("20-sessions", func(b *testing.B) {
+		const sessions, runs = 20, 50
+		// Room for every session and run at once; nothing preloaded, so 20
+		// interpreters starting do not each import the data libraries.
+		hb := startHTTP(b, bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_MAX_SESSIONS=20", "MCP_BRIDGE_MAX_RUNS=20", "MCP_BRIDGE_PRELOAD="))
+		css := make([]*mcp.ClientSession, sessions)
+		for i := range css {
+			css[i] = hb.goClient(b, hb.Token)
+		}
+		var wg sync.WaitGroup
+		for _, cs := range css {
+			wg.Go(func() { callPrint(cs) })
+		}
+		wg.Wait()
+		var (
+			mu   sync.Mutex
+			ds   []time.Duration
+			errs []error
+		)
+		var total time.Duration
+		for b.Loop() {
+			start := time.Now()
+			for _, cs := range css {
+				wg.Go(func() {
+					for range runs {
+						t0 := time.Now()
+						err := callPrint(cs)
+						mu.Lock()
+						ds = append(ds, time.Since(t0))
+						if err != nil {
+							errs = append(errs, err)
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			total += time.Since(start)
+		}
+		if len(errs) > 0 {
+			b.Fatalf("%d of %d runs failed; first: %v", len(errs), len(ds), errs[0])
+		}
+		b.ReportMetric(float64(len(ds))/total.Seconds(), "runs/s")
+		reportQuantiles(b, ds)
+	})
+}
+
+// callPrint runs print(1) in cs and says what went wrong, if anything.
+func callPrint(cs *mcp.ClientSession) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "print(1)"}})
+	switch {
+	case err != nil:
+		return err
+	case res.IsError || len(res.Content) == 0:
+		return fmt.Errorf("run failed: %+v", res.Content)
+	case res.Content[0].(*mcp.TextContent).Text != "1\n":
+		return fmt.Errorf("output %q", res.Content[0].(*mcp.TextContent).Text)
+	}
+	return nil
 }
