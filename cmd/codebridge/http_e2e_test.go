@@ -253,9 +253,9 @@ func TestHTTPThroughTypeScriptClient(t *testing.T) {
 			{Client: 1, Code: "print(x)"},
 		}},
 		{Pause: true},
-		{Client: 0, Close: true},      // 4
-		{Pause: true},                 // the deleted session's container is gone
-		{Client: 1, Code: "print(x)"}, // 5
+		{Client: 0, Close: true},                  // 4
+		{Pause: true},                             // the deleted session's container is gone
+		{Client: 1, Code: "print(x)"},             // 5
 		{Client: 2, Connect: true, NoToken: true}, // 6
 		{Client: 3, Connect: true, Token: &wrong}, // 7
 	}, func(r []tsHTTPResult) {
