@@ -314,11 +314,14 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 	if f.stopping.Load() {
 		status, code = "stopping", http.StatusServiceUnavailable
 	}
-	body, _ := json.Marshal(map[string]any{
-		"status": status, "podman": podman,
-		"sessions": f.sessions(), "max_sessions": f.cfg.MaxSessions,
-		"runs": f.srv.Runs(), "max_runs": f.cfg.MaxRuns,
-	})
+	body, _ := json.Marshal(struct {
+		Status      string `json:"status"`
+		Podman      string `json:"podman"`
+		Sessions    int    `json:"sessions"`
+		MaxSessions int    `json:"max_sessions"`
+		Runs        int    `json:"runs"`
+		MaxRuns     int    `json:"max_runs"`
+	}{status, podman, f.sessions(), f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
