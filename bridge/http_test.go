@@ -1,0 +1,160 @@
+package bridge
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+func TestIsLoopbackAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "localhost:8080": true, "LocalHost:1": true, "[::1]:8080": true, "127.1.2.3:80": true,
+		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "192.168.1.2:8080": false, "example.com:80": false, "127.0.0.1": false,
+	} {
+		if got := isLoopbackAddr(addr); got != want {
+			t.Errorf("isLoopbackAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	t.Run("setting", func(t *testing.T) {
+		tok, path, err := bearerToken(Config{HTTPToken: "0123456789abcdef", StateDir: t.TempDir()})
+		if err != nil || tok != "0123456789abcdef" || path != "" {
+			t.Errorf("got %q %q %v", tok, path, err)
+		}
+		for _, weak := range []string{"short", "0123456789 abcdef"} {
+			if _, _, err := bearerToken(Config{HTTPToken: weak}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
+				t.Errorf("token %q: %v, want a refusal that does not repeat it", weak, err)
+			}
+		}
+	})
+	t.Run("generated and kept", func(t *testing.T) {
+		cfg := Config{StateDir: filepath.Join(t.TempDir(), "state")}
+		tok, path, err := bearerToken(cfg)
+		if err != nil || len(tok) < 32 || path != filepath.Join(cfg.StateDir, tokenFile) {
+			t.Fatalf("got %q %q %v", tok, path, err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("token file: %v %v, want mode 0600", fi.Mode(), err)
+		}
+		again, _, err := bearerToken(cfg)
+		if err != nil || again != tok {
+			t.Errorf("second start: %q %v, want the kept token", again, err)
+		}
+		os.Chmod(path, 0o644)
+		if _, _, err := bearerToken(cfg); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Errorf("token file readable by others: %v, want a refusal saying what to do", err)
+		}
+	})
+}
+
+func TestListenAndServeRefusesOpenNetworkAddress(t *testing.T) {
+	cfg := defaultConfig(t)
+	cfg.HTTP, cfg.HTTPAuth = "0.0.0.0:0", false
+	err := ListenAndServe(t.Context(), cfg, HTTPOptions{})
+	if err == nil || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), "MCP_BRIDGE_HTTP_AUTH") {
+		t.Errorf("got %v, want a refusal naming loopback and MCP_BRIDGE_HTTP_AUTH", err)
+	}
+}
+
+// TestFrontChecks: the Host, Origin and token checks in front of /mcp, each
+// refusal before the handler behind runs.
+func TestFrontChecks(t *testing.T) {
+	const token = "0123456789abcdef0123"
+	cfg := defaultConfig(t)
+	cfg.HTTPOrigins = []string{"https://agent.example.com"}
+	f := &front{cfg: cfg, loopback: true, port: "8080", token: tokenDigest(token)}
+	reached := false
+	h := f.checkHost(f.checkOrigin(f.authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))))
+	tests := []struct {
+		name, host, origin, auth string
+		want                     int
+	}{
+		{"ok", "127.0.0.1:8080", "", "Bearer " + token, 200},
+		{"localhost and a loopback origin", "localhost:8080", "http://localhost:6274", "Bearer " + token, 200},
+		{"ipv6 loopback", "[::1]:8080", "", "Bearer " + token, 200},
+		{"listed origin", "127.0.0.1:8080", "https://agent.example.com", "Bearer " + token, 200},
+		{"no token", "127.0.0.1:8080", "", "", 401},
+		{"wrong token", "127.0.0.1:8080", "", "Bearer " + token + "x", 401},
+		{"lower-case scheme", "127.0.0.1:8080", "", "bearer " + token, 401},
+		{"rebound host", "evil.example:8080", "", "Bearer " + token, 403},
+		{"host without port", "127.0.0.1", "", "Bearer " + token, 403},
+		{"other port", "127.0.0.1:9090", "", "Bearer " + token, 403},
+		{"foreign origin", "127.0.0.1:8080", "https://evil.example", "Bearer " + token, 403},
+		{"origin null", "127.0.0.1:8080", "null", "Bearer " + token, 403},
+		{"listed origin on another port", "127.0.0.1:8080", "https://agent.example.com:444", "Bearer " + token, 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reached = false
+			req := httptest.NewRequest("POST", "/mcp", nil)
+			req.Host = tt.host
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != tt.want || reached != (tt.want == 200) {
+				t.Errorf("status %d (handler reached: %v), want %d: %s", w.Code, reached, tt.want, w.Body)
+			}
+			if tt.want == 401 && w.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+}
+
+// TestRunLimitAndDrain: past MaxRuns a run fails at once with a busy error;
+// Drain refuses new runs, waits for the one in progress, and cancels it when
+// its ctx ends first.
+func TestRunLimitAndDrain(t *testing.T) {
+	cfg := defaultConfig(t)
+	cfg.MaxRuns = 1
+	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
+	s := NewServer(cfg, Options{Runner: r})
+	cs := connect(t, s)
+	first := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "wait()"}})
+		first <- res
+	}()
+	<-r.started
+	res, out := call(t, cs, map[string]any{"code": "print(1)"})
+	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_RUNS") {
+		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_RUNS", text(res))
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	drained := make(chan struct{})
+	go func() { s.Drain(ctx); close(drained) }()
+	// Drain is waiting for the run; new runs are refused meanwhile.
+	testenv.Eventually(t, "new runs refused while draining", func() bool {
+		res, _ := call(t, cs, map[string]any{"code": "print(1)"})
+		return strings.Contains(text(res), "shutting down")
+	})
+	select {
+	case <-drained:
+		t.Fatal("Drain returned while a run was in progress and its ctx alive")
+	default:
+	}
+	cancel() // the grace period ends: the run is cancelled
+	<-drained
+	if res := <-first; res != nil && !res.IsError {
+		t.Errorf("the run in progress after the grace period: %s, want it cancelled", text(res))
+	}
+	if n := s.Runs(); n != 0 {
+		t.Errorf("%d runs counted after Drain", n)
+	}
+}
