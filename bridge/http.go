@@ -57,6 +57,9 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 	if notice == nil {
 		notice = os.Stderr
 	}
+	if _, _, err := net.SplitHostPort(cfg.HTTP); err != nil {
+		return fmt.Errorf("--http %q: want HOST:PORT such as 127.0.0.1:8080 (or :8080 for every interface)", cfg.HTTP)
+	}
 	loopback := isLoopbackAddr(cfg.HTTP)
 	if !cfg.HTTPAuth && !loopback {
 		return fmt.Errorf("%sHTTP_AUTH=none is allowed only on a loopback address such as 127.0.0.1:8080, and %s is not one: anyone who reaches it could run code; remove %sHTTP_AUTH to require a token, or listen on 127.0.0.1",
@@ -97,6 +100,7 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 	hs := &http.Server{
 		Handler:           f.logRequests(f.checkHost(mux)),
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.With("component", "http").Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)

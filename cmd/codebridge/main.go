@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -142,6 +143,10 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fs.StringVar(&httpAddr, "http", "", "serve MCP over streamable HTTP on HOST:PORT")
 		if code, done := parseFlags(fs, args, usage(pin), stdout, stderr); done {
 			return code
+		}
+		if _, _, err := net.SplitHostPort(httpAddr); httpAddr != "" && err != nil {
+			fmt.Fprintf(stderr, "codebridge serve: --http %q: want HOST:PORT such as 127.0.0.1:8080 (or :8080 for every interface)\n", httpAddr)
+			return 2
 		}
 	case "exec":
 		fs = newFlags(cmd, &configDir)
