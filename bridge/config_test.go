@@ -20,6 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
 		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
+		MaxRuns: 16, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -47,6 +48,18 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	}
 }
 
+func TestLoadConfigHTTP(t *testing.T) {
+	c, err := LoadConfig([]string{"MCP_BRIDGE_HTTP=127.0.0.1:8080", "MCP_BRIDGE_HTTP_TOKEN=t0ken-t0ken-t0ken", "MCP_BRIDGE_HTTP_AUTH=none",
+		"MCP_BRIDGE_HTTP_ALLOWED_ORIGINS= https://Agent.Example.com , http://b.example:8443/", "MCP_BRIDGE_HTTP_SHUTDOWN_GRACE=1m", "MCP_BRIDGE_MAX_RUNS=4"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP != "127.0.0.1:8080" || c.HTTPToken != "t0ken-t0ken-t0ken" || c.HTTPAuth || c.ShutdownGrace != time.Minute || c.MaxRuns != 4 ||
+		!reflect.DeepEqual(c.HTTPOrigins, []string{"https://agent.example.com", "http://b.example:8443"}) {
+		t.Errorf("got %+v", c)
+	}
+}
+
 func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct{ env, want string }{
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
@@ -70,6 +83,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_LOG_LEVEL=loud", `invalid MCP_BRIDGE_LOG_LEVEL="loud": want debug, info, warn or error`},
 		{"MCP_BRIDGE_WARM_CONTAINERS=99", "invalid MCP_BRIDGE_WARM_CONTAINERS"},
 		{"MCP_BRIDGE_ALLOW_SELF_SERVER=maybe", "invalid MCP_BRIDGE_ALLOW_SELF_SERVER"},
+		{"MCP_BRIDGE_MAX_RUNS=0", "invalid MCP_BRIDGE_MAX_RUNS"},
+		{"MCP_BRIDGE_HTTP=8080", `invalid MCP_BRIDGE_HTTP="8080": want HOST:PORT`},
+		{"MCP_BRIDGE_HTTP_AUTH=off", `invalid MCP_BRIDGE_HTTP_AUTH="off": want token or none`},
+		{"MCP_BRIDGE_HTTP_ALLOWED_ORIGINS=https://a.example,evil", `"evil" is not an origin`},
+		{"MCP_BRIDGE_HTTP_ALLOWED_ORIGINS=https://a.example/app", `is not an origin`},
+		{"MCP_BRIDGE_HTTP_SHUTDOWN_GRACE=0", "invalid MCP_BRIDGE_HTTP_SHUTDOWN_GRACE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {
