@@ -113,9 +113,11 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 	select {
 	case err = <-served:
 		err = fmt.Errorf("serving HTTP on %s: %w", cfg.HTTP, err)
+		f.shutdown(hs)
 	case <-ctx.Done():
+		f.shutdown(hs)
+		<-served
 	}
-	f.shutdown(hs, served)
 	return err
 }
 
@@ -138,7 +140,7 @@ type front struct {
 // shutdown stops hs: it stops accepting at once, lets runs finish up to the
 // grace period, cancels the rest, closes every MCP session (which ends their
 // sandbox sessions), and then closes the connections left.
-func (f *front) shutdown(hs *http.Server, served <-chan error) {
+func (f *front) shutdown(hs *http.Server) {
 	f.stopping.Store(true)
 	f.logger.Info("stopping: no new connections; waiting for runs in progress", "runs", f.srv.Runs(), "grace", f.cfg.ShutdownGrace)
 	closed := make(chan struct{})
@@ -166,7 +168,6 @@ func (f *front) shutdown(hs *http.Server, served <-chan error) {
 	}
 	hs.Close()
 	<-closed
-	<-served
 }
 
 // checkHost refuses a request whose Host is not this server's loopback
