@@ -484,3 +484,16 @@ func TestHTTPShutdown(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPIdleSessionEnds: an HTTP session without requests for
+// MCP_BRIDGE_SESSION_IDLE_TIMEOUT is closed, and its container removed.
+func TestHTTPIdleSessionEnds(t *testing.T) {
+	b := startHTTP(t, bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_SESSION_IDLE_TIMEOUT=2s", "MCP_BRIDGE_WARM_CONTAINERS=0"))
+	cs := b.goClient(t, b.Token)
+	id := firstLine(mustRun(t, cs, hostname))
+	if !slices.Contains(containersOf(t, b.Cmd.Process.Pid), id) {
+		t.Fatalf("container %q is not codebridge's", id)
+	}
+	testenv.Eventually(t, "the idle session to close", func() bool { _, h := b.health(t); return h.Sessions == 0 })
+	containerGone(t, id)
+}
