@@ -145,10 +145,10 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 			},
 		},
 		{
-			name:           "global allow, replaced by the entry's",
-			global:         discovery.ToolPolicy{Allow: []string{"read_file"}},
-			entry:          discovery.ToolPolicy{Allow: []string{"write_file"}},
-			visible:        []string{"write_file"},
+			name:    "global allow, replaced by the entry's",
+			global:  discovery.ToolPolicy{Allow: []string{"read_file"}},
+			entry:   discovery.ToolPolicy{Allow: []string{"write_file"}},
+			visible: []string{"write_file"},
 			refusedBecause: map[string][]string{
 				"read_file": {`"tools.allow" of ` + policyFile}, "error_file": {`"tools.allow"`},
 				"wipe_file": {`"tools.allow"`}, "read_secret": {`"tools.allow"`},
