@@ -6,6 +6,7 @@
 //	codebridge [--config-dir DIR]            serve MCP over stdio (what agents run)
 //	codebridge exec [--timeout T] FILE|-     run a Python file in the sandbox, print its output
 //	codebridge servers [--tools]             list configured servers and their state
+//	codebridge audit [-n N] [--json]         show the tool calls code made
 //	codebridge version                       print the version
 //
 // Every command takes --help, --version and --config-dir.
@@ -51,6 +52,7 @@ Usage:
   codebridge exec [--timeout T] FILE|-   run a Python file in the sandbox and print its output
   codebridge servers [--tools]           list the configured servers and their state
   codebridge memory [VERB]               see and remove what agents stored (memory --help)
+  codebridge audit [-n N] [--server S]   the tool calls code made, most recent last (audit --help)
   codebridge version                     print the version
 
 Every command takes --help, --version and --config-dir DIR (default ~/MCPs, or
@@ -132,6 +134,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	var fs *flag.FlagSet
 	var tools *bool
 	var timeout time.Duration
+	var auditF *auditFilter
 	switch cmd {
 	case "serve":
 		fs = newFlags(cmd, &configDir)
@@ -158,6 +161,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		if code, done := parseFlags(fs, args, memoryHelp, stdout, stderr); done {
 			return code
 		}
+	case "audit":
+		fs = newFlags(cmd, &configDir)
+		auditF = auditFlags(fs)
+		if code, done := parseFlags(fs, args, auditHelp, stdout, stderr); done {
+			return code
+		}
 	case "version":
 		fs = newFlags(cmd, &configDir)
 		if code, done := parseFlags(fs, args, versionHelp, stdout, stderr); done {
@@ -166,7 +175,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "codebridge", version())
 		return 0
 	case "help":
-		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "version": versionHelp}[strings.Join(args, " ")]
+		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "version": versionHelp}[strings.Join(args, " ")]
 		fmt.Fprint(stdout, cmp.Or(help, usage(pin)))
 		return 0
 	default:
@@ -204,6 +213,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return execCmd(ctx, cfg, logger, fs.Args(), timeout, stdin, stdout, stderr)
 	case "memory":
 		return memoryCmd(cfg, fs.Args(), stdout, stderr)
+	case "audit":
+		return auditCmd(cfg, auditF, stdout, stderr)
 	case "servers":
 		err = bridge.ListServers(ctx, cfg, bridge.ListOptions{Logger: logger, Tools: *tools, Out: stdout})
 	}
