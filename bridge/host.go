@@ -343,6 +343,9 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		if c, ok := err.(interface{ RPCCode() string }); ok {
 			rec.Outcome = c.RPCCode()
 		}
+		if ctx.Err() != nil {
+			rec.Outcome = audit.OutcomeCancelled
+		}
 	default:
 		// Encoded once here, for its size, and handed on as it is.
 		raw, merr := json.Marshal(res)

@@ -39,6 +39,7 @@ const (
 const (
 	OutcomeOK        = "ok"         // the tool returned a result
 	OutcomeToolError = "tool_error" // the tool returned a result marked isError
+	OutcomeCancelled = "cancelled"  // the run ended (time limit, client, crash) while the call was in progress
 )
 
 // Record is one tool call, as one line of the log.
@@ -49,8 +50,8 @@ type Record struct {
 	Server     string    `json:"server"` // the configured name, or what the code asked for if it is unknown
 	Tool       string    `json:"tool"`
 	DurationMS float64   `json:"duration_ms"`
-	// Outcome is ok, tool_error, or the code of the error the code got
-	// (policy_denied, unknown_server, unknown_tool, bad_arguments,
+	// Outcome is ok, tool_error, cancelled, or the code of the error the
+	// code got (policy_denied, unknown_server, unknown_tool, bad_arguments,
 	// server_failed, timeout, internal).
 	Outcome     string          `json:"outcome"`
 	Error       string          `json:"error,omitempty"` // codebridge's message for an error, shortened

@@ -16,8 +16,9 @@ const auditHelp = `Usage: codebridge audit [-n N] [--json] [--server NAME] [--se
 
 Shows the most recent MCP tool calls that sandboxed code made, oldest first:
 when, which sandbox session and run, which server and tool, how long it took,
-the outcome (ok, tool_error, or the error the code got: policy_denied,
-unknown_tool, unknown_server, bad_arguments, server_failed, timeout, internal)
+the outcome (ok, tool_error, cancelled when the run ended during the call, or
+the error the code got: policy_denied, unknown_tool, unknown_server,
+bad_arguments, server_failed, timeout, internal)
 and the sizes of the arguments and the result in bytes.
 
 Flags:
