@@ -340,8 +340,9 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = "internal", err.Error()
-		if c, ok := err.(interface{ RPCCode() string }); ok {
-			rec.Outcome = c.RPCCode()
+		var coded interface{ RPCCode() string }
+		if errors.As(err, &coded) {
+			rec.Outcome = coded.RPCCode()
 		}
 		if ctx.Err() != nil {
 			rec.Outcome = audit.OutcomeCancelled
