@@ -177,13 +177,18 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 		}
 	}
 	if opts.Tools {
+		snap := newSnapshot(conf, cfg.Tools)
 		for _, st := range status {
 			if len(tools[st.Name]) == 0 {
 				continue
 			}
 			fmt.Fprintf(opts.Out, "\n%s:\n", st.Name)
 			for _, t := range tools[st.Name] {
-				fmt.Fprintf(opts.Out, "  %-32s %s\n", t.Name, firstLine(t.Description))
+				mark := ""
+				if snap.blocked(st.Name, t) != "" {
+					mark = "[blocked by policy] "
+				}
+				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, firstLine(t.Description))
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/knadh/koanf/v2"
 
+	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
@@ -55,6 +56,13 @@ type Config struct {
 	HTTPAuth      bool          // require the bearer token; false is allowed on loopback only
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
+	// Tools is the tool policy of every server, which a server's entry
+	// refines (MCP_BRIDGE_TOOLS_ALLOW, _TOOLS_DENY, _READ_ONLY).
+	Tools         discovery.ToolPolicy
+	Audit         bool  // record every tool call made from code in the audit log
+	AuditContents bool  // also record the calls' arguments and results
+	AuditMaxSize  int64 // rotate the audit log at this size, in bytes
+	AuditKeep     int   // rotated audit logs kept
 }
 
 // setting describes one environment variable: its koanf key, default and parser.
@@ -213,6 +221,45 @@ var settings = []setting{
 		}},
 	{"http_shutdown_grace", "20", "When an HTTP server is stopped (SIGTERM), how long runs in progress may finish before they are cancelled, in seconds.",
 		func(c *Config, v string) (err error) { c.ShutdownGrace, err = ParseSeconds(v); return err }},
+	{"tools_allow", "", "Tool names or globs (comma-separated, Go path.Match syntax) that code may use on every server; unset admits all. A server's \"tools\": {\"allow\"} replaces it. See Policy.",
+		func(c *Config, v string) (err error) { c.Tools.Allow, err = patterns(v); return err }},
+	{"tools_deny", "", "Tool names or globs that code may never see or call, on any server; added to each server's \"tools\": {\"deny\"}. Deny wins over allow.",
+		func(c *Config, v string) (err error) { c.Tools.Deny, err = patterns(v); return err }},
+	{"read_only", "0", "1 admits only tools annotated readOnlyHint: true (and not destructiveHint: true), on every server whose entry has no \"readOnly\".",
+		func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			c.Tools.ReadOnly = &b
+			return err
+		}},
+	{"audit", "1", "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see Audit); 0 records nothing.",
+		func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
+	{"audit_contents", "0", "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",
+		func(c *Config, v string) (err error) { c.AuditContents, err = strconv.ParseBool(v); return err }},
+	{"audit_max_size", "10m", "Size at which the audit log is rotated (calls.jsonl becomes calls.jsonl.1).",
+		func(c *Config, v string) (err error) {
+			c.AuditMaxSize, err = podman.ParseSize(v)
+			if err == nil && c.AuditMaxSize < 4<<10 {
+				err = errors.New("want 4k or more")
+			}
+			return err
+		}},
+	{"audit_keep", "5", "Rotated audit logs kept besides the current one; older ones are deleted.",
+		func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
+}
+
+// patterns parses a comma-separated list of tool names or globs.
+func patterns(v string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if err := discovery.CheckPattern(p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // intBetween parses a whole number from lo to hi.

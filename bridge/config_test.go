@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
 func TestLoadConfigDefaults(t *testing.T) {
@@ -21,6 +23,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: 16, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
+		Tools: discovery.ToolPolicy{ReadOnly: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -39,6 +42,15 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	c2, err := LoadConfig([]string{"MCP_BRIDGE_TOOLS_ALLOW= get-*, echo ,", "MCP_BRIDGE_TOOLS_DENY=*delete*", "MCP_BRIDGE_READ_ONLY=1",
+		"MCP_BRIDGE_AUDIT=0", "MCP_BRIDGE_AUDIT_CONTENTS=1", "MCP_BRIDGE_AUDIT_MAX_SIZE=1m", "MCP_BRIDGE_AUDIT_KEEP=0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTools := discovery.ToolPolicy{Allow: []string{"get-*", "echo"}, Deny: []string{"*delete*"}, ReadOnly: new(true)}
+	if !reflect.DeepEqual(c2.Tools, wantTools) || c2.Audit || !c2.AuditContents || c2.AuditMaxSize != 1<<20 || c2.AuditKeep != 0 {
+		t.Errorf("policy and audit settings: got %+v", c2)
 	}
 	if c.Image != "localhost/x:1" || c.Timeout != 5*time.Second || c.MaxTimeout != 2*time.Minute ||
 		c.Memory != 1<<30 || c.Pids != 64 || c.CPUs != 0.5 || c.ContainerUser != "1000:1000" ||
@@ -89,6 +101,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_HTTP_ALLOWED_ORIGINS=https://a.example,evil", `"evil" is not an origin`},
 		{"MCP_BRIDGE_HTTP_ALLOWED_ORIGINS=https://a.example/app", `is not an origin`},
 		{"MCP_BRIDGE_HTTP_SHUTDOWN_GRACE=0", "invalid MCP_BRIDGE_HTTP_SHUTDOWN_GRACE"},
+		{"MCP_BRIDGE_TOOLS_DENY=ok,[bad", `invalid MCP_BRIDGE_TOOLS_DENY="ok,[bad": "[bad" is not a valid glob`},
+		{"MCP_BRIDGE_TOOLS_ALLOW=a[", `invalid MCP_BRIDGE_TOOLS_ALLOW="a[": "a[" is not a valid glob`},
+		{"MCP_BRIDGE_READ_ONLY=sure", "invalid MCP_BRIDGE_READ_ONLY"},
+		{"MCP_BRIDGE_AUDIT_MAX_SIZE=1k", `invalid MCP_BRIDGE_AUDIT_MAX_SIZE="1k": want 4k or more`},
+		{"MCP_BRIDGE_AUDIT_KEEP=-1", "invalid MCP_BRIDGE_AUDIT_KEEP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -29,8 +30,10 @@ type downstream interface {
 // pool of downstream clients.
 type directory struct {
 	pool    downstream
-	maxArgs int           // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
-	store   *memory.Store // memories and saved helpers; nil means none
+	maxArgs int                  // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
+	store   *memory.Store        // memories and saved helpers; nil means none
+	tools   discovery.ToolPolicy // the global tool policy, which each server's entry refines; set before the first update
+	audit   *audit.Log           // records every tool call; nil records none
 	logger  *slog.Logger
 	snap    atomic.Pointer[snapshot]
 }
@@ -44,10 +47,13 @@ type snapshot struct {
 	// unusable says why a named server is not among servers: its
 	// definition is invalid, or it is disabled. Keyed by name.
 	unusable map[string]string
+	// policy is each server's tool policy, by name; nil (absent) admits
+	// every tool.
+	policy map[string]*policy
 }
 
-func newSnapshot(cfg *discovery.Config) *snapshot {
-	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}, unusable: map[string]string{}}
+func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
+	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}, unusable: map[string]string{}, policy: map[string]*policy{}}
 	if cfg == nil {
 		return s
 	}
@@ -72,6 +78,9 @@ func newSnapshot(cfg *discovery.Config) *snapshot {
 	s.alias = discovery.Aliases(names)
 	for _, srv := range s.servers {
 		s.byKey[srv.Name] = srv
+		if p := newPolicy(global, srv); p != nil {
+			s.policy[srv.Name] = p
+		}
 	}
 	for _, srv := range s.servers { // aliases second: a real name always wins
 		if a := s.alias[srv.Name]; s.byKey[a] == nil {
@@ -85,12 +94,22 @@ func newSnapshot(cfg *discovery.Config) *snapshot {
 // call whose arguments are over maxArgs bytes is refused. A nil logger discards.
 func newDirectory(pool downstream, maxArgs int, logger *slog.Logger) *directory {
 	d := &directory{pool: pool, maxArgs: maxArgs, logger: orDiscard(logger)}
-	d.snap.Store(newSnapshot(nil))
+	d.snap.Store(newSnapshot(nil, discovery.ToolPolicy{}))
 	return d
 }
 
 // update publishes a new configuration. The caller has already told the pool.
-func (d *directory) update(cfg *discovery.Config) { d.snap.Store(newSnapshot(cfg)) }
+func (d *directory) update(cfg *discovery.Config) { d.snap.Store(newSnapshot(cfg, d.tools)) }
+
+// admitted returns the tools of server that code may see and call.
+func (s *snapshot) admitted(server string, tools []*mcp.Tool) []*mcp.Tool {
+	return s.policy[server].admitted(server, tools)
+}
+
+// blocked says why code may not use t of server, or "" when it may.
+func (s *snapshot) blocked(server string, t *mcp.Tool) string {
+	return s.policy[server].blocked(server, t)
+}
 
 // visible lists the snapshot's servers for the sandbox.
 func (s *snapshot) visible() []python.ServerInfo {
@@ -151,7 +170,7 @@ func (d *directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 				d.logger.Warn("starting a server named in run_python's servers", "server", info.Name, "err", err)
 				return nil
 			}
-			for _, doc := range docsFor(s, s.byKey[info.Name], tools, "summary", false) {
+			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, tools), "summary", false) {
 				info.Tools = append(info.Tools, python.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil

@@ -15,11 +15,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // host answers one run's requests from the sandbox. It sees the configuration
@@ -196,8 +198,18 @@ func (h *host) Call(ctx context.Context, method string, params json.RawMessage) 
 	return res, err
 }
 
-// tools resolves a server and lists its tools, starting it if needed.
+// tools resolves a server and lists the tools its policy admits, starting
+// it if needed.
 func (h *host) tools(ctx context.Context, key string) (*discovery.Server, []*mcp.Tool, error) {
+	srv, all, err := h.allTools(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, h.snap.admitted(srv.Name, all), nil
+}
+
+// allTools is tools with the tools its policy blocks.
+func (h *host) allTools(ctx context.Context, key string) (*discovery.Server, []*mcp.Tool, error) {
 	srv, err := h.snap.resolve(key)
 	if err != nil {
 		return nil, nil, err
@@ -208,6 +220,29 @@ func (h *host) tools(ctx context.Context, key string) (*discovery.Server, []*mcp
 	}
 	return srv, tools, nil
 }
+
+// tool resolves one tool that code may use. A tool the policy blocks is
+// refused with policy_denied, saying which rule and where it is written;
+// an unknown one with unknown_tool, suggesting only admitted names.
+func (h *host) tool(ctx context.Context, key, name string) (*discovery.Server, *mcp.Tool, error) {
+	srv, all, err := h.allTools(ctx, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := findTool(srv, h.snap.admitted(srv.Name, all), name)
+	if err != nil {
+		if hidden, herr := findTool(srv, all, name); herr == nil {
+			if why := h.snap.blocked(srv.Name, hidden); why != "" {
+				return srv, hidden, &rpcError{code: codePolicyDenied, msg: why}
+			}
+		}
+		return srv, nil, err
+	}
+	return srv, t, nil
+}
+
+// codePolicyDenied is the MCPError code of a tool the policy blocks.
+const codePolicyDenied = "policy_denied"
 
 func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	srv, tools, err := h.tools(ctx, key)
@@ -230,7 +265,7 @@ func (h *host) queryToolDocs(ctx context.Context, key string, tool *string, deta
 	if tool == nil {
 		return docsFor(h.snap, srv, tools, detail, false), nil
 	}
-	t, err := findTool(srv, tools, *tool)
+	_, t, err := h.tool(ctx, key, *tool)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +294,7 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: firstLine(err.Error())})
 			continue
 		}
-		for _, t := range all[srv.Name] {
+		for _, t := range h.snap.admitted(srv.Name, all[srv.Name]) {
 			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: paramNames(t)})
 			refs[[2]string{srv.Name, t.Name}] = ref{srv, t}
 		}
@@ -286,7 +321,58 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 	return out, nil
 }
 
+// callTool calls a tool for the sandbox's code, the one way code reaches a
+// downstream tool (call_tool, the mcp_<alias> proxies and tool functions all
+// send call_tool): the policy is checked here, and the call is audited.
 func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage) (any, error) {
+	if h.dir.audit == nil {
+		res, err := h.call(ctx, key, tool, args, &audit.Record{})
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	rec := audit.Record{Time: time.Now(), Server: key, Tool: tool, ArgBytes: len(args)}
+	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
+	res, err := h.call(ctx, key, tool, args, &rec)
+	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
+	var out any
+	switch {
+	case err != nil:
+		rec.Outcome, rec.Error = "internal", err.Error()
+		var coded interface{ RPCCode() string }
+		if errors.As(err, &coded) {
+			rec.Outcome = coded.RPCCode()
+		}
+		if ctx.Err() != nil {
+			rec.Outcome = audit.OutcomeCancelled
+		}
+	default:
+		// Encoded once here, for its size, and handed on as it is.
+		raw, merr := json.Marshal(res)
+		if merr != nil {
+			err = &rpcError{code: "internal", msg: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, merr)}
+			rec.Outcome, rec.Error = "internal", err.Error()
+			break
+		}
+		rec.Outcome, rec.ResultBytes, out = audit.OutcomeOK, len(raw), json.RawMessage(raw)
+		if res.IsError {
+			rec.Outcome = audit.OutcomeToolError
+		}
+		if h.dir.audit.Contents() {
+			rec.Result = raw
+		}
+	}
+	if h.dir.audit.Contents() && json.Valid(args) {
+		rec.Arguments = args
+	}
+	h.dir.audit.Record(rec)
+	return out, err
+}
+
+// call is callTool without the audit; it fills rec's Server and Tool with
+// the names they resolve to.
+func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, rec *audit.Record) (*mcp.CallToolResult, error) {
 	// Refuse oversized arguments before the server is even started: a stdio
 	// server given a message over its SDK's cap (about 10 MiB) dies, and with
 	// it every other run's calls.
@@ -295,18 +381,28 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		if srv, err := h.snap.resolve(key); err == nil {
 			name = srv.Name
 		}
+		rec.Server = name
 		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf(
 			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
 			name, tool, len(args), byteSize(len(args)), h.dir.maxArgs, byteSize(h.dir.maxArgs))}
 	}
-	srv, tools, err := h.tools(ctx, key)
+	srv, t, err := h.tool(ctx, key, tool)
+	if srv != nil {
+		rec.Server = srv.Name
+	}
+	if t != nil {
+		rec.Tool = t.Name
+	}
 	if err != nil {
 		return nil, err
 	}
-	t, err := findTool(srv, tools, tool)
-	if err != nil {
-		return nil, err
+	// The run sees the configuration it started with, but a policy edited
+	// since then applies at once: the tool must be admitted now too.
+	if cur := h.dir.snap.Load(); cur != h.snap {
+		if why := cur.blocked(srv.Name, t); why != "" {
+			return nil, &rpcError{code: codePolicyDenied, msg: why}
+		}
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

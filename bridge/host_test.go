@@ -374,7 +374,7 @@ func TestUnusableServerNamed(t *testing.T) {
 }}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snap := newSnapshot(discovery.Load(dir, nil, discovery.Options{}))
+	snap := newSnapshot(discovery.Load(dir, nil, discovery.Options{}), discovery.ToolPolicy{})
 	if _, err := snap.resolve("good"); err != nil {
 		t.Fatalf("good: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -56,6 +57,12 @@ func startWith(ctx context.Context, cfg Config, sb sandboxRuntime, logger *slog.
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
 	p.dir = newDirectory(p.pool, cfg.MaxArgSize, logger)
 	p.dir.store = memory.New(cfg.StateDir)
+	p.dir.tools = cfg.Tools
+	if cfg.Audit {
+		p.dir.audit = audit.New(audit.Dir(cfg.StateDir), audit.Options{
+			MaxSize: cfg.AuditMaxSize, Keep: cfg.AuditKeep, Contents: cfg.AuditContents, Logger: logger.With("component", "audit"),
+		})
+	}
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)

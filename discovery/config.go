@@ -68,12 +68,12 @@ func (c *Config) Equal(o *Config) bool {
 // Source, since moving a definition to another file changes nothing about how
 // to reach it. Nil and empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
-	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description)
+	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools))
 }
 
 // SameEndpoint reports whether s and o reach the same server in the same way:
-// [Server.Equal] but for the Description, which changes nothing about a
-// running server, so a pool keeps its process.
+// [Server.Equal] but for the Description and the tool policy, which change
+// nothing about a running server, so a pool keeps its process.
 func (s *Server) SameEndpoint(o *Server) bool {
 	if s == nil || o == nil {
 		return s == o

@@ -389,6 +389,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	}
 	s.Env = strMap("env")
 	s.Headers = strMap("headers")
+	s.Tools = l.toolPolicy(name, m, at)
 
 	hasCmd = hasCmd && strings.TrimSpace(command) != ""
 	hasURL = hasURL && strings.TrimSpace(url) != ""
@@ -466,6 +467,74 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 		return nil, true
 	}
 	return s, true
+}
+
+// toolPolicy reads an entry's "tools" and "readOnly"; a problem with them
+// makes the entry invalid, so a mistyped policy never silently admits every
+// tool.
+func (l *fileLoader) toolPolicy(name string, m map[string]any, at func(...string) []string) ToolPolicy {
+	var p ToolPolicy
+	bad := func(msg string, keys ...string) { l.problem(name, at(keys...), msg, false) }
+	for _, k := range sortedKeys(m) {
+		if k != "readOnly" && strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(k), "readonly") {
+			bad(fmt.Sprintf(`unknown key %q: write "readOnly" (this spelling)`, k), k)
+		}
+	}
+	if v, present := m["readOnly"]; present {
+		b, isBool := v.(bool)
+		if !isBool {
+			bad(fmt.Sprintf(`"readOnly" must be true or false, found %s`, kind(v)), "readOnly")
+		} else {
+			p.ReadOnly = &b
+		}
+	}
+	v, present := m["tools"]
+	if !present {
+		return p
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		bad(fmt.Sprintf(`"tools" must be an object like {"allow": ["read_*"], "deny": ["delete_*"]}, found %s`, kind(v)), "tools")
+		return p
+	}
+	list := func(key string) []string {
+		v, present := obj[key]
+		if !present {
+			return nil
+		}
+		arr, isArr := v.([]any)
+		if !isArr {
+			bad(fmt.Sprintf(`"tools.%s" must be an array of tool names or globs like ["read_*"], found %s`, key, kind(v)), "tools", key)
+			return nil
+		}
+		out := []string{}
+		for i, e := range arr {
+			pat, isStr := e.(string)
+			if !isStr {
+				bad(fmt.Sprintf("tools.%s[%d] must be a string, found %s: quote it", key, i, kind(e)), "tools", key, fmt.Sprint(i))
+				continue
+			}
+			if err := CheckPattern(pat); err != nil {
+				bad(fmt.Sprintf("tools.%s[%d]: %v", key, i, err), "tools", key, fmt.Sprint(i))
+				continue
+			}
+			out = append(out, pat)
+		}
+		return out
+	}
+	p.Allow, p.Deny = list("allow"), list("deny")
+	for _, k := range sortedKeys(obj) {
+		if k != "allow" && k != "deny" {
+			bad(fmt.Sprintf(`unknown key %q in "tools": use "allow" and "deny" (lists of tool names or globs)`, k), "tools", k)
+		}
+	}
+	if len(p.Allow) == 0 {
+		p.Allow = nil // present but empty admits every tool, as missing does
+	}
+	if len(p.Deny) == 0 {
+		p.Deny = nil
+	}
+	return p
 }
 
 func isSelf(s *Server) bool {

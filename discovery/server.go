@@ -1,5 +1,12 @@
 package discovery
 
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+)
+
 // Transport names how codebridge reaches a server.
 type Transport string
 
@@ -23,4 +30,46 @@ type Server struct {
 	Cwd         string            // stdio only; empty means codebridge's working directory
 	URL         string            // HTTP transports only
 	Headers     map[string]string // HTTP transports only
+	Tools       ToolPolicy        // "tools" and "readOnly": which tools code may see and call
+}
+
+// ToolPolicy is what a server's entry says about its tools:
+//
+//	"tools": {"allow": ["read_*", "search"], "deny": ["*delete*"]}, "readOnly": true
+//
+// Patterns are tool names or globs in [path.Match] syntax, already checked. A
+// deny match always wins; an empty Allow admits every tool. ReadOnly admits
+// only tools annotated readOnlyHint: true and not destructiveHint: true; nil
+// leaves it to codebridge's global setting. The entry refines the global
+// settings (MCP_BRIDGE_TOOLS_ALLOW, _DENY, _READ_ONLY): its deny adds to
+// theirs, its allow and readOnly replace theirs.
+type ToolPolicy struct {
+	Allow    []string
+	Deny     []string
+	ReadOnly *bool
+}
+
+// Equal reports whether p and o say the same.
+func (p ToolPolicy) Equal(o ToolPolicy) bool {
+	return slices.Equal(p.Allow, o.Allow) && slices.Equal(p.Deny, o.Deny) &&
+		(p.ReadOnly == nil) == (o.ReadOnly == nil) && (p.ReadOnly == nil || *p.ReadOnly == *o.ReadOnly)
+}
+
+// CheckPattern reports whether p can be a tool pattern: a tool name, or a
+// glob in [path.Match] syntax (*, ?, [a-z], \ to escape).
+func CheckPattern(p string) error {
+	if p == "" {
+		return errors.New("an empty pattern matches no tool: remove it")
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return fmt.Errorf("%q is not a valid glob (%v): use *, ? and [...] as in Go's path.Match, \\ before a literal one", p, err)
+	}
+	return nil
+}
+
+// MatchTool reports whether the tool called name matches pattern, which
+// [CheckPattern] accepted.
+func MatchTool(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
 }

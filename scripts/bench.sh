@@ -24,6 +24,8 @@ echo "## start codebridge and answer tools/list with 100 servers configured"
 bench ./cmd/codebridge 'Startup100Servers' 10x
 echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000 sequential echo calls)"
 bench ./cmd/codebridge 'ToolCall' 3x
+echo "## one audit line (write under the folder lock, rotation check)"
+bench ./bridge/audit 'Record' 20000x
 echo "## the protocol's and Python's share: a request answered at once by the host, over local pipes"
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x

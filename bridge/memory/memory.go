@@ -28,6 +28,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
 )
 
 // Limits on what is stored, and the defaults of [Limits].
@@ -178,7 +180,7 @@ func (s *Store) save(key string, value, metadata json.RawMessage, ifRev int64) e
 		return tooLarge("metadata of memory %q is %s, over the %s limit", key, size(int64(len(metadata))), size(MaxMetadata))
 	}
 
-	unlock, err := lockDir(s.memDir())
+	unlock, err := dirlock.Lock(s.memDir())
 	if err != nil {
 		return err
 	}
@@ -363,7 +365,7 @@ func (s *Store) SaveTool(t Tool) error {
 	if len(t.Source) > s.limits.Source {
 		return tooLarge("saved helper %q is %s of source, over the %s limit of one helper", t.Name, size(int64(len(t.Source))), size(int64(s.limits.Source)))
 	}
-	unlock, err := lockDir(s.toolDir())
+	unlock, err := dirlock.Lock(s.toolDir())
 	if err != nil {
 		return err
 	}
@@ -431,26 +433,6 @@ func (s *Store) Tools() ([]Tool, error) {
 	return out, nil
 }
 
-// lockDir creates dir if needed and takes its writers' lock. The lock is
-// held by the open file, so a process that dies releases it.
-func lockDir(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening the lock of %s: %w", dir, err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
-	}
-	return func() {
-		unlockFile(f)
-		f.Close()
-	}, nil
-}
-
 // writeAtomic replaces path with data: readers see the old file or the new
 // one, never part of one, also after a crash.
 func writeAtomic(path string, data []byte) error {
@@ -498,7 +480,7 @@ func removeLocked(dir, path string) (bool, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return false, nil // nothing to do: no need to make the folder for its lock
 	}
-	unlock, err := lockDir(dir)
+	unlock, err := dirlock.Lock(dir)
 	if err != nil {
 		return false, err
 	}

@@ -412,6 +412,7 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 	keeps := map[string]func(*discovery.Server){
 		"Source":      func(s *discovery.Server) { s.Source = "/other" },
 		"Description": func(s *discovery.Server) { s.Description = "new" },
+		"Tools":       func(s *discovery.Server) { s.Tools = discovery.ToolPolicy{Deny: []string{"x"}, ReadOnly: new(true)} },
 	}
 	if n := reflect.TypeFor[discovery.Server]().NumField(); n != len(restarts)+len(keeps) {
 		t.Fatalf("discovery.Server has %d fields, the test knows %d: classify the new one", n, len(restarts)+len(keeps))

@@ -189,12 +189,17 @@ func BenchmarkStartup100Servers(b *testing.B) {
 
 // BenchmarkToolCallFromSandbox is the cost of one tool call made by sandboxed
 // code: 1,000 sequential echo calls to server-everything in one run, timed
-// inside the sandbox.
+// inside the sandbox; with the audit log (the default) and without it.
 func BenchmarkToolCallFromSandbox(b *testing.B) {
+	b.Run("audit", func(b *testing.B) { benchToolCall(b) })
+	b.Run("no-audit", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_AUDIT=0") })
+}
+
+func benchToolCall(b *testing.B, env ...string) {
 	requirePodman(b)
 	dir := b.TempDir()
 	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
-	cs, _ := session(b, bridgeEnv(b, dir))
+	cs, _ := session(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
 	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
 	var perCall []time.Duration
 	for b.Loop() {

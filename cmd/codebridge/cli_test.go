@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 )
 
@@ -280,5 +282,71 @@ func TestMemoryCLI(t *testing.T) {
 		if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errOut, tt.err) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with %q and %q", tt.args, code, out, errOut, tt.code, tt.out, tt.err)
 		}
+	}
+}
+
+// TestAuditCLI: a person reads the recorded tool calls, filtered.
+func TestAuditCLI(t *testing.T) {
+	state := t.TempDir()
+	l := audit.New(audit.Dir(state), audit.Options{})
+	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for i, r := range []audit.Record{
+		{Session: "s1", Run: 1, Server: "everything", Tool: "echo", Outcome: "ok", ArgBytes: 17, ResultBytes: 80, DurationMS: 1.25},
+		{Session: "s1", Run: 2, Server: "everything", Tool: "toggle-simulated-logging", Outcome: "policy_denied", Error: "blocked by policy: read-only"},
+		{Session: "s2", Run: 1, Server: "memory", Tool: "read_graph", Outcome: "ok", ResultBytes: 40},
+		{Session: "s2", Run: 1, Server: "memory", Tool: "nope", Outcome: "unknown_tool", Error: "unknown tool"},
+	} {
+		r.Time = base.Add(time.Duration(i) * time.Second)
+		if err := l.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+state)
+	for _, tt := range []struct {
+		args         []string
+		code         int
+		out, err     string   // substrings
+		tools, notIn []string // tools shown, tools not shown
+	}{
+		{args: []string{"audit"}, out: "SESSION", tools: []string{"echo", "toggle-simulated-logging", "read_graph", "nope"}},
+		{args: []string{"audit"}, out: "1.2  ", tools: []string{"echo"}},
+		{args: []string{"audit", "-n", "1"}, tools: []string{"nope"}, notIn: []string{"echo", "read_graph"}},
+		{args: []string{"audit", "--server", "memory"}, tools: []string{"read_graph", "nope"}, notIn: []string{"echo"}},
+		{args: []string{"audit", "--session", "s1", "--errors"}, out: "blocked by policy: read-only", tools: []string{"toggle-simulated-logging"}, notIn: []string{"echo", "nope"}},
+		{args: []string{"audit", "--outcome", "unknown_tool"}, tools: []string{"nope"}, notIn: []string{"echo"}},
+		{args: []string{"audit", "--tool", "echo", "--json"}, out: `"argument_bytes":17`, tools: []string{"echo"}, notIn: []string{"SESSION"}},
+		{args: []string{"audit", "--server", "none"}, out: "no tool calls recorded in " + audit.Dir(state)},
+		{args: []string{"audit", "-n", "-1"}, code: 2, err: "want 0 (all) or more"},
+		{args: []string{"audit", "--bogus"}, code: 2, err: "flag provided but not defined"},
+		{args: []string{"audit", "--help"}, out: "Usage: codebridge audit"},
+		{args: []string{"help", "audit"}, out: "--session ID"},
+	} {
+		out, errOut, code := runCLI(t, env, "", tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errOut, tt.err) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d with %q and %q", tt.args, code, out, errOut, tt.code, tt.out, tt.err)
+		}
+		for _, tool := range tt.tools {
+			if !strings.Contains(out, tool) {
+				t.Errorf("%v does not show %s:\n%s", tt.args, tool, out)
+			}
+		}
+		for _, tool := range tt.notIn {
+			if strings.Contains(out, tool) {
+				t.Errorf("%v shows %s:\n%s", tt.args, tool, out)
+			}
+		}
+	}
+	// --json prints records as stored, one a line.
+	out, _, _ := runCLI(t, env, "", "audit", "--json", "-n", "0")
+	var n int
+	for line := range strings.Lines(out) {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Time.IsZero() {
+			t.Errorf("--json line %q: %v", line, err)
+		}
+		n++
+	}
+	if n != 4 {
+		t.Errorf("--json -n 0 printed %d records, want 4", n)
 	}
 }

@@ -7,6 +7,7 @@
 //	codebridge serve --http ADDR             serve MCP over streamable HTTP at ADDR/mcp
 //	codebridge exec [--timeout T] FILE|-     run a Python file in the sandbox, print its output
 //	codebridge servers [--tools]             list configured servers and their state
+//	codebridge audit [-n N] [--json]         show the tool calls code made
 //	codebridge version                       print the version
 //
 // Every command takes --help, --version and --config-dir.
@@ -55,6 +56,7 @@ Usage:
   codebridge exec [--timeout T] FILE|-   run a Python file in the sandbox and print its output
   codebridge servers [--tools]           list the configured servers and their state
   codebridge memory [VERB]               see and remove what agents stored (memory --help)
+  codebridge audit [-n N] [--server S]   the tool calls code made, most recent last (audit --help)
   codebridge version                     print the version
 
 Every command takes --help, --version and --config-dir DIR (default ~/MCPs, or
@@ -137,6 +139,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	var tools *bool
 	var timeout time.Duration
 	var httpAddr string
+	var auditF *auditFilter
 	switch cmd {
 	case "serve":
 		fs = newFlags(cmd, &configDir)
@@ -168,6 +171,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		if code, done := parseFlags(fs, args, memoryHelp, stdout, stderr); done {
 			return code
 		}
+	case "audit":
+		fs = newFlags(cmd, &configDir)
+		auditF = auditFlags(fs)
+		if code, done := parseFlags(fs, args, auditHelp, stdout, stderr); done {
+			return code
+		}
 	case "version":
 		fs = newFlags(cmd, &configDir)
 		if code, done := parseFlags(fs, args, versionHelp, stdout, stderr); done {
@@ -176,7 +185,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "codebridge", version())
 		return 0
 	case "help":
-		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "version": versionHelp}[strings.Join(args, " ")]
+		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "version": versionHelp}[strings.Join(args, " ")]
 		fmt.Fprint(stdout, cmp.Or(help, usage(pin)))
 		return 0
 	default:
@@ -219,6 +228,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return execCmd(ctx, cfg, logger, fs.Args(), timeout, stdin, stdout, stderr)
 	case cmd == "memory":
 		return memoryCmd(cfg, fs.Args(), stdout, stderr)
+	case cmd == "audit":
+		return auditCmd(cfg, auditF, stdout, stderr)
 	case cmd == "servers":
 		err = bridge.ListServers(ctx, cfg, bridge.ListOptions{Logger: logger, Tools: *tools, Out: stdout})
 	}

@@ -116,6 +116,21 @@ type SessionInfo struct {
 	Ended string `json:"ended,omitempty"`
 }
 
+// runKey is the context key of a run's [SessionInfo].
+type runKey struct{}
+
+func withRun(ctx context.Context, id string, run int) context.Context {
+	return context.WithValue(ctx, runKey{}, SessionInfo{ID: id, Run: run})
+}
+
+// RunFrom tells which session and run a host call belongs to: the Manager
+// puts them in the context of every run, and so of the run's requests to its
+// [python.Host]. ok is false outside a run.
+func RunFrom(ctx context.Context) (session string, run int, ok bool) {
+	info, ok := ctx.Value(runKey{}).(SessionInfo)
+	return info.ID, info.Run, ok
+}
+
 // Reasons a session starts or ends.
 const (
 	ReasonFirst    = "first_run"
@@ -204,7 +219,8 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		info.New, info.Reason = true, s.reason
 		req.Program.Prelude = m.prelude()
 	}
-	res, err := s.it.Run(ctx, req.Program, req.Host, req.Timeout)
+	// The session holds the turn, so this run is the interpreter's next.
+	res, err := s.it.Run(withRun(ctx, s.id, s.it.Runs()+1), req.Program, req.Host, req.Timeout)
 	info.ID, info.Run = s.id, s.it.Runs()
 	if err != nil && !errors.Is(err, python.ErrBusy) {
 		reason := m.explain(ctx, s.ct, res, err)
@@ -233,7 +249,8 @@ func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
 	defer m.refill(ctx)
 	ct := b.ct
 	req.Program.Prelude = m.prelude()
-	res, err := b.it.Run(ctx, req.Program, req.Host, req.Timeout)
+	info := SessionInfo{ID: ct.ID()[:min(12, len(ct.ID()))], Run: 1, New: true, Reason: ReasonOneShot}
+	res, err := b.it.Run(withRun(ctx, info.ID, info.Run), req.Program, req.Host, req.Timeout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		m.explain(ctx, ct, res, err)
 	}
@@ -241,7 +258,6 @@ func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
 	rctx, cancel := cleanupCtx(ctx)
 	ct.Remove(rctx)
 	cancel()
-	info := SessionInfo{ID: ct.ID()[:min(12, len(ct.ID()))], Run: 1, New: true, Reason: ReasonOneShot}
 	if err != nil && ctx.Err() != nil {
 		return &Result{Result: res, Session: info}, ctx.Err()
 	}

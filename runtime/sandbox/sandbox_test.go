@@ -7,6 +7,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
@@ -439,5 +442,53 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 			}
 			waitFor(t, func() bool { return eng.running() == 1 }) // the dead container removed, the new one running
 		})
+	}
+}
+
+// runRecorder is a host that records which session and run each request
+// came from.
+type runRecorder struct {
+	mu   sync.Mutex
+	seen []SessionInfo
+}
+
+func (h *runRecorder) Call(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+	id, run, ok := RunFrom(ctx)
+	if !ok {
+		return nil, errors.New("no run in the context")
+	}
+	h.mu.Lock()
+	h.seen = append(h.seen, SessionInfo{ID: id, Run: run})
+	h.mu.Unlock()
+	return "ok", nil
+}
+
+// TestRunFromHostCalls: a host call knows its session and run, in a session
+// and in a one-off container alike.
+func TestRunFromHostCalls(t *testing.T) {
+	const code = "from mcp import runtime\nprint(runtime.call_tool_sync('s', 't', raw=True))"
+	for _, sessions := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
+			m := newManager(t, newFakeEngine(t), Options{})
+			m.opts.Sessions = sessions
+			h := &runRecorder{}
+			var want []SessionInfo
+			for range 2 {
+				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: h, Timeout: time.Minute})
+				if err != nil || res.Error != nil || res.Stdout != "ok\n" {
+					t.Fatalf("run: %v %+v %q", err, res.Error, res.Stdout)
+				}
+				want = append(want, SessionInfo{ID: res.Session.ID, Run: res.Session.Run})
+			}
+			if diff := cmp.Diff(want, h.seen); diff != "" {
+				t.Errorf("host calls' runs (-want +got):\n%s", diff)
+			}
+			if sessions && (want[0].ID != want[1].ID || want[1].Run != 2) {
+				t.Errorf("runs of one session: %+v", want)
+			}
+		})
+	}
+	if _, _, ok := RunFrom(t.Context()); ok {
+		t.Error("RunFrom outside a run reports one")
 	}
 }

@@ -1,0 +1,110 @@
+package bridge
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+// policy is one server's effective tool policy: the global settings refined
+// by the server's entry, each rule with where it was written, so a refusal
+// can say what to edit.
+type policy struct {
+	allow      []rule // empty admits every tool
+	allowWhere string
+	deny       []rule
+	readOnly   string // where read-only mode was asked for; "" when off
+}
+
+// rule is one pattern and where it was written.
+type rule struct{ pattern, where string }
+
+// newPolicy combines the global policy (from the settings) with srv's entry:
+// the entry's deny adds to the global one, its allow and readOnly replace
+// the global ones. It returns nil when every tool is admitted.
+func newPolicy(global discovery.ToolPolicy, srv *discovery.Server) *policy {
+	p := &policy{}
+	inFile := func(key string) string { return fmt.Sprintf("%s of %s", key, srv.Source) }
+	for _, d := range global.Deny {
+		p.deny = append(p.deny, rule{d, EnvPrefix + "TOOLS_DENY"})
+	}
+	for _, d := range srv.Tools.Deny {
+		p.deny = append(p.deny, rule{d, inFile(`"tools.deny"`)})
+	}
+	allow, where := global.Allow, EnvPrefix+"TOOLS_ALLOW"
+	if len(srv.Tools.Allow) > 0 {
+		allow, where = srv.Tools.Allow, inFile(`"tools.allow"`)
+	}
+	for _, a := range allow {
+		p.allow = append(p.allow, rule{a, where})
+	}
+	p.allowWhere = where
+	switch ro := srv.Tools.ReadOnly; {
+	case ro != nil && *ro:
+		p.readOnly = inFile(`"readOnly": true`)
+	case ro == nil && global.ReadOnly != nil && *global.ReadOnly:
+		p.readOnly = EnvPrefix + "READ_ONLY=1"
+	}
+	if len(p.allow) == 0 && len(p.deny) == 0 && p.readOnly == "" {
+		return nil
+	}
+	return p
+}
+
+// blocked says why code may not see or call t of server, or "" when it may.
+// A nil policy admits every tool.
+func (p *policy) blocked(server string, t *mcp.Tool) string {
+	if p == nil {
+		return ""
+	}
+	what := fmt.Sprintf("tool %q of MCP server %q is blocked by policy", t.Name, server)
+	fix := func(where string) string {
+		if strings.HasPrefix(where, EnvPrefix) {
+			return "that setting is codebridge's environment (a change needs a restart)"
+		}
+		return "edit that file to change it (no restart needed)"
+	}
+	for _, r := range p.deny {
+		if discovery.MatchTool(r.pattern, t.Name) {
+			return fmt.Sprintf("%s: it matches %q in %s; %s", what, r.pattern, r.where, fix(r.where))
+		}
+	}
+	if len(p.allow) > 0 {
+		admitted := false
+		pats := make([]string, len(p.allow))
+		for i, r := range p.allow {
+			pats[i] = r.pattern
+			admitted = admitted || discovery.MatchTool(r.pattern, t.Name)
+		}
+		if !admitted {
+			return fmt.Sprintf("%s: it matches none of %s in %s; %s", what, quoteList(pats), p.allowWhere, fix(p.allowWhere))
+		}
+	}
+	if p.readOnly != "" {
+		a := t.Annotations
+		switch {
+		case a == nil || !a.ReadOnlyHint:
+			return fmt.Sprintf("%s: the server is read-only (%s) and the tool is not annotated readOnlyHint: true; %s", what, p.readOnly, fix(p.readOnly))
+		case a.DestructiveHint != nil && *a.DestructiveHint:
+			return fmt.Sprintf("%s: the server is read-only (%s) and the tool is annotated destructiveHint: true; %s", what, p.readOnly, fix(p.readOnly))
+		}
+	}
+	return ""
+}
+
+// admitted returns the tools p admits; tools itself when it admits all.
+func (p *policy) admitted(server string, tools []*mcp.Tool) []*mcp.Tool {
+	if p == nil {
+		return tools
+	}
+	out := make([]*mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		if p.blocked(server, t) == "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
