@@ -130,6 +130,18 @@ except MCPError as e:
 	if now := serverPID(t, cmd.Process.Pid); now != pid || !processAlive(pid) {
 		t.Errorf("the policy edit restarted a server: newest pid %d, was %d (alive %v)", now, pid, processAlive(pid))
 	}
+
+	// A person checking the policy sees which tools it blocks.
+	out, errOut, code := runCLI(t, bridgeEnv(t, dir), "", "servers", "--tools")
+	marked := map[string]bool{}
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "[blocked by policy]") {
+			marked[f[0]] = true
+		}
+	}
+	if code != 0 || !marked["echo"] || !marked["toggle-simulated-logging"] || marked["get-sum"] {
+		t.Errorf("servers --tools: exit %d, marked %v, want echo and toggle-simulated-logging:\n%s%s", code, marked, out, errOut)
+	}
 }
 
 // TestAuditEndToEnd: after runs that call tools with every kind of outcome,
