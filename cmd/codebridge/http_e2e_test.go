@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -189,47 +188,31 @@ type tsHTTPResult struct {
 // far.
 func tsHTTP(t *testing.T, b *httpBridge, steps []tsHTTPStep, onPause func(results []tsHTTPResult)) []tsHTTPResult {
 	t.Helper()
-	testenv.NPMModule(t, "@modelcontextprotocol/sdk")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testenv.Missing(t, "node", "install Node.js 20+")
-	}
-	script, _ := filepath.Abs(filepath.Join("testdata", "ts_http.mjs"))
 	plan, _ := json.Marshal(steps)
-	cmd := exec.Command(node, script, b.URL, b.Token, string(plan))
-	cmd.Env = []string{"CODEBRIDGE_TEST_NPM_DIR=" + testenv.NPMDir(), "PATH=" + filepath.Dir(node)}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	var results []tsHTTPResult
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var r tsHTTPResult
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("script line %q: %v", sc.Text(), err)
-		}
-		if r.Paused {
-			onPause(results)
-			io.WriteString(stdin, "go\n")
-			continue
-		}
-		results = append(results, r)
-	}
 	want := 0
 	for _, s := range steps {
 		if !s.Pause {
 			want++
 		}
 	}
-	if err := cmd.Wait(); err != nil || len(results) != want {
-		t.Fatalf("ts client: %v after %d of %d results\nstderr: %s", err, len(results), want, stderr.String())
-	}
+	var results []tsHTTPResult
+	node, _ := exec.LookPath("node")
+	runNodeScript(t, "ts_http.mjs", []string{b.URL, b.Token, string(plan)}, []string{"PATH=" + filepath.Dir(node)}, func(line []byte) bool {
+		var r tsHTTPResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("script line %q: %v", line, err)
+		}
+		if r.Paused {
+			onPause(results)
+			return true
+		}
+		results = append(results, r)
+		return false
+	}, func(stderr string) {
+		if len(results) != want {
+			t.Fatalf("ts client: %d of %d results\nstderr: %s", len(results), want, stderr)
+		}
+	})
 	return results
 }
 

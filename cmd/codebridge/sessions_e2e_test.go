@@ -52,14 +52,47 @@ type tsResult struct {
 func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(pid int, results []tsResult)) []tsResult {
 	t.Helper()
 	requirePodman(t)
+	plan, _ := json.Marshal(steps)
+	var (
+		pid     int
+		results []tsResult
+	)
+	runNodeScript(t, "ts_sessions.mjs", []string{binary(t), string(plan)}, env, func(line []byte) bool {
+		var r tsResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("script line %q: %v", line, err)
+		}
+		switch {
+		case r.Connected:
+			pid = r.PID
+		case r.Paused:
+			onPause(pid, results)
+			return true
+		default:
+			results = append(results, r)
+		}
+		return false
+	}, func(stderr string) {
+		if len(results) != countRuns(steps) {
+			t.Fatalf("ts client: %d results, want %d\nstderr: %s", len(results), countRuns(steps), stderr)
+		}
+	})
+	return results
+}
+
+// runNodeScript runs testdata/script with node and the TypeScript SDK,
+// passing each line it prints to line; when line returns true (a pause), the
+// script is told to go on. done gets the script's stderr once it exited
+// cleanly; a failed exit fails t.
+func runNodeScript(t *testing.T, script string, args, env []string, line func([]byte) bool, done func(stderr string)) {
+	t.Helper()
 	testenv.NPMModule(t, "@modelcontextprotocol/sdk")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testenv.Missing(t, "node", "install Node.js 20+")
 	}
-	script, _ := filepath.Abs(filepath.Join("testdata", "ts_sessions.mjs"))
-	plan, _ := json.Marshal(steps)
-	cmd := exec.Command(node, script, binary(t), string(plan))
+	path, _ := filepath.Abs(filepath.Join("testdata", script))
+	cmd := exec.Command(node, append([]string{path}, args...)...)
 	cmd.Env = append(env, "CODEBRIDGE_TEST_NPM_DIR="+testenv.NPMDir())
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -69,31 +102,17 @@ func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(pid int
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var (
-		pid     int
-		results []tsResult
-	)
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		var r tsResult
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("script line %q: %v", sc.Text(), err)
-		}
-		switch {
-		case r.Connected:
-			pid = r.PID
-		case r.Paused:
-			onPause(pid, results)
+		if line(sc.Bytes()) {
 			io.WriteString(stdin, "go\n")
-		default:
-			results = append(results, r)
 		}
 	}
-	if err := cmd.Wait(); err != nil || len(results) != countRuns(steps) {
-		t.Fatalf("ts client: %v after %d results\nstderr: %s", err, len(results), stderr.String())
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v\nstderr: %s", script, err, stderr.String())
 	}
-	return results
+	done(stderr.String())
 }
 
 func countRuns(steps []tsStep) int {
