@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -208,6 +209,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 
 	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
 	att := newAttachments(s.cfg)
+	progress, stopProgress := s.progressFunc(ctx, req)
+	defer stopProgress()
 	var host python.Host = noServers{}
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
@@ -215,13 +218,20 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return inputError("%v", err), nil
 		}
 		prog.Servers = servers
-		host = d.Host(s.progressFunc(ctx, req))
+		host = d.Host(progress)
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
 
 	host = attachHost{Host: host, att: att}
 
+	// The first run may wait while Podman pulls the sandbox image: it sees the
+	// pull's progress, and waits no longer than its own time limit.
+	watch := &podman.ImageWatch{Limit: timeout}
+	if progress != nil {
+		watch.Progress = func(line string) { progress("sandbox image: "+line, 0, 0) }
+	}
+	ctx = podman.WithImageWatch(ctx, watch)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -240,7 +250,13 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
 		"exit", res.ExitCode, "error", res.Error != nil)
-	return formatResult(res.Result, &res.Session, att), nil
+	result := formatResult(res.Result, &res.Session, att)
+	if watch.Pulled() && (res.Error == nil || res.Error.Kind != python.FailUnavailable) {
+		w := watch.Waited()
+		text := result.Content[0].(*mcp.TextContent)
+		text.Text = fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.\n", w.Round(100*time.Millisecond)) + text.Text
+	}
+	return result, nil
 }
 
 // sessionKey names the sandbox session of an MCP session, and ends that
@@ -285,30 +301,41 @@ func runTimeout(seconds float64, maxTimeout time.Duration) (time.Duration, error
 	return time.Duration(seconds * float64(time.Second)), nil
 }
 
-// progressFunc forwards downstream progress to the client as progress on this
-// run_python request, if the client asked for progress.
-func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) func(string, float64, float64) {
+// progressFunc forwards progress (of downstream tool calls, of pulling the
+// sandbox image) to the client as progress on this run_python request, if the
+// client asked for progress; nil if it did not. After stop, nothing is sent:
+// the request has been answered.
+func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) (progress func(string, float64, float64), stop func()) {
 	token := req.Params.GetProgressToken()
 	if token == nil || req.Session == nil {
-		return nil
+		return nil, func() {}
 	}
 	// Progress must increase for the token, across all calls of the run, and
 	// the run's tool calls report concurrently: count and send under one lock,
 	// so the notifications also leave in increasing order.
 	var (
-		mu sync.Mutex
-		n  float64
+		mu      sync.Mutex
+		n       float64
+		stopped bool
 	)
+	stop = func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}
 	return func(message string, _, _ float64) {
 		mu.Lock()
 		defer mu.Unlock()
+		if stopped {
+			return
+		}
 		n++
 		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token, Progress: n, Message: message,
 		}); err != nil {
 			s.logger.Debug("forwarding progress", "err", err)
 		}
-	}
+	}, stop
 }
 
 // output is run_python's structuredContent.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Turns a Debian bookworm root into a codebridge sandbox image. Runs as root
-# INSIDE that root, with apt's package lists present: scripts/build-image.sh
-# runs it in a debootstrapped tree (chroot), configs/Containerfile in
+# INSIDE that root, with apt's package lists present: codebridge setup runs it
+# in a debootstrapped tree (chroot), configs/Containerfile in
 # debian:bookworm-slim. One argument, the variant:
 #
 #   data     adds numpy, pandas, matplotlib (headless), scipy, scikit-learn,

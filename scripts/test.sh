@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this script).
-# It installs what is missing first: Podman and the sandbox images (scripts/setup.sh
-# builds the default one; the minimal one is built here) and the real MCP servers
-# and client from npm that the integration tests drive.
+# It installs what is missing first: Podman and the sandbox images (scripts/setup.sh,
+# which is codebridge setup, builds the default one; the minimal one is built here)
+# and the real MCP servers and client from npm that the integration tests drive.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run TestExec ./bridge).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ scripts/setup.sh
 # The suite also runs the sandbox in the minimal image (python3 only), which
 # users may choose instead of the default data image.
 export CODEBRIDGE_TEST_MINIMAL_IMAGE=${CODEBRIDGE_TEST_MINIMAL_IMAGE:-localhost/codebridge-sandbox:minimal}
-CODEBRIDGE_IMAGE_VARIANT=minimal CODEBRIDGE_IMAGE_NAME=$CODEBRIDGE_TEST_MINIMAL_IMAGE scripts/build-image.sh
+scripts/setup.sh --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
 
 # npm packages for the integration tests, pinned, installed once.
 NPM_DIR=${CODEBRIDGE_TEST_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/npm}

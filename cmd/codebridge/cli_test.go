@@ -82,6 +82,11 @@ func TestCLI(t *testing.T) {
 		{name: "help exec", args: []string{"help", "exec"}, wantOut: []string{"Usage: codebridge exec"}},
 		{name: "servers --help", args: []string{"servers", "--help"}, wantOut: []string{"Usage: codebridge servers", "--tools", "Exit status"}},
 		{name: "version --help", args: []string{"version", "--help"}, wantOut: []string{"Usage: codebridge version"}},
+		{name: "setup --help", args: []string{"setup", "--help"}, wantOut: []string{"Usage: codebridge setup", "--yes", "--from HOW", "registry", "Debian", "Exit status"}},
+		{name: "help setup", args: []string{"help", "setup"}, wantOut: []string{"Usage: codebridge setup"}},
+		{name: "setup --from ftp", args: []string{"setup", "--from", "ftp"}, wantCode: 1, wantStderr: []string{`--from "ftp": want auto, registry or debian`}},
+		{name: "setup without Podman nor apt-get", env: noPodman, args: []string{"setup"}, wantCode: 1,
+			wantStderr: []string{"missing: podman", "codebridge setup knows apt-get only"}},
 		{name: "exec --version", args: []string{"exec", "--version"}, wantOut: []string{"codebridge "}},
 		{name: "servers --version", args: []string{"servers", "--version"}, wantOut: []string{"codebridge "}},
 

@@ -132,7 +132,7 @@ func TestAttachmentsMinimalImage(t *testing.T) {
 	requirePodman(t)
 	img := testenv.MinimalImage()
 	if out, err := exec.Command("podman", "image", "exists", img).CombinedOutput(); err != nil {
-		testenv.Missing(t, "minimal sandbox image "+img, "run CODEBRIDGE_IMAGE_VARIANT=minimal scripts/build-image.sh ("+strings.TrimSpace(string(out))+")")
+		testenv.Missing(t, "minimal sandbox image "+img, "run codebridge setup --image "+img+" ("+strings.TrimSpace(string(out))+")")
 	}
 	cs, _ := session(t, append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_IMAGE="+img))
 	r := runPython(t, cs, map[string]any{"code": `

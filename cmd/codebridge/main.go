@@ -8,6 +8,7 @@
 //	codebridge exec [--timeout T] FILE|-     run a Python file in the sandbox, print its output
 //	codebridge servers [--tools]             list configured servers and their state
 //	codebridge audit [-n N] [--json]         show the tool calls code made
+//	codebridge setup [--yes]                 install Podman and build the sandbox image
 //	codebridge version                       print the version
 //
 // Every command takes --help, --version and --config-dir.
@@ -57,6 +58,7 @@ Usage:
   codebridge servers [--tools]           list the configured servers and their state
   codebridge memory [VERB]               see and remove what agents stored (memory --help)
   codebridge audit [-n N] [--server S]   the tool calls code made, most recent last (audit --help)
+  codebridge setup [--yes]               install Podman and build the sandbox image (setup --help)
   codebridge version                     print the version
 
 Every command takes --help, --version and --config-dir DIR (default ~/MCPs, or
@@ -65,6 +67,7 @@ MCP_BRIDGE_CONFIG_DIR); e.g. codebridge exec --help.
 Add it to an agent (Claude Code): install once, then start the binary, which is
 ready at once (go run compiles on a first start, for up to a minute):
   go install ` + module + `@` + pin + `
+  ~/go/bin/codebridge setup       # once: Podman and the sandbox image
   claude mcp add codebridge -- ~/go/bin/codebridge
 
 Configure servers by dropping files into ~/MCPs (picked up while running), e.g.
@@ -140,6 +143,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	var timeout time.Duration
 	var httpAddr string
 	var auditF *auditFilter
+	var setupF *setupFlags
 	switch cmd {
 	case "serve":
 		fs = newFlags(cmd, &configDir)
@@ -171,6 +175,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		if code, done := parseFlags(fs, args, memoryHelp, stdout, stderr); done {
 			return code
 		}
+	case "setup":
+		fs = newFlags(cmd, &configDir)
+		setupF = newSetupFlags(fs)
+		if code, done := parseFlags(fs, args, setupHelp, stdout, stderr); done {
+			return code
+		}
 	case "audit":
 		fs = newFlags(cmd, &configDir)
 		auditF = auditFlags(fs)
@@ -185,7 +195,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "codebridge", version())
 		return 0
 	case "help":
-		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "version": versionHelp}[strings.Join(args, " ")]
+		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "setup": setupHelp, "version": versionHelp}[strings.Join(args, " ")]
 		fmt.Fprint(stdout, cmp.Or(help, usage(pin)))
 		return 0
 	default:
@@ -230,6 +240,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return memoryCmd(cfg, fs.Args(), stdout, stderr)
 	case cmd == "audit":
 		return auditCmd(cfg, auditF, stdout, stderr)
+	case cmd == "setup":
+		return setupCmd(ctx, cfg, setupF, stdin, stderr)
 	case cmd == "servers":
 		err = bridge.ListServers(ctx, cfg, bridge.ListOptions{Logger: logger, Tools: *tools, Out: stdout})
 	}

@@ -27,7 +27,7 @@ func TestConnectUnavailable(t *testing.T) {
 		{
 			name:    "bogus CONTAINER_HOST, no podman",
 			env:     map[string]string{"CONTAINER_HOST": "unix:///nonexistent/podman.sock", "PATH": ""},
-			wantMsg: []string{"podman is not installed", "nothing answers at unix:///nonexistent/podman.sock (from CONTAINER_HOST)", "apt-get install podman", "#two-commands"},
+			wantMsg: []string{"podman is not installed", "nothing answers at unix:///nonexistent/podman.sock (from CONTAINER_HOST)", "apt-get install podman", "codebridge setup", "#two-commands"},
 		},
 		{
 			name:    "bogus CONTAINER_HOST",
@@ -132,17 +132,17 @@ func TestEnsureImage(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
 	if img == DefaultImage {
-		got, err := c.EnsureImage(t.Context(), "")
+		got, err := c.EnsureImage(t.Context(), "", nil)
 		if err != nil || got != DefaultImage {
 			t.Errorf("EnsureImage(\"\") = %q, %v; want %s", got, err, DefaultImage)
 		}
 	}
-	got, err := c.EnsureImage(t.Context(), img)
+	got, err := c.EnsureImage(t.Context(), img, nil)
 	if err != nil || got != img {
 		t.Errorf("EnsureImage(%q) = %q, %v", img, got, err)
 	}
 	// localhost has no registry: the pull fails fast, on loopback only.
-	_, err = c.EnsureImage(t.Context(), "localhost/codebridge-no-such-image:1")
+	_, err = c.EnsureImage(t.Context(), "localhost/codebridge-no-such-image:1", nil)
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "codebridge#two-commands") {
 		t.Errorf("EnsureImage(missing) = %v; want ErrUnavailable naming the README's set-up", err)
 	}

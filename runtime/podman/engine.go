@@ -34,14 +34,19 @@ type Engine struct {
 
 	connectMu sync.Mutex // serializes connecting; held while connecting
 
+	bg   context.Context // ends with Close: the image job's context
+	stop context.CancelFunc
+	jobs sync.WaitGroup // the image job running
+
 	mu      sync.Mutex // protects following
 	client  *Client
 	image   string            // resolved image, "" until resolved
 	live    map[*Box]struct{} // every container not yet removed
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
-	profile string // path of the seccomp profile last written
-	warned  bool   // Podman is remote and the profile unused; said once
+	job     *imageJob // resolving the image, nil when none runs
+	profile string    // path of the seccomp profile last written
+	warned  bool      // Podman is remote and the profile unused; said once
 }
 
 // NewEngine returns an engine; it does not touch Podman until used.
@@ -50,7 +55,8 @@ func NewEngine(opts EngineOptions) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{opts: opts, log: log, live: map[*Box]struct{}{}}
+	bg, stop := context.WithCancel(context.Background())
+	return &Engine{opts: opts, log: log, live: map[*Box]struct{}{}, bg: bg, stop: stop}
 }
 
 // Box is a started container of an [Engine].
@@ -196,6 +202,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		return nil
 	}
 	e.closed = true
+	e.stop()
 	c := e.client
 	orphans := e.orphans
 	boxes := make([]*Box, 0, len(e.live))
@@ -212,6 +219,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 		cancel()
 	}
+	e.jobs.Wait() // the image job ends with e.bg
 	if c != nil {
 		// Anything of ours that escaped the bookkeeping.
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
@@ -236,10 +244,23 @@ func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
 		return c, img, nil
 	}
 
+	c, img, job, err := e.connect(ctx)
+	if err != nil || job == nil {
+		return c, img, err
+	}
+	if img, err = job.wait(ctx); err != nil {
+		return nil, "", err
+	}
+	return c, img, nil
+}
+
+// connect returns a connected client and the image, or the job resolving the
+// image, connecting first if needed. Connecting is serialized.
+func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error) {
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
 	e.mu.Lock()
-	c, img = e.client, e.image
+	c, img := e.client, e.image
 	e.mu.Unlock()
 	if c != nil && c.serviceExited() {
 		e.log.Warn("the podman service codebridge started has exited; starting another")
@@ -250,7 +271,7 @@ func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
 		var err error
 		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log})
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		if n, err := c.RemoveStale(ctx); err != nil {
 			e.log.Warn("removing containers of dead codebridge processes", "err", err)
@@ -276,23 +297,16 @@ func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
 		if e.closed {
 			e.mu.Unlock()
 			c.Close()
-			return nil, "", errors.New("the sandbox is shut down")
+			return nil, "", nil, errors.New("the sandbox is shut down")
 		}
 		e.client = c
 		e.mu.Unlock()
 	}
-	if img == "" {
-		var err error
-		img, err = c.EnsureImage(ctx, e.opts.Image)
-		if err != nil {
-			return nil, "", err
-		}
-		e.log.Info("sandbox ready", "podman", c.URI(), "image", img)
-		e.mu.Lock()
-		e.image = img
-		e.mu.Unlock()
+	if img != "" {
+		return c, img, nil, nil
 	}
-	return c, img, nil
+	img, job := e.imageJob(c)
+	return c, img, job, nil
 }
 
 // checkAlive reports whether Podman still answers c, and drops the client

@@ -6,16 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 )
 
 // Hints in errors, for people who started codebridge with go run or a
-// release binary and have no checkout: they name the README, not scripts.
+// release binary and have no checkout: they name codebridge setup and the
+// README, not scripts.
 const (
-	setupHint   = "see the set-up in codebridge's README, https://github.com/codebridge-mcp/codebridge#two-commands (scripts/setup.sh in a checkout)"
-	installHint = "install Podman (Debian and Ubuntu: apt-get install podman runc; macOS: brew install podman, then podman machine init and podman machine start), then " + setupHint
+	setupHint   = "run codebridge setup, which installs Podman and builds the sandbox image (https://github.com/codebridge-mcp/codebridge#two-commands)"
+	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + setupHint
 )
 
 // Images [Client.EnsureImage] falls back to.
@@ -28,9 +30,13 @@ const (
 
 // EnsureImage returns the image sandboxes should use. A configured image
 // (MCP_BRIDGE_IMAGE) must exist or be pullable; otherwise [DefaultImage] is
-// used if present, else [FallbackImage] is pulled, with progress logged. When
-// nothing works the error matches [ErrUnavailable] and names the fix.
-func (c *Client) EnsureImage(ctx context.Context, configured string) (string, error) {
+// used if present, else [FallbackImage] is pulled. Pull progress is logged and,
+// if progress is non-nil, passed to it line by line. When nothing works the
+// error matches [ErrUnavailable] and names the fix.
+func (c *Client) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
 	if configured != "" {
 		ok, err := c.imageExists(ctx, configured)
 		if err != nil {
@@ -39,7 +45,8 @@ func (c *Client) EnsureImage(ctx context.Context, configured string) (string, er
 		if ok {
 			return configured, nil
 		}
-		if err := c.pull(ctx, configured); err != nil {
+		progress(fmt.Sprintf("the sandbox image %s (MCP_BRIDGE_IMAGE) is not here: pulling it; only the first run waits", configured))
+		if err := c.pull(ctx, configured, progress); err != nil {
 			return "", unavailable(err, "sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (%s) or set MCP_BRIDGE_IMAGE to a local image with python3",
 				configured, err, setupHint)
 		}
@@ -53,7 +60,8 @@ func (c *Client) EnsureImage(ctx context.Context, configured string) (string, er
 		return DefaultImage, nil
 	}
 	c.log.Info("sandbox image missing, pulling a fallback", "missing", DefaultImage, "pulling", FallbackImage)
-	if err := c.pull(ctx, FallbackImage); err != nil {
+	progress(fmt.Sprintf("the sandbox image %s is not here (codebridge setup builds it): pulling %s instead; only the first run waits", DefaultImage, FallbackImage))
+	if err := c.pull(ctx, FallbackImage, progress); err != nil {
 		return "", unavailable(err, "no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
 			DefaultImage, FallbackImage, err, setupHint)
 	}
@@ -72,11 +80,16 @@ func (c *Client) imageExists(ctx context.Context, name string) (bool, error) {
 	return false, fmt.Errorf("checking image %s: %w", name, err)
 }
 
-// pull pulls ref, logging the progress lines Podman streams.
-func (c *Client) pull(ctx context.Context, ref string) error {
+// pull pulls ref, logging the progress lines Podman streams and passing them
+// to progress. An image on a loopback registry is pulled without TLS, as
+// Docker does by default: nothing but this machine can listen there.
+func (c *Client) pull(ctx context.Context, ref string, progress func(string)) error {
 	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	q := url.Values{"reference": {ref}, "quiet": {"false"}}
+	if LoopbackRegistry(ref) {
+		q.Set("tlsVerify", "false")
+	}
 	resp, err := c.request(ctx, http.MethodPost, "/images/pull", q, nil)
 	if err != nil {
 		return err
@@ -99,6 +112,7 @@ func (c *Client) pull(ctx context.Context, ref string) error {
 		}
 		if s := strings.TrimSpace(rep.Stream); s != "" {
 			c.log.Info("pulling image", "image", ref, "progress", s)
+			progress(s)
 		}
 		if rep.Error != "" {
 			return errors.New(strings.TrimSpace(rep.Error))
@@ -111,5 +125,23 @@ func (c *Client) pull(ctx context.Context, ref string) error {
 		return errors.New("pull ended without an image")
 	}
 	c.log.Info("pulled image", "image", ref)
+	progress("pulled " + ref)
 	return nil
+}
+
+// LoopbackRegistry reports whether ref names an image on a registry at a
+// loopback address (127.0.0.1:5000/x, [::1]:5000/x, localhost:5000/x).
+func LoopbackRegistry(ref string) bool {
+	host, _, ok := strings.Cut(ref, "/")
+	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return false // a short name such as library/python
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

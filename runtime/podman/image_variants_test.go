@@ -19,7 +19,7 @@ func TestMinimalImage(t *testing.T) {
 		t.Fatalf("checking image %s: %v", img, err)
 	}
 	if !ok {
-		testenv.Missing(t, "image "+img, "run CODEBRIDGE_IMAGE_VARIANT=minimal CODEBRIDGE_IMAGE_NAME="+img+" scripts/build-image.sh")
+		testenv.Missing(t, "image "+img, "run codebridge setup --image "+img)
 	}
 	e := newTestEngine(t, EngineOptions{Image: img})
 	res, err := runOnce(t, e, "import mcp\nfrom mcp import runtime\nprint(1, discovered_servers(), runtime.discovered_servers())")

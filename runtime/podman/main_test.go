@@ -78,7 +78,7 @@ func testImage(t testing.TB, c *Client) string {
 		t.Fatalf("checking image %s: %v", img, err)
 	}
 	if !ok {
-		testenv.Missing(t, "image "+img, "run scripts/build-image.sh")
+		testenv.Missing(t, "image "+img, "run scripts/setup.sh (codebridge setup)")
 	}
 	return img
 }

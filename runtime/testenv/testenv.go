@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Sandbox images scripts/build-image.sh builds.
+// Sandbox images codebridge setup builds.
 const (
 	// DefaultImage is the data image (python3 with numpy, pandas, matplotlib...).
 	DefaultImage = "localhost/codebridge-sandbox:latest"

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/codebridge-mcp/codebridge/bridge"
+	"github.com/codebridge-mcp/codebridge/runtime/setup"
+)
+
+const setupHelp = `Usage: codebridge setup [--yes] [--image IMAGE] [--from auto|registry|debian] [--rebuild]
+
+Prepares this machine to run codebridge's sandboxes, from the binary alone; each
+step is skipped when already done, so it is safe to run again:
+
+  1. Podman: installed with apt-get when missing (runc and catatonit with it),
+     after asking; on macOS it prints the Homebrew and podman machine commands.
+  2. The sandbox image, by default localhost/codebridge-sandbox:latest (Python
+     with numpy, pandas, matplotlib, scipy, scikit-learn): built from the
+     Containerfile inside codebridge where a container registry is reachable,
+     else from Debian packages (debootstrap, root only; no registry needed).
+     localhost/codebridge-sandbox:minimal is Python alone; any other image is
+     pulled.
+  3. A probe container. Only when it fails does setup write Podman's defaults
+     that make it work on hosts like this (runtime runc, explicit default
+     rlimits) into a containers.conf drop-in, after asking.
+
+Podman's own output shows the progress. Without a terminal to ask on, a step
+that installs packages or writes system files prints the exact command or file
+and fails, unless --yes is given.
+
+Flags:
+  --yes             answer yes: install and write without asking
+  --image IMAGE     the image to prepare (default MCP_BRIDGE_IMAGE, else
+                    localhost/codebridge-sandbox:latest)
+  --from HOW        how to build codebridge's images: auto (default: the
+                    registry, else Debian packages), registry or debian
+  --rebuild         build the image even when it exists
+  --debian-mirror URL  the Debian mirror of the Debian route (default: the one
+                    in this machine's apt sources, else deb.debian.org)
+
+Exit status: 0 when Podman runs the sandbox image; 1 when a step failed or
+needed a yes it did not get (the message says what to do); 2 when the command
+line is wrong.
+`
+
+type setupFlags struct {
+	image, from, mirror string
+	yes, rebuild        bool
+}
+
+func newSetupFlags(fs *flag.FlagSet) *setupFlags {
+	f := &setupFlags{}
+	fs.StringVar(&f.image, "image", "", "the image to prepare")
+	fs.StringVar(&f.from, "from", setup.FromAuto, "auto, registry or debian")
+	fs.StringVar(&f.mirror, "debian-mirror", "", "Debian mirror")
+	fs.BoolVar(&f.yes, "yes", false, "answer yes to every question")
+	fs.BoolVar(&f.rebuild, "rebuild", false, "build the image even when it exists")
+	return f
+}
+
+func setupCmd(ctx context.Context, cfg bridge.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
+	opts := setup.Options{
+		Image: f.image, From: f.from, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
+	}
+	if opts.Image == "" {
+		opts.Image = cfg.Image
+	}
+	if isTerminal(stdin) {
+		opts.Ask = setup.AskOn(stdin, stderr)
+	}
+	err := setup.Run(ctx, opts)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, setup.ErrNeedsConsent):
+		fmt.Fprintf(stderr, "codebridge setup: %v\n", err)
+	default:
+		fmt.Fprintf(stderr, "codebridge setup: %v\nRun codebridge setup again once it is fixed; see the README's set-up section.\n", err)
+	}
+	return 1
+}

@@ -1,0 +1,85 @@
+package podman
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// TestImagePull pulls a missing image once, from a registry on loopback, for
+// every caller waiting: a caller whose limit passes first gets an error that
+// explains the wait, and one that waits sees Podman's progress to the end.
+func TestImagePull(t *testing.T) {
+	podman := testenv.RequirePodmanBinary(t)
+	gate := make(chan struct{})
+	ref := testenv.Registry(t, testenv.MinimalImage(), gate)
+	t.Cleanup(func() { exec.Command(podman, "rmi", "--force", ref).Run() })
+	if exec.Command(podman, "image", "exists", ref).Run() == nil {
+		t.Fatalf("%s exists before the test pulls it", ref)
+	}
+	e := NewEngine(EngineOptions{Image: ref, StateDir: t.TempDir(), Logger: testLogger(t)})
+	t.Cleanup(func() { e.Close(context.Background()) })
+
+	// The registry holds the pull, so this caller's limit passes first.
+	hurried := &ImageWatch{Limit: 100 * time.Millisecond}
+	err := e.Ready(WithImageWatch(t.Context(), hurried))
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "run the code again") {
+		t.Fatalf("Ready with a 100 ms limit during the pull = %v; want ErrUnavailable explaining the wait", err)
+	}
+
+	var (
+		mu    sync.Mutex
+		lines []string
+		first = make(chan struct{})
+	)
+	patient := &ImageWatch{Progress: func(line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(lines) == 0 {
+			close(first)
+		}
+		lines = append(lines, line)
+	}}
+	done := make(chan error, 1)
+	go func() { done <- e.Ready(WithImageWatch(t.Context(), patient)) }()
+	<-first // it is waiting, and sees the pull's progress
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("Ready once the registry answers: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(lines[0], "pulling it") || !slices.Contains(lines, "pulled "+ref) {
+		t.Errorf("progress seen = %q; want the pull announced first and its end last", lines)
+	}
+	if !patient.Pulled() || patient.Waited() <= 0 {
+		t.Errorf("Pulled() = %v, Waited() = %v; want true and the wait", patient.Pulled(), patient.Waited())
+	}
+	if exec.Command(podman, "image", "exists", ref).Run() != nil {
+		t.Errorf("%s does not exist after the pull", ref)
+	}
+	// Resolved once: later callers do not wait.
+	later := &ImageWatch{}
+	if err := e.Ready(WithImageWatch(t.Context(), later)); err != nil || later.Pulled() || later.Waited() != 0 {
+		t.Errorf("Ready after the pull = %v, pulled %v, waited %v; want nil at once", err, later.Pulled(), later.Waited())
+	}
+}
+
+func TestLoopbackRegistry(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"127.0.0.1:5000/x/y:1": true, "[::1]:5000/y": true, "localhost:5000/y": true, "localhost/y:1": true,
+		"docker.io/library/python:3.12": false, "library/python": false, "python": false, "10.0.0.1:5000/y": false,
+		"registry.example:443/y": false,
+	} {
+		if got := LoopbackRegistry(ref); got != want {
+			t.Errorf("LoopbackRegistry(%q) = %v; want %v", ref, got, want)
+		}
+	}
+}

@@ -1,0 +1,391 @@
+// Package setup prepares a machine to run codebridge's sandboxes, from the
+// binary alone: it installs Podman (and what the image build needs) when
+// missing, builds or pulls the sandbox image, and fixes Podman's runtime and
+// rlimit defaults only where a probe container shows they do not work. It
+// drives the podman command as a person would, so what Podman prints is the
+// progress a person sees; it asks before installing packages or writing
+// system files, and prints the exact fix when it may not.
+package setup
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strings"
+
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
+)
+
+// Images codebridge knows how to build, and their variants.
+const (
+	DataImage    = podman.DefaultImage
+	MinimalImage = "localhost/codebridge-sandbox:minimal"
+)
+
+// Ways to build one of codebridge's images.
+const (
+	FromAuto     = "auto"     // the registry, else Debian packages
+	FromRegistry = "registry" // podman build from the embedded Containerfile
+	FromDebian   = "debian"   // debootstrap, then podman import; no registry
+)
+
+// Options configure [Run]. Zero values mean the defaults.
+type Options struct {
+	// Image is the sandbox image to prepare: DataImage (the default) or
+	// MinimalImage are built; any other is pulled.
+	Image string
+	// From is how to build DataImage or MinimalImage: FromAuto (default),
+	// FromRegistry or FromDebian.
+	From string
+	// Rebuild builds the image even when it exists.
+	Rebuild bool
+	// Yes answers yes to every question.
+	Yes bool
+	// Ask asks a person a yes/no question; nil means there is no one to ask,
+	// so a step that needs consent prints its fix and fails.
+	Ask func(question string) bool
+	// Out receives progress and the output of the commands run.
+	Out io.Writer
+	// Mirror is the Debian mirror of FromDebian; "" means the one this
+	// machine's apt sources name, else deb.debian.org.
+	Mirror string
+	// Podman is the podman command; "" means podman from PATH.
+	Podman string
+	// Getenv reads the environment; nil means os.Getenv. Tests replace it.
+	Getenv func(string) string
+}
+
+// ErrNeedsConsent is returned, wrapped, when a step needed a yes that was not
+// given; the message before it says what to run or write by hand.
+var ErrNeedsConsent = errors.New("not done without your consent: run codebridge setup in a terminal to be asked, pass --yes, or do it yourself as shown above")
+
+// Run prepares the machine. Each step is skipped when already done, so it is
+// safe to run again.
+func Run(ctx context.Context, opts Options) error {
+	s := &setup{Options: opts}
+	if s.Image == "" {
+		s.Image = DataImage
+	}
+	if s.From == "" {
+		s.From = FromAuto
+	}
+	if s.Out == nil {
+		s.Out = io.Discard
+	}
+	if s.Podman == "" {
+		s.Podman = "podman"
+	}
+	if s.Getenv == nil {
+		s.Getenv = os.Getenv
+	}
+	switch s.From {
+	case FromAuto, FromRegistry, FromDebian:
+	default:
+		return fmt.Errorf("--from %q: want auto, registry or debian", s.From)
+	}
+	if err := s.packages(ctx, "podman"); err != nil {
+		return err
+	}
+	if err := s.image(ctx); err != nil {
+		return err
+	}
+	if err := s.runtime(ctx, s.Image, "python3", "-c", `print("ok")`); err != nil {
+		return err
+	}
+	s.logf("ready: Podman runs the sandbox image %s", s.Image)
+	return nil
+}
+
+type setup struct {
+	Options
+	probed bool // the runtime probe passed once
+}
+
+func (s *setup) logf(format string, args ...any) {
+	fmt.Fprintf(s.Out, "setup: "+format+"\n", args...)
+}
+
+// consent asks question, or answers yes for --yes.
+func (s *setup) consent(question string) bool {
+	if s.Yes {
+		return true
+	}
+	if s.Ask == nil {
+		return false
+	}
+	return s.Ask(question)
+}
+
+// packages installs the commands that are missing (each named by its Debian
+// package), asking first.
+func (s *setup) packages(ctx context.Context, cmds ...string) error {
+	var missing []string
+	for _, c := range cmds {
+		if c == "podman" && s.Podman != "podman" {
+			c = s.Podman
+		}
+		if _, err := exec.LookPath(c); err != nil {
+			missing = append(missing, filepath.Base(c))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if slices.Contains(missing, "podman") && goruntime.GOOS == "linux" {
+		// What Podman needs beside it on Debian-like systems, when absent.
+		for _, extra := range []string{"runc", "catatonit"} {
+			if _, err := exec.LookPath(extra); err != nil && !slices.Contains(missing, extra) {
+				missing = append(missing, extra)
+			}
+		}
+	}
+	switch {
+	case goruntime.GOOS == "darwin":
+		s.logf("missing: %s. Install Podman with Homebrew, then start its virtual machine:", strings.Join(missing, ", "))
+		s.logf("  brew install podman && podman machine init && podman machine start")
+		return fmt.Errorf("%s not installed", strings.Join(missing, ", "))
+	case !haveCommand("apt-get"):
+		s.logf("missing: %s. Install them with your system's package manager (codebridge setup knows apt-get only), then run codebridge setup again", strings.Join(missing, ", "))
+		return fmt.Errorf("%s not installed", strings.Join(missing, ", "))
+	}
+	sudo := asRoot()
+	update := append(sudo, "apt-get", "update", "-qq")
+	install := append(append(sudo[:len(sudo):len(sudo)], "apt-get", "install", "-y", "-qq"), missing...)
+	s.logf("missing: %s. They install with:", strings.Join(missing, ", "))
+	s.logf("  %s && %s", strings.Join(update, " "), strings.Join(install, " "))
+	if !s.consent(fmt.Sprintf("Install %s with apt-get now?", strings.Join(missing, ", "))) {
+		return fmt.Errorf("installing %s: %w", strings.Join(missing, ", "), ErrNeedsConsent)
+	}
+	for _, argv := range [][]string{update, install} {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.Stdout, cmd.Stderr = s.Out, s.Out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+		}
+	}
+	s.logf("installed %s", strings.Join(missing, ", "))
+	return nil
+}
+
+// image makes sure the sandbox image exists: built when it is one of
+// codebridge's, pulled otherwise.
+func (s *setup) image(ctx context.Context) error {
+	variant, ours := Variant(s.Image)
+	if s.podmanOK(ctx, "image", "exists", s.Image) && !s.Rebuild {
+		if !ours {
+			s.logf("image %s is present", s.Image)
+			return nil
+		}
+		label, _ := s.podmanOutput(ctx, "image", "inspect", "--format", `{{index .Config.Labels "io.codebridge.sandbox.variant"}}`, s.Image)
+		if label == variant {
+			s.logf("image %s is present (--rebuild builds it again)", s.Image)
+			return nil
+		}
+		s.logf("image %s exists but is not the %s variant (it is %q): building it", s.Image, variant, label)
+	}
+	if !ours {
+		s.logf("pulling %s", s.Image)
+		return s.pull(ctx, s.Image)
+	}
+	switch s.From {
+	case FromRegistry:
+		return s.buildRegistry(ctx, variant)
+	case FromDebian:
+		return s.buildDebian(ctx, variant)
+	}
+	err := s.buildRegistry(ctx, variant)
+	if err == nil || goruntime.GOOS != "linux" || !errors.Is(err, errNoRegistry) {
+		return err
+	}
+	s.logf("no registry reachable: building from Debian packages instead")
+	return s.buildDebian(ctx, variant)
+}
+
+// Variant is the variant of one of codebridge's images, and whether image is
+// one of them.
+func Variant(image string) (variant string, ours bool) {
+	switch image {
+	case DataImage:
+		return "data", true
+	case MinimalImage:
+		return "minimal", true
+	}
+	return "", false
+}
+
+// errNoRegistry wraps the failure to pull the registry build's base image.
+var errNoRegistry = errors.New("no container registry")
+
+const baseImage = "docker.io/library/debian:bookworm-slim"
+
+// buildRegistry builds the image with podman build from the embedded
+// Containerfile. Podman must be able to run the build's containers, so the
+// runtime is probed with the base image first.
+func (s *setup) buildRegistry(ctx context.Context, variant string) error {
+	s.logf("pulling the base image %s", baseImage)
+	if err := s.pull(ctx, baseImage); err != nil {
+		return fmt.Errorf("%w: %v", errNoRegistry, err)
+	}
+	if err := s.runtime(ctx, baseImage, "sh", "-c", "echo ok"); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "codebridge-build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := writeContext(dir); err != nil {
+		return err
+	}
+	s.logf("building %s (%s variant) from the embedded Containerfile: a few minutes for data", s.Image, variant)
+	return s.podmanRun(ctx, nil, "build", "--build-arg", "VARIANT="+variant, "-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)
+}
+
+// pull pulls ref. An image on a loopback registry is pulled without TLS, as
+// Docker does by default: nothing else can listen there.
+func (s *setup) pull(ctx context.Context, ref string) error {
+	args := []string{"pull"}
+	if podman.LoopbackRegistry(ref) {
+		args = append(args, "--tls-verify=false")
+	}
+	return s.podmanRun(ctx, nil, append(args, ref)...)
+}
+
+// runtime probes that Podman can start a container from image running argv,
+// which must print ok. When it cannot, it writes Podman's defaults that make
+// it work on hosts like these (runc instead of crun, explicit default
+// rlimits), asking first, and probes again.
+func (s *setup) runtime(ctx context.Context, image string, argv ...string) error {
+	if s.probed {
+		return nil
+	}
+	out, err := s.probe(ctx, image, argv...)
+	if err == nil {
+		s.logf("podman runs containers")
+		s.probed = true
+		return nil
+	}
+	s.logf("podman could not start a probe container: %s", out)
+	if host := s.Getenv("CONTAINER_HOST"); host != "" {
+		s.logf("Podman runs at CONTAINER_HOST=%s, so fix it there: on that host, put this in %s and run codebridge setup again:\n%s", host, defaultConfPath(), confFix)
+		return fmt.Errorf("podman cannot start containers: %s", out)
+	}
+	path := s.confPath()
+	if old, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(old)) > 0 && !bytes.HasPrefix(old, []byte(confHeader)) {
+		s.logf("%s exists and was not written by codebridge, so it is left alone. Add these settings to it, then run codebridge setup again:\n%s", path, confFix)
+		return fmt.Errorf("podman cannot start containers: %s", out)
+	}
+	s.logf("the usual fix is %s with:\n%s", path, confFix)
+	if !s.consent(fmt.Sprintf("Write %s?", path)) {
+		return fmt.Errorf("writing %s: %w", path, ErrNeedsConsent)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("%w: write the file above yourself (as root for /etc)", err)
+	}
+	if err := os.WriteFile(path, []byte(confHeader+confFix), 0o644); err != nil {
+		return fmt.Errorf("%w: write the file above yourself (as root for /etc)", err)
+	}
+	s.logf("wrote %s", path)
+	if out, err := s.probe(ctx, image, argv...); err != nil {
+		return fmt.Errorf("podman still cannot start a container after writing %s: %s", path, out)
+	}
+	s.logf("podman runs containers")
+	s.probed = true
+	return nil
+}
+
+const (
+	confHeader = "# Written by codebridge setup because a probe container failed.\n"
+	confFix    = "[engine]\nruntime = \"runc\"\n[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
+)
+
+// confPath is the containers.conf file Podman reads the fix from: the one
+// CONTAINERS_CONF names (Podman then reads no other), else a drop-in file,
+// system-wide for root and the user's own otherwise.
+func (s *setup) confPath() string {
+	if p := s.Getenv("CONTAINERS_CONF"); p != "" {
+		return p
+	}
+	if os.Geteuid() == 0 {
+		return defaultConfPath()
+	}
+	dir := s.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "containers", "containers.conf.d", "50-codebridge.conf")
+}
+
+func defaultConfPath() string { return "/etc/containers/containers.conf.d/50-codebridge.conf" }
+
+// probe runs argv in a container of image with the sandbox's network mode.
+func (s *setup) probe(ctx context.Context, image string, argv ...string) (string, error) {
+	out, err := s.podmanOutput(ctx, append([]string{"run", "--rm", "--network", "none", image}, argv...)...)
+	if err == nil && out != "ok" {
+		err = fmt.Errorf("printed %q instead of ok", out)
+	}
+	if err != nil && out == "" {
+		out = err.Error()
+	}
+	return out, err
+}
+
+// podmanRun runs podman with its output on s.Out.
+func (s *setup) podmanRun(ctx context.Context, stdin io.Reader, args ...string) error {
+	cmd := exec.CommandContext(ctx, s.Podman, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, s.Out, s.Out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("podman %s: %w", args[0], err)
+	}
+	return nil
+}
+
+// podmanOutput runs podman and returns its trimmed output, stdout and stderr
+// together.
+func (s *setup) podmanOutput(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, s.Podman, args...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// podmanOK reports whether podman exits 0.
+func (s *setup) podmanOK(ctx context.Context, args ...string) bool {
+	return exec.CommandContext(ctx, s.Podman, args...).Run() == nil
+}
+
+// asRoot is the prefix that runs a command as root: none for root, else sudo.
+func asRoot() []string {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	return []string{"sudo"}
+}
+
+func haveCommand(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
+// AskOn returns an Ask that reads y/N answers from in, writing questions to
+// out.
+func AskOn(in io.Reader, out io.Writer) func(string) bool {
+	r := bufio.NewReader(in)
+	return func(q string) bool {
+		fmt.Fprintf(out, "setup: %s [y/N] ", q)
+		line, _ := r.ReadString('\n')
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return true
+		}
+		return false
+	}
+}
