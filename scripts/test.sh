@@ -15,6 +15,15 @@ scripts/setup.sh
 export CODEBRIDGE_TEST_MINIMAL_IMAGE=${CODEBRIDGE_TEST_MINIMAL_IMAGE:-localhost/codebridge-sandbox:minimal}
 scripts/setup.sh --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
 
+# An sshd for the test of remote Podman over ssh (it runs its own, on loopback,
+# in inetd mode; the package's service is not used).
+if ! command -v sshd >/dev/null && [ ! -x /usr/sbin/sshd ]; then
+  log "installing openssh-server for the ssh test"
+  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openssh-server >/dev/null
+fi
+
 # npm packages for the integration tests, pinned, installed once.
 NPM_DIR=${CODEBRIDGE_TEST_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/npm}
 export CODEBRIDGE_TEST_NPM_DIR=$NPM_DIR

@@ -2,6 +2,7 @@ package podman
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -93,8 +95,12 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c := newClient(log)
 
-	if uri, from := explicitURI(opts.URI); uri != "" {
-		if err := c.dial(ctx, uri); err != nil {
+	dest, err := explicitDest(ctx, opts.URI)
+	if err != nil {
+		return nil, err
+	}
+	if uri, from := dest.URI, dest.from; uri != "" {
+		if err := c.dial(ctx, dest); err != nil {
 			if _, lerr := exec.LookPath("podman"); lerr != nil && strings.HasPrefix(uri, "unix://") {
 				return nil, unavailable(err, "podman is not installed, and nothing answers at %s (from %s): %s", uri, from, installHint)
 			}
@@ -110,7 +116,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			continue
 		}
 		uri := "unix://" + sock
-		err := c.dial(ctx, uri)
+		err := c.dial(ctx, destination{URI: uri})
 		if err == nil {
 			return c, nil
 		}
@@ -153,15 +159,76 @@ func newClient(log *slog.Logger) *Client {
 
 func ownerID(host string, pid int) string { return host + "/" + strconv.Itoa(pid) }
 
-// explicitURI returns the URI the user chose and where it came from.
-func explicitURI(uri string) (string, string) {
-	if uri != "" {
-		return uri, "the configured URI"
+// destination is a Podman API to connect to.
+type destination struct {
+	URI      string
+	Identity string // ssh key; "" means $CONTAINER_SSHKEY, else ssh's defaults
+	Machine  bool   // a podman machine: its host key is not checked
+	from     string // where it came from, for messages
+}
+
+// explicitDest returns the Podman the user chose, if any: the configured
+// URI, else $CONTAINER_HOST, else Podman's system connection named by
+// $CONTAINER_CONNECTION, else, where Podman always runs remotely (macOS,
+// Windows), its default system connection (podman machine's, typically).
+func explicitDest(ctx context.Context, uri string) (destination, error) {
+	switch {
+	case uri != "":
+		return destination{URI: uri, from: "the configured URI"}, nil
+	case os.Getenv("CONTAINER_HOST") != "":
+		return destination{URI: os.Getenv("CONTAINER_HOST"), from: "CONTAINER_HOST"}, nil
+	case os.Getenv("CONTAINER_CONNECTION") != "":
+		return systemConnection(ctx, os.Getenv("CONTAINER_CONNECTION"))
+	case goruntime.GOOS != "linux":
+		d, err := systemConnection(ctx, "")
+		if err != nil && !errors.Is(err, errNoConnection) {
+			return d, err
+		}
+		return d, nil
 	}
-	if env := os.Getenv("CONTAINER_HOST"); env != "" {
-		return env, "CONTAINER_HOST"
+	return destination{}, nil
+}
+
+// errNoConnection: Podman has no default system connection.
+var errNoConnection = errors.New("no default podman system connection")
+
+// systemConnection looks up one of Podman's system connections (podman
+// system connection list): the one called name, or the default when name is
+// "".
+func systemConnection(ctx context.Context, name string) (destination, error) {
+	bin, err := exec.LookPath("podman")
+	if err != nil {
+		return destination{}, unavailable(err, "podman is not installed, so its system connection %q cannot be looked up: %s", name, installHint)
 	}
-	return "", ""
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "system", "connection", "list", "--format", "json").Output()
+	if err != nil {
+		return destination{}, unavailable(err, "podman system connection list failed: %v: run it by hand to see why", rootCause(err))
+	}
+	var conns []struct {
+		Name, URI, Identity string
+		IsMachine, Default  bool
+	}
+	if err := json.Unmarshal(out, &conns); err != nil {
+		return destination{}, unavailable(err, "podman system connection list printed what codebridge cannot read: %v", err)
+	}
+	var names []string
+	for _, c := range conns {
+		if (name == "" && c.Default) || (name != "" && c.Name == name) {
+			from := "CONTAINER_CONNECTION=" + name
+			if name == "" {
+				from = "Podman's default system connection " + c.Name
+			}
+			return destination{URI: c.URI, Identity: c.Identity, Machine: c.IsMachine, from: from}, nil
+		}
+		names = append(names, c.Name)
+	}
+	if name == "" {
+		return destination{}, errNoConnection
+	}
+	return destination{}, unavailable(nil, "CONTAINER_CONNECTION=%s: Podman has no system connection of that name (it has %s): see podman system connection list, or unset CONTAINER_CONNECTION",
+		name, cmp.Or(strings.Join(names, ", "), "none"))
 }
 
 func defaultSockets() []string {
@@ -182,11 +249,12 @@ func stateDir(dir string) string {
 	return filepath.Join(os.TempDir(), "codebridge-"+strconv.Itoa(os.Getuid()))
 }
 
-// dial connects to uri once, within pingTimeout.
-func (c *Client) dial(ctx context.Context, uri string) error {
+// dial connects to d once, within pingTimeout.
+func (c *Client) dial(ctx context.Context, d destination) error {
+	uri := d.URI
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	cctx, err := bindings.NewConnection(ctx, uri)
+	cctx, err := bindings.NewConnectionWithIdentity(ctx, uri, d.Identity, d.Machine)
 	if err != nil {
 		return err
 	}
@@ -213,7 +281,7 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 	var last error
 	for {
 		if _, err := os.Stat(svc.sock); err == nil {
-			if last = c.dial(ctx, svc.uri()); last == nil {
+			if last = c.dial(ctx, destination{URI: svc.uri()}); last == nil {
 				return nil
 			}
 		}
