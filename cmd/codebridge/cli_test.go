@@ -84,6 +84,8 @@ func TestCLI(t *testing.T) {
 		{name: "version --help", args: []string{"version", "--help"}, wantOut: []string{"Usage: codebridge version"}},
 		{name: "setup --help", args: []string{"setup", "--help"}, wantOut: []string{"Usage: codebridge setup", "--yes", "--from HOW", "registry", "Debian", "Exit status"}},
 		{name: "help setup", args: []string{"help", "setup"}, wantOut: []string{"Usage: codebridge setup"}},
+		{name: "doctor --help", args: []string{"doctor", "--help"}, wantOut: []string{"Usage: codebridge doctor", "podman", "sandbox", "server NAME", "Exit status"}},
+		{name: "help doctor", args: []string{"help", "doctor"}, wantOut: []string{"Usage: codebridge doctor"}},
 		{name: "setup --from ftp", args: []string{"setup", "--from", "ftp"}, wantCode: 1, wantStderr: []string{`--from "ftp": want auto, registry or debian`}},
 		{name: "setup without Podman nor apt-get", env: noPodman, args: []string{"setup"}, wantCode: 1,
 			wantStderr: []string{"missing: podman", "codebridge setup knows apt-get only"}},

@@ -9,6 +9,7 @@
 //	codebridge servers [--tools]             list configured servers and their state
 //	codebridge audit [-n N] [--json]         show the tool calls code made
 //	codebridge setup [--yes]                 install Podman and build the sandbox image
+//	codebridge doctor                        check everything codebridge needs, with fixes
 //	codebridge version                       print the version
 //
 // Every command takes --help, --version and --config-dir.
@@ -59,6 +60,7 @@ Usage:
   codebridge memory [VERB]               see and remove what agents stored (memory --help)
   codebridge audit [-n N] [--server S]   the tool calls code made, most recent last (audit --help)
   codebridge setup [--yes]               install Podman and build the sandbox image (setup --help)
+  codebridge doctor                      check everything codebridge needs and say how to fix it
   codebridge version                     print the version
 
 Every command takes --help, --version and --config-dir DIR (default ~/MCPs, or
@@ -112,6 +114,29 @@ Flags:
 Exit status: 0 when every file and server is fine; 1 when it listed a problem
 (a file it could not use, a server that failed to start); 2 when the command
 line is wrong.
+`
+
+const doctorHelp = `Usage: codebridge doctor
+
+Checks what codebridge needs, in the order a run needs it, and prints one line
+per check, with how to fix each problem:
+
+  podman       the Podman API answers (and at which socket or URI)
+  image        the sandbox image is there (MCP_BRIDGE_IMAGE, else
+               localhost/codebridge-sandbox:latest)
+  sandbox      a container with codebridge's limits and seccomp profile runs
+               Python, the way run_python does (a failing runtime or rlimit
+               default shows here)
+  config       the config folder is readable, and every server file in it valid
+  server NAME  each enabled server starts and lists its tools, with the time
+               it took (all are started at once, then stopped)
+  state        the state directory can be written
+
+Flags:
+  --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
+
+Exit status: 0 when nothing failed (warnings allowed); 1 when a check failed;
+2 when the command line is wrong.
 `
 
 const versionHelp = `Usage: codebridge version
@@ -175,6 +200,11 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		if code, done := parseFlags(fs, args, memoryHelp, stdout, stderr); done {
 			return code
 		}
+	case "doctor":
+		fs = newFlags(cmd, &configDir)
+		if code, done := parseFlags(fs, args, doctorHelp, stdout, stderr); done {
+			return code
+		}
 	case "setup":
 		fs = newFlags(cmd, &configDir)
 		setupF = newSetupFlags(fs)
@@ -195,7 +225,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "codebridge", version())
 		return 0
 	case "help":
-		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "setup": setupHelp, "version": versionHelp}[strings.Join(args, " ")]
+		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "setup": setupHelp, "doctor": doctorHelp, "version": versionHelp}[strings.Join(args, " ")]
 		fmt.Fprint(stdout, cmp.Or(help, usage(pin)))
 		return 0
 	default:
@@ -242,6 +272,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return auditCmd(cfg, auditF, stdout, stderr)
 	case cmd == "setup":
 		return setupCmd(ctx, cfg, setupF, stdin, stderr)
+	case cmd == "doctor":
+		err = bridge.Doctor(ctx, cfg, bridge.DoctorOptions{Logger: logger, Out: stdout})
 	case cmd == "servers":
 		err = bridge.ListServers(ctx, cfg, bridge.ListOptions{Logger: logger, Tools: *tools, Out: stdout})
 	}

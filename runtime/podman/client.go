@@ -303,6 +303,12 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 // URI is the address of the Podman API this client uses.
 func (c *Client) URI() string { return c.uri }
 
+// APIVersion is the Podman API version the service reports, e.g. 4.3.1.
+func (c *Client) APIVersion() string { return c.apiVersion }
+
+// Private reports whether Connect started the Podman service itself.
+func (c *Client) Private() bool { return c.svc != nil }
+
 // Close stops the Podman service Connect started, if any. Containers are not
 // touched: remove them first (as [Sandbox.Close] does).
 func (c *Client) Close() error {

@@ -16,7 +16,7 @@ import (
 // release binary and have no checkout: they name codebridge setup and the
 // README, not scripts.
 const (
-	setupHint   = "run codebridge setup, which installs Podman and builds the sandbox image (https://github.com/codebridge-mcp/codebridge#two-commands)"
+	setupHint   = "run codebridge setup, which installs Podman and builds the sandbox image, and codebridge doctor, which checks each piece (https://github.com/codebridge-mcp/codebridge#two-commands)"
 	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + setupHint
 )
 
@@ -38,7 +38,7 @@ func (c *Client) EnsureImage(ctx context.Context, configured string, progress fu
 		progress = func(string) {}
 	}
 	if configured != "" {
-		ok, err := c.imageExists(ctx, configured)
+		ok, err := c.ImageExists(ctx, configured)
 		if err != nil {
 			return "", err
 		}
@@ -52,7 +52,7 @@ func (c *Client) EnsureImage(ctx context.Context, configured string, progress fu
 		}
 		return configured, nil
 	}
-	ok, err := c.imageExists(ctx, DefaultImage)
+	ok, err := c.ImageExists(ctx, DefaultImage)
 	if err != nil {
 		return "", err
 	}
@@ -68,8 +68,8 @@ func (c *Client) EnsureImage(ctx context.Context, configured string, progress fu
 	return FallbackImage, nil
 }
 
-// imageExists reports whether the image is present locally.
-func (c *Client) imageExists(ctx context.Context, name string) (bool, error) {
+// ImageExists reports whether the image is present in Podman's store.
+func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
 	err := c.do(ctx, requestTimeout, http.MethodGet, "/images/"+url.PathEscape(name)+"/exists", nil, nil, nil)
 	if err == nil {
 		return true, nil

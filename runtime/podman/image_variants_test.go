@@ -14,7 +14,7 @@ import (
 func TestMinimalImage(t *testing.T) {
 	c := testClient(t)
 	img := testenv.MinimalImage()
-	ok, err := c.imageExists(t.Context(), img)
+	ok, err := c.ImageExists(t.Context(), img)
 	if err != nil {
 		t.Fatalf("checking image %s: %v", img, err)
 	}

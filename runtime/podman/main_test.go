@@ -73,7 +73,7 @@ func testClient(t testing.TB) *Client {
 func testImage(t testing.TB, c *Client) string {
 	t.Helper()
 	img := testenv.Image()
-	ok, err := c.imageExists(t.Context(), img)
+	ok, err := c.ImageExists(t.Context(), img)
 	if err != nil {
 		t.Fatalf("checking image %s: %v", img, err)
 	}

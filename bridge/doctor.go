@@ -1,0 +1,249 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
+)
+
+// DoctorOptions configure [Doctor].
+type DoctorOptions struct {
+	Logger *slog.Logger // nil discards
+	Out    io.Writer    // the findings, one line each
+}
+
+// Finding levels of [Doctor].
+const (
+	findOK   = "ok"
+	findWarn = "warn"
+	findFail = "FAIL"
+)
+
+// finding is one check's result: what was checked, what was found and, for a
+// problem, how to fix it.
+type finding struct {
+	level, check, detail, fix string
+}
+
+// Doctor checks what codebridge needs, in the order a run needs it, and
+// prints one line per check with the fix for each problem: Podman reachable,
+// the sandbox image present, a sandbox container running Python with
+// codebridge's limits, the config folder and every server file, every
+// server starting and listing its tools, and the state directory. It returns
+// [ErrProblems] when a check failed.
+func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) error {
+	logger := orDiscard(opts.Logger)
+	var (
+		mu    sync.Mutex
+		found []finding
+	)
+	report := func(f finding) {
+		mu.Lock()
+		defer mu.Unlock()
+		found = append(found, f)
+		fmt.Fprintf(opts.Out, "%-4s  %-18s %s\n", f.level, f.check, f.detail)
+		if f.fix != "" {
+			fmt.Fprintf(opts.Out, "      %-18s fix: %s\n", "", f.fix)
+		}
+	}
+
+	// The sandbox and the servers are independent: check them side by side,
+	// the sandbox's findings first.
+	var servers []finding
+	var wg sync.WaitGroup
+	wg.Go(func() { servers = doctorServers(ctx, cfg, logger) })
+	for _, f := range doctorSandbox(ctx, cfg, logger) {
+		report(f)
+	}
+	wg.Wait()
+	for _, f := range servers {
+		report(f)
+	}
+	report(doctorStateDir(cfg))
+
+	failed := 0
+	for _, f := range found {
+		if f.level == findFail {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %s found; fix what is listed above and run codebridge doctor again", ErrProblems, plural(failed, "problem"))
+	}
+	fmt.Fprintln(opts.Out, "\nno problem found: agents can use codebridge.")
+	return nil
+}
+
+// doctorSandbox checks Podman, the image and a sandbox container.
+func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []finding {
+	start := time.Now()
+	c, err := podman.Connect(ctx, podman.Options{StateDir: cfg.StateDir, Logger: logger})
+	if err != nil {
+		return []finding{
+			{findFail, "podman", rootMessage(err), "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"},
+			{findFail, "sandbox", "not checked: it needs Podman", ""},
+		}
+	}
+	var out []finding
+	how := "a Podman API socket"
+	if c.Private() {
+		how = "a private 'podman system service' codebridge starts"
+	}
+	out = append(out, finding{findOK, "podman", fmt.Sprintf("Podman %s at %s (%s), answered in %s", c.APIVersion(), c.URI(), how, since(start)), ""})
+
+	img := cfg.Image
+	if img == "" {
+		img = podman.DefaultImage
+	}
+	ok, err := c.ImageExists(ctx, img)
+	c.Close()
+	switch {
+	case err != nil:
+		out = append(out, finding{findFail, "image", err.Error(), "check that Podman works: podman images"})
+	case !ok && cfg.Image != "":
+		out = append(out, finding{findFail, "image", img + " (MCP_BRIDGE_IMAGE) is not there; the first run would try to pull it",
+			"codebridge setup --image " + img + ", or set MCP_BRIDGE_IMAGE to an image with python3"})
+	case !ok:
+		out = append(out, finding{findFail, "image", img + " is not there; the first run would pull " + podman.FallbackImage + " instead, without the data libraries",
+			"codebridge setup builds it"})
+	default:
+		out = append(out, finding{findOK, "image", img, ""})
+	}
+	if !ok {
+		return append(out, finding{findFail, "sandbox", "not checked: it needs the image", ""})
+	}
+
+	// A container with everything a run has: the limits, the seccomp profile,
+	// the helper module and code sent over the attach stream.
+	start = time.Now()
+	cfg.WarmSandboxes, cfg.Sessions, cfg.Preload = 0, false, nil
+	ct := newContainers(cfg, logger)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		ct.Close(cctx)
+	}()
+	res, err := ct.Run(ctx, sandbox.Request{
+		Program: python.Program{Code: "import sys\nprint('ok', sys.version.split()[0])", OutputLimit: cfg.OutputLimit},
+		Host:    noServers{}, Timeout: cfg.Timeout,
+	})
+	switch {
+	case err != nil:
+		out = append(out, finding{findFail, "sandbox", err.Error(), ""})
+	case res.Error != nil:
+		out = append(out, finding{findFail, "sandbox", "a sandbox container did not run Python: " + res.Error.Message,
+			"codebridge setup probes a container and fixes Podman's runtime and rlimit defaults where that fails"})
+	default:
+		version := strings.TrimPrefix(strings.TrimSpace(res.Stdout), "ok ")
+		out = append(out, finding{findOK, "sandbox", fmt.Sprintf("a container with codebridge's limits ran Python %s in %s", version, since(start)), ""})
+	}
+	return out
+}
+
+// doctorServers checks the config folder, every server file and every
+// enabled server, which it starts (all at once) and asks for its tools.
+func doctorServers(ctx context.Context, cfg Config, logger *slog.Logger) []finding {
+	if _, err := os.ReadDir(cfg.ConfigDir); errors.Is(err, os.ErrNotExist) {
+		return []finding{{findWarn, "config", cfg.ConfigDir + " does not exist, so no MCP server is configured",
+			"create it and add a JSON file with an \"mcpServers\" object (see the README's Configure servers)"}}
+	} else if err != nil {
+		return []finding{{findFail, "config", err.Error(), "make the folder readable, or set MCP_BRIDGE_CONFIG_DIR"}}
+	}
+	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
+	var out []finding
+	files := map[string]bool{}
+	for _, s := range conf.Servers {
+		files[s.Source] = true
+	}
+	out = append(out, finding{findOK, "config", fmt.Sprintf("%s: %s, %s", cfg.ConfigDir, plural(len(files), "file"), plural(len(conf.Servers), "server")), ""})
+	for _, p := range conf.Problems {
+		level := findFail
+		if p.Warning {
+			level = findWarn
+		}
+		out = append(out, finding{level, "config file", p.String(), "edit " + filepath.Base(p.Path) + " as the message says"})
+	}
+
+	p := pool.New(pool.Options{Logger: logger})
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		p.Close(cctx)
+	}()
+	p.Update(conf.Servers)
+	results := make([]finding, len(conf.Servers))
+	var wg sync.WaitGroup
+	for i, s := range conf.Servers {
+		check := "server " + s.Name
+		if s.Disabled {
+			results[i] = finding{findOK, check, "disabled in " + s.Source, ""}
+			continue
+		}
+		wg.Go(func() {
+			start := time.Now()
+			tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			tools, err := p.Tools(tctx, s.Name)
+			if err != nil {
+				results[i] = finding{findFail, check, fmt.Sprintf("did not list its tools (%s): %s", since(start), oneLine(err.Error())),
+					"check its entry in " + s.Source + "; run its command by hand to see it start"}
+				return
+			}
+			results[i] = finding{findOK, check, fmt.Sprintf("%s, listed in %s", plural(len(tools), "tool"), since(start)), ""}
+		})
+	}
+	wg.Wait()
+	sort.SliceStable(results, func(a, b int) bool { return results[a].check < results[b].check })
+	return append(out, results...)
+}
+
+// doctorStateDir checks that the state directory can be written.
+func doctorStateDir(cfg Config) finding {
+	dir := cfg.StateDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return finding{findFail, "state", err.Error(), "set MCP_BRIDGE_STATE_DIR to a folder codebridge can write"}
+	}
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		return finding{findFail, "state", err.Error(), "set MCP_BRIDGE_STATE_DIR to a folder codebridge can write"}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return finding{findOK, "state", dir + " is writable", ""}
+}
+
+// rootMessage is an error's message without the wrapping of Podman's
+// unavailable errors.
+func rootMessage(err error) string {
+	var u *podman.UnavailableError
+	if errors.As(err, &u) {
+		return u.Msg
+	}
+	return err.Error()
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func since(t time.Time) string {
+	d := time.Since(t)
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
