@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -146,7 +147,7 @@ var ErrProblems = errors.New("problems listed")
 func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 	logger := orDiscard(opts.Logger)
 	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
-	p := pool.New(pool.Options{Logger: logger})
+	p := newListingPool(cfg, logger)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -215,6 +216,18 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 		return fmt.Errorf("%w: %s; fix what is listed above and run it again", ErrProblems, strings.Join(found, ", "))
 	}
 	return nil
+}
+
+// newListingPool is the pool of a command that starts servers to list their
+// tools (servers --tools, doctor): every list is saved as the server's
+// manifest, for the next codebridge to answer docs and search from.
+func newListingPool(cfg Config, logger *slog.Logger) *pool.Pool {
+	store := manifest.New(manifest.Dir(cfg.StateDir))
+	return pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
+		if err := store.Save(def, tools); err != nil {
+			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
+		}
+	}})
 }
 
 func plural(n int, noun string) string {

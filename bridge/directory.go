@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -22,7 +24,7 @@ import (
 type downstream interface {
 	Tools(ctx context.Context, server string) ([]*mcp.Tool, error)
 	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
-	AllTools(ctx context.Context, limit int) (map[string][]*mcp.Tool, map[string]error)
+	Running(server string) bool
 }
 
 // directory is the [Directory] over the configured servers: an immutable
@@ -34,8 +36,11 @@ type directory struct {
 	store   *memory.Store        // memories and saved helpers; nil means none
 	tools   discovery.ToolPolicy // the global tool policy, which each server's entry refines; set before the first update
 	audit   *audit.Log           // records every tool call; nil records none
-	logger  *slog.Logger
-	snap    atomic.Pointer[snapshot]
+	// manifests holds each server's last tool list, from which docs and
+	// search answer for a server that is not running; nil means none.
+	manifests *manifest.Store
+	logger    *slog.Logger
+	snap      atomic.Pointer[snapshot]
 }
 
 // snapshot is the configured, enabled servers of one configuration, with the
@@ -170,7 +175,7 @@ func (d *directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 				d.logger.Warn("starting a server named in run_python's servers", "server", info.Name, "err", err)
 				return nil
 			}
-			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, tools), "summary", false) {
+			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, tools), time.Time{}, "summary", false) {
 				info.Tools = append(info.Tools, python.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil
@@ -178,6 +183,53 @@ func (d *directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 	}
 	g.Wait()
 	return infos, nil
+}
+
+// listing is a server's tools and where they came from.
+type listing struct {
+	tools []*mcp.Tool
+	saved time.Time // when the manifest they came from was written; zero when the running server listed them
+}
+
+// listTools lists srv's tools. For docs and search (docs), a server that is
+// not running answers from its manifest, if its definition has one, so
+// nothing starts; otherwise the server is started and lists them, and that
+// fresh listing is saved as its manifest (the pool's OnTools).
+func (d *directory) listTools(ctx context.Context, srv *discovery.Server, docs bool) (listing, error) {
+	if docs && d.manifests != nil && !d.pool.Running(srv.Name) {
+		if m, ok := d.manifests.Load(srv); ok {
+			return listing{tools: m.Tools, saved: m.Written}, nil
+		}
+	}
+	tools, err := d.pool.Tools(ctx, srv.Name)
+	return listing{tools: tools}, err
+}
+
+// saveManifest records a server's fresh tool list; the pool calls it.
+func (d *directory) saveManifest(def *discovery.Server, tools []*mcp.Tool) {
+	if d.manifests == nil {
+		return
+	}
+	if err := d.manifests.Save(def, tools); err != nil {
+		d.logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
+	}
+}
+
+// listedNote is a doc's Listed for tools listed at saved.
+func listedNote(saved time.Time) string {
+	if saved.IsZero() {
+		return ""
+	}
+	age := time.Since(saved)
+	switch {
+	case age < time.Minute:
+		age = age.Round(time.Second)
+	case age < time.Hour:
+		age = age.Round(time.Minute)
+	default:
+		age = age.Round(time.Hour)
+	}
+	return fmt.Sprintf("from the tool list the server gave %s ago (it is not running; calling a tool starts it)", age)
 }
 
 // Host implements [Directory].

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,8 +16,9 @@ import (
 // docsFor describes tools the way the sandbox helpers return them: summary is
 // name, aliases and the first line of the description; full adds the complete
 // description, the schemas and a Python signature. withSchema forces the
-// schemas in (list_tools).
-func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, detail string, withSchema bool) []python.ToolDoc {
+// schemas in (list_tools). saved is when the tools' manifest was written, zero
+// when the running server listed them.
+func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, saved time.Time, detail string, withSchema bool) []python.ToolDoc {
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
@@ -30,6 +32,7 @@ func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, detail strin
 			Tool: t.Name, ToolAlias: aliases[t.Name],
 			Name: t.Name, Alias: aliases[t.Name],
 			Description: firstLine(t.Description),
+			Listed:      listedNote(saved),
 		}
 		if full || withSchema {
 			d.Description = t.Description

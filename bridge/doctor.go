@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -178,7 +177,7 @@ func doctorServers(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 		out = append(out, finding{level, "config file", p.String(), "edit " + filepath.Base(p.Path) + " as the message says"})
 	}
 
-	p := pool.New(pool.Options{Logger: logger})
+	p := newListingPool(cfg, logger)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()

@@ -10,10 +10,12 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
@@ -69,11 +71,11 @@ var methods = map[string]handler{
 		return h.describeServer(ctx, p.Server)
 	}),
 	python.MethodListTools: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
-		srv, tools, err := h.tools(ctx, p.Server)
+		srv, l, err := h.tools(ctx, p.Server, true)
 		if err != nil {
 			return nil, err
 		}
-		return docsFor(h.snap, srv, tools, "full", true), nil
+		return docsFor(h.snap, srv, l.tools, l.saved, "full", true), nil
 	}),
 	python.MethodQueryToolDocs: method(func(h *host, ctx context.Context, p python.QueryToolDocsParams) (any, error) {
 		return h.queryToolDocs(ctx, p.Server, p.Tool, p.Detail)
@@ -199,53 +201,55 @@ func (h *host) Call(ctx context.Context, method string, params json.RawMessage) 
 }
 
 // tools resolves a server and lists the tools its policy admits, starting
-// it if needed.
-func (h *host) tools(ctx context.Context, key string) (*discovery.Server, []*mcp.Tool, error) {
-	srv, all, err := h.allTools(ctx, key)
+// it if needed; for docs, a server not running answers from its manifest.
+func (h *host) tools(ctx context.Context, key string, docs bool) (*discovery.Server, listing, error) {
+	srv, l, err := h.allTools(ctx, key, docs)
 	if err != nil {
-		return nil, nil, err
+		return nil, l, err
 	}
-	return srv, h.snap.admitted(srv.Name, all), nil
+	l.tools = h.snap.admitted(srv.Name, l.tools)
+	return srv, l, nil
 }
 
 // allTools is tools with the tools its policy blocks.
-func (h *host) allTools(ctx context.Context, key string) (*discovery.Server, []*mcp.Tool, error) {
+func (h *host) allTools(ctx context.Context, key string, docs bool) (*discovery.Server, listing, error) {
 	srv, err := h.snap.resolve(key)
 	if err != nil {
-		return nil, nil, err
+		return nil, listing{}, err
 	}
-	tools, err := h.dir.pool.Tools(ctx, srv.Name)
+	l, err := h.dir.listTools(ctx, srv, docs)
 	if err != nil {
-		return nil, nil, poolError(srv.Name, err)
+		return nil, l, poolError(srv.Name, err)
 	}
-	return srv, tools, nil
+	return srv, l, nil
 }
 
 // tool resolves one tool that code may use. A tool the policy blocks is
 // refused with policy_denied, saying which rule and where it is written;
-// an unknown one with unknown_tool, suggesting only admitted names.
-func (h *host) tool(ctx context.Context, key, name string) (*discovery.Server, *mcp.Tool, error) {
-	srv, all, err := h.allTools(ctx, key)
+// an unknown one with unknown_tool, suggesting only admitted names. Calls
+// (docs false) always resolve against the running server's own list.
+func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discovery.Server, *mcp.Tool, time.Time, error) {
+	srv, l, err := h.allTools(ctx, key, docs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, l.saved, err
 	}
-	t, err := findTool(srv, h.snap.admitted(srv.Name, all), name)
+	t, err := findTool(srv, h.snap.admitted(srv.Name, l.tools), name)
 	if err != nil {
-		if hidden, herr := findTool(srv, all, name); herr == nil {
+		if hidden, herr := findTool(srv, l.tools, name); herr == nil {
 			if why := h.snap.blocked(srv.Name, hidden); why != "" {
-				return srv, hidden, &rpcError{code: codePolicyDenied, msg: why}
+				return srv, hidden, l.saved, &rpcError{code: codePolicyDenied, msg: why}
 			}
 		}
-		return srv, nil, err
+		return srv, nil, l.saved, err
 	}
-	return srv, t, nil
+	return srv, t, l.saved, nil
 }
 
 // codePolicyDenied is the MCPError code of a tool the policy blocks.
 const codePolicyDenied = "policy_denied"
 
 func (h *host) describeServer(ctx context.Context, key string) (any, error) {
-	srv, tools, err := h.tools(ctx, key)
+	srv, l, err := h.tools(ctx, key, true)
 	if err != nil {
 		return nil, err
 	}
@@ -253,23 +257,23 @@ func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 		Name:        srv.Name,
 		Alias:       h.snap.alias[srv.Name],
 		Description: srv.Description,
-		Tools:       docsFor(h.snap, srv, tools, "summary", true),
+		Tools:       docsFor(h.snap, srv, l.tools, l.saved, "summary", true),
 	}, nil
 }
 
 func (h *host) queryToolDocs(ctx context.Context, key string, tool *string, detail string) (any, error) {
-	srv, tools, err := h.tools(ctx, key)
+	if tool != nil {
+		srv, t, saved, err := h.tool(ctx, key, *tool, true)
+		if err != nil {
+			return nil, err
+		}
+		return docsFor(h.snap, srv, []*mcp.Tool{t}, saved, detail, false), nil
+	}
+	srv, l, err := h.tools(ctx, key, true)
 	if err != nil {
 		return nil, err
 	}
-	if tool == nil {
-		return docsFor(h.snap, srv, tools, detail, false), nil
-	}
-	_, t, err := h.tool(ctx, key, *tool)
-	if err != nil {
-		return nil, err
-	}
-	return docsFor(h.snap, srv, []*mcp.Tool{t}, detail, false), nil
+	return docsFor(h.snap, srv, l.tools, l.saved, detail, false), nil
 }
 
 func (h *host) searchToolDocs(ctx context.Context, query string, limit int, detail string) (any, error) {
@@ -280,12 +284,13 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 		limit = 5
 	}
 	sctx, cancel := context.WithTimeout(ctx, searchStartTimeout)
-	all, failed := h.dir.pool.AllTools(sctx, searchParallelism)
+	all, failed := h.everyServer(sctx)
 	cancel()
 	var docs []search.Doc
 	type ref struct {
-		srv  *discovery.Server
-		tool *mcp.Tool
+		srv   *discovery.Server
+		tool  *mcp.Tool
+		saved time.Time
 	}
 	refs := map[[2]string]ref{}
 	out := python.SearchResult{Results: []python.ToolDoc{}, Unavailable: []python.Unavailable{}}
@@ -294,9 +299,10 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: firstLine(err.Error())})
 			continue
 		}
-		for _, t := range h.snap.admitted(srv.Name, all[srv.Name]) {
+		l := all[srv.Name]
+		for _, t := range h.snap.admitted(srv.Name, l.tools) {
 			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: paramNames(t)})
-			refs[[2]string{srv.Name, t.Name}] = ref{srv, t}
+			refs[[2]string{srv.Name, t.Name}] = ref{srv, t, l.saved}
 		}
 	}
 	saved := map[string]memory.Tool{}
@@ -314,11 +320,38 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 			continue
 		}
 		r := refs[[2]string{hit.Doc.Server, hit.Doc.Tool}]
-		d := docsFor(h.snap, r.srv, []*mcp.Tool{r.tool}, detail, false)[0]
+		d := docsFor(h.snap, r.srv, []*mcp.Tool{r.tool}, r.saved, detail, false)[0]
 		d.Score = &hit.Score
 		out.Results = append(out.Results, d)
 	}
 	return out, nil
+}
+
+// everyServer lists the tools of every server of the snapshot, at most
+// searchParallelism at once: from the running server or its manifest, else
+// by starting it. One server failing does not stop the others.
+func (h *host) everyServer(ctx context.Context) (map[string]listing, map[string]error) {
+	all := map[string]listing{}
+	failed := map[string]error{}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(searchParallelism)
+	for _, srv := range h.snap.servers {
+		g.Go(func() error {
+			l, err := h.dir.listTools(ctx, srv, true)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed[srv.Name] = err
+				h.dir.logger.Warn("listing tools failed", "server", srv.Name, "err", err)
+			} else {
+				all[srv.Name] = l
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return all, failed
 }
 
 // callTool calls a tool for the sandbox's code, the one way code reaches a
@@ -387,7 +420,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
 			name, tool, len(args), byteSize(len(args)), h.dir.maxArgs, byteSize(h.dir.maxArgs))}
 	}
-	srv, t, err := h.tool(ctx, key, tool)
+	srv, t, _, err := h.tool(ctx, key, tool, false)
 	if srv != nil {
 		rec.Server = srv.Name
 	}

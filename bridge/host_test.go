@@ -315,10 +315,7 @@ func (f *recordingPool) Call(_ context.Context, _, _ string, args any, _ func(*m
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 }
 
-func (f *recordingPool) AllTools(ctx context.Context, _ int) (map[string][]*mcp.Tool, map[string]error) {
-	t, _ := f.Tools(ctx, "big")
-	return map[string][]*mcp.Tool{"big": t}, nil
-}
+func (f *recordingPool) Running(string) bool { return true }
 
 func (f *recordingPool) callSizes() []int {
 	f.mu.Lock()

@@ -36,11 +36,6 @@ func (p *annotatedPool) Call(ctx context.Context, server, tool string, args any,
 	return res, err
 }
 
-func (p *annotatedPool) AllTools(ctx context.Context, _ int) (map[string][]*mcp.Tool, map[string]error) {
-	t, _ := p.Tools(ctx, "fs")
-	return map[string][]*mcp.Tool{"fs": t}, nil
-}
-
 const policyFile = "/home/u/MCPs/fs.json"
 
 func policyDirectory(global, entry discovery.ToolPolicy) (*directory, *annotatedPool) {

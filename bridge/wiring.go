@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -54,8 +57,10 @@ func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error)
 // startWith is start with the sandbox given.
 func startWith(ctx context.Context, cfg Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
 	p := &parts{sandbox: sb, logger: logger}
-	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle})
+	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
+		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.saveManifest(def, tools) }})
 	p.dir = newDirectory(p.pool, cfg.MaxArgSize, logger)
+	p.dir.manifests = manifest.New(manifest.Dir(cfg.StateDir))
 	p.dir.store = memory.New(cfg.StateDir)
 	p.dir.tools = cfg.Tools
 	if cfg.Audit {

@@ -51,6 +51,8 @@ type conn struct {
 	byName  map[string]*mcp.Tool
 	toolsOK bool   // tools is the current list
 	toolGen uint64 // bumped by notifications/tools/list_changed
+
+	onTools func(*discovery.Server, []*mcp.Tool) // Options.OnTools
 }
 
 func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn {
@@ -126,15 +128,45 @@ func (c *conn) listTools(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 	}
 	defer func() { <-c.toolsSem }()
 
-	c.toolsMu.Lock()
-	if c.toolsOK { // another caller listed them while we waited
-		t := c.tools
+	for attempt := 0; ; attempt++ {
+		c.toolsMu.Lock()
+		if c.toolsOK { // another caller listed them while we waited
+			t := c.tools
+			c.toolsMu.Unlock()
+			return t, nil
+		}
+		gen := c.toolGen
 		c.toolsMu.Unlock()
-		return t, nil
-	}
-	gen := c.toolGen
-	c.toolsMu.Unlock()
 
+		tools, err := c.listPages(ctx, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c.toolsMu.Lock()
+		current := c.toolGen == gen // no list_changed arrived meanwhile
+		if current {
+			c.tools = tools
+			c.byName = make(map[string]*mcp.Tool, len(tools))
+			for _, t := range tools {
+				c.byName[t.Name] = t
+			}
+			c.toolsOK = true
+		}
+		c.toolsMu.Unlock()
+		// A list that changed while it was read is read again, a few times:
+		// servers often announce a change just after they start.
+		if !current && attempt < 2 {
+			continue
+		}
+		if c.onTools != nil {
+			c.onTools(c.def, tools)
+		}
+		return tools, nil
+	}
+}
+
+// listPages lists every page of the server's tools within timeout.
+func (c *conn) listPages(ctx context.Context, timeout time.Duration) ([]*mcp.Tool, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var tools []*mcp.Tool
@@ -147,17 +179,6 @@ func (c *conn) listTools(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 		}
 		tools = append(tools, t)
 	}
-
-	c.toolsMu.Lock()
-	if c.toolGen == gen { // no list_changed arrived meanwhile
-		c.tools = tools
-		c.byName = make(map[string]*mcp.Tool, len(tools))
-		for _, t := range tools {
-			c.byName[t.Name] = t
-		}
-		c.toolsOK = true
-	}
-	c.toolsMu.Unlock()
 	return tools, nil
 }
 
@@ -201,6 +222,7 @@ func (c *conn) kill() {
 // The session itself outlives ctx.
 func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	c := newConn(def, p.opts.StderrLines, p.logger)
+	c.onTools = p.opts.OnTools
 	longCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
 	fail := func(err error) (*conn, error) {

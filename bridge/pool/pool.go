@@ -55,6 +55,11 @@ type Options struct {
 	// Client is what the pool calls itself in initialize. Default
 	// {Name: "codebridge", Version: "dev"}.
 	Client *mcp.Implementation
+	// OnTools, if set, receives every fresh tool list: a server's first
+	// listing after it starts, and each after it reports tools/list_changed,
+	// with the definition it was started from. It runs on the caller's
+	// goroutine, outside the pool's locks; it must not block for long.
+	OnTools func(def *discovery.Server, tools []*mcp.Tool)
 }
 
 // A Pool keeps one MCP client session per configured downstream server. A
@@ -550,6 +555,15 @@ func (p *Pool) AllTools(ctx context.Context, limit int) (tools map[string][]*mcp
 	}
 	_ = g.Wait()
 	return tools, errs
+}
+
+// Running reports whether server has a live session now, so that using it
+// starts nothing.
+func (p *Pool) Running(server string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.servers[server]
+	return e != nil && e.cur != nil && !e.cur.exited
 }
 
 // State is what a server is doing, as [Pool.Status] reports it.

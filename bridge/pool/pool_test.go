@@ -584,3 +584,49 @@ func TestAllToolsDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestOnTools: the hook sees each fresh listing (the first, and the one after
+// tools/list_changed), not the cached ones; Running says when a use starts
+// nothing.
+func TestOnTools(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		seen  []int
+		defs  []*discovery.Server
+		fresh = make(chan struct{}, 8)
+	)
+	p, m := newMemPool(t, Options{OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
+		mu.Lock()
+		seen = append(seen, len(tools))
+		defs = append(defs, def)
+		mu.Unlock()
+		fresh <- struct{}{}
+	}}, memDef("a"))
+	if p.Running("a") {
+		t.Fatal("Running before any use")
+	}
+	for range 3 {
+		if _, err := p.Tools(t.Context(), "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-fresh
+	if !p.Running("a") {
+		t.Error("not Running after a listing")
+	}
+	m.last("a").AddTool(&mcp.Tool{Name: "late", InputSchema: jsonschemaObject},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("late"), nil })
+	testenv.Eventually(t, "the new tool is listed", func() bool {
+		tools, err := p.Tools(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(tools) == 6
+	})
+	<-fresh
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != 5 || seen[1] != 6 || defs[0].Name != "a" {
+		t.Errorf("OnTools saw lists of %v tools; want [5 6] (three uses, one fresh listing, then the changed one)", seen)
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 // runCLI runs the built binary with args, env and stdin, returning its output
 // and exit status.
-func runCLI(t *testing.T, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
+func runCLI(t testing.TB, env []string, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = env

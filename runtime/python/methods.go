@@ -74,6 +74,10 @@ type ToolDoc struct {
 	OutputSchema any      `json:"outputSchema,omitempty"`
 	Signature    string   `json:"signature,omitempty"`
 	Score        *float64 `json:"score,omitempty"` // search hits only
+	// Listed says, for a doc from a server that was not running, that it
+	// comes from the tool list saved when the server last listed its tools,
+	// and how long ago that was. Empty when the running server listed it.
+	Listed string `json:"listed,omitempty"`
 }
 
 // ToolSummary is a tool in a [ServerDescription] or a loaded [ServerInfo].

@@ -1,0 +1,114 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+func server(name string, args ...string) *discovery.Server {
+	return &discovery.Server{Name: name, Transport: discovery.Stdio, Command: "node", Args: args, Env: map[string]string{"A": "1", "B": "2"}}
+}
+
+func tools(names ...string) []*mcp.Tool {
+	out := make([]*mcp.Tool, len(names))
+	for i, n := range names {
+		out[i] = &mcp.Tool{Name: n, Description: "does " + n, InputSchema: map[string]any{"type": "object"}}
+	}
+	return out
+}
+
+func TestRoundTrip(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "manifests"))
+	srv := server("files/κ", "server.js")
+	if _, ok := s.Load(srv); ok {
+		t.Fatal("a manifest before any Save")
+	}
+	if err := s.Save(srv, tools("read", "write")); err != nil {
+		t.Fatal(err)
+	}
+	m, ok := s.Load(srv)
+	if !ok || len(m.Tools) != 2 || m.Tools[1].Name != "write" || m.Tools[0].Description != "does read" || m.Written.IsZero() {
+		t.Fatalf("Load after Save = %+v, %v", m, ok)
+	}
+	// The same definition under another description or policy: same manifest.
+	same := *srv
+	same.Description, same.Source = "other words", "/elsewhere.json"
+	if _, ok := s.Load(&same); !ok {
+		t.Error("a description change lost the manifest")
+	}
+	// A definition that starts something else: none.
+	for _, changed := range []*discovery.Server{server("files/κ", "server.js", "--root", "/"), func() *discovery.Server {
+		c := server("files/κ", "server.js")
+		c.Env["B"] = "3"
+		return c
+	}()} {
+		if _, ok := s.Load(changed); ok {
+			t.Errorf("a changed definition (%v %v) still has the old manifest", changed.Args, changed.Env)
+		}
+	}
+	// Another server's name never reads this file.
+	if _, ok := s.Load(server("files_κ", "server.js")); ok {
+		t.Error("a server with a similar name read this manifest")
+	}
+	// No tools is a manifest too.
+	empty := server("empty")
+	if err := s.Save(empty, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := s.Load(empty); !ok || len(m.Tools) != 0 {
+		t.Errorf("Load of an empty list = %+v, %v", m, ok)
+	}
+}
+
+func TestCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	s := New(dir)
+	srv := server("x")
+	if err := s.Save(srv, tools("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.path("x"), []byte(`{"server": "x", "tools": [`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Load(srv); ok {
+		t.Error("a truncated file loaded")
+	}
+	if err := s.Save(srv, tools("b")); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := s.Load(srv); !ok || m.Tools[0].Name != "b" {
+		t.Errorf("Save over a corrupt file: %+v, %v", m, ok)
+	}
+}
+
+// TestConcurrentSaves: writers in parallel (several codebridge processes do
+// the same through the file system) leave one whole manifest and no
+// temporary files.
+func TestConcurrentSaves(t *testing.T) {
+	dir := t.TempDir()
+	srv := server("x")
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			s := New(dir)
+			names := []string{"a", "b", "c", "d"}[:1+i%4]
+			if err := s.Save(srv, tools(names...)); err != nil {
+				t.Error(err)
+			}
+			if _, ok := s.Load(srv); !ok {
+				t.Error("a reader saw no whole manifest during the writes")
+			}
+		})
+	}
+	wg.Wait()
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("files left: %d; want the one manifest", len(entries))
+	}
+}
