@@ -39,6 +39,7 @@ type directory struct {
 	// manifests holds each server's last tool list, from which docs and
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store
+	results   *results // the shapes of the tools' structured results
 	logger    *slog.Logger
 	snap      atomic.Pointer[snapshot]
 }
@@ -55,6 +56,9 @@ type snapshot struct {
 	// policy is each server's tool policy, by name; nil (absent) admits
 	// every tool.
 	policy map[string]*policy
+	// results is the directory's memory of the tools' structured results,
+	// shared by every snapshot; nil in listings outside a directory.
+	results *results
 }
 
 func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
@@ -98,13 +102,17 @@ func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
 // newDirectory returns a directory with no servers in front of pool. A tool
 // call whose arguments are over maxArgs bytes is refused. A nil logger discards.
 func newDirectory(pool downstream, maxArgs int, logger *slog.Logger) *directory {
-	d := &directory{pool: pool, maxArgs: maxArgs, logger: orDiscard(logger)}
-	d.snap.Store(newSnapshot(nil, discovery.ToolPolicy{}))
+	d := &directory{pool: pool, maxArgs: maxArgs, results: newResults(), logger: orDiscard(logger)}
+	d.update(nil)
 	return d
 }
 
 // update publishes a new configuration. The caller has already told the pool.
-func (d *directory) update(cfg *discovery.Config) { d.snap.Store(newSnapshot(cfg, d.tools)) }
+func (d *directory) update(cfg *discovery.Config) {
+	s := newSnapshot(cfg, d.tools)
+	s.results = d.results
+	d.snap.Store(s)
+}
 
 // admitted returns the tools of server that code may see and call.
 func (s *snapshot) admitted(server string, tools []*mcp.Tool) []*mcp.Tool {

@@ -1,8 +1,6 @@
 package bridge
 
 import (
-	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -38,7 +36,9 @@ func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, saved time.T
 			d.Description = t.Description
 			d.InputSchema = t.InputSchema
 			d.OutputSchema = t.OutputSchema
-			d.Signature = signature(aliases[t.Name], t)
+			inferred, n := s.results.inferred(srv.Name, t.Name)
+			td := renderTool(aliases[t.Name], t, inferred, n)
+			d.Signature, d.Params, d.Stub = td.signature, td.params, td.stub
 		}
 		out[i] = d
 	}
@@ -51,135 +51,6 @@ func firstLine(s string) string {
 		s = strings.TrimSpace(s[:i])
 	}
 	return s
-}
-
-// schema is the part of a JSON Schema a signature needs.
-type schema struct {
-	Type       any                `json:"type"`
-	Properties map[string]*schema `json:"properties"`
-	Required   []string           `json:"required"`
-	Items      *schema            `json:"items"`
-	Enum       []any              `json:"enum"`
-	AnyOf      []*schema          `json:"anyOf"`
-}
-
-func decodeSchema(v any) *schema {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var s schema
-	if json.Unmarshal(raw, &s) != nil {
-		return nil
-	}
-	return &s
-}
-
-// paramNames lists a tool's parameter names, for search.
-func paramNames(t *mcp.Tool) []string {
-	s := decodeSchema(t.InputSchema)
-	if s == nil {
-		return nil
-	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// signature renders a Python signature such as
-// "get_sum(a: float, b: float) -> Any": required parameters first, in schema
-// order where known, optional ones as keyword arguments defaulting to None.
-func signature(alias string, t *mcp.Tool) string {
-	s := decodeSchema(t.InputSchema)
-	var params []string
-	if s != nil {
-		required := map[string]bool{}
-		for _, r := range s.Required {
-			required[r] = true
-		}
-		var opt []string
-		for _, n := range s.Required {
-			if p, ok := s.Properties[n]; ok {
-				params = append(params, fmt.Sprintf("%s: %s", discovery.Alias(n), pyType(p)))
-			}
-		}
-		names := make([]string, 0, len(s.Properties))
-		for n := range s.Properties {
-			if !required[n] {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			opt = append(opt, fmt.Sprintf("%s: %s = None", discovery.Alias(n), pyType(s.Properties[n])))
-		}
-		if len(opt) > 0 {
-			params = append(params, append([]string{"*"}, opt...)...)
-		}
-	}
-	ret := "Any"
-	if out := decodeSchema(t.OutputSchema); out != nil && t.OutputSchema != nil {
-		ret = pyType(out)
-	}
-	return fmt.Sprintf("%s(%s) -> %s", alias, strings.Join(params, ", "), ret)
-}
-
-// pyType names the Python type of a JSON Schema.
-func pyType(s *schema) string {
-	if s == nil {
-		return "Any"
-	}
-	var types []string
-	switch v := s.Type.(type) {
-	case string:
-		types = []string{v}
-	case []any:
-		for _, x := range v {
-			if str, ok := x.(string); ok {
-				types = append(types, str)
-			}
-		}
-	}
-	if len(types) == 0 && len(s.AnyOf) > 0 {
-		var parts []string
-		for _, a := range s.AnyOf {
-			parts = append(parts, pyType(a))
-		}
-		return "Union[" + strings.Join(parts, ", ") + "]"
-	}
-	var parts []string
-	for _, ty := range types {
-		switch ty {
-		case "string":
-			parts = append(parts, "str")
-		case "number":
-			parts = append(parts, "float")
-		case "integer":
-			parts = append(parts, "int")
-		case "boolean":
-			parts = append(parts, "bool")
-		case "array":
-			if s.Items != nil {
-				parts = append(parts, "List["+pyType(s.Items)+"]")
-			} else {
-				parts = append(parts, "list")
-			}
-		case "object":
-			parts = append(parts, "dict")
-		case "null":
-			parts = append(parts, "None")
-		}
-	}
-	switch len(parts) {
-	case 0:
-		return "Any"
-	case 1:
-		return parts[0]
-	}
-	return "Union[" + strings.Join(parts, ", ") + "]"
 }
 
 // closest returns up to n of candidates nearest to name by edit distance

@@ -466,6 +466,9 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	if err != nil {
 		return nil, poolError(srv.Name, err)
 	}
+	if !res.IsError && t.OutputSchema == nil {
+		h.dir.results.observe(srv.Name, t.Name, res.StructuredContent)
+	}
 	return res, nil
 }
 

@@ -247,26 +247,6 @@ func TestPrepareUnknown(t *testing.T) {
 	}
 }
 
-func TestSignature(t *testing.T) {
-	tests := []struct {
-		schema string
-		want   string
-	}{
-		{`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`, "f(a: float, b: float) -> Any"},
-		{`{"type":"object","properties":{"path":{"type":"string"},"tail":{"type":"integer"},"class":{"type":"boolean"}},"required":["path"]}`,
-			"f(path: str, *, class_: bool = None, tail: int = None) -> Any"},
-		{`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"}},"x":{"type":["string","null"]}},"required":["ids","x"]}`,
-			"f(ids: List[str], x: Union[str, None]) -> Any"},
-		{`{"type":"object"}`, "f() -> Any"},
-	}
-	for _, tt := range tests {
-		got := signature("f", &mcp.Tool{InputSchema: json.RawMessage(tt.schema)})
-		if got != tt.want {
-			t.Errorf("signature(%s) = %q, want %q", tt.schema, got, tt.want)
-		}
-	}
-}
-
 func TestClosest(t *testing.T) {
 	names := []string{"get-sum", "get-env", "echo", "trigger-long-running-operation"}
 	if got := closest("get_sum", names, 3); len(got) == 0 || got[0] != "get-sum" {

@@ -79,7 +79,7 @@ print(sorted(doc["inputSchema"]["properties"]))
 summary = query_tool_docs_sync("everything")
 print(len(summary) > 5, "inputSchema" in summary[0])
 `)
-		if out != "get_sum(a: float, b: float) -> Any\n['a', 'b']\nTrue False\n" {
+		if out != "get_sum(*, a: float, b: float) -> Any\n['a', 'b']\nTrue False\n" {
 			t.Errorf("got %q", out)
 		}
 	})
@@ -159,7 +159,8 @@ print(sorted(raw)[:1])
 	errCases := []struct{ name, code, want string }{
 		{"unknown server", `await call_tool("everythin", "echo", {"message": "x"})`, `did you mean "everything"`},
 		{"unknown tool", `await mcp_everything.ecko(message="x")`, `did you mean "echo"`},
-		{"bad arguments", `await call_tool("everything", "get-sum", {"a": "two"})`, "expected number"},
+		{"bad arguments", `await call_tool("everything", "get-sum", {"a": "two", "b": 1})`, "expected number"},
+		{"missing argument, caught in the sandbox", `await call_tool("everything", "get-sum", {"a": 1})`, "is missing the required argument 'b'; nothing was sent. Its signature:\n    get_sum(*, a: float, b: float) -> Any"},
 		{"tool error", `await call_tool("files", "read_text_file", {"path": "/definitely/not/here"})`, "path outside allowed directories"},
 	}
 	for _, tt := range errCases {

@@ -63,21 +63,36 @@ type AttachParams struct {
 // signature. Name and Alias repeat Tool and ToolAlias for code written
 // against list_tools.
 type ToolDoc struct {
-	Server       string   `json:"server"`
-	ServerAlias  string   `json:"serverAlias"`
-	Tool         string   `json:"tool"`
-	ToolAlias    string   `json:"toolAlias"`
-	Name         string   `json:"name"`
-	Alias        string   `json:"alias"`
-	Description  string   `json:"description"`
-	InputSchema  any      `json:"inputSchema,omitempty"`
-	OutputSchema any      `json:"outputSchema,omitempty"`
-	Signature    string   `json:"signature,omitempty"`
-	Score        *float64 `json:"score,omitempty"` // search hits only
+	Server       string `json:"server"`
+	ServerAlias  string `json:"serverAlias"`
+	Tool         string `json:"tool"`
+	ToolAlias    string `json:"toolAlias"`
+	Name         string `json:"name"`
+	Alias        string `json:"alias"`
+	Description  string `json:"description"`
+	InputSchema  any    `json:"inputSchema,omitempty"`
+	OutputSchema any    `json:"outputSchema,omitempty"`
+	Signature    string `json:"signature,omitempty"`
+	// Stub is the tool as Python: the TypedDicts its signature names, then
+	// the function with its description as the docstring (detail="full").
+	Stub string `json:"stub,omitempty"`
+	// Params are the tool's parameters, which the sandbox checks calls
+	// against and builds help() from (detail="full").
+	Params []Param  `json:"params,omitempty"`
+	Score  *float64 `json:"score,omitempty"` // search hits only
 	// Listed says, for a doc from a server that was not running, that it
 	// comes from the tool list saved when the server last listed its tools,
 	// and how long ago that was. Empty when the running server listed it.
 	Listed string `json:"listed,omitempty"`
+}
+
+// Param is one parameter of a tool, as its Python signature shows it.
+type Param struct {
+	Name     string          `json:"name"`  // as the server names it
+	Alias    string          `json:"alias"` // as a Python keyword argument
+	Type     string          `json:"type"`  // Python type, e.g. list[str] | None
+	Required bool            `json:"required"`
+	Default  json.RawMessage `json:"default,omitempty"` // the schema's default, if any
 }
 
 // ToolSummary is a tool in a [ServerDescription] or a loaded [ServerInfo].

@@ -22,9 +22,13 @@ var testServers = []ServerInfo{
 
 var testTools = []map[string]any{
 	{"name": "echo", "alias": "echo", "description": "Echoes a message.", "inputSchema": map[string]any{
-		"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}, "required": []string{"message"}}},
+		"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}, "additionalProperties": true},
+		"signature": "echo(*, message: str = None) -> Any",
+		"params":    []Param{{Name: "message", Alias: "message", Type: "str"}}},
 	{"name": "get-sum", "alias": "get_sum", "description": "Adds.", "inputSchema": map[string]any{
-		"type": "object", "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}}},
+		"type": "object", "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}},
+		"signature": "get_sum(*, a: float = None, b: float = None) -> Any",
+		"params":    []Param{{Name: "a", Alias: "a", Type: "float"}, {Name: "b", Alias: "b", Type: "float"}}},
 }
 
 // toolHost is a fake bridge: it resolves server and tool aliases like the real
@@ -79,7 +83,7 @@ func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessa
 	doc := func(s ServerInfo, t map[string]any) map[string]any {
 		d := map[string]any{"server": s.Name, "serverAlias": s.Alias, "tool": t["name"], "toolAlias": t["alias"], "description": t["description"]}
 		if p.Detail == "full" {
-			d["inputSchema"] = t["inputSchema"]
+			d["inputSchema"], d["signature"], d["params"] = t["inputSchema"], t["signature"], t["params"]
 		}
 		return d
 	}
@@ -225,7 +229,7 @@ func TestHelpers(t *testing.T) {
 		},
 		{
 			name: "from mcp.servers import", code: "from mcp.servers.every_thing import *\nprint(sorted(t['name'] for t in TOOLS))\nprint((await echo(message='x'))['args'], get_sum.sync(a=1, b=2)['tool'])\nimport inspect\nprint(inspect.signature(echo), echo.__doc__)\nfrom mcp.servers import mem\nprint(mem.SERVER['name'], mem.echo.__module__)",
-			want: "['echo', 'get-sum']\n{'message': 'x'} get-sum\n(*, message) Echoes a message.\nmem mcp.servers.mem\n",
+			want: "['echo', 'get-sum']\n{'message': 'x'} get-sum\n(*, message: str = None) -> Any Echoes a message.\nmem mcp.servers.mem\n",
 		},
 		{
 			name: "unknown server module", code: "try:\n    from mcp.servers.nope import *\nexcept ImportError as e:\n    print(type(e).__name__, e)",

@@ -40,6 +40,7 @@ def _refresh(servers, namespace):
     servers added or removed in the config folder appear or go, as do their
     mcp_<alias> globals (unless the code rebound those names)."""
     global _installed
+    runtime._tool_docs.clear()  # tools may have changed since the last run
     if servers == _installed:
         return
     old = {"mcp_" + p.alias: p for p in mcp_servers.values()}

@@ -10,9 +10,9 @@ Runs on Python 3.9+.
 """
 
 import asyncio
+import difflib
 import inspect
 import json
-import keyword
 import sys
 
 __all__ = [
@@ -220,7 +220,100 @@ def _call_params(server, tool, arguments):
         arguments = {}
     if not isinstance(arguments, dict):
         raise MCPError("arguments must be a dict, not %s" % type(arguments).__name__, code="bad_arguments")
-    return {"server": server, "tool": tool, "arguments": arguments}
+    return {"server": server, "tool": tool, "arguments": _check_arguments(server, tool, arguments)}
+
+
+# --- typed tools -------------------------------------------------------------
+
+_tool_docs = {}  # (server, tool) as called -> full doc, or None; emptied every run
+
+
+def _full_doc(server, tool):
+    """The full documentation of a tool, asked for once per run (answered
+    from the tool list codebridge saved when the server is not running);
+    None when there is none, and the call itself then says why."""
+    key = (server, tool)
+    if key not in _tool_docs:
+        try:
+            doc = query_tool_docs_sync(server, tool, detail="full")
+        except Exception:  # the call reports what is wrong
+            doc = None
+        _tool_docs[key] = doc if isinstance(doc, dict) else None
+    return _tool_docs[key]
+
+
+def _check_arguments(server, tool, arguments):
+    """Catches a call missing a required argument, or with one the tool does
+    not take, before it is sent, with the tool's signature in the message.
+    Arguments given by their Python name (class_ for class, max_results for
+    max-results) are renamed to the tool's."""
+    doc = _full_doc(server, tool)
+    if not doc or "signature" not in doc:
+        return arguments
+    params = doc.get("params") or []
+    names = {p["name"] for p in params}
+    renamed = {p["alias"]: p["name"] for p in params if p["alias"] not in names}
+    if renamed:
+        arguments = {(renamed.get(k, k) if k not in names else k): v for k, v in arguments.items()}
+    missing = [p["alias"] for p in params if p["required"] and p["name"] not in arguments]
+    extra = (doc.get("inputSchema") or {}).get("additionalProperties")
+    unknown = [] if extra not in (None, False) else [k for k in arguments if k not in names]
+    if not missing and not unknown:
+        return arguments
+    problems = []
+    if missing:
+        problems.append("is missing the required argument%s %s" % ("s" if len(missing) > 1 else "", ", ".join(map(repr, missing))))
+    for k in unknown:
+        close = difflib.get_close_matches(k, [p["alias"] for p in params], n=1)
+        problems.append("got an unexpected argument %r%s" % (k, " (did you mean %r?)" % close[0] if close else ""))
+    raise MCPError(
+        "%s.%s() %s; nothing was sent. Its signature:\n    %s"
+        % (doc.get("server", server), doc.get("toolAlias") or tool, " and ".join(problems), doc.get("signature", "")),
+        code="bad_arguments", data={"missing": missing, "unknown": unknown, "signature": doc.get("signature")})
+
+
+class _Annotation:
+    """A type as text, shown as is by inspect and help()."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+class _Default(_Annotation):
+    pass
+
+
+def _typed(f, doc):
+    """Gives f the tool's typed signature and docstring (the TypedDicts it
+    names, its description, its parameters), from a full doc."""
+    if not doc or "signature" not in doc:
+        return f
+    params = []
+    for p in doc.get("params") or []:
+        if p["required"]:
+            default = inspect.Parameter.empty
+        elif "default" in p:
+            default = _Default(repr(p["default"]))
+        else:
+            default = None
+        params.append(inspect.Parameter(p["alias"], inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=_Annotation(p["type"])))
+    ret = doc.get("signature", "").rpartition(" -> ")[2] or "Any"
+    try:
+        f.__signature__ = inspect.Signature(params, return_annotation=_Annotation(ret))
+    except ValueError:
+        return f
+    stub = doc.get("stub") or ""
+    types, _, body = stub.rpartition("\ndef ")
+    text = body.split('"""', 1)[1].rsplit('"""', 1)[0] if body.count('"""') >= 2 else (doc.get("description") or "")
+    text = inspect.cleandoc(text).strip()
+    if types.strip():
+        text += "\n\nTypes:\n" + "\n".join("    " + line if line else line for line in types.strip().split("\n"))
+    f.__doc__ = text
+    return f
 
 
 def call_tool(server, tool, arguments=None, raw=False):
@@ -240,7 +333,8 @@ def call_tool_sync(server, tool, arguments=None, raw=False):
 
 
 def _tool_method(call, server, tool):
-    """The function a proxy attribute stands for: call(server, tool, kwargs)."""
+    """The function a proxy attribute stands for: call(server, tool, kwargs),
+    typed from the tool's docs, so help() shows its signature."""
     if tool.startswith("_"):
         raise AttributeError(tool)
 
@@ -248,7 +342,7 @@ def _tool_method(call, server, tool):
         return call(server, tool, arguments)
 
     method.__name__ = method.__qualname__ = tool
-    return method
+    return _typed(method, _full_doc(server, tool))
 
 
 class _SyncTools:
@@ -311,25 +405,6 @@ class ServerProxy:
         return "<MCP server %r: await mcp_%s.<tool>(**args)>" % (self.name, self.alias)
 
 
-def _signature(schema):
-    """A keyword-only signature from a JSON Schema's properties, for help()."""
-    try:
-        props = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        params, extra = [], False
-        for name in props:
-            if not name.isidentifier() or keyword.iskeyword(name):
-                extra = True
-                continue
-            default = inspect.Parameter.empty if name in required else None
-            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
-        if extra or schema.get("additionalProperties", True) is not False and not props:
-            params.append(inspect.Parameter("arguments", inspect.Parameter.VAR_KEYWORD))
-        return inspect.Signature(params)
-    except Exception:
-        return None
-
-
 def tool_function(server, tool):
     """An async function calling one tool, with a .sync blocking twin.
 
@@ -346,9 +421,7 @@ def tool_function(server, tool):
     for f in (call, call_sync):
         f.__name__ = f.__qualname__ = alias
         f.__doc__ = tool.get("description") or ""
-        sig = _signature(tool.get("inputSchema") or {})
-        if sig is not None:
-            f.__signature__ = sig
+        _typed(f, tool)
     call.sync = call_sync
     call.tool = tool
     return call
