@@ -86,6 +86,7 @@ func TestCLI(t *testing.T) {
 		{name: "help setup", args: []string{"help", "setup"}, wantOut: []string{"Usage: codebridge setup"}},
 		{name: "doctor --help", args: []string{"doctor", "--help"}, wantOut: []string{"Usage: codebridge doctor", "podman", "sandbox", "server NAME", "Exit status"}},
 		{name: "help doctor", args: []string{"help", "doctor"}, wantOut: []string{"Usage: codebridge doctor"}},
+		{name: "import --help", args: []string{"import", "--help"}, wantOut: []string{"Usage: codebridge import", "--write", "Claude Desktop", "Codex", "Exit status"}},
 		{name: "setup --from ftp", args: []string{"setup", "--from", "ftp"}, wantCode: 1, wantStderr: []string{`--from "ftp": want auto, registry or debian`}},
 		{name: "setup without Podman nor apt-get", env: noPodman, args: []string{"setup"}, wantCode: 1,
 			wantStderr: []string{"missing: podman", "codebridge setup knows apt-get only"}},

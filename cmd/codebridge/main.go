@@ -10,6 +10,7 @@
 //	codebridge audit [-n N] [--json]         show the tool calls code made
 //	codebridge setup [--yes]                 install Podman and build the sandbox image
 //	codebridge doctor                        check everything codebridge needs, with fixes
+//	codebridge import [--write]              move the servers of other agents' configs into ~/MCPs
 //	codebridge version                       print the version
 //
 // Every command takes --help, --version and --config-dir.
@@ -61,6 +62,7 @@ Usage:
   codebridge audit [-n N] [--server S]   the tool calls code made, most recent last (audit --help)
   codebridge setup [--yes]               install Podman and build the sandbox image (setup --help)
   codebridge doctor                      check everything codebridge needs and say how to fix it
+  codebridge import [--write]            bring the MCP servers of your agents' configs into ~/MCPs
   codebridge version                     print the version
 
 Every command takes --help, --version and --config-dir DIR (default ~/MCPs, or
@@ -169,6 +171,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	var httpAddr string
 	var auditF *auditFilter
 	var setupF *setupFlags
+	var importF *importFlags
 	switch cmd {
 	case "serve":
 		fs = newFlags(cmd, &configDir)
@@ -200,6 +203,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		if code, done := parseFlags(fs, args, memoryHelp, stdout, stderr); done {
 			return code
 		}
+	case "import":
+		fs = newFlags(cmd, &configDir)
+		importF = newImportFlags(fs)
+		if code, done := parseFlags(fs, args, importHelp, stdout, stderr); done {
+			return code
+		}
 	case "doctor":
 		fs = newFlags(cmd, &configDir)
 		if code, done := parseFlags(fs, args, doctorHelp, stdout, stderr); done {
@@ -225,7 +234,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "codebridge", version())
 		return 0
 	case "help":
-		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "setup": setupHelp, "doctor": doctorHelp, "version": versionHelp}[strings.Join(args, " ")]
+		help := map[string]string{"exec": execHelp, "servers": serversHelp, "memory": memoryHelp, "audit": auditHelp, "setup": setupHelp, "doctor": doctorHelp, "import": importHelp, "version": versionHelp}[strings.Join(args, " ")]
 		fmt.Fprint(stdout, cmp.Or(help, usage(pin)))
 		return 0
 	default:
@@ -272,6 +281,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return auditCmd(cfg, auditF, stdout, stderr)
 	case cmd == "setup":
 		return setupCmd(ctx, cfg, setupF, stdin, stderr)
+	case cmd == "import":
+		return importCmd(cfg, importF, pin, stdout, stderr)
 	case cmd == "doctor":
 		err = bridge.Doctor(ctx, cfg, bridge.DoctorOptions{Logger: logger, Out: stdout})
 	case cmd == "servers":

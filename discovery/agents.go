@@ -1,0 +1,564 @@
+package discovery
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// An AgentFile is a file where an agent keeps MCP server definitions.
+type AgentFile struct {
+	Agent string // short name, also the ~/MCPs file it imports into: claude-desktop, cursor, ...
+	Label string // the agent's name for people: Claude Desktop, Cursor, ...
+	Path  string
+}
+
+// AgentPlaces are the directories agent config files are found relative to.
+type AgentPlaces struct {
+	Home string // the user's home
+	Cwd  string // the current project
+	GOOS string // "darwin" puts application data under ~/Library/Application Support
+}
+
+// AgentFiles lists the files agents keep MCP servers in, on Linux and
+// macOS, in the order an import prefers them: user-wide files first, then
+// the current project's.
+func AgentFiles(p AgentPlaces) []AgentFile {
+	appData := filepath.Join(p.Home, ".config") // Linux: $XDG_CONFIG_HOME's default
+	if p.GOOS == "darwin" {
+		appData = filepath.Join(p.Home, "Library", "Application Support")
+	}
+	files := []AgentFile{
+		{"claude-desktop", "Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json")},
+		{"claude-code", "Claude Code", filepath.Join(p.Home, ".claude.json")},
+		{"cursor", "Cursor", filepath.Join(p.Home, ".cursor", "mcp.json")},
+		{"vscode", "VS Code", filepath.Join(appData, "Code", "User", "mcp.json")},
+		{"vscode", "VS Code", filepath.Join(appData, "Code", "User", "settings.json")},
+		{"windsurf", "Windsurf", filepath.Join(p.Home, ".codeium", "windsurf", "mcp_config.json")},
+		{"gemini", "Gemini CLI", filepath.Join(p.Home, ".gemini", "settings.json")},
+		{"codex", "Codex", filepath.Join(p.Home, ".codex", "config.toml")},
+	}
+	if p.Cwd != "" && p.Cwd != p.Home {
+		files = append(files,
+			AgentFile{"claude-code", "Claude Code", filepath.Join(p.Cwd, ".mcp.json")},
+			AgentFile{"cursor", "Cursor", filepath.Join(p.Cwd, ".cursor", "mcp.json")},
+			AgentFile{"vscode", "VS Code", filepath.Join(p.Cwd, ".vscode", "mcp.json")},
+			AgentFile{"gemini", "Gemini CLI", filepath.Join(p.Cwd, ".gemini", "settings.json")},
+		)
+	}
+	return files
+}
+
+// An AgentServer is one server definition found in an agent's file, in
+// codebridge's format (the keys of an ~/MCPs entry).
+type AgentServer struct {
+	File  AgentFile
+	Name  string
+	Entry map[string]any
+	// Note says what the import changed or could not carry over, if
+	// anything (e.g. a VS Code ${input:...} it left disabled).
+	Note string
+}
+
+// ReadAgentFile reads the servers an agent file defines. A file that does
+// not exist has none; one that cannot be parsed is an error saying where.
+func ReadAgentFile(f AgentFile, cwd string) ([]AgentServer, error) {
+	data, err := os.ReadFile(f.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sections []map[string]any
+	if f.Agent == "codex" {
+		servers, err := codexServers(data)
+		if err != nil {
+			return nil, err
+		}
+		sections = append(sections, servers)
+	} else {
+		var doc map[string]any
+		if err := json.Unmarshal(stripJSONC(data), &doc); err != nil {
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) {
+				line, col := lineCol(data, int(syn.Offset)-1)
+				return nil, fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, syn)
+			}
+			return nil, fmt.Errorf("not a JSON object: %v", err)
+		}
+		sections = jsonSections(f, doc, cwd)
+	}
+	var out []AgentServer
+	seen := map[string]bool{}
+	for _, sec := range sections {
+		for _, name := range sortedKeys(sec) {
+			raw, ok := sec[name].(map[string]any)
+			if !ok || seen[name] {
+				continue
+			}
+			seen[name] = true
+			entry, note := normalize(f.Agent, raw)
+			out = append(out, AgentServer{File: f, Name: name, Entry: entry, Note: note})
+		}
+	}
+	return out, nil
+}
+
+// jsonSections finds the server maps of a JSON agent file.
+func jsonSections(f AgentFile, doc map[string]any, cwd string) []map[string]any {
+	obj := func(m map[string]any, key string) map[string]any {
+		v, _ := m[key].(map[string]any)
+		return v
+	}
+	var out []map[string]any
+	add := func(m map[string]any) {
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	add(obj(doc, "mcpServers"))
+	switch f.Agent {
+	case "vscode":
+		add(obj(doc, "servers"))                              // mcp.json
+		add(obj(obj(doc, "mcp"), "servers"))                  // settings.json, "mcp": {"servers": ...}
+		if m, ok := doc["mcp.servers"].(map[string]any); ok { // settings.json, dotted key
+			add(m)
+		}
+	case "claude-code":
+		// ~/.claude.json keeps each project's own servers under its path.
+		if proj := obj(obj(doc, "projects"), cwd); proj != nil {
+			add(obj(proj, "mcpServers"))
+		}
+	}
+	return out
+}
+
+// normalize turns an agent's server entry into codebridge's: the keys
+// codebridge reads, under the names it reads them.
+func normalize(agent string, raw map[string]any) (map[string]any, string) {
+	entry := map[string]any{}
+	var notes []string
+	for _, k := range []string{"command", "args", "env", "cwd", "url", "headers", "type", "disabled", "description"} {
+		if v, ok := raw[k]; ok {
+			entry[k] = v
+		}
+	}
+	switch agent {
+	case "windsurf":
+		if u, ok := raw["serverUrl"]; ok {
+			entry["url"] = u
+		}
+	case "gemini":
+		// Gemini CLI: httpUrl is streamable HTTP, url is SSE; includeTools
+		// and excludeTools are a tool policy.
+		if u, ok := raw["httpUrl"]; ok {
+			entry["url"], entry["type"] = u, "http"
+		} else if _, ok := raw["url"]; ok {
+			entry["type"] = "sse"
+		}
+		policy := map[string]any{}
+		if v, ok := raw["includeTools"]; ok {
+			policy["allow"] = v
+		}
+		if v, ok := raw["excludeTools"]; ok {
+			policy["deny"] = v
+		}
+		if len(policy) > 0 {
+			entry["tools"] = policy
+		}
+	case "vscode":
+		if _, ok := raw["envFile"]; ok {
+			notes = append(notes, `"envFile" is not supported: copy its variables into "env"`)
+		}
+	}
+	if t, ok := entry["type"].(string); ok && t == "stdio" {
+		delete(entry, "type") // codebridge's default when there is a command
+	}
+	if containsInput(entry) {
+		entry["disabled"] = true
+		notes = append(notes, "uses ${input:...}, a value VS Code asks for: put the value or an ${ENV_VAR} in its place, then remove \"disabled\"")
+	}
+	return entry, strings.Join(notes, "; ")
+}
+
+// containsInput reports whether a VS Code ${input:...} appears in v.
+func containsInput(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.Contains(v, "${input:")
+	case []any:
+		for _, x := range v {
+			if containsInput(x) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, x := range v {
+			if containsInput(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stripJSONC turns JSON with comments and trailing commas (VS Code's and
+// Claude Code's files allow them) into JSON, keeping every byte offset of
+// what remains, so error positions stay right.
+func stripJSONC(data []byte) []byte {
+	out := bytes.Clone(data)
+	inString, escaped := false, false
+	lastComma := -1 // offset of a comma that may turn out to be trailing
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+			lastComma = -1
+		case c == '/' && i+1 < len(out) && out[i+1] == '/':
+			for ; i < len(out) && out[i] != '\n'; i++ {
+				out[i] = ' '
+			}
+		case c == '/' && i+1 < len(out) && out[i+1] == '*':
+			out[i], out[i+1] = ' ', ' '
+			for i += 2; i < len(out) && !(out[i] == '*' && i+1 < len(out) && out[i+1] == '/'); i++ {
+				if out[i] != '\n' {
+					out[i] = ' '
+				}
+			}
+			if i+1 < len(out) {
+				out[i], out[i+1] = ' ', ' '
+				i++
+			}
+		case c == ',':
+			lastComma = i
+		case c == '}' || c == ']':
+			if lastComma >= 0 {
+				out[lastComma] = ' '
+			}
+			lastComma = -1
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			lastComma = -1
+		}
+	}
+	return out
+}
+
+// codexServers reads the [mcp_servers.NAME] tables of Codex's config.toml:
+// a small TOML reader for what those tables hold (strings, booleans,
+// numbers, arrays of strings, inline tables of strings, and
+// [mcp_servers.NAME.env] sub-tables). Codex's url means streamable HTTP;
+// http_headers are headers; bearer_token_env_var becomes an Authorization
+// header read from that variable; enabled = false disables.
+func codexServers(data []byte) (map[string]any, error) {
+	servers := map[string]any{}
+	var cur map[string]any // the table keys go to; nil outside mcp_servers
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(stripTOMLComment(sc.Text()))
+		if text == "" {
+			continue
+		}
+		if strings.HasPrefix(text, "[") {
+			if strings.HasPrefix(text, "[[") || !strings.HasSuffix(text, "]") {
+				cur = nil
+				continue
+			}
+			path, err := tomlKeyPath(strings.TrimSpace(text[1 : len(text)-1]))
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %v", line, err)
+			}
+			cur = nil
+			if len(path) >= 2 && path[0] == "mcp_servers" {
+				srv, _ := servers[path[1]].(map[string]any)
+				if srv == nil {
+					srv = map[string]any{}
+					servers[path[1]] = srv
+				}
+				cur = srv
+				for _, sub := range path[2:] {
+					next, _ := cur[sub].(map[string]any)
+					if next == nil {
+						next = map[string]any{}
+						cur[sub] = next
+					}
+					cur = next
+				}
+			}
+			continue
+		}
+		key, rest, ok := strings.Cut(text, "=")
+		if !ok {
+			return nil, fmt.Errorf("line %d: want key = value, found %q", line, text)
+		}
+		// A value may go on over several lines (arrays, inline tables).
+		value := strings.TrimSpace(rest)
+		for !balanced(value) && sc.Scan() {
+			line++
+			value += " " + strings.TrimSpace(stripTOMLComment(sc.Text()))
+		}
+		if cur == nil {
+			continue
+		}
+		v, err := tomlValue(value)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %s: %v", line, strings.TrimSpace(key), err)
+		}
+		path, err := tomlKeyPath(strings.TrimSpace(key))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", line, err)
+		}
+		t := cur
+		for _, p := range path[:len(path)-1] {
+			next, _ := t[p].(map[string]any)
+			if next == nil {
+				next = map[string]any{}
+				t[p] = next
+			}
+			t = next
+		}
+		t[path[len(path)-1]] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	for _, v := range servers {
+		srv := v.(map[string]any)
+		if u, ok := srv["url"]; ok {
+			srv["url"], srv["type"] = u, "http"
+		}
+		headers, _ := srv["http_headers"].(map[string]any)
+		if name, ok := srv["bearer_token_env_var"].(string); ok {
+			if headers == nil {
+				headers = map[string]any{}
+			}
+			headers["Authorization"] = "Bearer ${" + name + "}"
+		}
+		if headers != nil {
+			srv["headers"] = headers
+		}
+		if enabled, ok := srv["enabled"].(bool); ok && !enabled {
+			srv["disabled"] = true
+		}
+	}
+	return servers, nil
+}
+
+func stripTOMLComment(s string) string {
+	inBasic, inLiteral, escaped := false, false, false
+	for i, c := range s {
+		switch {
+		case escaped:
+			escaped = false
+		case inBasic && c == '\\':
+			escaped = true
+		case inBasic:
+			inBasic = c != '"'
+		case inLiteral:
+			inLiteral = c != '\''
+		case c == '"':
+			inBasic = true
+		case c == '\'':
+			inLiteral = true
+		case c == '#':
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// balanced reports whether a value's brackets and braces are closed.
+func balanced(v string) bool {
+	depth := 0
+	inBasic, inLiteral, escaped := false, false, false
+	for _, c := range v {
+		switch {
+		case escaped:
+			escaped = false
+		case inBasic && c == '\\':
+			escaped = true
+		case inBasic:
+			inBasic = c != '"'
+		case inLiteral:
+			inLiteral = c != '\''
+		case c == '"':
+			inBasic = true
+		case c == '\'':
+			inLiteral = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return depth <= 0
+}
+
+// tomlKeyPath splits a dotted key, bare or quoted parts: a.b, a."b.c".
+func tomlKeyPath(s string) ([]string, error) {
+	var parts []string
+	for s != "" {
+		s = strings.TrimSpace(s)
+		var part string
+		switch s[0] {
+		case '"', '\'':
+			v, rest, err := tomlString(s)
+			if err != nil {
+				return nil, err
+			}
+			part, s = v, rest
+		default:
+			i := strings.IndexByte(s, '.')
+			if i < 0 {
+				i = len(s)
+			}
+			part, s = strings.TrimSpace(s[:i]), s[i:]
+		}
+		if part == "" {
+			return nil, fmt.Errorf("empty key part")
+		}
+		parts = append(parts, part)
+		s = strings.TrimSpace(s)
+		if s != "" {
+			if s[0] != '.' {
+				return nil, fmt.Errorf("bad key near %q", s)
+			}
+			s = s[1:]
+		}
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("empty key")
+	}
+	return parts, nil
+}
+
+// tomlString reads a basic or literal string at the start of s and returns
+// it and the rest of s.
+func tomlString(s string) (string, string, error) {
+	q := s[0]
+	for i := 1; i < len(s); i++ {
+		switch {
+		case q == '"' && s[i] == '\\':
+			i++
+		case s[i] == q:
+			if q == '\'' {
+				return s[1:i], s[i+1:], nil
+			}
+			v, err := strconv.Unquote(s[:i+1])
+			if err != nil {
+				return "", "", fmt.Errorf("string %s: %v", s[:i+1], err)
+			}
+			return v, s[i+1:], nil
+		}
+	}
+	return "", "", fmt.Errorf("unterminated string %s", s)
+}
+
+// tomlValue reads one value: string, boolean, number, array, inline table.
+func tomlValue(s string) (any, error) {
+	v, rest, err := tomlParse(strings.TrimSpace(s))
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(rest) != "" {
+		return nil, fmt.Errorf("unexpected %q after the value", strings.TrimSpace(rest))
+	}
+	return v, nil
+}
+
+func tomlParse(s string) (any, string, error) {
+	if s == "" {
+		return nil, "", fmt.Errorf("missing value")
+	}
+	switch s[0] {
+	case '"', '\'':
+		if strings.HasPrefix(s, `"""`) || strings.HasPrefix(s, `'''`) {
+			return nil, "", fmt.Errorf("multi-line strings are not supported here: write the value on one line")
+		}
+		return tomlString(s)
+	case '[':
+		var arr []any
+		s = strings.TrimSpace(s[1:])
+		for {
+			if s == "" {
+				return nil, "", fmt.Errorf("unterminated array")
+			}
+			if s[0] == ']' {
+				return arr, s[1:], nil
+			}
+			v, rest, err := tomlParse(s)
+			if err != nil {
+				return nil, "", err
+			}
+			arr = append(arr, v)
+			s = strings.TrimSpace(rest)
+			if strings.HasPrefix(s, ",") {
+				s = strings.TrimSpace(s[1:])
+			}
+		}
+	case '{':
+		tbl := map[string]any{}
+		s = strings.TrimSpace(s[1:])
+		for {
+			if s == "" {
+				return nil, "", fmt.Errorf("unterminated inline table")
+			}
+			if s[0] == '}' {
+				return tbl, s[1:], nil
+			}
+			eq := strings.IndexByte(s, '=')
+			if eq < 0 {
+				return nil, "", fmt.Errorf("want key = value in an inline table")
+			}
+			path, err := tomlKeyPath(strings.TrimSpace(s[:eq]))
+			if err != nil {
+				return nil, "", err
+			}
+			v, rest, err := tomlParse(strings.TrimSpace(s[eq+1:]))
+			if err != nil {
+				return nil, "", err
+			}
+			tbl[strings.Join(path, ".")] = v
+			s = strings.TrimSpace(rest)
+			if strings.HasPrefix(s, ",") {
+				s = strings.TrimSpace(s[1:])
+			}
+		}
+	}
+	end := strings.IndexAny(s, ",]}")
+	if end < 0 {
+		end = len(s)
+	}
+	word := strings.TrimSpace(s[:end])
+	switch word {
+	case "true":
+		return true, s[end:], nil
+	case "false":
+		return false, s[end:], nil
+	}
+	if f, err := strconv.ParseFloat(strings.ReplaceAll(word, "_", ""), 64); err == nil {
+		return f, s[end:], nil
+	}
+	return nil, "", fmt.Errorf("cannot read the value %q", word)
+}
