@@ -149,7 +149,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		doc := v.([]any)[0].(map[string]any)
-		if doc["signature"] != "get_sum(a: float, b: float) -> dict" {
+		if doc["signature"] != "get_sum(*, a: float, b: float) -> dict[str, float]" {
 			t.Errorf("signature = %v", doc["signature"])
 		}
 		if doc["inputSchema"] == nil || doc["outputSchema"] == nil || doc["toolAlias"] != "get_sum" || doc["serverAlias"] != "my_math" {

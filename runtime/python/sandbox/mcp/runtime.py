@@ -443,6 +443,7 @@ Discover (nothing is loaded until you ask):
   describe_server(name)                    {name, alias, description, tools: [{name, alias, description}]}
   list_tools(server) / list_tools_sync(server)   [{name, alias, description, inputSchema}]
   query_tool_docs(server, tool=None, detail="summary") / query_tool_docs_sync(...)   detail "summary" or "full"
+                                           (full: typed signature, params, stub; help(mcp_x.tool) shows it too)
   search_tool_docs(query, limit=5, detail="summary") / search_tool_docs_sync(...)   best matches first
 Call (servers and tools by name or alias):
   call_tool(server, tool, arguments=None, raw=False) / call_tool_sync(...)
