@@ -13,6 +13,8 @@ bench() { # package, pattern, benchtime
 echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
+echo "## the same with Podman reached over ssh (a loopback sshd the benchmark starts)"
+bench ./cmd/codebridge 'SSH' 100x
 echo "## the same over HTTP (serve --http): one live session; 20 sessions at once x 50 runs each (throughput, p50/p95)"
 bench ./cmd/codebridge 'HTTP/live-session' 200x
 bench ./cmd/codebridge 'HTTP/20-sessions' 1x
@@ -20,6 +22,8 @@ echo "## first run of a new session, a warm container ready (with and without MC
 bench ./cmd/codebridge 'FirstRunNewSession' 20x
 echo "## import pandas, numpy, matplotlib: first run of a new session (preloaded or not), live session; a plot returned"
 bench ./cmd/codebridge 'DataImport' 15x
+echo "## the first search_tool_docs of a new codebridge, 3 and 30 servers, with and without saved tool lists"
+bench ./cmd/codebridge 'FirstSearch' 5x
 echo "## start codebridge and answer tools/list with 100 servers configured"
 bench ./cmd/codebridge 'Startup100Servers' 10x
 echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000 sequential echo calls)"
