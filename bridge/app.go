@@ -147,12 +147,8 @@ var ErrProblems = errors.New("problems listed")
 func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 	logger := orDiscard(opts.Logger)
 	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
-	p := newListingPool(cfg, logger)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		p.Close(cctx)
-	}()
+	p, closePool := newListingPool(ctx, cfg, logger)
+	defer closePool()
 	p.Update(conf.Servers)
 
 	var tools map[string][]*mcp.Tool
@@ -220,14 +216,20 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 
 // newListingPool is the pool of a command that starts servers to list their
 // tools (servers --tools, doctor): every list is saved as the server's
-// manifest, for the next codebridge to answer docs and search from.
-func newListingPool(cfg Config, logger *slog.Logger) *pool.Pool {
+// manifest, for the next codebridge to answer docs and search from. The
+// returned func stops the servers, giving them 10 s even after ctx ended.
+func newListingPool(ctx context.Context, cfg Config, logger *slog.Logger) (*pool.Pool, func()) {
 	store := manifest.New(manifest.Dir(cfg.StateDir))
-	return pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
+	p := pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
 		if err := store.Save(def, tools); err != nil {
 			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 		}
 	}})
+	return p, func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		p.Close(cctx)
+	}
 }
 
 func plural(n int, noun string) string {

@@ -177,12 +177,8 @@ func doctorServers(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 		out = append(out, finding{level, "config file", p.String(), "edit " + filepath.Base(p.Path) + " as the message says"})
 	}
 
-	p := newListingPool(cfg, logger)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		p.Close(cctx)
-	}()
+	p, closePool := newListingPool(ctx, cfg, logger)
+	defer closePool()
 	p.Update(conf.Servers)
 	results := make([]finding, len(conf.Servers))
 	var wg sync.WaitGroup

@@ -3,15 +3,12 @@
 package bridge
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -28,17 +25,7 @@ func TestTypedSignatures(t *testing.T) {
 			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}},
 		{Name: "filesystem", Transport: discovery.Stdio, Command: testenv.NPMBin(t, "mcp-server-filesystem"), Args: []string{t.TempDir()}},
 	}
-	p := pool.New(pool.Options{})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 20*time.Second)
-		defer cancel()
-		p.Close(ctx)
-	})
-	cfg := &discovery.Config{Servers: servers}
-	p.Update(cfg.Servers)
-	d := newDirectory(p, 4<<20, nil)
-	d.update(cfg)
-	h := d.Host(nil)
+	h := testDirectory(t, servers...).Host(nil)
 	for _, srv := range servers {
 		v, err := hostCall(t, h, "query_tool_docs", map[string]any{"server": srv.Name, "detail": "full"})
 		if err != nil {

@@ -366,6 +366,35 @@ func codexServers(data []byte) (map[string]any, error) {
 }
 
 func stripTOMLComment(s string) string {
+	end := len(s)
+	outsideStrings(s, func(i int, c rune) bool {
+		if c == '#' {
+			end = i
+			return false
+		}
+		return true
+	})
+	return s[:end]
+}
+
+// balanced reports whether a value's brackets and braces are closed.
+func balanced(v string) bool {
+	depth := 0
+	outsideStrings(v, func(_ int, c rune) bool {
+		switch c {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		}
+		return true
+	})
+	return depth <= 0
+}
+
+// outsideStrings calls f with each character of s that is not inside a TOML
+// string (the quotes themselves included), until f returns false.
+func outsideStrings(s string, f func(i int, c rune) bool) {
 	inBasic, inLiteral, escaped := false, false, false
 	for i, c := range s {
 		switch {
@@ -377,42 +406,13 @@ func stripTOMLComment(s string) string {
 			inBasic = c != '"'
 		case inLiteral:
 			inLiteral = c != '\''
-		case c == '"':
-			inBasic = true
-		case c == '\'':
-			inLiteral = true
-		case c == '#':
-			return s[:i]
+		default:
+			inBasic, inLiteral = c == '"', c == '\''
+			if !f(i, c) {
+				return
+			}
 		}
 	}
-	return s
-}
-
-// balanced reports whether a value's brackets and braces are closed.
-func balanced(v string) bool {
-	depth := 0
-	inBasic, inLiteral, escaped := false, false, false
-	for _, c := range v {
-		switch {
-		case escaped:
-			escaped = false
-		case inBasic && c == '\\':
-			escaped = true
-		case inBasic:
-			inBasic = c != '"'
-		case inLiteral:
-			inLiteral = c != '\''
-		case c == '"':
-			inBasic = true
-		case c == '\'':
-			inLiteral = true
-		case c == '[' || c == '{':
-			depth++
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return depth <= 0
 }
 
 // tomlKeyPath splits a dotted key, bare or quoted parts: a.b, a."b.c".
