@@ -211,7 +211,7 @@ func TestDocumentedHelpersExist(t *testing.T) {
 	// Free-standing calls only: not methods (".call("), not a proxy's tools.
 	called := regexp.MustCompile(`(?:^|[^.\w])([a-z_][a-z_0-9]*)\(`)
 	notHelpers := map[string]bool{
-		"print": true, "len": true, "range": true, "dict": true, // Python builtins
+		"print": true, "len": true, "range": true, "dict": true, "help": true, // Python builtins
 		"get_sum": true, // the manual's example of a signature line
 	}
 	sources := map[string]string{

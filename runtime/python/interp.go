@@ -398,10 +398,11 @@ func (it *Interpreter) request(payload []byte) {
 		go it.serve(r, req)
 		return
 	case len(r.queue) >= MaxQueuedRequests || r.queuedBytes+len(req.Params) > MaxQueuedRequestBytes:
+		serving, waiting := r.inFlight, len(r.queue) // read under the lock
 		it.mu.Unlock()
 		it.reply(req.ID, nil, &ReplyError{Code: "too_many_requests", Message: fmt.Sprintf(
 			"too many requests at once: %d are being served and %d are waiting (limits %d and %d, or %d MiB waiting); await some before sending more",
-			r.inFlight, len(r.queue), MaxRequests, MaxQueuedRequests, MaxQueuedRequestBytes>>20)})
+			serving, waiting, MaxRequests, MaxQueuedRequests, MaxQueuedRequestBytes>>20)})
 		return
 	default:
 		r.queue = append(r.queue, req)

@@ -452,7 +452,10 @@ type runRecorder struct {
 	seen []SessionInfo
 }
 
-func (h *runRecorder) Call(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+func (h *runRecorder) Call(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+	if method != "call_tool" {
+		return nil, nil // the tool's docs, which the sandbox asks for first: none
+	}
 	id, run, ok := RunFrom(ctx)
 	if !ok {
 		return nil, errors.New("no run in the context")
