@@ -110,7 +110,8 @@ the file that defines each, then any problems found in those files. Nothing is
 started unless --tools is given.
 
 Flags:
-  --tools           start every server (in parallel) and list its tools
+  --tools           start every server (in parallel), list its tools and save
+                    them, so search and docs answer without starting it later
   --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
 
 Exit status: 0 when every file and server is fine; 1 when it listed a problem
