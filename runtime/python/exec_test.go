@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -628,5 +629,42 @@ print("colorsys" in sys.modules, "xml.dom.minidom" in sys.modules, "colorsys" in
 	}
 	if res.Stdout != "True True False\n" || res.Stderr != "" {
 		t.Errorf("stdout %q, stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+// TestPreloadStillImporting: a run that ends while the preload thread is
+// still importing matplotlib.pyplot leaves it alone; collecting the open
+// figures used to touch the half-made module and print an error.
+func TestPreloadStillImporting(t *testing.T) {
+	files := maps.Clone(sandboxFiles)
+	files["matplotlib/__init__.py"] = ""
+	files["matplotlib/pyplot.py"] = `
+import builtins, threading
+builtins._pyplot_gate = threading.Event()
+builtins._pyplot_gate.wait()
+def get_fignums():
+    return []
+`
+	it := startInterp(t, Init{Files: files, Preload: []string{"matplotlib.pyplot"}}, Limits{})
+	first, err := it.Run(t.Context(), Program{Code: `
+import builtins, sys, time
+while not hasattr(builtins, "_pyplot_gate"):
+    time.sleep(0.01)
+print(sys.modules["matplotlib.pyplot"].__spec__._initializing)
+`}, &fakeHost{}, time.Minute)
+	if err != nil || first.Error != nil {
+		t.Fatalf("first run: %v %+v", err, first)
+	}
+	if first.Stdout != "True\n" || first.Stderr != "" {
+		t.Errorf("first run during the import: stdout %q, stderr %q", first.Stdout, first.Stderr)
+	}
+	second, err := it.Run(t.Context(), Program{Code: `
+import builtins
+builtins._pyplot_gate.set()
+import matplotlib.pyplot as plt
+print(plt.get_fignums())
+`}, &fakeHost{}, time.Minute)
+	if err != nil || second.Error != nil || second.Stdout != "[]\n" || second.Stderr != "" {
+		t.Errorf("second run: %v %+v", err, second)
 	}
 }

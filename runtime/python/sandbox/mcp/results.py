@@ -128,7 +128,9 @@ def _send_open_figures():
     end of each run. A figure over the limits is left out with a note in the
     result; the code has no chance to react at the end of a run."""
     plt = sys.modules.get("matplotlib.pyplot")
-    if plt is None:
+    if plt is None or getattr(getattr(plt, "__spec__", None), "_initializing", False):
+        # Not imported, or still being imported by the session's preload
+        # thread: the code cannot have opened a figure with it yet.
         return
     for num in plt.get_fignums():
         fig = plt.figure(num)
