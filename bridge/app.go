@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -187,6 +188,18 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 				}
 				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, firstLine(t.Description))
 			}
+		}
+	}
+	if opts.Tools && len(conf.Problems) == 0 {
+		// Only when every file loaded: a server in a broken file keeps its
+		// manifest until the file is fixed.
+		removed, err := manifest.New(manifest.Dir(cfg.StateDir)).Prune(conf.Servers)
+		if err != nil {
+			logger.Warn("removing the saved tool lists of servers no longer configured", "err", err)
+		}
+		if len(removed) > 0 {
+			sort.Strings(removed)
+			fmt.Fprintf(opts.Out, "\nremoved the saved tool lists of servers no longer configured: %s\n", strings.Join(removed, ", "))
 		}
 	}
 	if len(conf.Problems) > 0 {

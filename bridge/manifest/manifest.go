@@ -119,3 +119,40 @@ func (s *Store) Save(srv *discovery.Server, tools []*mcp.Tool) error {
 	}
 	return nil
 }
+
+// Prune removes the manifests of servers not in keep, and leftovers of
+// writes that never finished (temporary files over an hour old), and returns
+// the names of the servers whose manifests it removed. A file it cannot read
+// is removed too: Load would never use it.
+func (s *Store) Prune(keep []*discovery.Server) ([]string, error) {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	wanted := make(map[string]bool, len(keep))
+	for _, srv := range keep {
+		wanted[filepath.Base(s.path(srv.Name))] = true
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		full := filepath.Join(s.dir, name)
+		switch {
+		case strings.HasPrefix(name, ".manifest-"):
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Hour {
+				errs = append(errs, os.Remove(full))
+			}
+		case strings.HasSuffix(name, ".json") && !wanted[name]:
+			var m Manifest
+			if raw, err := os.ReadFile(full); err == nil && json.Unmarshal(raw, &m) == nil && m.Server != "" {
+				removed = append(removed, m.Server)
+			}
+			errs = append(errs, os.Remove(full))
+		}
+	}
+	return removed, errors.Join(errs...)
+}

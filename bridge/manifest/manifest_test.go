@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -110,5 +111,47 @@ func TestConcurrentSaves(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("files left: %d; want the one manifest", len(entries))
+	}
+}
+
+// TestPrune: only the manifests of servers still configured are kept, with
+// the temporary file of a write in progress; an old leftover goes.
+func TestPrune(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "manifests")
+	s := New(dir)
+	if removed, err := s.Prune(nil); err != nil || removed != nil {
+		t.Fatalf("Prune before any Save = %v, %v", removed, err)
+	}
+	kept, gone := server("kept", "a.js"), server("gone", "b.js")
+	for _, srv := range []*discovery.Server{kept, gone} {
+		if err := s.Save(srv, tools("t")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, old := filepath.Join(dir, ".manifest-fresh"), filepath.Join(dir, ".manifest-old")
+	for _, f := range []string{fresh, old} {
+		if err := os.WriteFile(f, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.Prune([]*discovery.Server{kept})
+	if err != nil || len(removed) != 1 || removed[0] != "gone" {
+		t.Fatalf("Prune = %v, %v; want [gone]", removed, err)
+	}
+	if _, ok := s.Load(kept); !ok {
+		t.Error("the manifest of a configured server was removed")
+	}
+	if _, ok := s.Load(gone); ok {
+		t.Error("the manifest of a removed server is still there")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a write in progress lost its temporary file: %v", err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("an hour-old temporary file is still there: %v", err)
 	}
 }

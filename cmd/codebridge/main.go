@@ -111,7 +111,8 @@ started unless --tools is given.
 
 Flags:
   --tools           start every server (in parallel), list its tools and save
-                    them, so search and docs answer without starting it later
+                    them, so search and docs answer without starting it later;
+                    remove the saved lists of servers no longer configured
   --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
 
 Exit status: 0 when every file and server is fine; 1 when it listed a problem

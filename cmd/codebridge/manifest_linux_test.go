@@ -98,6 +98,18 @@ print((await query_tool_docs("everything", tool="echo")).get("listed", "live"))
 	if !found {
 		t.Errorf("docs of the changed memory server did not start it: %v", serversBelow(pid))
 	}
+
+	// A server taken out of the config loses its manifest at the next
+	// servers --tools.
+	delete(servers, "memory")
+	writeServers(t, dir, "servers.json", servers)
+	stdout, stderr, code := runCLI(t, env, "", "servers", "--tools")
+	if code != 0 || !strings.Contains(stdout, "removed the saved tool lists of servers no longer configured: memory\n") {
+		t.Errorf("servers --tools after removing memory: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if files, _ := filepath.Glob(filepath.Join(state, "manifests", "*.json")); len(files) != 2 {
+		t.Errorf("manifests after removing memory: %v; want two", files)
+	}
 }
 
 // BenchmarkFirstSearch is the first search_tool_docs of a new codebridge
