@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -620,5 +621,39 @@ print(runtime.show_image is show_image, "return_file" in runtime.__all__)
 	}
 	if string(h.got[2].Data) != "a,b\n1,2\n" {
 		t.Errorf("CSV data %q", h.got[2].Data)
+	}
+}
+
+// downHost is a bridge whose server "mem" fails to start: every docs or
+// call request for it fails with server_failed, and each counts as a start.
+type downHost struct {
+	toolHost
+	starts atomic.Int32
+}
+
+func (h *downHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method == "query_tool_docs" || method == "call_tool" {
+		h.record(method, params)
+		h.starts.Add(1)
+		return nil, rpcErr{code: "server_failed", msg: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
+	}
+	return h.toolHost.Call(ctx, method, params)
+}
+
+// TestCallToDownServerStartsItOnce: the docs a call fetches for its argument
+// check fail to start the server, and that failure is the call's: the server
+// is not started a second time for the call itself. A later call tries again.
+func TestCallToDownServerStartsItOnce(t *testing.T) {
+	h := &downHost{}
+	out := runOK(t, `
+for attempt in range(2):
+    try:
+        await mcp_mem.echo(message="x")
+    except MCPError as e:
+        print(e.code, e)
+`, h)
+	want := "server_failed MCP server \"mem\" failed to start (attempt 1)\nserver_failed MCP server \"mem\" failed to start (attempt 2)\n"
+	if out != want {
+		t.Errorf("printed %q; want %q (requests %q)", out, want, h.requests)
 	}
 }

@@ -231,11 +231,17 @@ _tool_docs = {}  # (server, tool) as called -> full doc, or None; emptied every 
 def _full_doc(server, tool):
     """The full documentation of a tool, asked for once per run (answered
     from the tool list codebridge saved when the server is not running);
-    None when there is none, and the call itself then says why."""
+    None when there is none, and the call itself then says why. A server
+    that just failed to start for the docs is not started again for the call:
+    that failure is the call's (and is not kept, so a later call tries again)."""
     key = (server, tool)
     if key not in _tool_docs:
         try:
             doc = query_tool_docs_sync(server, tool, detail="full")
+        except MCPError as e:
+            if e.code == "server_failed":
+                raise
+            doc = None
         except Exception:  # the call reports what is wrong
             doc = None
         _tool_docs[key] = doc if isinstance(doc, dict) else None
