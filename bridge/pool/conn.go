@@ -32,7 +32,8 @@ type conn struct {
 	cmd     *exec.Cmd    // stdio only
 	pid     atomic.Int64 // stdio only: set once the process has started
 	stderr  *lineRing
-	cancel  context.CancelFunc // ends the transport's long-lived context
+	life    context.Context    // the transport's long-lived context
+	cancel  context.CancelFunc // ends life
 	done    chan struct{}      // closed once the session has ended and the process is reaped
 
 	// Guarded by Pool.mu:
@@ -52,7 +53,8 @@ type conn struct {
 	toolsOK bool   // tools is the current list
 	toolGen uint64 // bumped by notifications/tools/list_changed
 
-	onTools func(*discovery.Server, []*mcp.Tool) // Options.OnTools
+	onTools   func(*discovery.Server, []*mcp.Tool) // Options.OnTools
+	relisting atomic.Bool                          // a background listing after list_changed is under way
 }
 
 func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn {
@@ -74,6 +76,42 @@ func (c *conn) toolsChanged(context.Context, *mcp.ToolListChangedRequest) {
 	c.toolsOK = false
 	c.toolGen++
 	c.toolsMu.Unlock()
+}
+
+// relist lists c's tools again in the background after the server reported a
+// change, so that OnTools (codebridge's saved manifest) follows the change
+// even when nothing asks for the tools. A burst of notifications costs one
+// listing: listTools reads again while the list keeps changing.
+func (p *Pool) relist(c *conn) {
+	if c.onTools == nil || !c.relisting.CompareAndSwap(false, true) {
+		return
+	}
+	p.mu.Lock()
+	// Counted only while c has not exited, as for goClose: its watch
+	// goroutine is then still counted, so this Add cannot race Close's Wait.
+	if c.exited || c.closing || p.closed {
+		p.mu.Unlock()
+		c.relisting.Store(false)
+		return
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		for {
+			_, err := c.listTools(c.life, p.opts.ListTimeout)
+			c.relisting.Store(false)
+			if err != nil {
+				p.logger.Debug("listing tools again after tools/list_changed", "server", c.name, "err", err)
+				return
+			}
+			// A change announced after the last read, while this
+			// goroutine still held the flag, is read too.
+			if _, ok := c.cachedTools(); ok || !c.relisting.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // onProgress routes a progress notification to the call that set its token.
@@ -224,7 +262,7 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	c := newConn(def, p.opts.StderrLines, p.logger)
 	c.onTools = p.opts.OnTools
 	longCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.cancel = cancel
+	c.life, c.cancel = longCtx, cancel
 	fail := func(err error) (*conn, error) {
 		c.kill()
 		if c.PID() > 0 {
@@ -248,9 +286,12 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 		return fail(err)
 	}
 	client := mcp.NewClient(p.opts.Client, &mcp.ClientOptions{
-		Logger:                      p.logger,
-		Capabilities:                &mcp.ClientCapabilities{}, // no roots
-		ToolListChangedHandler:      c.toolsChanged,
+		Logger:       p.logger,
+		Capabilities: &mcp.ClientCapabilities{}, // no roots
+		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+			c.toolsChanged(ctx, req)
+			p.relist(c)
+		},
 		ProgressNotificationHandler: c.onProgress,
 	})
 	// A server that does not answer in time, or whose start is abandoned, is
