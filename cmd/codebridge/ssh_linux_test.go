@@ -147,6 +147,18 @@ func TestRemotePodmanOverSSH(t *testing.T) {
 	if r.IsError || r.Out.Stdout != "90\n" {
 		t.Errorf("second run of the session: %s", r.Text)
 	}
+	// codebridge's seccomp profile reached the Podman host through the API:
+	// a user namespace, which Podman's default profile allows, is refused.
+	r = runPython(t, cs, map[string]any{"code": `
+import subprocess
+r = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True)
+print(r.returncode != 0, r.stderr.strip())`})
+	if r.IsError || !strings.HasPrefix(r.Out.Stdout, "True ") || !strings.Contains(r.Out.Stdout, "Operation not permitted") {
+		t.Errorf("unshare -Ur in a sandbox over ssh: %s", r.Text)
+	}
+	if !strings.Contains(stderr.String(), "put the sandbox's seccomp profile on the Podman host") {
+		t.Errorf("codebridge's log does not say it placed the seccomp profile\n%s", stderr.String())
+	}
 	if s.accepted.Load() == 0 {
 		t.Errorf("the loopback sshd accepted no connection; codebridge reached Podman another way\n%s", stderr.String())
 	}

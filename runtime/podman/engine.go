@@ -33,6 +33,7 @@ type Engine struct {
 	log  *slog.Logger
 
 	connectMu sync.Mutex // serializes connecting; held while connecting
+	placeMu   sync.Mutex // serializes putting the seccomp profile on a Podman host
 
 	bg   context.Context // ends with Close: the image job's context
 	stop context.CancelFunc
@@ -45,8 +46,13 @@ type Engine struct {
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
 	job     *imageJob // resolving the image, nil when none runs
-	profile string    // path of the seccomp profile last written
-	warned  bool      // Podman is remote and the profile unused; said once
+	profile string    // path of the seccomp profile last used
+	// placed is where the profile was put on the Podman host of the
+	// current connection, when that host does not share this one's files.
+	placed struct {
+		c    *Client
+		path string
+	}
 }
 
 // NewEngine returns an engine; it does not touch Podman until used.
@@ -138,7 +144,7 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 	spec := e.opts.Spec
 	spec.Image = img
 	if spec.SeccompProfile == "" {
-		if spec.SeccompProfile, err = e.seccomp(c); err != nil {
+		if spec.SeccompProfile, err = e.seccomp(ctx, c, img); err != nil {
 			return nil, err
 		}
 	}
@@ -165,23 +171,34 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 	return b, nil
 }
 
-// seccomp returns the path of the sandbox's seccomp profile for containers
-// started through c. The path is read by the Podman service, so it is ""
-// (Podman's default profile, with a warning once) when Podman may be on
-// another host. The file is checked, and written again if it is gone or
-// differs (a state directory in /tmp or $XDG_RUNTIME_DIR may be cleaned
-// while codebridge runs), on every start: a read of a small file. Failing to
-// write it is an error: a sandbox does not silently lose the profile.
-func (e *Engine) seccomp(c *Client) (string, error) {
+// seccomp returns the path, on the Podman host, of the sandbox's seccomp
+// profile for containers started through c. Where the Podman service reads
+// this host's files, the profile is a file in the state directory, checked
+// and written again if it is gone or differs (a state directory in /tmp or
+// $XDG_RUNTIME_DIR may be cleaned while codebridge runs) on every start: a
+// read of a small file. Elsewhere (ssh, podman machine) it is put on the
+// Podman host through the API once per connection. Failing either way is an
+// error: a sandbox does not silently lose the profile.
+func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, error) {
 	if !sharesFiles(c.URI()) {
+		e.placeMu.Lock() // concurrent starts place it once
+		defer e.placeMu.Unlock()
 		e.mu.Lock()
-		warn := !e.warned
-		e.warned = true
+		placed := e.placed
 		e.mu.Unlock()
-		if warn {
-			e.log.Warn("podman may be on another host, so the sandbox runs with Podman's default seccomp profile, which lets code create user namespaces; run codebridge on the Podman host for the stricter profile", "podman", c.URI())
+		if placed.c == c {
+			return placed.path, nil
 		}
-		return "", nil
+		path, err := c.placeSeccompProfile(ctx, image)
+		if err != nil {
+			return "", fmt.Errorf("%w; the sandbox does not start without its seccomp profile", err)
+		}
+		e.log.Info("put the sandbox's seccomp profile on the Podman host", "podman", c.URI(), "path", path)
+		e.mu.Lock()
+		e.placed.c, e.placed.path = c, path
+		e.profile = path
+		e.mu.Unlock()
+		return path, nil
 	}
 	path, err := writeSeccompProfile(stateDir(e.opts.StateDir))
 	if err != nil {

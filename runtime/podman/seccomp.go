@@ -1,14 +1,22 @@
 package podman
 
 import (
+	"archive/tar"
+	"bytes"
+	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // seccompProfile is the sandbox's seccomp profile. Podman's default profile
@@ -49,8 +57,7 @@ func sharesFiles(uri string) bool {
 // codebridge processes of different versions sharing dir do not clash, and
 // returns its path.
 func writeSeccompProfile(dir string) (string, error) {
-	sum := sha256.Sum256(seccompProfile)
-	path := filepath.Join(dir, "seccomp-"+hex.EncodeToString(sum[:8])+".json")
+	path := filepath.Join(dir, "seccomp-"+profileID()+".json")
 	if b, err := os.ReadFile(path); err == nil && string(b) == string(seccompProfile) {
 		return path, nil
 	}
@@ -82,4 +89,73 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		os.Remove(f.Name())
 	}
 	return err
+}
+
+// profileID names the profile by its content, in the local file name and in
+// the volume that carries it to another host.
+func profileID() string {
+	sum := sha256.Sum256(seccompProfile)
+	return hex.EncodeToString(sum[:8])
+}
+
+// seccompVolumeDir is where the helper container mounts the profile's volume.
+const seccompVolumeDir = "/codebridge-seccomp"
+
+// placeSeccompProfile puts the profile on a Podman host that does not share
+// codebridge's files (over ssh, in podman machine's VM) and returns its path
+// there, for the Podman service to read at container create. It goes where
+// only the Podman API reaches: into a volume named by the profile's content,
+// through a helper container of image that is created, never started, and
+// removed. The volume stays, a few kilobytes, for the next codebridge.
+func (c *Client) placeSeccompProfile(ctx context.Context, image string) (string, error) {
+	name := "codebridge-seccomp-" + profileID()
+	create := map[string]any{"Name": name, "Label": map[string]string{LabelManaged: "true"}}
+	if err := c.do(ctx, requestTimeout, http.MethodPost, "/volumes/create", nil, create, nil); err != nil &&
+		!isStatus(err, http.StatusConflict) && !strings.Contains(err.Error(), "already exists") {
+		return "", fmt.Errorf("creating the volume for the seccomp profile: %w", err)
+	}
+	var vol struct{ Mountpoint string }
+	if err := c.do(ctx, requestTimeout, http.MethodGet, "/volumes/"+name+"/json", nil, nil, &vol); err != nil {
+		return "", fmt.Errorf("inspecting the volume of the seccomp profile: %w", err)
+	}
+	if !strings.HasPrefix(vol.Mountpoint, "/") {
+		return "", fmt.Errorf("the volume %s of the seccomp profile has no path on the Podman host (mount point %q)", name, vol.Mountpoint)
+	}
+
+	labels := maps.Clone(c.owner)
+	labels[LabelManaged] = "true"
+	helper := map[string]any{
+		"image":   image,
+		"command": []string{"true"},
+		"labels":  labels,
+		"netns":   namespace{NSMode: "none"},
+		"volumes": []map[string]string{{"Name": name, "Dest": seccompVolumeDir}},
+	}
+	var created struct {
+		ID string `json:"Id"`
+	}
+	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, helper, &created); err != nil {
+		return "", fmt.Errorf("creating a container to copy the seccomp profile into its volume: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+		defer cancel()
+		if err := c.remove(rctx, created.ID); err != nil {
+			c.log.Warn("removing the container that copied the seccomp profile", "err", err)
+		}
+	}()
+	var archive bytes.Buffer
+	tw := tar.NewWriter(&archive)
+	err := tw.WriteHeader(&tar.Header{Name: "seccomp.json", Mode: 0o644, Size: int64(len(seccompProfile)), ModTime: time.Now()})
+	if err == nil {
+		_, err = tw.Write(seccompProfile)
+	}
+	if err = errors.Join(err, tw.Close()); err != nil {
+		return "", fmt.Errorf("packing the seccomp profile: %w", err)
+	}
+	q := url.Values{"path": {seccompVolumeDir}}
+	if err := c.do(ctx, requestTimeout, http.MethodPut, "/containers/"+created.ID+"/archive", q, &archive, nil); err != nil {
+		return "", fmt.Errorf("copying the seccomp profile into its volume: %w", err)
+	}
+	return strings.TrimSuffix(vol.Mountpoint, "/") + "/seccomp.json", nil
 }

@@ -3,7 +3,6 @@ package podman
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -243,19 +242,34 @@ func TestSharesFiles(t *testing.T) {
 	}
 }
 
-// TestSeccompRemote: with a Podman on another host, the engine sends no
-// profile and warns once.
-func TestSeccompRemote(t *testing.T) {
-	var logs bytes.Buffer
-	e := NewEngine(EngineOptions{StateDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	c := &Client{uri: "ssh://core@podman.example/run/podman/podman.sock"}
+// TestPlaceSeccompProfile puts the profile on the Podman host through the
+// API, as for a Podman reached over ssh: the file in the volume is the
+// profile, a second placement finds the volume there, and no helper
+// container is left.
+func TestPlaceSeccompProfile(t *testing.T) {
+	c := testClient(t)
+	img := testImage(t, c)
 	for range 2 {
-		if path, err := e.seccomp(c); path != "" || err != nil {
-			t.Fatalf("seccomp: %q, %v; want no profile", path, err)
+		path, err := c.placeSeccompProfile(t.Context(), img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(path, "codebridge-seccomp-"+profileID()) || filepath.Base(path) != "seccomp.json" {
+			t.Errorf("profile path %q; want seccomp.json in the volume named by its content", path)
+		}
+		// This Podman runs here, so its volume can be read directly.
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, seccompProfile) {
+			t.Errorf("the file in the volume is not the profile (%d bytes, %v)", len(got), err)
 		}
 	}
-	if n := strings.Count(logs.String(), "seccomp"); n != 1 {
-		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	list, err := c.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.Labels[labelClient] == c.owner[labelClient] {
+			t.Errorf("container %s left behind by placing the profile", shortID(s.ID))
+		}
 	}
 }
 
@@ -303,14 +317,14 @@ func TestSeccompRewritten(t *testing.T) {
 	}
 	e := NewEngine(EngineOptions{StateDir: t.TempDir()})
 	c := &Client{uri: "unix:///run/podman/podman.sock"}
-	path, err := e.seccomp(c)
+	path, err := e.seccomp(t.Context(), c, "")
 	if err != nil || path == "" {
 		t.Fatalf("seccomp: %q, %v", path, err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := e.seccomp(c); err != nil || again != path {
+	if again, err := e.seccomp(t.Context(), c, ""); err != nil || again != path {
 		t.Fatalf("seccomp again: %q, %v; want %q", again, err, path)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -329,8 +343,23 @@ func TestSeccompUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := NewEngine(EngineOptions{StateDir: filepath.Join(file, "state")})
-	path, err := e.seccomp(&Client{uri: "unix:///run/podman/podman.sock"})
+	path, err := e.seccomp(t.Context(), &Client{uri: "unix:///run/podman/podman.sock"}, "")
 	if err == nil || !strings.Contains(err.Error(), "seccomp profile") {
 		t.Fatalf("seccomp: %q, %v; want an error about the profile", path, err)
+	}
+}
+
+// BenchmarkPlaceSeccompProfile is what a remote Podman's first sandbox pays
+// once per connection to receive the profile (here on the local socket, so
+// without the ssh round trips).
+//
+//	go test ./runtime/podman -run '^$' -bench PlaceSeccompProfile -benchtime 10x
+func BenchmarkPlaceSeccompProfile(b *testing.B) {
+	c := testClient(b)
+	img := testImage(b, c)
+	for b.Loop() {
+		if _, err := c.placeSeccompProfile(b.Context(), img); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
