@@ -25,6 +25,7 @@ type downstream interface {
 	Tools(ctx context.Context, server string) ([]*mcp.Tool, error)
 	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 	Running(server string) bool
+	LastFailure(server string) error
 }
 
 // directory is the [Directory] over the configured servers: an immutable

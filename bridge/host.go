@@ -87,7 +87,7 @@ var methods = map[string]handler{
 		if p.Tool == nil {
 			return nil, &rpcError{code: "bad_arguments", msg: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 		}
-		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments)
+		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed)
 	}),
 }
 
@@ -357,9 +357,9 @@ func (h *host) everyServer(ctx context.Context) (map[string]listing, map[string]
 // callTool calls a tool for the sandbox's code, the one way code reaches a
 // downstream tool (call_tool, the mcp_<alias> proxies and tool functions all
 // send call_tool): the policy is checked here, and the call is audited.
-func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage) (any, error) {
+func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool) (any, error) {
 	if h.dir.audit == nil {
-		res, err := h.call(ctx, key, tool, args, &audit.Record{})
+		res, err := h.call(ctx, key, tool, args, startFailed, &audit.Record{})
 		if err != nil {
 			return nil, err
 		}
@@ -367,7 +367,7 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 	}
 	rec := audit.Record{Time: time.Now(), Server: key, Tool: tool, ArgBytes: len(args)}
 	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
-	res, err := h.call(ctx, key, tool, args, &rec)
+	res, err := h.call(ctx, key, tool, args, startFailed, &rec)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	var out any
 	switch {
@@ -404,8 +404,11 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 }
 
 // call is callTool without the audit; it fills rec's Server and Tool with
-// the names they resolve to.
-func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, rec *audit.Record) (*mcp.CallToolResult, error) {
+// the names they resolve to. startFailed says the sandbox's request for the
+// tool's docs, just before, failed to start the server: then a server still
+// not running fails the call with that start's error rather than being
+// started a second time.
+func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool, rec *audit.Record) (*mcp.CallToolResult, error) {
 	// Refuse oversized arguments before the server is even started: a stdio
 	// server given a message over its SDK's cap (about 10 MiB) dies, and with
 	// it every other run's calls.
@@ -419,6 +422,14 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
 			name, tool, len(args), byteSize(len(args)), h.dir.maxArgs, byteSize(h.dir.maxArgs))}
+	}
+	if startFailed {
+		if srv, err := h.snap.resolve(key); err == nil {
+			if failure := h.dir.pool.LastFailure(srv.Name); failure != nil {
+				rec.Server = srv.Name
+				return nil, poolError(srv.Name, failure)
+			}
+		}
 	}
 	srv, t, _, err := h.tool(ctx, key, tool, false)
 	if srv != nil {

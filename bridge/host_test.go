@@ -295,7 +295,8 @@ func (f *recordingPool) Call(_ context.Context, _, _ string, args any, _ func(*m
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 }
 
-func (f *recordingPool) Running(string) bool { return true }
+func (f *recordingPool) Running(string) bool      { return true }
+func (f *recordingPool) LastFailure(string) error { return nil }
 
 func (f *recordingPool) callSizes() []int {
 	f.mu.Lock()

@@ -566,6 +566,18 @@ func (p *Pool) Running(server string) bool {
 	return e != nil && e.cur != nil && !e.cur.exited
 }
 
+// LastFailure returns why server's last start failed (or its process
+// ended), if it is not running and no start is under way; nil otherwise.
+func (p *Pool) LastFailure(server string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.servers[server]
+	if e == nil || e.starting != nil || e.cur != nil && !e.cur.exited {
+		return nil
+	}
+	return e.err
+}
+
 // State is what a server is doing, as [Pool.Status] reports it.
 type State string
 

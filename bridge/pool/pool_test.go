@@ -457,6 +457,15 @@ func TestAllTools(t *testing.T) {
 	if !errors.As(errs["bad"], &se) {
 		t.Errorf("error for bad is %T, want *StartError", errs["bad"])
 	}
+	// LastFailure: the failed start for bad, nothing for running or unknown servers.
+	if err := p.LastFailure("bad"); !errors.As(err, &se) || se.Server != "bad" {
+		t.Errorf("LastFailure(bad) = %v; want its StartError", err)
+	}
+	for _, name := range []string{"a", "off", "nowhere"} {
+		if err := p.LastFailure(name); err != nil {
+			t.Errorf("LastFailure(%s) = %v; want nil", name, err)
+		}
+	}
 }
 
 func TestClosed(t *testing.T) {

@@ -154,7 +154,7 @@ func TestAuditEndToEnd(t *testing.T) {
 		"everything": map[string]any{"command": testenv.NPMBin(t, "mcp-server-everything"), "tools": map[string]any{"deny": []string{"get-env"}}},
 		"crashes":    map[string]any{"command": "/bin/false"},
 	})
-	cs, _ := session(t, append(bridgeEnv(t, dir), "MCP_BRIDGE_STATE_DIR="+state))
+	cs, stderr := session(t, append(bridgeEnv(t, dir), "MCP_BRIDGE_STATE_DIR="+state))
 
 	// Each call prints its outcome as the code saw it: "ok" or the MCPError code.
 	r1 := runPython(t, cs, map[string]any{"code": `
@@ -199,6 +199,11 @@ print(await mcp_everything.get_sum(a=1, b=2))
 	}
 	if seen[5] != "tool_error" && seen[5] != "bad_arguments" {
 		t.Errorf("get-sum with a bad argument: the code saw %q, want tool_error or bad_arguments", seen[5])
+	}
+	// The call to crashes was tried once: the docs its argument check asked
+	// for started it, and the call was failed with that start's error.
+	if n := strings.Count(stderr.String(), `msg="starting server" component=pool server=crashes`); n != 1 {
+		t.Errorf("crashes was started %d times for one call; want 1\n%s", n, stderr.String())
 	}
 	// A second run of the session hits its time limit during a call.
 	r2 := runPython(t, cs, map[string]any{"code": `await mcp_everything.trigger_long_running_operation(duration=60, steps=60)`, "timeout": 3})

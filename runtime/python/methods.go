@@ -44,6 +44,10 @@ type CallToolParams struct {
 	Server    string          `json:"server"`
 	Tool      *string         `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// StartFailed: the sandbox's request for this tool's docs, made for the
+	// argument check just before, failed to start the server, so the host
+	// does not start it again for the call if it is still not running.
+	StartFailed bool `json:"start_failed,omitempty"`
 }
 
 // AttachParams returns an image or a file with the run's result. Data is

@@ -624,25 +624,32 @@ print(runtime.show_image is show_image, "return_file" in runtime.__all__)
 	}
 }
 
-// downHost is a bridge whose server "mem" fails to start: every docs or
-// call request for it fails with server_failed, and each counts as a start.
+// downHost is a bridge whose server "mem" fails to start: a docs request, or
+// a call not told that the docs just failed, is a start that fails.
 type downHost struct {
 	toolHost
 	starts atomic.Int32
 }
 
 func (h *downHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if method == "query_tool_docs" || method == "call_tool" {
-		h.record(method, params)
-		h.starts.Add(1)
-		return nil, rpcErr{code: "server_failed", msg: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
+	if method != "query_tool_docs" && method != "call_tool" {
+		return h.toolHost.Call(ctx, method, params)
 	}
-	return h.toolHost.Call(ctx, method, params)
+	h.record(method, params)
+	var p CallToolParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	if !p.StartFailed {
+		h.starts.Add(1)
+	}
+	return nil, rpcErr{code: "server_failed", msg: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
 }
 
 // TestCallToDownServerStartsItOnce: the docs a call fetches for its argument
-// check fail to start the server, and that failure is the call's: the server
-// is not started a second time for the call itself. A later call tries again.
+// check fail to start the server, and the call then tells the host so, which
+// fails it with that start's error rather than starting the server again; a
+// later call tries again.
 func TestCallToDownServerStartsItOnce(t *testing.T) {
 	h := &downHost{}
 	out := runOK(t, `
@@ -654,6 +661,18 @@ for attempt in range(2):
 `, h)
 	want := "server_failed MCP server \"mem\" failed to start (attempt 1)\nserver_failed MCP server \"mem\" failed to start (attempt 2)\n"
 	if out != want {
-		t.Errorf("printed %q; want %q (requests %q)", out, want, h.requests)
+		t.Errorf("printed %q; want %q (%q)", out, want, h.requests)
+	}
+	calls := 0
+	for _, r := range h.requests {
+		if strings.HasPrefix(r, "call_tool ") {
+			calls++
+			if !strings.Contains(r, `"start_failed": true`) {
+				t.Errorf("a call after failed docs does not say so: %s", r)
+			}
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d call_tool requests, want 2 (each call reaches the host, for its audit): %q", calls, h.requests)
 	}
 }

@@ -220,7 +220,13 @@ def _call_params(server, tool, arguments):
         arguments = {}
     if not isinstance(arguments, dict):
         raise MCPError("arguments must be a dict, not %s" % type(arguments).__name__, code="bad_arguments")
-    return {"server": server, "tool": tool, "arguments": _check_arguments(server, tool, arguments)}
+    params = {"server": server, "tool": tool}
+    doc = _full_doc(server, tool)
+    if doc is _START_FAILED:
+        params["start_failed"] = True
+        _tool_docs.pop((server, tool), None)  # the next call tries again
+    params["arguments"] = _check_arguments(server, tool, doc, arguments)
+    return params
 
 
 # --- typed tools -------------------------------------------------------------
@@ -228,32 +234,39 @@ def _call_params(server, tool, arguments):
 _tool_docs = {}  # (server, tool) as called -> full doc, or None; emptied every run
 
 
+class _StartFailed:
+    """What _full_doc returns when the server failed to start for the docs:
+    no docs, and the call that follows says so without starting it again."""
+
+    def __bool__(self):
+        return False
+
+
+_START_FAILED = _StartFailed()
+
+
 def _full_doc(server, tool):
     """The full documentation of a tool, asked for once per run (answered
     from the tool list codebridge saved when the server is not running);
-    None when there is none, and the call itself then says why. A server
-    that just failed to start for the docs is not started again for the call:
-    that failure is the call's (and is not kept, so a later call tries again)."""
+    None when there is none, and the call itself then says why. A failed
+    start is kept only until the call it was asked for has used it."""
     key = (server, tool)
     if key not in _tool_docs:
         try:
             doc = query_tool_docs_sync(server, tool, detail="full")
         except MCPError as e:
-            if e.code == "server_failed":
-                raise
-            doc = None
+            doc = _START_FAILED if e.code == "server_failed" else None
         except Exception:  # the call reports what is wrong
             doc = None
-        _tool_docs[key] = doc if isinstance(doc, dict) else None
+        _tool_docs[key] = doc if isinstance(doc, dict) or doc is _START_FAILED else None
     return _tool_docs[key]
 
 
-def _check_arguments(server, tool, arguments):
+def _check_arguments(server, tool, doc, arguments):
     """Catches a call missing a required argument, or with one the tool does
-    not take, before it is sent, with the tool's signature in the message.
-    Arguments given by their Python name (class_ for class, max_results for
-    max-results) are renamed to the tool's."""
-    doc = _full_doc(server, tool)
+    not take, before it is sent, with the tool's signature (from doc, its full
+    docs) in the message. Arguments given by their Python name (class_ for
+    class, max_results for max-results) are renamed to the tool's."""
     if not doc or "signature" not in doc:
         return arguments
     params = doc.get("params") or []
