@@ -51,6 +51,7 @@ type conn struct {
 	tools   []*mcp.Tool
 	byName  map[string]*mcp.Tool
 	toolsOK bool   // tools is the current list
+	listed  bool   // a listing has completed: the session is set up
 	toolGen uint64 // bumped by notifications/tools/list_changed
 
 	onTools   func(*discovery.Server, []*mcp.Tool) // Options.OnTools
@@ -81,9 +82,15 @@ func (c *conn) toolsChanged(context.Context, *mcp.ToolListChangedRequest) {
 // relist lists c's tools again in the background after the server reported a
 // change, so that OnTools (codebridge's saved manifest) follows the change
 // even when nothing asks for the tools. A burst of notifications costs one
-// listing: listTools reads again while the list keeps changing.
+// listing: listTools reads again while the list keeps changing. A change
+// announced before the first listing has completed (servers announce one as
+// they start, while the session is still being set up) is left to that
+// listing.
 func (p *Pool) relist(c *conn) {
-	if c.onTools == nil || !c.relisting.CompareAndSwap(false, true) {
+	c.toolsMu.Lock()
+	listed := c.listed
+	c.toolsMu.Unlock()
+	if !listed || c.onTools == nil || !c.relisting.CompareAndSwap(false, true) {
 		return
 	}
 	p.mu.Lock()
@@ -182,6 +189,7 @@ func (c *conn) listTools(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 		}
 		c.toolsMu.Lock()
 		current := c.toolGen == gen // no list_changed arrived meanwhile
+		c.listed = true
 		if current {
 			c.tools = tools
 			c.byName = make(map[string]*mcp.Tool, len(tools))

@@ -8,12 +8,14 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
@@ -642,5 +644,58 @@ func TestOnTools(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != 5 || seen[1] != 6 || defs[0].Name != "a" {
 		t.Errorf("OnTools saw lists of %v tools; want [5 6] (three uses, one fresh listing, then the changed one)", seen)
+	}
+}
+
+// earlyNotice is a client connection that hands the client a
+// tools/list_changed before the server's answer to initialize, as a server
+// that announces its tools while it starts may: the notification arrives
+// while the session is still being set up.
+type earlyNotice struct {
+	mcp.Connection
+	sent atomic.Bool
+}
+
+func (c *earlyNotice) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if !c.sent.Swap(true) {
+		return &jsonrpc.Request{Method: "notifications/tools/list_changed", Params: json.RawMessage(`{}`)}, nil
+	}
+	return c.Connection.Read(ctx)
+}
+
+type earlyNoticeTransport struct{ mcp.Transport }
+
+func (t earlyNoticeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &earlyNotice{Connection: c}, nil
+}
+
+// TestToolListChangedWhileStarting: a change announced before the session is
+// set up is left to the first listing; it used to start a background listing
+// on a session not yet there (a nil dereference that ended codebridge).
+func TestToolListChangedWhileStarting(t *testing.T) {
+	lists := make(chan int, 8)
+	p, m := newMemPool(t, Options{OnTools: func(_ *discovery.Server, tools []*mcp.Tool) { lists <- len(tools) }}, memDef("a"))
+	p.testTransport = func(def *discovery.Server) (mcp.Transport, error) {
+		tr, err := m.transport(def)
+		return earlyNoticeTransport{tr}, err
+	}
+	tools, err := p.Tools(t.Context(), "a")
+	if err != nil || len(tools) != 5 {
+		t.Fatalf("Tools = %d tools, %v; want 5", len(tools), err)
+	}
+	if err := p.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(lists)
+	var seen []int
+	for n := range lists {
+		seen = append(seen, n)
+	}
+	if len(seen) != 1 {
+		t.Errorf("OnTools saw %v; want the one first listing", seen)
 	}
 }

@@ -268,6 +268,8 @@ func TestProgressForwarded(t *testing.T) {
 	})
 	cmd := exec.Command(binary(t))
 	cmd.Env = bridgeEnv(t, dir)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +280,7 @@ func TestProgressForwarded(t *testing.T) {
 	params.SetProgressToken("run-1")
 	res, err := cs.CallTool(t.Context(), params)
 	if err != nil || res.IsError {
-		t.Fatalf("run: %v %+v", err, res)
+		t.Fatalf("run: %v %+v\ncodebridge stderr:\n%s", err, res, stderr.String())
 	}
 	mu.Lock()
 	defer mu.Unlock()
