@@ -4,13 +4,18 @@
 // A manifest is keyed by the server's definition (how it is started or
 // reached, not its name, description or policy): a changed definition has no
 // manifest until the server lists its tools again, so stale tools are never
-// served for it. Files are written whole (a temporary file renamed over the
+// served for it. The key is an HMAC with a random secret kept in the folder
+// (.key, 0600), not a plain hash: a definition's environment and headers
+// often hold tokens, and a plain hash of them would let anyone who reads a
+// manifest test guesses of a token offline. Files are written whole (a temporary file renamed over the
 // old one), so concurrent codebridge processes and crashes leave either the
 // old manifest or the new one. An unreadable or corrupt file counts as no
 // manifest.
 package manifest
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,7 +34,12 @@ import (
 
 // Store is a folder of manifests. Its methods are safe for concurrent use,
 // also by several processes.
-type Store struct{ dir string }
+type Store struct {
+	dir string
+
+	mu     sync.Mutex
+	secret []byte // the HMAC key, once read or made
+}
 
 // Dir is the manifest folder in codebridge's state directory.
 func Dir(stateDir string) string { return filepath.Join(stateDir, "manifests") }
@@ -44,9 +55,17 @@ type Manifest struct {
 	Tools   []*mcp.Tool `json:"tools"`
 }
 
-// Key identifies what a definition starts or reaches: transport, command,
-// arguments, environment, working directory, URL and headers.
-func Key(srv *discovery.Server) string {
+// secretFile holds the folder's HMAC key.
+const secretFile = ".key"
+
+// key identifies what a definition starts or reaches: transport, command,
+// arguments, environment, working directory, URL and headers. The folder's
+// secret is made first if create is set; without it there is no key ("").
+func (s *Store) key(srv *discovery.Server, create bool) (string, error) {
+	secret, err := s.loadSecret(create)
+	if err != nil || secret == nil {
+		return "", err
+	}
 	raw, _ := json.Marshal(struct {
 		Transport discovery.Transport
 		Command   string
@@ -56,9 +75,61 @@ func Key(srv *discovery.Server) string {
 		URL       string
 		Headers   map[string]string
 	}{srv.Transport, srv.Command, srv.Args, srv.Env, srv.Cwd, srv.URL, srv.Headers})
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(raw)
+	return hex.EncodeToString(mac.Sum(nil)), nil
 }
+
+// loadSecret returns the folder's HMAC key: read from .key, or, if create is
+// set and there is none, made and written there. Two processes making it at
+// once agree: only one file is created, and the other reads it.
+func (s *Store) loadSecret(create bool) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.secret != nil {
+		return s.secret, nil
+	}
+	path := filepath.Join(s.dir, secretFile)
+	for attempt := 1; ; attempt++ {
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil && len(b) == secretSize:
+			s.secret = b
+			return b, nil
+		case !create:
+			return nil, nil // no usable secret: no manifest applies
+		case attempt == 5:
+			return nil, fmt.Errorf("the manifest key %s is unusable (%d bytes, %v): remove it; the saved tool lists are then made again", path, len(b), err)
+		case err == nil: // short: another process is writing it
+			time.Sleep(10 * time.Millisecond)
+			continue
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			continue // another process made it: read that one
+		}
+		if err != nil {
+			return nil, err
+		}
+		secret := rand.Text()[:secretSize]
+		_, werr := f.WriteString(secret)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			os.Remove(path)
+			return nil, err
+		}
+		s.secret = []byte(secret)
+		return s.secret, nil
+	}
+}
+
+// secretSize is the length of the HMAC key: 26 base32 characters of
+// crypto/rand.Text carry 130 bits.
+const secretSize = 26
 
 // path is the file of the server called name: its name made safe for any
 // file system, and a hash of the name so two names never share a file.
@@ -83,7 +154,10 @@ func (s *Store) Load(srv *discovery.Server) (*Manifest, bool) {
 		return nil, false
 	}
 	var m Manifest
-	if json.Unmarshal(raw, &m) != nil || m.Server != srv.Name || m.Key != Key(srv) || m.Tools == nil {
+	if json.Unmarshal(raw, &m) != nil || m.Server != srv.Name || m.Tools == nil {
+		return nil, false
+	}
+	if key, err := s.key(srv, false); err != nil || key == "" || m.Key != key {
 		return nil, false
 	}
 	return &m, true
@@ -96,7 +170,11 @@ func (s *Store) Save(srv *discovery.Server, tools []*mcp.Tool) error {
 	if tools == nil {
 		tools = []*mcp.Tool{}
 	}
-	raw, err := json.Marshal(Manifest{Server: srv.Name, Key: Key(srv), Written: time.Now().UTC(), Tools: tools})
+	key, err := s.key(srv, true)
+	if err != nil {
+		return fmt.Errorf("saving the tool list of %s: %w", srv.Name, err)
+	}
+	raw, err := json.Marshal(Manifest{Server: srv.Name, Key: key, Written: time.Now().UTC(), Tools: tools})
 	if err != nil {
 		return fmt.Errorf("encoding the tool list of %s: %w", srv.Name, err)
 	}

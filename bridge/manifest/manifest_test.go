@@ -109,8 +109,49 @@ func TestConcurrentSaves(t *testing.T) {
 	}
 	wg.Wait()
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 {
-		t.Errorf("files left: %d; want the one manifest", len(entries))
+	if len(entries) != 2 || entries[0].Name() != secretFile {
+		t.Errorf("files left: %v; want the key and the one manifest", entries)
+	}
+}
+
+// TestKeyIsSecret: the definition's key is an HMAC with the folder's own
+// secret, made 0600 on the first save: a manifest that leaked from one
+// folder is no verifier of a definition (its tokens) anywhere else, and is
+// not used there.
+func TestKeyIsSecret(t *testing.T) {
+	a, b := New(t.TempDir()), New(t.TempDir())
+	srv := server("x")
+	srv.Env["API_TOKEN"] = "hunter2"
+	for _, s := range []*Store{a, b} {
+		if err := s.Save(srv, tools("t")); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(filepath.Join(s.dir, secretFile))
+		if err != nil || info.Mode().Perm() != 0o600 {
+			t.Fatalf("the secret: %v, %v; want a 0600 file", info, err)
+		}
+	}
+	ma, _ := a.Load(srv)
+	mb, _ := b.Load(srv)
+	if ma == nil || mb == nil || ma.Key == mb.Key {
+		t.Fatalf("two folders keyed the same definition alike: %+v %+v", ma, mb)
+	}
+	raw, err := os.ReadFile(a.path(srv.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.path(srv.Name), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := New(b.dir).Load(srv); ok {
+		t.Error("a manifest copied from another folder was used")
+	}
+	// Without its secret a folder's manifests are not used.
+	if err := os.Remove(filepath.Join(a.dir, secretFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := New(a.dir).Load(srv); ok {
+		t.Error("a manifest was used after its folder's secret was removed")
 	}
 }
 
