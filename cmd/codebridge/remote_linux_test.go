@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,12 +79,7 @@ LogLevel ERROR
 		t.Fatalf("sshd -t: %v: %s", err, out)
 	}
 
-	sock := filepath.Join(dir, "podman.sock")
-	svc := exec.Command(podmanBin, "system", "service", "--time=0", "unix://"+sock)
-	if err := svc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Process.Kill(); svc.Wait() })
+	sock := startPodmanService(t, podmanBin, dir)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -117,18 +114,81 @@ LogLevel ERROR
 		}
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
+	return s
+}
 
-	// The service answers before the test goes on.
+// startPodmanService starts a Podman API service on a private socket in dir
+// and returns the socket's path once it is there.
+func startPodmanService(t testing.TB, podmanBin, dir string) string {
+	t.Helper()
+	sock := filepath.Join(dir, "podman.sock")
+	svc := exec.Command(podmanBin, "system", "service", "--time=0", "unix://"+sock)
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Process.Kill(); svc.Wait() })
 	for i := 0; ; i++ {
 		if _, err := os.Stat(sock); err == nil {
-			break
+			return sock
 		}
 		if i == 400 {
 			t.Fatalf("podman system service made no socket at %s in 20 s", sock)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return s
+}
+
+// startTCPPodman serves a private Podman on a loopback TCP port, as
+// CONTAINER_HOST=tcp://... reaches one: each connection accepted there is
+// piped to the service's unix socket, so no port is guessed. It returns the
+// URI and a count of the connections accepted.
+func startTCPPodman(t testing.TB) (string, *atomic.Int64) {
+	t.Helper()
+	podmanBin := testenv.RequirePodmanBinary(t)
+	dir, err := os.MkdirTemp("", "cbtcp") // short: the socket path has a length limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := startPodmanService(t, podmanBin, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	var conns sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			out, err := net.Dial("unix", sock)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			conns.Go(func() { pipe(in, out) })
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done; conns.Wait() })
+	return "tcp://" + ln.Addr().String(), &accepted
+}
+
+// pipe copies between a and b both ways until either side ends, then closes both.
+func pipe(a, b net.Conn) {
+	var wg sync.WaitGroup
+	for _, dir := range [][2]net.Conn{{a, b}, {b, a}} {
+		wg.Go(func() {
+			io.Copy(dir[0], dir[1])
+			a.Close()
+			b.Close()
+		})
+	}
+	wg.Wait()
 }
 
 // TestRemotePodmanOverSSH runs code through a Podman that codebridge reaches
@@ -196,6 +256,38 @@ print(r.returncode != 0, r.stderr.strip())`})
 	cs, _, _ = sessionProcWith(t, env, nil)
 	if r := runPython(t, cs, map[string]any{"code": "print(1)"}); !r.IsError || !strings.Contains(r.Text, "CONTAINER_CONNECTION=nope: Podman has no system connection of that name (it has cbtest)") {
 		t.Errorf("an unknown CONTAINER_CONNECTION: %s", r.Text)
+	}
+}
+
+// TestRemotePodmanOverTCP runs code through a Podman that codebridge reaches
+// only by CONTAINER_HOST=tcp://..., with codebridge's seccomp profile put on
+// the Podman host through the API.
+func TestRemotePodmanOverTCP(t *testing.T) {
+	requirePodman(t)
+	uri, accepted := startTCPPodman(t)
+	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST="+uri)
+	cs, stderr, cmd := sessionProcWith(t, env, nil)
+	r := runPython(t, cs, map[string]any{"code": `
+import subprocess
+x = 21
+r = subprocess.run(["unshare", "-Ur", "true"], capture_output=True)
+print(r.returncode != 0)`})
+	if r.IsError || r.Out.Stdout != "True\n" {
+		t.Fatalf("run through Podman over tcp (want unshare refused): %s\n%s", r.Text, stderr.String())
+	}
+	if r := runPython(t, cs, map[string]any{"code": "print(x * 2)"}); r.IsError || r.Out.Stdout != "42\n" {
+		t.Errorf("second run of the session: %s", r.Text)
+	}
+	if accepted.Load() == 0 {
+		t.Errorf("the loopback port accepted no connection; codebridge reached Podman another way\n%s", stderr.String())
+	}
+	if log := stderr.String(); !strings.Contains(log, "podman="+uri) || !strings.Contains(log, "put the sandbox's seccomp profile on the Podman host") {
+		t.Errorf("codebridge's log does not show it using %s with the profile placed there\n%s", uri, log)
+	}
+	pid := cmd.Process.Pid
+	cs.Close()
+	if left := containersOf(t, pid); len(left) > 0 {
+		t.Errorf("containers left after codebridge exited: %v", left)
 	}
 }
 
