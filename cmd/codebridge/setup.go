@@ -12,7 +12,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/setup"
 )
 
-const setupHelp = `Usage: codebridge setup [--yes] [--image IMAGE] [--from auto|registry|debian] [--rebuild]
+const setupHelp = `Usage: codebridge setup [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild]
 
 Prepares this machine to run codebridge's sandboxes, from the binary alone; each
 step is skipped when already done, so it is safe to run again:
@@ -39,6 +39,9 @@ Flags:
                     localhost/codebridge-sandbox:latest)
   --from HOW        how to build codebridge's images: auto (default: the
                     registry, else Debian packages), registry or debian
+  --base IMAGE      the image the registry route builds on: a Debian bookworm
+                    image with apt, e.g. from your registry mirror (default
+                    docker.io/library/debian:bookworm-slim)
   --rebuild         build the image even when it exists
   --debian-mirror URL  the Debian mirror of the Debian route (default: the one
                     in this machine's apt sources, else deb.debian.org)
@@ -49,8 +52,8 @@ line is wrong.
 `
 
 type setupFlags struct {
-	image, from, mirror string
-	yes, rebuild        bool
+	image, from, mirror, base string
+	yes, rebuild              bool
 }
 
 func newSetupFlags(fs *flag.FlagSet) *setupFlags {
@@ -58,6 +61,7 @@ func newSetupFlags(fs *flag.FlagSet) *setupFlags {
 	fs.StringVar(&f.image, "image", "", "the image to prepare")
 	fs.StringVar(&f.from, "from", setup.FromAuto, "auto, registry or debian")
 	fs.StringVar(&f.mirror, "debian-mirror", "", "Debian mirror")
+	fs.StringVar(&f.base, "base", "", "the registry route's base image")
 	fs.BoolVar(&f.yes, "yes", false, "answer yes to every question")
 	fs.BoolVar(&f.rebuild, "rebuild", false, "build the image even when it exists")
 	return f
@@ -65,7 +69,7 @@ func newSetupFlags(fs *flag.FlagSet) *setupFlags {
 
 func setupCmd(ctx context.Context, cfg bridge.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
 	opts := setup.Options{
-		Image: f.image, From: f.from, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
+		Image: f.image, From: f.from, Base: f.base, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
 	}
 	if opts.Image == "" {
 		opts.Image = cfg.Image

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/runtime/setup"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -91,6 +92,43 @@ func TestSetup(t *testing.T) {
 	_, stderr, code = runCLI(t, env, "", "setup", "--image", ref)
 	if code != 0 || strings.Contains(stderr, "wrote") || !strings.Contains(stderr, "is present") {
 		t.Errorf("setup a second time: exit %d; want 0 with nothing done\n%s", code, stderr)
+	}
+}
+
+// TestSetupRegistryRoute builds codebridge's minimal image the way a machine
+// that reaches a container registry does: podman build on the embedded
+// Containerfile, from a base image pulled from a registry (here one on
+// loopback, holding a Debian bookworm image with apt, given by --base), with
+// the probe's fix written on the way. apt inside the build needs the Debian
+// mirror, as the Debian route does.
+func TestSetupRegistryRoute(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root", "run the test as root: its private Podman store is a rootful one")
+	}
+	podman := testenv.RequirePodmanBinary(t)
+	base := testenv.Registry(t, testenv.MinimalImage(), nil)
+	env, _ := privatePodman(t)
+	image := setup.MinimalImage
+
+	_, stderr, code := runCLI(t, env, "", "setup", "--yes", "--from", "registry", "--base", base, "--image", image)
+	if code != 0 || !strings.Contains(stderr, "pulling the base image "+base) ||
+		!strings.Contains(stderr, "from the embedded Containerfile") || !strings.Contains(stderr, "ready: Podman runs the sandbox image") {
+		t.Fatalf("setup --from registry: exit %d\n%s", code, stderr)
+	}
+	inspect := exec.Command(podman, "image", "inspect", "--format", `{{index .Config.Labels "io.codebridge.sandbox.variant"}} {{.Config.User}}`, image)
+	inspect.Env = env
+	if out, err := inspect.Output(); err != nil || strings.TrimSpace(string(out)) != "minimal 65534:65534" {
+		t.Errorf("the built image: %q, %v; want the minimal variant, running as nobody", out, err)
+	}
+	run := exec.Command(podman, "run", "--rm", "--network", "none", image, "python3", "-c", "import os; print(os.getuid())")
+	run.Env = env
+	if out, err := run.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "65534" {
+		t.Errorf("a container of the built image: %v: %s", err, out)
+	}
+
+	// --base belongs to the registry route.
+	if _, stderr, code := runCLI(t, env, "", "setup", "--from", "debian", "--base", base); code != 1 || !strings.Contains(stderr, "--base") {
+		t.Errorf("setup --from debian --base: exit %d; want 1 and a word on --base\n%s", code, stderr)
 	}
 }
 

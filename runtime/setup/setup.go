@@ -57,6 +57,9 @@ type Options struct {
 	// Mirror is the Debian mirror of FromDebian; "" means the one this
 	// machine's apt sources name, else deb.debian.org.
 	Mirror string
+	// Base is the image FromRegistry builds on, a Debian bookworm image with
+	// apt (e.g. from a registry mirror); "" means DefaultBase.
+	Base string
 	// Podman is the podman command; "" means podman from PATH.
 	Podman string
 	// Getenv reads the environment; nil means os.Getenv. Tests replace it.
@@ -90,6 +93,12 @@ func Run(ctx context.Context, opts Options) error {
 	case FromAuto, FromRegistry, FromDebian:
 	default:
 		return fmt.Errorf("--from %q: want auto, registry or debian", s.From)
+	}
+	if s.Base != "" && s.From == FromDebian {
+		return fmt.Errorf("--base %s is the base of the registry route; --from debian builds from Debian packages (drop one of them)", s.Base)
+	}
+	if s.Base == "" {
+		s.Base = DefaultBase
 	}
 	if err := s.packages(ctx, "podman"); err != nil {
 		return err
@@ -225,17 +234,18 @@ func Variant(image string) (variant string, ours bool) {
 // errNoRegistry wraps the failure to pull the registry build's base image.
 var errNoRegistry = errors.New("no container registry")
 
-const baseImage = "docker.io/library/debian:bookworm-slim"
+// DefaultBase is the image the registry route builds on.
+const DefaultBase = "docker.io/library/debian:bookworm-slim"
 
 // buildRegistry builds the image with podman build from the embedded
 // Containerfile. Podman must be able to run the build's containers, so the
 // runtime is probed with the base image first.
 func (s *setup) buildRegistry(ctx context.Context, variant string) error {
-	s.logf("pulling the base image %s", baseImage)
-	if err := s.pull(ctx, baseImage); err != nil {
+	s.logf("pulling the base image %s", s.Base)
+	if err := s.pull(ctx, s.Base); err != nil {
 		return fmt.Errorf("%w: %v", errNoRegistry, err)
 	}
-	if err := s.runtime(ctx, baseImage, "sh", "-c", "echo ok"); err != nil {
+	if err := s.runtime(ctx, s.Base, "sh", "-c", "echo ok"); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp("", "codebridge-build-")
@@ -247,7 +257,8 @@ func (s *setup) buildRegistry(ctx context.Context, variant string) error {
 		return err
 	}
 	s.logf("building %s (%s variant) from the embedded Containerfile: a few minutes for data", s.Image, variant)
-	return s.podmanRun(ctx, nil, "build", "--build-arg", "VARIANT="+variant, "-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)
+	return s.podmanRun(ctx, nil, "build", "--pull=never", "--build-arg", "BASE="+s.Base, "--build-arg", "VARIANT="+variant,
+		"-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)
 }
 
 // pull pulls ref. An image on a loopback registry is pulled without TLS, as
