@@ -19,9 +19,14 @@ import (
 // its own image store, empty, and a containers.conf with none of the
 // defaults this host needs (CONTAINERS_CONF makes Podman read that file
 // only), so a probe container fails as it does on CI's fresh machines. It
-// returns the environment and the containers.conf path.
-func privatePodman(t *testing.T) (env []string, conf string) {
+// returns the podman binary, the environment and the containers.conf path.
+// The store is a rootful one, so the test must run as root.
+func privatePodman(t *testing.T) (podman string, env []string, conf string) {
 	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root", "run the test as root: its private Podman store is a rootful one")
+	}
+	podman = testenv.RequirePodmanBinary(t)
 	dir := t.TempDir()
 	storage := filepath.Join(dir, "storage.conf")
 	conf = filepath.Join(dir, "containers.conf")
@@ -38,7 +43,7 @@ func privatePodman(t *testing.T) (env []string, conf string) {
 		cmd.Env = env
 		cmd.Run()
 	})
-	return env, conf
+	return podman, env, conf
 }
 
 // TestSetup drives codebridge setup on a machine state where the image is
@@ -46,12 +51,8 @@ func privatePodman(t *testing.T) (env []string, conf string) {
 // registry on loopback), sees the probe fail, writes the fix only with
 // consent, and ends with a container that runs.
 func TestSetup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root", "run the test as root: its private Podman store is a rootful one")
-	}
-	podman := testenv.RequirePodmanBinary(t)
+	podman, env, conf := privatePodman(t)
 	ref := testenv.Registry(t, testenv.MinimalImage(), nil)
-	env, conf := privatePodman(t)
 	probe := exec.Command(podman, "run", "--rm", "--network", "none", testenv.MinimalImage(), "true")
 	probe.Env = env
 	if probe.Run() == nil {
@@ -102,12 +103,8 @@ func TestSetup(t *testing.T) {
 // the probe's fix written on the way. apt inside the build needs the Debian
 // mirror, as the Debian route does.
 func TestSetupRegistryRoute(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root", "run the test as root: its private Podman store is a rootful one")
-	}
-	podman := testenv.RequirePodmanBinary(t)
+	podman, env, _ := privatePodman(t)
 	base := testenv.Registry(t, testenv.MinimalImage(), nil)
-	env, _ := privatePodman(t)
 	image := setup.MinimalImage
 
 	_, stderr, code := runCLI(t, env, "", "setup", "--yes", "--from", "registry", "--base", base, "--image", image)
