@@ -46,6 +46,7 @@ type Config struct {
 	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes int           // containers kept started ahead of time
 	Sessions      bool          // keep each MCP session's interpreter between runs
+	SocketStream  bool          // sandboxes talk through a unix socket where Podman can mount one
 	SessionIdle   time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions   int           // live sandbox sessions at most
 	Preload       []string      // modules a session's interpreter imports before its first run
@@ -164,6 +165,15 @@ var settings = []setting{
 		}},
 	{"warm_containers", "1", "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
 		func(c *Config, v string) (err error) { c.WarmSandboxes, err = intBetween(v, 0, 16); return err }},
+	{"sandbox_stream", "socket", "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when Podman runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by Podman).",
+		func(c *Config, v string) error {
+			switch v {
+			case "socket", "attach":
+				c.SocketStream = v == "socket"
+				return nil
+			}
+			return errors.New("want socket or attach")
+		}},
 	{"sessions", "1", "1 keeps each MCP session's Python interpreter (variables, imports, files) between run_python calls; 0 gives every call a fresh container.",
 		func(c *Config, v string) (err error) { c.Sessions, err = strconv.ParseBool(v); return err }},
 	{"session_idle_timeout", "900", "End a sandbox session unused this long, in seconds, and remove its container; 0 keeps it until its MCP session ends.",

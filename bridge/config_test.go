@@ -20,7 +20,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
-		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
+		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: 16, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
@@ -36,7 +36,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 		"MCP_BRIDGE_MEMORY=1g", "MCP_BRIDGE_PIDS=64", "MCP_BRIDGE_CPUS=0.5", "MCP_BRIDGE_CONTAINER_USER=1000:1000",
 		"MCP_BRIDGE_STATE_DIR=/s", "MCP_BRIDGE_LOG_LEVEL=debug", "MCP_BRIDGE_CONFIG_DIR=/c",
 		"MCP_BRIDGE_OUTPUT_LIMIT=1m", "MCP_BRIDGE_MAX_ARGUMENT_SIZE=8m", "MCP_BRIDGE_SERVER_IDLE_TIMEOUT=0", "MCP_BRIDGE_WARM_CONTAINERS=0",
-		"MCP_BRIDGE_PRELOAD=",
+		"MCP_BRIDGE_PRELOAD=", "MCP_BRIDGE_SANDBOX_STREAM=attach",
 		"MCP_BRIDGE_RUNTIME=podman", // the reference bridge's; accepted and ignored
 		"OTHER=1",
 	}, nil)
@@ -55,7 +55,7 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	if c.Image != "localhost/x:1" || c.Timeout != 5*time.Second || c.MaxTimeout != 2*time.Minute ||
 		c.Memory != 1<<30 || c.Pids != 64 || c.CPUs != 0.5 || c.ContainerUser != "1000:1000" ||
 		c.StateDir != "/s" || c.LogLevel.String() != "DEBUG" || c.ConfigDir != "/c" ||
-		c.OutputLimit != 1<<20 || c.MaxArgSize != 8<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 || c.Preload != nil {
+		c.OutputLimit != 1<<20 || c.MaxArgSize != 8<<20 || c.ServerIdle != 0 || c.WarmSandboxes != 0 || c.Preload != nil || c.SocketStream {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -75,6 +75,7 @@ func TestLoadConfigHTTP(t *testing.T) {
 func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct{ env, want string }{
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
+		{"MCP_BRIDGE_SANDBOX_STREAM=pipe", "invalid MCP_BRIDGE_SANDBOX_STREAM=\"pipe\": want socket or attach"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
 		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
 		// Whole seconds past time.Duration's range must not wrap around to a

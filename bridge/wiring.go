@@ -151,12 +151,17 @@ func newContainers(cfg Config, logger *slog.Logger) *containers {
 	if cfg.Sessions && cfg.SessionIdle == 0 {
 		wait = 0
 	}
+	channel := ""
+	if cfg.SocketStream {
+		channel = python.ChannelEnv
+	}
 	engine := podman.NewEngine(podman.EngineOptions{
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
 		Spec: podman.Spec{
 			Command: python.Command(),
 			Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(wait.Seconds()))},
+			Channel: channel,
 			User:    cfg.ContainerUser,
 			Memory:  cfg.Memory,
 			CPUs:    cfg.CPUs,

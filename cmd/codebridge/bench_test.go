@@ -34,6 +34,8 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 //
 //   - live-session: calls back to back in the client's sandbox session (the
 //     default): the code goes to an interpreter that is already running.
+//     live-session/attach-stream is the same with the sandbox's stream
+//     relayed by Podman (MCP_BRIDGE_SANDBOX_STREAM=attach) instead of a socket.
 //   - sessions-off/agent-paced and sessions-off/back-to-back: with
 //     MCP_BRIDGE_SESSIONS=0 every call takes a fresh container; a second
 //     between calls (a model thinking) lets the warm container be replaced,
@@ -44,6 +46,7 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 //	go test ./cmd/codebridge -run '^$' -bench RunPythonPrint -benchtime 200x
 func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session", func(b *testing.B) { benchRunPrint(b, 0) })
+	b.Run("live-session/attach-stream", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
 	b.Run("sessions-off/agent-paced", func(b *testing.B) { benchRunPrint(b, time.Second, "MCP_BRIDGE_SESSIONS=0") })
 	b.Run("sessions-off/back-to-back", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SESSIONS=0") })
 }
@@ -189,10 +192,12 @@ func BenchmarkStartup100Servers(b *testing.B) {
 
 // BenchmarkToolCallFromSandbox is the cost of one tool call made by sandboxed
 // code: 1,000 sequential echo calls to server-everything in one run, timed
-// inside the sandbox; with the audit log (the default) and without it.
+// inside the sandbox; with the audit log (the default) and without it, and
+// with the sandbox's stream relayed by Podman instead of a socket.
 func BenchmarkToolCallFromSandbox(b *testing.B) {
 	b.Run("audit", func(b *testing.B) { benchToolCall(b) })
 	b.Run("no-audit", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_AUDIT=0") })
+	b.Run("attach-stream", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
 }
 
 func benchToolCall(b *testing.B, env ...string) {

@@ -18,6 +18,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containers/podman/v5/pkg/bindings"
@@ -80,6 +81,8 @@ type Client struct {
 	owner      map[string]string // ownership labels put on our containers
 	host       string
 	pid        int
+
+	declined sync.Once // a container could not connect to its socket; warned once
 }
 
 // Connect finds a Podman API and returns a client for it. In order it tries:

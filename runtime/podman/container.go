@@ -31,6 +31,12 @@ type Container struct {
 	done   chan struct{}  // closed when the attach stream has ended
 	stdin  *stdinWriter
 
+	// The stream of [Box.Stream]: stdout and stdin, or a socket (ch).
+	ch    *channel
+	ready <-chan struct{} // closed once r and w are set
+	r     io.Reader
+	w     io.Writer
+
 	started time.Time   // when Start returned
 	killed  atomic.Bool // Kill was called
 
@@ -65,11 +71,23 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ch *channel
+	if s.Channel != "" && s.channelDir != "" {
+		if ch, err = newChannel(s.channelDir); err != nil {
+			c.log.Warn("the sandbox talks through Podman's attach stream instead of a socket", "err", err)
+		} else {
+			cs.Env[s.Channel] = channelMount + "/s"
+			cs.Mounts = append(cs.Mounts, ch.mount())
+		}
+	}
 	var created struct {
 		ID       string   `json:"Id"`
 		Warnings []string `json:"Warnings"`
 	}
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
+		if ch != nil {
+			ch.close()
+		}
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
 	for _, w := range created.Warnings {
@@ -80,6 +98,7 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
 		c:      c,
 		stderr: &capBuffer{max: stderrCap},
 		done:   make(chan struct{}),
+		ch:     ch,
 	}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
@@ -103,8 +122,17 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
 		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
 	}
 	ct.started = time.Now()
+	if ch != nil {
+		ct.ready = ch.ready
+		go ct.negotiate()
+	} else {
+		ct.r, ct.w = ct.stdout, ct.stdin
+		ct.ready = closedChan
+	}
 	return ct, nil
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // attach opens a dedicated connection to the API and upgrades it to the
 // container's multiplexed stdio stream (POST .../attach, 101 Switching
@@ -326,6 +354,9 @@ func (ct *Container) Remove(ctx context.Context) error {
 	if ct.conn != nil {
 		defer ct.conn.Close()
 		defer ct.stdout.Close()
+	}
+	if ct.ch != nil {
+		defer ct.ch.close()
 	}
 	if already {
 		return nil

@@ -403,9 +403,8 @@ func TestRemoveStale(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for name, owner := range owners {
-		other := *c
-		other.owner = owner
-		ct := startTest(t, &other, Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
+		other := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: owner, host: c.host, pid: c.pid}
+		ct := startTest(t, other, Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
 		ids[name] = ct.ID
 	}
 	n, err := c.RemoveStale(t.Context())

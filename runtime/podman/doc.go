@@ -6,7 +6,9 @@
 // binary builds with no build tags and no cgo. Every container it creates is
 // hardened the same way: read-only root, no network, no capabilities,
 // no-new-privileges, an unprivileged user, memory, pids and rlimit caps, and
-// size-limited noexec tmpfs mounts.
+// size-limited noexec tmpfs mounts. Where Podman runs on this host, a
+// container may also get a read-only mount of an empty folder that held the
+// socket of its stream ([Spec.Channel]).
 //
 // [Connect] finds a Podman API or starts a private 'podman system service';
 // [Client.Start] creates, attaches to and starts a container; [Sandbox] is
@@ -17,7 +19,7 @@
 // Containers carry [LabelManaged] and [LabelOwner] (hostname/pid). If
 // codebridge dies without [Sandbox.Close]: a private service dies with it
 // (SIGTERM as parent-death signal, Linux); the warm containers see their
-// stdin end and exit, and in any case give up after the bootstrap's wait
+// stream end and exit, and in any case give up after the bootstrap's wait
 // limit; the exited containers stay until the next codebridge on the host
 // calls [Client.RemoveStale] (the Sandbox does on connecting), which removes
 // only containers of codebridge processes that no longer run.

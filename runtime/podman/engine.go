@@ -35,6 +35,9 @@ type Engine struct {
 	connectMu sync.Mutex // serializes connecting; held while connecting
 	placeMu   sync.Mutex // serializes putting the seccomp profile on a Podman host
 
+	channelOnce sync.Once
+	channels    string // see channelDir
+
 	bg   context.Context // ends with Close: the image job's context
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the image job running
@@ -77,9 +80,10 @@ func (b *Box) ID() string { return b.ct.ID }
 // Started is when the container started.
 func (b *Box) Started() time.Time { return b.ct.started }
 
-// Stream is the container's stdin and stdout. Closing it closes the attach
-// connection, which unblocks every read and write on it (and conmon, if it was
-// stuck writing to a reader that stopped).
+// Stream is the container's stdin and stdout, or the socket it connected to
+// ([Spec.Channel]). Closing it closes the attach connection and the socket,
+// which unblocks every read and write on them (and conmon, if it was stuck
+// writing to a reader that stopped).
 func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
 
 // Done is closed when the container's output has ended.
@@ -120,10 +124,22 @@ func (b *Box) Remove(ctx context.Context) error {
 // boxStream is a container's attach connection as one stream.
 type boxStream struct{ ct *Container }
 
-func (s boxStream) Read(p []byte) (int, error)  { return s.ct.stdout.Read(p) }
-func (s boxStream) Write(p []byte) (int, error) { return s.ct.stdin.Write(p) }
+// Read and Write wait until the container has taken its stream.
+func (s boxStream) Read(p []byte) (int, error) {
+	<-s.ct.ready
+	return s.ct.r.Read(p)
+}
+
+func (s boxStream) Write(p []byte) (int, error) {
+	<-s.ct.ready
+	return s.ct.w.Write(p)
+}
+
 func (s boxStream) Close() error {
 	s.ct.stdout.Close()
+	if s.ct.ch != nil {
+		s.ct.ch.close()
+	}
 	return s.ct.conn.Close()
 }
 
@@ -147,6 +163,9 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 		if spec.SeccompProfile, err = e.seccomp(ctx, c, img); err != nil {
 			return nil, err
 		}
+	}
+	if spec.Channel != "" {
+		spec.channelDir = e.channelDir(c)
 	}
 	ct, err := c.Start(ctx, spec)
 	if err != nil {
@@ -208,6 +227,29 @@ func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, 
 	e.profile = path
 	e.mu.Unlock()
 	return path, nil
+}
+
+// channelDir is where containers started through c get their sockets
+// ([Spec.Channel]): a folder in the state directory where Podman shares this
+// host's files and the path is short enough for a socket, else "" (the
+// containers use stdin and stdout).
+func (e *Engine) channelDir(c *Client) string {
+	if !sharesFiles(c.URI()) {
+		return ""
+	}
+	e.channelOnce.Do(func() {
+		dir := channelsDir(stateDir(e.opts.StateDir))
+		// A socket's path is dir/<random, up to 10 digits>/s.
+		if len(dir)+len("/0123456789/s") > maxSocketPath {
+			e.log.Info("the state directory's path is too long for a socket: the sandbox talks through Podman's attach stream", "dir", dir)
+			return
+		}
+		if err := sweepChannels(dir); err != nil {
+			e.log.Warn("removing old sandbox socket folders", "dir", dir, "err", err)
+		}
+		e.channels = dir
+	})
+	return e.channels
 }
 
 // Close removes every container of this engine and stops a Podman service it

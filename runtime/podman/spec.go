@@ -63,6 +63,14 @@ type Spec struct {
 	// "" means Podman's default. [Engine] sets it to its own profile when
 	// Podman runs on this host.
 	SeccompProfile string
+	// Channel names an environment variable. When it is set and Podman
+	// shares this host's files, the container finds in it the path of a unix
+	// socket to connect to, and [Box.Stream] is that connection instead of
+	// the container's stdin and stdout (see channel.go). [Engine] drops it
+	// for a Podman elsewhere.
+	Channel string
+
+	channelDir string // where Start makes the socket's folder; set by Engine
 }
 
 // createSpec is the subset of libpod's SpecGenerator (pkg/specgen) we send to

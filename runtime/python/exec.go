@@ -46,6 +46,12 @@ func mustRead(path string) string {
 // means no limit; the bootstrap also exits quietly when stdin ends first.
 const WaitLimitEnv = "CODEBRIDGE_WAIT_LIMIT"
 
+// ChannelEnv names the environment variable that gives the bootstrap the path
+// of a unix socket to connect to for the protocol, instead of stdin and
+// stdout. When the connection fails the bootstrap writes the byte 0x06 on
+// stdout and uses stdin and stdout (podman.Spec.Channel is the host side).
+const ChannelEnv = "CODEBRIDGE_CHANNEL"
+
 // Command is the argv a sandbox container runs. The bootstrap it contains waits
 // for the 'S' frame on stdin, so a container may be started before any code is known.
 func Command() []string {

@@ -2,9 +2,9 @@
 // protocol that connects it to codebridge.
 //
 // The Python files in this directory are embedded into the binary and sent to the
-// container over its standard input after it has started, so no file of the host is
-// ever mounted into a container. [Command] is the argv a container runs: a small
-// bootstrap that reads the helper module from stdin and then serves runs.
+// container over its stream after it has started, so no file of the host is ever
+// mounted into a container. [Command] is the argv a container runs: a small
+// bootstrap that reads the helper module from the stream and then serves runs.
 //
 // # Interpreters and runs
 //
@@ -17,8 +17,9 @@
 //
 // # Wire protocol
 //
-// All traffic uses the container's attached stdin (host → sandbox) and stdout
-// (sandbox → host). Each message is a frame:
+// All traffic uses one stream: a unix socket the bootstrap connects to when
+// [ChannelEnv] names one, else the container's attached stdin (host →
+// sandbox) and stdout (sandbox → host). Each message is a frame:
 //
 //	1 byte kind | 4 bytes big-endian payload length | payload
 //

@@ -35,8 +35,8 @@ type Engine interface {
 type Container interface {
 	ID() string
 	Started() time.Time
-	// Stream is the container's stdin and stdout; closing it unblocks every
-	// read and write.
+	// Stream is the protocol stream (the container's stdin and stdout, or a
+	// socket it connected to); closing it unblocks every read and write.
 	Stream() io.ReadWriteCloser
 	// Done is closed when the container's output has ended.
 	Done() <-chan struct{}

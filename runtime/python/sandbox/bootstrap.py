@@ -1,15 +1,28 @@
-# codebridge bootstrap: run by `python3 -I -u -c` in the sandbox. Waits for the
-# 'S' frame on fd 0 and runs the embedded runner from memory, which then serves
-# runs until stdin ends. Exits quietly when
-# stdin ends first (a pre-started container may be discarded unused) or, if
-# CODEBRIDGE_WAIT_LIMIT is set, when no frame arrives within that many seconds.
+# codebridge bootstrap: run by `python3 -I -u -c` in the sandbox. Finds its
+# protocol stream, waits for the 'S' frame on it and runs the embedded runner
+# from memory, which then serves runs until the stream ends. The stream is the
+# unix socket named by CODEBRIDGE_CHANNEL when that is set and connects (the
+# host accepts one connection); otherwise it writes b"\x06" on fd 1 to say so
+# and the stream is fds 0 and 1. Exits quietly when the stream ends first (a
+# pre-started container may be discarded unused) or, if CODEBRIDGE_WAIT_LIMIT
+# is set, when no frame arrives within that many seconds.
 import os, sys
 # What the runner needs, imported while the container waits for work.
-import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
+import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, socket, threading, traceback, types
+_in, _out = 0, 1
+_channel = os.environ.get("CODEBRIDGE_CHANNEL")
+if _channel:
+    try:
+        _sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        _sock.connect(_channel)
+        _in = _out = _sock.detach()
+    except OSError as e:
+        sys.stderr.write("codebridge bootstrap: cannot connect to %s (%s); using stdin and stdout\n" % (_channel, e))
+        os.write(1, b"\x06")
 def _read(n):
     chunks = []
     while n:
-        b = os.read(0, min(n, 1 << 20))
+        b = os.read(_in, min(n, 1 << 20))
         if not b:
             os._exit(0)
         chunks.append(b)
@@ -17,7 +30,7 @@ def _read(n):
     return b"".join(chunks)
 _limit = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0)
 if _limit > 0:
-    if not select.select([0], [], [], _limit)[0]:
+    if not select.select([_in], [], [], _limit)[0]:
         os._exit(0)
 _head = _read(5)
 if _head[:1] != b"S":
@@ -49,4 +62,4 @@ class _Embedded:
         return self.files.get(self._path(name)[0])
 sys.meta_path.insert(0, _Embedded(_start.pop("files")))
 import codebridge_runner
-codebridge_runner.main(_start)
+codebridge_runner.main(_start, _in, _out)

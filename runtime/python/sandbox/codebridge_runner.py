@@ -469,6 +469,8 @@ def _run(msg, namespace, mcp, pumps, channel):
 def main(start, fd_in=0, fd_out=1):
     proto_in = os.dup(fd_in)  # os.dup makes non-inheritable descriptors
     proto_out = os.dup(fd_out)
+    for fd in {fd_in, fd_out} - {0, 1, 2}:
+        os.close(fd)  # a socket the bootstrap connected: now only the dups
     channel = Channel(proto_in, proto_out)
     channel.max_request = int(start.get("max_request") or 0)
     channel.max_attachment = int(start.get("max_attachment") or 0)

@@ -1,0 +1,181 @@
+package podman
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A container's stream ([Box.Stream]) is its attached stdin and stdout,
+// which Podman relays through its API service and conmon: two more processes
+// on the path of every message. Where Podman runs on this host, a container
+// whose [Spec.Channel] is set gets a unix socket instead, made by codebridge
+// in its state directory and bind-mounted read-only into the container; the
+// process there connects to it once and the stream is that connection. The
+// socket is removed as soon as the connection is made, so nothing else can
+// connect. A process that cannot connect (an SELinux policy may forbid it)
+// writes [ChannelDeclined] on stdout and the stream stays stdin and stdout.
+
+// channelMount is where a container sees its socket's folder.
+const channelMount = "/run/codebridge"
+
+// ChannelDeclined is the byte a container's process writes on stdout when it
+// cannot connect to the socket named by [Spec.Channel].
+const ChannelDeclined = 0x06
+
+// maxSocketPath bounds a socket's path: sun_path holds 108 bytes on Linux,
+// with the terminating NUL.
+const maxSocketPath = 107
+
+// channelsDir is the folder of the sockets' folders in a state directory.
+func channelsDir(state string) string { return filepath.Join(state, "channels") }
+
+// channel is the host side of one container's socket.
+type channel struct {
+	dir string // holds the socket; removed once the stream is known
+	ln  *net.UnixListener
+
+	ready chan struct{} // closed once the stream is known
+
+	mu     sync.Mutex // protects following
+	conn   net.Conn   // the accepted connection; nil: stdin and stdout
+	closed bool
+}
+
+// newChannel makes a folder in parent with a listening socket the
+// container's user can connect to.
+func newChannel(parent string) (*channel, error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, fmt.Errorf("making the sandbox's socket folder: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "")
+	if err != nil {
+		return nil, fmt.Errorf("making the sandbox's socket folder: %w", err)
+	}
+	path := filepath.Join(dir, "s")
+	ch := &channel{dir: dir, ready: make(chan struct{})}
+	// The container's user is not this one: it must reach and connect to
+	// the socket. The parent folder keeps others on this host out.
+	if err = os.Chmod(dir, 0o755); err == nil {
+		ch.ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	}
+	if err == nil {
+		err = os.Chmod(path, 0o666)
+	}
+	if err != nil {
+		ch.close()
+		return nil, fmt.Errorf("making the sandbox's socket: %w", err)
+	}
+	return ch, nil
+}
+
+// mount is the bind mount that shows the socket's folder to the container.
+func (ch *channel) mount() mount {
+	return mount{Destination: channelMount, Type: "bind", Source: ch.dir, Options: []string{"ro", "nosuid", "nodev", "noexec"}}
+}
+
+// negotiate waits until the container's process has connected to the
+// socket or written on stdout (or stdout ended), sets ct's stream
+// accordingly and closes ready. In the first case, stdout only carries what
+// the process writes outside the protocol, kept with stderr.
+func (ct *Container) negotiate() {
+	ch := ct.ch
+	accepted := make(chan net.Conn, 1)
+	acceptDone := make(chan struct{})
+	go func() {
+		defer close(acceptDone)
+		if conn, err := ch.ln.Accept(); err == nil {
+			accepted <- conn
+		}
+	}()
+	first := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, 1)
+		n, _ := io.ReadFull(ct.stdout, b) // 0 when stdout ended or was closed
+		first <- b[:n]
+		<-ch.ready
+		if ch.socket() {
+			ct.stderr.Write(b[:n])
+			io.Copy(ct.stderr, ct.stdout)
+		}
+	}()
+
+	select {
+	case conn := <-accepted:
+		ch.mu.Lock()
+		ch.conn = conn
+		if ch.closed {
+			conn.Close() // the stream was closed while the container connected
+		}
+		ch.mu.Unlock()
+		ct.r, ct.w = conn, conn
+	case b := <-first:
+		if len(b) == 1 && b[0] == ChannelDeclined {
+			b = nil
+			ct.c.declined.Do(func() {
+				ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
+					"container", shortID(ct.ID), "stderr", strings.TrimSpace(ct.stderr.String()))
+			})
+		}
+		ct.r, ct.w = io.MultiReader(bytes.NewReader(b), ct.stdout), ct.stdin
+		ch.ln.Close()
+		<-acceptDone
+		select {
+		case conn := <-accepted: // connected just as stdout ended
+			conn.Close()
+		default:
+		}
+	}
+	ch.ln.Close()
+	os.RemoveAll(ch.dir)
+	close(ch.ready)
+	ct.c.log.Debug("sandbox stream", "container", shortID(ct.ID), "socket", ch.socket())
+}
+
+// socket reports whether the stream is the socket; call it after ready.
+func (ch *channel) socket() bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.conn != nil
+}
+
+// close closes the listener and the connection, and removes the folder.
+// It may be called more than once.
+func (ch *channel) close() {
+	ch.mu.Lock()
+	ch.closed = true
+	conn := ch.conn
+	ch.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+	if ch.ln != nil {
+		ch.ln.Close()
+	}
+	os.RemoveAll(ch.dir)
+}
+
+// sweepChannels removes the socket folders in dir older than an hour: what a
+// codebridge killed between starting a container and its connection left.
+// A live one's folder lives for the moments of a container's start.
+func sweepChannels(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var errs []error
+	for _, e := range entries {
+		info, ierr := e.Info()
+		if ierr == nil && time.Since(info.ModTime()) > time.Hour {
+			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(append(errs, err)...)
+}

@@ -1,0 +1,217 @@
+package podman
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// startChannel starts a container of e and waits until it has taken its
+// stream; the container is removed when t ends.
+func startChannel(t *testing.T, e *Engine) *Box {
+	t.Helper()
+	b, err := e.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		b.Remove(ctx)
+	})
+	select {
+	case <-b.ct.ready:
+	case <-time.After(time.Minute):
+		t.Fatal("the container did not take its stream in a minute")
+	}
+	return b
+}
+
+// channelsLeft lists what is in the engine's socket folder.
+func channelsLeft(t *testing.T, e *Engine) []string {
+	t.Helper()
+	entries, err := os.ReadDir(channelsDir(e.opts.StateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestChannelSocket runs code over the socket: the sandbox connected, the
+// socket is gone from its folder (nothing else can connect), and the
+// protocol is not on the container's stdin and stdout.
+func TestChannelSocket(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: python.Command(), Channel: python.ChannelEnv}})
+	b := startChannel(t, e)
+	if !b.ct.ch.socket() {
+		t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
+	}
+	if left := channelsLeft(t, e); len(left) != 0 {
+		t.Errorf("socket folders left after the connection: %v", left)
+	}
+	res, err := python.Exec(t.Context(), b.Stream(), python.Program{Code: `
+import os
+print(os.environ["CODEBRIDGE_CHANNEL"], os.listdir("/run/codebridge"))
+print(sorted(os.readlink("/proc/self/fd/%d" % fd).split(":")[0] for fd in (0, 1)))`}, nil, 30*time.Second)
+	if err != nil || res.Error != nil {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if want := "/run/codebridge/s []\n['/dev/null', 'pipe']\n"; res.Stdout != want {
+		t.Errorf("stdout %q, want %q", res.Stdout, want)
+	}
+}
+
+// TestChannelFallback covers a container that does not take the socket: one
+// whose process cannot connect says so and talks over stdin and stdout; one
+// that writes other output first keeps that output; one that exits at once
+// ends its stream. No socket folder is left by any.
+func TestChannelFallback(t *testing.T) {
+	bootstrap := python.Command()[4]
+	tests := []struct {
+		name     string
+		command  []string
+		declined bool // the process says it cannot connect: warned once
+		check    func(t *testing.T, b *Box)
+	}{
+		{"cannot connect", []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, true,
+			func(t *testing.T, b *Box) {
+				res, err := python.Exec(t.Context(), b.Stream(), python.Program{Code: "print(6 * 7)"}, nil, 30*time.Second)
+				if err != nil || res.Stdout != "42\n" {
+					t.Errorf("run over stdin and stdout: %+v, %v", res, err)
+				}
+				if !strings.Contains(b.Stderr(), "cannot connect to /run/codebridge/gone") {
+					t.Errorf("stderr %q does not say why", b.Stderr())
+				}
+			}},
+		{"other output first", []string{"sh", "-c", "echo hello"}, false,
+			func(t *testing.T, b *Box) {
+				out, err := io.ReadAll(b.Stream())
+				if err != nil || string(out) != "hello\n" {
+					t.Errorf("stream %q, %v; want hello", out, err)
+				}
+			}},
+		{"exits at once", []string{"true"}, false,
+			func(t *testing.T, b *Box) {
+				if out, err := io.ReadAll(b.Stream()); err != nil || len(out) != 0 {
+					t.Errorf("stream %q, %v; want it ended", out, err)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log lockedBuffer
+			e := newTestEngine(t, EngineOptions{Spec: Spec{Command: tt.command, Channel: python.ChannelEnv},
+				Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			b := startChannel(t, e)
+			if b.ct.ch.socket() {
+				t.Fatal("the stream is a socket")
+			}
+			if warned := strings.Contains(log.String(), "could not connect to its socket"); warned != tt.declined {
+				t.Errorf("warned %v, want %v; log:\n%s", warned, tt.declined, log.String())
+			}
+			if left := channelsLeft(t, e); len(left) != 0 {
+				t.Errorf("socket folders left: %v", left)
+			}
+			tt.check(t, b)
+		})
+	}
+}
+
+// TestChannelClosedBeforeConnect closes a stream whose container has not
+// connected yet (its process sleeps first): reads and writes end, and the
+// socket folder is removed.
+func TestChannelClosedBeforeConnect(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
+	b, err := e.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(context.WithoutCancel(t.Context()))
+	read := make(chan error, 1)
+	go func() {
+		_, err := b.Stream().Read(make([]byte, 1))
+		read <- err
+	}()
+	b.Stream().Close()
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Error("a read on the closed stream succeeded")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a read waiting for the container did not end when the stream was closed")
+	}
+	if _, err := b.Stream().Write([]byte("x")); err == nil {
+		t.Error("a write on the closed stream succeeded")
+	}
+	if left := channelsLeft(t, e); len(left) != 0 {
+		t.Errorf("socket folders left: %v", left)
+	}
+}
+
+// TestChannelRemote leaves the socket out where Podman does not share this
+// host's files.
+func TestChannelRemote(t *testing.T) {
+	e := NewEngine(EngineOptions{StateDir: t.TempDir()})
+	for uri, want := range map[string]bool{"unix:///run/podman/podman.sock": true, "ssh://u@h/run/podman/podman.sock": false, "tcp://127.0.0.1:1": false} {
+		if got := e.channelDir(&Client{uri: uri}) != ""; got != want {
+			t.Errorf("%s: socket %v, want %v", uri, got, want)
+		}
+	}
+}
+
+func TestSweepChannels(t *testing.T) {
+	dir := t.TempDir()
+	old, fresh := filepath.Join(dir, "1"), filepath.Join(dir, "2")
+	for _, d := range []string{old, fresh} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hoursAgo := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, hoursAgo, hoursAgo); err != nil {
+		t.Fatal(err)
+	}
+	if err := sweepChannels(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("an old folder was kept: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a new folder was removed: %v", err)
+	}
+	if err := sweepChannels(filepath.Join(dir, "none")); err != nil {
+		t.Errorf("sweeping a missing folder: %v", err)
+	}
+}
+
+// lockedBuffer is a log destination safe for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
