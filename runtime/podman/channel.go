@@ -21,13 +21,16 @@ import (
 // process there connects to it once and the stream is that connection. The
 // socket is removed as soon as the connection is made, so nothing else can
 // connect. A process that cannot connect (an SELinux policy may forbid it)
-// writes [ChannelDeclined] on stdout and the stream stays stdin and stdout.
+// writes [ChannelDeclined] and why on stdout, and the stream stays stdin and
+// stdout. The sockets' folder is private to this user ([privateDir]); the
+// container sees, in its mount table, the host path of its own folder.
 
 // channelMount is where a container sees its socket's folder.
 const channelMount = "/run/codebridge"
 
 // ChannelDeclined is the byte a container's process writes on stdout when it
-// cannot connect to the socket named by [Spec.Channel].
+// cannot connect to the socket named by [Spec.Channel], followed by a line
+// that says why.
 const ChannelDeclined = 0x06
 
 // maxSocketPath bounds a socket's path: sun_path holds 108 bytes on Linux,
@@ -49,10 +52,10 @@ type channel struct {
 	closed bool
 }
 
-// newChannel makes a folder in parent with a listening socket the
-// container's user can connect to.
+// newChannel makes a folder in parent, which [privateDir] checked, with a
+// listening socket the container's user can connect to.
 func newChannel(parent string) (*channel, error) {
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	if err := os.MkdirAll(parent, 0o700); err != nil { // a cleaner may have removed it
 		return nil, fmt.Errorf("making the sandbox's socket folder: %w", err)
 	}
 	dir, err := os.MkdirTemp(parent, "")
@@ -84,53 +87,62 @@ func (ch *channel) mount() mount {
 // negotiate waits until the container's process has connected to the
 // socket or written on stdout (or stdout ended), sets ct's stream
 // accordingly and closes ready. In the first case, stdout only carries what
-// the process writes outside the protocol, kept with stderr.
+// the process writes outside the protocol, kept with stderr. A process that
+// cannot connect writes [ChannelDeclined] and a line saying why.
 func (ct *Container) negotiate() {
 	ch := ct.ch
-	accepted := make(chan net.Conn, 1)
-	acceptDone := make(chan struct{})
+	type acceptance struct {
+		conn net.Conn
+		err  error
+	}
+	accepted := make(chan acceptance, 1)
 	go func() {
-		defer close(acceptDone)
-		if conn, err := ch.ln.Accept(); err == nil {
-			accepted <- conn
-		}
+		conn, err := ch.ln.Accept()
+		accepted <- acceptance{conn, err}
 	}()
 	first := make(chan []byte, 1)
 	go func() {
-		b := make([]byte, 1)
-		n, _ := io.ReadFull(ct.stdout, b) // 0 when stdout ended or was closed
-		first <- b[:n]
+		b := readFirst(ct.stdout)
+		first <- b
 		<-ch.ready
 		if ch.socket() {
-			ct.stderr.Write(b[:n])
+			ct.stderr.Write(b)
 			io.Copy(ct.stderr, ct.stdout)
 		}
 	}()
 
 	select {
-	case conn := <-accepted:
-		ch.mu.Lock()
-		ch.conn = conn
-		if ch.closed {
-			conn.Close() // the stream was closed while the container connected
+	case a := <-accepted:
+		switch {
+		case a.err == nil:
+			ch.mu.Lock()
+			ch.conn = a.conn
+			if ch.closed {
+				a.conn.Close() // the stream was closed while the container connected
+			}
+			ch.mu.Unlock()
+			ct.r, ct.w = a.conn, a.conn
+		case errors.Is(a.err, net.ErrClosed): // the stream was closed, and stdout with it
+			ct.r, ct.w = ct.stdout, ct.stdin
+		default: // out of file descriptors: the process waits on its connection
+			err := fmt.Errorf("accepting the sandbox's connection: %w", a.err)
+			ct.c.log.Warn("the sandbox's stream failed", "container", shortID(ct.ID), "err", err)
+			ct.r, ct.w = failedStream{err}, failedStream{err}
 		}
-		ch.mu.Unlock()
-		ct.r, ct.w = conn, conn
 	case b := <-first:
-		if len(b) == 1 && b[0] == ChannelDeclined {
-			b = nil
+		if len(b) > 0 && b[0] == ChannelDeclined {
+			reason := strings.TrimSpace(string(b[1:]))
+			ct.stderr.Write(b[1:])
 			ct.c.declined.Do(func() {
 				ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
-					"container", shortID(ct.ID), "stderr", strings.TrimSpace(ct.stderr.String()))
+					"container", shortID(ct.ID), "reason", reason)
 			})
+			b = nil
 		}
 		ct.r, ct.w = io.MultiReader(bytes.NewReader(b), ct.stdout), ct.stdin
 		ch.ln.Close()
-		<-acceptDone
-		select {
-		case conn := <-accepted: // connected just as stdout ended
-			conn.Close()
-		default:
+		if a := <-accepted; a.conn != nil { // connected just as stdout ended
+			a.conn.Close()
 		}
 	}
 	ch.ln.Close()
@@ -138,6 +150,35 @@ func (ct *Container) negotiate() {
 	close(ch.ready)
 	ct.c.log.Debug("sandbox stream", "container", shortID(ct.ID), "socket", ch.socket())
 }
+
+// maxDeclined bounds the line after [ChannelDeclined].
+const maxDeclined = 1024
+
+// readFirst reads the first byte of r and, when it is [ChannelDeclined], the
+// line after it. It returns what it read: nothing when r ended first.
+func readFirst(r io.Reader) []byte {
+	b := make([]byte, 1, maxDeclined)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil
+	}
+	if b[0] != ChannelDeclined {
+		return b
+	}
+	c := make([]byte, 1)
+	for len(b) < maxDeclined && b[len(b)-1] != '\n' {
+		if _, err := io.ReadFull(r, c); err != nil {
+			break
+		}
+		b = append(b, c[0])
+	}
+	return b
+}
+
+// failedStream is a stream that could not be set up.
+type failedStream struct{ err error }
+
+func (f failedStream) Read([]byte) (int, error)  { return 0, f.err }
+func (f failedStream) Write([]byte) (int, error) { return 0, f.err }
 
 // socket reports whether the stream is the socket; call it after ready.
 func (ch *channel) socket() bool {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -49,11 +50,11 @@ func channelsLeft(t *testing.T, e *Engine) []string {
 	return names
 }
 
-// TestChannelSocket runs code over the socket: the sandbox connected, the
-// socket is gone from its folder (nothing else can connect), and the
-// protocol is not on the container's stdin and stdout.
+// TestChannelSocket runs code over the socket: the sandbox connected, and
+// the socket is gone from its folder (nothing else can connect) before any
+// code runs.
 func TestChannelSocket(t *testing.T) {
-	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: python.Command(), Channel: python.ChannelEnv}})
+	e := newTestEngine(t, EngineOptions{})
 	b := startChannel(t, e)
 	if !b.ct.ch.socket() {
 		t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
@@ -63,13 +64,46 @@ func TestChannelSocket(t *testing.T) {
 	}
 	res, err := python.Exec(t.Context(), b.Stream(), python.Program{Code: `
 import os
-print(os.environ["CODEBRIDGE_CHANNEL"], os.listdir("/run/codebridge"))
-print(sorted(os.readlink("/proc/self/fd/%d" % fd).split(":")[0] for fd in (0, 1)))`}, nil, 30*time.Second)
+print(os.environ["CODEBRIDGE_CHANNEL"], os.listdir("/run/codebridge"))`}, nil, 30*time.Second)
 	if err != nil || res.Error != nil {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
-	if want := "/run/codebridge/s []\n['/dev/null', 'pipe']\n"; res.Stdout != want {
+	if want := "/run/codebridge/s []\n"; res.Stdout != want {
 		t.Errorf("stdout %q, want %q", res.Stdout, want)
+	}
+}
+
+// TestChannelEnds ends connected streams from the host's side and from the
+// container's: a read waiting on the socket returns when the container is
+// removed, and reads the end of the stream when the container is killed.
+func TestChannelEnds(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{})
+	for name, end := range map[string]func(b *Box) error{
+		"removed": func(b *Box) error { return b.Remove(context.Background()) },
+		"killed":  func(b *Box) error { return b.ct.Kill(context.Background()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := startChannel(t, e)
+			if !b.ct.ch.socket() {
+				t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
+			}
+			read := make(chan error, 1)
+			go func() { // the bootstrap waits for its start frame: nothing comes
+				_, err := b.Stream().Read(make([]byte, 1))
+				read <- err
+			}()
+			if err := end(b); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-read:
+				if err == nil {
+					t.Error("the read returned data")
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("a read on the socket did not end in a minute")
+			}
+		})
 	}
 }
 
@@ -82,7 +116,7 @@ func TestChannelFallback(t *testing.T) {
 	tests := []struct {
 		name     string
 		command  []string
-		declined bool // the process says it cannot connect: warned once
+		declined bool // the process says it cannot connect: warned once, with why
 		check    func(t *testing.T, b *Box)
 	}{
 		{"cannot connect", []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, true,
@@ -118,7 +152,9 @@ func TestChannelFallback(t *testing.T) {
 			if b.ct.ch.socket() {
 				t.Fatal("the stream is a socket")
 			}
-			if warned := strings.Contains(log.String(), "could not connect to its socket"); warned != tt.declined {
+			warned := strings.Contains(log.String(), "could not connect to its socket") &&
+				strings.Contains(log.String(), "cannot connect to /run/codebridge/gone: ")
+			if warned != tt.declined {
 				t.Errorf("warned %v, want %v; log:\n%s", warned, tt.declined, log.String())
 			}
 			if left := channelsLeft(t, e); len(left) != 0 {
@@ -130,8 +166,8 @@ func TestChannelFallback(t *testing.T) {
 }
 
 // TestChannelClosedBeforeConnect closes a stream whose container has not
-// connected yet (its process sleeps first): reads and writes end, and the
-// socket folder is removed.
+// connected (its process only sleeps): a read waiting for the container
+// ends, a write fails, and the socket's folder is removed.
 func TestChannelClosedBeforeConnect(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
 	b, err := e.Start(t.Context())
@@ -139,11 +175,15 @@ func TestChannelClosedBeforeConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Remove(context.WithoutCancel(t.Context()))
+	if left := channelsLeft(t, e); len(left) != 1 {
+		t.Fatalf("socket folders before the container connects: %v, want one", left)
+	}
 	read := make(chan error, 1)
 	go func() {
 		_, err := b.Stream().Read(make([]byte, 1))
 		read <- err
 	}()
+	time.Sleep(100 * time.Millisecond) // most likely the read waits now; either way it must end
 	b.Stream().Close()
 	select {
 	case err := <-read:
@@ -158,6 +198,52 @@ func TestChannelClosedBeforeConnect(t *testing.T) {
 	}
 	if left := channelsLeft(t, e); len(left) != 0 {
 		t.Errorf("socket folders left: %v", left)
+	}
+}
+
+// TestChannelPrivateDir keeps the socket out where the state directory is not
+// private to this user.
+func TestChannelPrivateDir(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("sockets are shared with containers on Linux only")
+	}
+	local := &Client{uri: "unix:///run/podman/podman.sock"}
+	good := t.TempDir()
+	if NewEngine(EngineOptions{StateDir: good}).channelDir(local) == "" {
+		t.Fatal("no socket folder in a private state directory")
+	}
+	if info, err := os.Stat(channelsDir(good)); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("socket folder: %v, %v; want mode 0700", info.Mode(), err)
+	}
+
+	open := t.TempDir()
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := t.TempDir()
+	if err := os.Symlink(t.TempDir(), channelsDir(link)); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{"written by others": open, "a symbolic link": link}
+	if os.Geteuid() == 0 {
+		other := t.TempDir()
+		if err := os.Mkdir(channelsDir(other), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(channelsDir(other), 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		cases["another user's"] = other
+	}
+	for name, dir := range cases {
+		var log lockedBuffer
+		e := NewEngine(EngineOptions{StateDir: dir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		if got := e.channelDir(local); got != "" {
+			t.Errorf("%s: socket folder %s", name, got)
+		}
+		if !strings.Contains(log.String(), "only this user can reach") {
+			t.Errorf("%s: no warning:\n%s", name, log.String())
+		}
 	}
 }
 

@@ -244,6 +244,10 @@ func (e *Engine) channelDir(c *Client) string {
 			e.log.Info("the state directory's path is too long for a socket: the sandbox talks through Podman's attach stream", "dir", dir)
 			return
 		}
+		if err := privateDir(dir); err != nil {
+			e.log.Warn("the sandbox talks through Podman's attach stream: its sockets need a folder only this user can reach", "err", err)
+			return
+		}
 		if err := sweepChannels(dir); err != nil {
 			e.log.Warn("removing old sandbox socket folders", "dir", dir, "err", err)
 		}

@@ -2,8 +2,8 @@
 # protocol stream, waits for the 'S' frame on it and runs the embedded runner
 # from memory, which then serves runs until the stream ends. The stream is the
 # unix socket named by CODEBRIDGE_CHANNEL when that is set and connects (the
-# host accepts one connection); otherwise it writes b"\x06" on fd 1 to say so
-# and the stream is fds 0 and 1. Exits quietly when the stream ends first (a
+# host accepts one connection); otherwise it writes b"\x06" and a line saying
+# why on fd 1, and the stream is fds 0 and 1. Exits quietly when the stream ends first (a
 # pre-started container may be discarded unused) or, if CODEBRIDGE_WAIT_LIMIT
 # is set, when no frame arrives within that many seconds.
 import os, sys
@@ -12,13 +12,14 @@ import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, 
 _in, _out = 0, 1
 _channel = os.environ.get("CODEBRIDGE_CHANNEL")
 if _channel:
+    _sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        _sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         _sock.connect(_channel)
         _in = _out = _sock.detach()
     except OSError as e:
-        sys.stderr.write("codebridge bootstrap: cannot connect to %s (%s); using stdin and stdout\n" % (_channel, e))
-        os.write(1, b"\x06")
+        _sock.close()
+        _why = ("cannot connect to %s: %s" % (_channel, e)).encode("utf-8", "replace")
+        os.write(1, b"\x06" + _why[:1000].replace(b"\n", b" ") + b"\n")
 def _read(n):
     chunks = []
     while n:
