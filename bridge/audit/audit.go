@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,6 +80,10 @@ type Log struct {
 
 	mu      sync.Mutex // protects following, and orders this process's writes
 	failing bool       // the last write failed (and was reported)
+	// Kept open between writes, which cost a lock, a stat and a write.
+	lock *dirlock.File
+	f    *os.File    // the current file as last opened, or nil
+	fi   os.FileInfo // f's, to tell when another process rotated it
 }
 
 // Dir is the audit folder of a state directory.
@@ -137,25 +142,73 @@ func (l *Log) Write(r Record) error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	unlock, err := dirlock.Lock(l.dir)
-	if err != nil {
+	err = l.write(line)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The folder was removed since the last write: start afresh in a new one.
+		l.close()
+		err = l.write(line)
+	}
+	if err != nil || runtime.GOOS == "windows" { // there, an open file cannot be renamed by another process
+		l.close()
+	}
+	return err
+}
+
+// write appends line under the folder's lock. The caller holds mu.
+func (l *Log) write(line []byte) error {
+	if l.lock == nil {
+		lock, err := dirlock.Open(l.dir)
+		if err != nil {
+			return err
+		}
+		l.lock = lock
+	}
+	if err := l.lock.Lock(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer l.lock.Unlock()
 	path := l.Path()
-	if info, err := os.Stat(path); err == nil && info.Size() > 0 && info.Size()+int64(len(line)) > l.opts.MaxSize {
+	info, err := os.Stat(path)
+	if err == nil && info.Size() > 0 && info.Size()+int64(len(line)) > l.opts.MaxSize {
+		l.closeFile()
 		if err := l.rotate(); err != nil {
 			return err
 		}
+	} else if l.f != nil && (err != nil || !os.SameFile(info, l.fi)) {
+		l.closeFile() // another process rotated or removed it
 	}
-	// Opened for each line: another process may rotate the file between two
-	// of ours, and on Windows an open file cannot be renamed.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
+	if l.f == nil {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return err
+		}
+		l.f, l.fi = f, fi
 	}
-	_, err = f.Write(line)
-	return errors.Join(err, f.Close())
+	_, err = l.f.Write(line)
+	return err
+}
+
+// closeFile closes the current file. The caller holds mu.
+func (l *Log) closeFile() {
+	if l.f != nil {
+		l.f.Close()
+		l.f, l.fi = nil, nil
+	}
+}
+
+// close closes the file and the lock, to be opened again on the next write.
+// The caller holds mu.
+func (l *Log) close() {
+	l.closeFile()
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
 }
 
 // rotate shifts calls.jsonl to .1, .1 to .2, ..., dropping the oldest. The

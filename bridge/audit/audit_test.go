@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
 )
 
 func rec(tool string) Record {
@@ -87,6 +89,41 @@ func TestRotation(t *testing.T) {
 	}
 	if tools, sizes := lines(t, dir0); len(sizes) != 1 || tools[len(tools)-1] != "t29" {
 		t.Errorf("Keep 0: files %v, tools %v", sizes, tools)
+	}
+}
+
+// TestFolderRemoved: a write after the audit folder was removed (a user
+// cleaning up) makes it again and loses nothing.
+func TestFolderRemoved(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	l := New(dir, Options{})
+	if err := l.Write(rec("before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(rec("after")); err != nil {
+		t.Fatalf("write after the folder was removed: %v", err)
+	}
+	if tools, _ := lines(t, dir); len(tools) != 1 || tools[0] != "after" {
+		t.Errorf("records %v, want [after]", tools)
+	}
+	// Another process's lock on the new folder excludes this one again.
+	unlock, err := dirlock.Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Write(rec("later")) }()
+	select {
+	case err := <-done:
+		t.Fatalf("wrote while another writer held the folder's lock: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
