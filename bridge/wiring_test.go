@@ -1,13 +1,14 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // fakeSandbox is a sandbox whose Warm runs until its context ends and whose
@@ -40,22 +41,7 @@ func (f *fakeSandbox) Close(context.Context) error {
 }
 
 // syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testenv.SyncBuffer
 
 // TestPartsCloseStopsWarmUp: close ends the warm-up goroutine and waits for it
 // before closing the sandbox, and reports the sandbox's Close error.

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // startChannel starts a container of e and waits until it has taken its
@@ -48,6 +48,26 @@ func channelsLeft(t *testing.T, e *Engine) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// readEnds starts a read on b's stream, calls end, and checks that the read
+// fails within a minute.
+func readEnds(t *testing.T, b *Box, end func()) {
+	t.Helper()
+	read := make(chan error, 1)
+	go func() {
+		_, err := b.Stream().Read(make([]byte, 1))
+		read <- err
+	}()
+	end()
+	select {
+	case err := <-read:
+		if err == nil {
+			t.Error("the read returned data")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the read did not end in a minute")
+	}
 }
 
 // TestChannelSocket runs code over the socket: the sandbox connected, and
@@ -87,22 +107,12 @@ func TestChannelEnds(t *testing.T) {
 			if !b.ct.ch.socket() {
 				t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 			}
-			read := make(chan error, 1)
-			go func() { // the bootstrap waits for its start frame: nothing comes
-				_, err := b.Stream().Read(make([]byte, 1))
-				read <- err
-			}()
-			if err := end(b); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case err := <-read:
-				if err == nil {
-					t.Error("the read returned data")
+			// The bootstrap waits for its start frame: nothing comes.
+			readEnds(t, b, func() {
+				if err := end(b); err != nil {
+					t.Fatal(err)
 				}
-			case <-time.After(time.Minute):
-				t.Fatal("a read on the socket did not end in a minute")
-			}
+			})
 		})
 	}
 }
@@ -145,7 +155,7 @@ func TestChannelFallback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log lockedBuffer
+			var log testenv.SyncBuffer
 			e := newTestEngine(t, EngineOptions{Spec: Spec{Command: tt.command, Channel: python.ChannelEnv},
 				Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			b := startChannel(t, e)
@@ -178,21 +188,10 @@ func TestChannelClosedBeforeConnect(t *testing.T) {
 	if left := channelsLeft(t, e); len(left) != 1 {
 		t.Fatalf("socket folders before the container connects: %v, want one", left)
 	}
-	read := make(chan error, 1)
-	go func() {
-		_, err := b.Stream().Read(make([]byte, 1))
-		read <- err
-	}()
-	time.Sleep(100 * time.Millisecond) // most likely the read waits now; either way it must end
-	b.Stream().Close()
-	select {
-	case err := <-read:
-		if err == nil {
-			t.Error("a read on the closed stream succeeded")
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a read waiting for the container did not end when the stream was closed")
-	}
+	readEnds(t, b, func() {
+		time.Sleep(100 * time.Millisecond) // most likely the read waits now; either way it must end
+		b.Stream().Close()
+	})
 	if _, err := b.Stream().Write([]byte("x")); err == nil {
 		t.Error("a write on the closed stream succeeded")
 	}
@@ -236,7 +235,7 @@ func TestChannelPrivateDir(t *testing.T) {
 		cases["another user's"] = other
 	}
 	for name, dir := range cases {
-		var log lockedBuffer
+		var log testenv.SyncBuffer
 		e := NewEngine(EngineOptions{StateDir: dir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		if got := e.channelDir(local); got != "" {
 			t.Errorf("%s: socket folder %s", name, got)
@@ -282,22 +281,4 @@ func TestSweepChannels(t *testing.T) {
 	if err := sweepChannels(filepath.Join(dir, "none")); err != nil {
 		t.Errorf("sweeping a missing folder: %v", err)
 	}
-}
-
-// lockedBuffer is a log destination safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
