@@ -98,11 +98,12 @@ func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 		}
 	}
 	var out []finding
+	uri := c.URI()
 	how := "a Podman API socket"
 	if c.Private() {
 		how = "a private 'podman system service' codebridge starts"
 	}
-	out = append(out, finding{findOK, "podman", fmt.Sprintf("Podman %s at %s (%s), answered in %s", c.APIVersion(), c.URI(), how, since(start)), ""})
+	out = append(out, finding{findOK, "podman", fmt.Sprintf("Podman %s at %s (%s), answered in %s", c.APIVersion(), uri, how, since(start)), ""})
 
 	img := cfg.Image
 	if img == "" {
@@ -127,7 +128,7 @@ func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 	}
 
 	// A container with everything a run has: the limits, the seccomp profile,
-	// the helper module and code sent over the attach stream.
+	// the helper module and code sent over the sandbox's stream.
 	start = time.Now()
 	cfg.WarmSandboxes, cfg.Sessions, cfg.Preload = 0, false, nil
 	ct := newContainers(cfg, logger)
@@ -137,7 +138,7 @@ func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 		ct.Close(cctx)
 	}()
 	res, err := ct.Run(ctx, sandbox.Request{
-		Program: python.Program{Code: "import sys\nprint('ok', sys.version.split()[0])", OutputLimit: cfg.OutputLimit},
+		Program: python.Program{Code: "import sys, codebridge_runner\nprint('ok', sys.version.split()[0], codebridge_runner.STREAM)", OutputLimit: cfg.OutputLimit},
 		Host:    noServers{}, Timeout: cfg.Timeout,
 	})
 	switch {
@@ -147,8 +148,16 @@ func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 		out = append(out, finding{findFail, "sandbox", "a sandbox container did not run Python: " + res.Error.Message,
 			"codebridge setup probes a container and fixes Podman's runtime and rlimit defaults where that fails"})
 	default:
-		version := strings.TrimPrefix(strings.TrimSpace(res.Stdout), "ok ")
-		out = append(out, finding{findOK, "sandbox", fmt.Sprintf("a container with codebridge's limits ran Python %s in %s", version, since(start)), ""})
+		version, stream, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(res.Stdout), "ok "), " ")
+		over := "over Podman's attach stream"
+		if stream == "socket" {
+			over = "over a unix socket"
+		}
+		out = append(out, finding{findOK, "sandbox", fmt.Sprintf("a container with codebridge's limits ran Python %s in %s, %s", version, since(start), over), ""})
+		if stream != "socket" && cfg.SocketStream && podman.SharesFiles(uri) {
+			out = append(out, finding{findWarn, "sandbox", "the sandbox did not use its unix socket, so tool calls go through Podman's relay and are slower; codebridge's log (stderr) says why",
+				"on an SELinux host, set MCP_BRIDGE_SANDBOX_STREAM=attach; otherwise check that the state directory is yours and not writable by others"})
+		}
 	}
 	return out
 }

@@ -54,6 +54,11 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 	noPodman := env(healthy, "PATH="+bin, "XDG_RUNTIME_DIR="+t.TempDir())
+	// A state directory others may write to: the sandbox's socket is not used.
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name     string
@@ -65,7 +70,7 @@ func TestDoctor(t *testing.T) {
 		{"healthy", env(healthy), 0, []*regexp.Regexp{
 			line("ok", "podman", `Podman \d+\.\d+\.\d+ at \S+`),
 			line("ok", "image", regexp.QuoteMeta(testenv.Image())),
-			line("ok", "sandbox", `a container with codebridge's limits ran Python 3\.\d+`),
+			line("ok", "sandbox", `a container with codebridge's limits ran Python 3[.\d]+ in \S+, over a unix socket`),
 			line("ok", "config", `.*1 file, 2 servers`),
 			line("ok", "server memory", `9 tools, listed in \d`),
 			line("ok", "server off", `disabled in `),
@@ -78,6 +83,11 @@ func TestDoctor(t *testing.T) {
 			line("FAIL", "sandbox", `not checked: it needs Podman`),
 			line("ok", "server memory", `9 tools`), // the servers do not need Podman
 		}, []string{"no problem found"}},
+		{"state directory not private", env(healthy, "MCP_BRIDGE_STATE_DIR="+shared), 0, []*regexp.Regexp{
+			line("ok", "sandbox", `a container with codebridge's limits ran Python 3[.\d]+ in \S+, over Podman's attach stream`),
+			line("warn", "sandbox", `the sandbox did not use its unix socket`),
+			regexp.MustCompile(`fix: on an SELinux host, set MCP_BRIDGE_SANDBOX_STREAM=attach`),
+		}, nil},
 		{"broken config", env(broken), 1, []*regexp.Regexp{
 			line("FAIL", "config file", `.*bad\.json.*command`),
 			regexp.MustCompile(`fix: edit bad\.json`),

@@ -199,7 +199,7 @@ func (e *Engine) Start(ctx context.Context) (*Box, error) {
 // Podman host through the API once per connection. Failing either way is an
 // error: a sandbox does not silently lose the profile.
 func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, error) {
-	if !sharesFiles(c.URI()) {
+	if !SharesFiles(c.URI()) {
 		e.placeMu.Lock() // concurrent starts place it once
 		defer e.placeMu.Unlock()
 		e.mu.Lock()
@@ -234,7 +234,7 @@ func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, 
 // host's files and the path is short enough for a socket, else "" (the
 // containers use stdin and stdout).
 func (e *Engine) channelDir(c *Client) string {
-	if !sharesFiles(c.URI()) {
+	if !SharesFiles(c.URI()) {
 		return ""
 	}
 	e.channelOnce.Do(func() {

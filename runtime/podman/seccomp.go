@@ -45,11 +45,11 @@ import (
 //go:embed seccomp.json
 var seccompProfile []byte
 
-// sharesFiles reports whether the Podman service at uri reads this host's
-// files, so that a profile path written here means the same file to it: a
-// unix socket on Linux. Elsewhere a unix socket is podman machine's forward
+// SharesFiles reports whether the Podman service at uri reads this host's
+// files, so that a path here (the seccomp profile, a sandbox's socket
+// folder) means the same file to it: a unix socket on Linux. Elsewhere a unix socket is podman machine's forward
 // into a VM, and ssh:// and tcp:// reach another host.
-func sharesFiles(uri string) bool {
+func SharesFiles(uri string) bool {
 	return runtime.GOOS == "linux" && strings.HasPrefix(uri, "unix://")
 }
 

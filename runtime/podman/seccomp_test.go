@@ -236,8 +236,8 @@ func TestSharesFiles(t *testing.T) {
 		{"ssh://core@localhost:2222/run/podman/podman.sock", false},
 		{"tcp://127.0.0.1:8080", false},
 	} {
-		if got := sharesFiles(tt.uri); got != tt.want {
-			t.Errorf("sharesFiles(%q) = %v, want %v", tt.uri, got, tt.want)
+		if got := SharesFiles(tt.uri); got != tt.want {
+			t.Errorf("SharesFiles(%q) = %v, want %v", tt.uri, got, tt.want)
 		}
 	}
 }

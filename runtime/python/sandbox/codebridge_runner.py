@@ -45,6 +45,7 @@ DRAIN_LIMIT = 0.5  # seconds to wait for output still in the pipes after the cod
 # KeyboardInterrupt only while it is set. _interrupted is the latest run the
 # host asked to interrupt, so an interrupt that arrives before its run's code
 # has started is not lost.
+STREAM = "stdio"  # or "socket": what the protocol travels over (codebridge doctor reports it)
 _running = 0
 _interrupted = 0
 
@@ -467,6 +468,9 @@ def _run(msg, namespace, mcp, pumps, channel):
 
 
 def main(start, fd_in=0, fd_out=1):
+    global STREAM
+    if fd_in not in (0, 1, 2):
+        STREAM = "socket"
     proto_in = os.dup(fd_in)  # os.dup makes non-inheritable descriptors
     proto_out = os.dup(fd_out)
     for fd in {fd_in, fd_out} - {0, 1, 2}:
