@@ -121,7 +121,7 @@ func (b *Box) Remove(ctx context.Context) error {
 	return err
 }
 
-// boxStream is a container's attach connection as one stream.
+// boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
 type boxStream struct{ ct *Container }
 
 // Read and Write wait until the container has taken its stream.
