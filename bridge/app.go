@@ -16,6 +16,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -32,7 +33,7 @@ type ServeOptions struct {
 // Serve runs codebridge as an MCP server over stdio until the client closes its
 // end or ctx ends. It returns only after every container and downstream server
 // it started has stopped.
-func Serve(ctx context.Context, cfg Config, opts ServeOptions) error {
+func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	logger := orDiscard(opts.Logger)
 	in, out := opts.In, opts.Out
 	if in == nil {
@@ -68,7 +69,7 @@ type ExecOptions struct {
 // 1 when the code did not exit by itself (an exception, the time limit, a
 // crash without status); the error is for codebridge's own failures, such as a
 // sandbox that cannot start (the status is 1 then too).
-func Exec(ctx context.Context, cfg Config, code string, opts ExecOptions) (int, error) {
+func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOptions) (int, error) {
 	logger := orDiscard(opts.Logger)
 	cfg.WarmSandboxes = 0 // one run: nothing to start ahead of time
 	cfg.Preload = nil
@@ -145,7 +146,7 @@ var ErrProblems = errors.New("problems listed")
 // opts.Tools it starts each server (in parallel) and lists its tools. When it
 // printed a problem, it returns an error matching [ErrProblems] that counts
 // them.
-func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
+func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) error {
 	logger := orDiscard(opts.Logger)
 	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
 	p, closePool := newListingPool(ctx, cfg, logger)
@@ -231,7 +232,7 @@ func ListServers(ctx context.Context, cfg Config, opts ListOptions) error {
 // tools (servers --tools, doctor): every list is saved as the server's
 // manifest, for the next codebridge to answer docs and search from. The
 // returned func stops the servers, giving them 10 s even after ctx ended.
-func newListingPool(ctx context.Context, cfg Config, logger *slog.Logger) (*pool.Pool, func()) {
+func newListingPool(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*pool.Pool, func()) {
 	store := manifest.New(manifest.Dir(cfg.StateDir))
 	p := pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
 		if err := store.Save(def, tools); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
@@ -54,7 +55,7 @@ type attachment struct {
 	data []byte
 }
 
-func newAttachments(cfg Config) *attachments {
+func newAttachments(cfg settings.Config) *attachments {
 	return &attachments{max: cfg.MaxAttachment, maxN: cfg.MaxAttachN, maxSum: cfg.MaxAttachSum}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
@@ -32,7 +33,7 @@ func (h *recordingHost) Call(_ context.Context, method string, _ json.RawMessage
 
 func TestAttachmentLimits(t *testing.T) {
 	inner := &recordingHost{}
-	att := newAttachments(Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
+	att := newAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
 	h := attachHost{Host: inner, att: att}
 	ctx := context.Background()
 	if got, err := h.Call(ctx, python.MethodCallTool, nil); got != "passed on" || err != nil {
@@ -126,7 +127,7 @@ func TestIsText(t *testing.T) {
 // TestAttachmentDropsBounded: code that sends endless oversized attachments
 // makes the result list the first maxDropped and count the rest.
 func TestAttachmentDropsBounded(t *testing.T) {
-	att := newAttachments(Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
+	att := newAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
 	h := attachHost{Host: &recordingHost{}, att: att}
 	for range 1000 {
 		if _, err := h.Call(context.Background(), python.MethodAttach, attachParams("image", "x.png", "image/png", nil, 11)); err == nil {

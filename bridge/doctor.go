@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -44,7 +45,7 @@ type finding struct {
 // codebridge's limits, the config folder and every server file, every
 // server starting and listing its tools, and the state directory. It returns
 // [ErrProblems] when a check failed.
-func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) error {
+func Doctor(ctx context.Context, cfg settings.Config, opts DoctorOptions) error {
 	logger := orDiscard(opts.Logger)
 	var (
 		mu    sync.Mutex
@@ -88,7 +89,7 @@ func Doctor(ctx context.Context, cfg Config, opts DoctorOptions) error {
 }
 
 // doctorSandbox checks Podman, the image and a sandbox container.
-func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []finding {
+func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger) []finding {
 	start := time.Now()
 	c, err := podman.Connect(ctx, podman.Options{StateDir: cfg.StateDir, Logger: logger})
 	if err != nil {
@@ -164,7 +165,7 @@ func doctorSandbox(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 
 // doctorServers checks the config folder, every server file and every
 // enabled server, which it starts (all at once) and asks for its tools.
-func doctorServers(ctx context.Context, cfg Config, logger *slog.Logger) []finding {
+func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger) []finding {
 	if _, err := os.ReadDir(cfg.ConfigDir); errors.Is(err, os.ErrNotExist) {
 		return []finding{{findWarn, "config", cfg.ConfigDir + " does not exist, so no MCP server is configured",
 			"create it and add a JSON file with an \"mcpServers\" object (see the README's Configure servers)"}}
@@ -216,7 +217,7 @@ func doctorServers(ctx context.Context, cfg Config, logger *slog.Logger) []findi
 }
 
 // doctorStateDir checks that the state directory can be written.
-func doctorStateDir(cfg Config) finding {
+func doctorStateDir(cfg settings.Config) finding {
 	dir := cfg.StateDir
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return finding{findFail, "state", err.Error(), "set MCP_BRIDGE_STATE_DIR to a folder codebridge can write"}

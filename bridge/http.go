@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 // HTTPOptions configure [ListenAndServe].
@@ -51,7 +53,7 @@ const minTokenLen = 16
 // accepting, lets runs in progress finish for up to cfg.ShutdownGrace,
 // cancels the rest, closes every session, and returns only after every
 // container and downstream server it started has stopped.
-func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
+func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) error {
 	logger := orDiscard(opts.Logger)
 	notice := opts.Notice
 	if notice == nil {
@@ -63,7 +65,7 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 	loopback := isLoopbackAddr(cfg.HTTP)
 	if !cfg.HTTPAuth && !loopback {
 		return fmt.Errorf("%sHTTP_AUTH=none is allowed only on a loopback address such as 127.0.0.1:8080, and %s is not one: anyone who reaches it could run code; remove %sHTTP_AUTH to require a token, or listen on 127.0.0.1",
-			EnvPrefix, cfg.HTTP, EnvPrefix)
+			settings.EnvPrefix, cfg.HTTP, settings.EnvPrefix)
 	}
 	var token, tokenPath string
 	if cfg.HTTPAuth {
@@ -74,7 +76,7 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w: choose another address with --http or %sHTTP", cfg.HTTP, err, EnvPrefix)
+		return fmt.Errorf("listening on %s: %w: choose another address with --http or %sHTTP", cfg.HTTP, err, settings.EnvPrefix)
 	}
 	defer ln.Close()
 
@@ -126,7 +128,7 @@ func ListenAndServe(ctx context.Context, cfg Config, opts HTTPOptions) error {
 type front struct {
 	srv      *Server
 	rt       *parts
-	cfg      Config
+	cfg      settings.Config
 	logger   *slog.Logger
 	loopback bool     // listening on a loopback address: Host is checked
 	port     string   // the port listened on
@@ -196,7 +198,7 @@ func (f *front) localHost(hostport string) bool {
 func (f *front) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !f.allowedOrigin(o) {
-			http.Error(w, fmt.Sprintf("Origin %q is not allowed: only pages on localhost, or origins listed in %sHTTP_ALLOWED_ORIGINS, may call codebridge", o, EnvPrefix), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Origin %q is not allowed: only pages on localhost, or origins listed in %sHTTP_ALLOWED_ORIGINS, may call codebridge", o, settings.EnvPrefix), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -389,11 +391,11 @@ func (s *statusRecorder) code() int {
 // bearerToken is the token clients must send: MCP_BRIDGE_HTTP_TOKEN, else
 // the one kept in the state folder, generated on first use. path is the
 // file's, "" for the setting.
-func bearerToken(cfg Config) (token, path string, err error) {
+func bearerToken(cfg settings.Config) (token, path string, err error) {
 	if t := cfg.HTTPToken; t != "" {
 		if len(t) < minTokenLen || strings.ContainsAny(t, " \t\r\n") {
 			return "", "", fmt.Errorf("%sHTTP_TOKEN is too weak: it must be at least %d characters without spaces; generate one with 'openssl rand -hex 32', or unset it to have codebridge generate one",
-				EnvPrefix, minTokenLen)
+				settings.EnvPrefix, minTokenLen)
 		}
 		return t, "", nil
 	}
@@ -410,7 +412,7 @@ func bearerToken(cfg Config) (token, path string, err error) {
 		return "", "", fmt.Errorf("reading the HTTP token: %w", err)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, EnvPrefix, EnvPrefix)
+		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
 	}
 	token = rand.Text() + rand.Text() // 256 bits
 	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -418,7 +420,7 @@ func bearerToken(cfg Config) (token, path string, err error) {
 		return bearerToken(cfg)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("saving the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, EnvPrefix, EnvPrefix)
+		return "", "", fmt.Errorf("saving the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
 	}
 	_, werr := fh.WriteString(token + "\n")
 	if err := errors.Join(werr, fh.Close()); err != nil {
@@ -438,18 +440,18 @@ func tokenDigest(token string) [32]byte {
 // printUsage tells the person who started codebridge where it listens and
 // how an agent connects: the header to send, with the token when codebridge
 // generated it.
-func printUsage(w io.Writer, endpoint string, cfg Config, token, tokenPath string) {
+func printUsage(w io.Writer, endpoint string, cfg settings.Config, token, tokenPath string) {
 	var b strings.Builder
 	defer func() { io.WriteString(w, b.String()) }()
 	fmt.Fprintf(&b, "codebridge: serving MCP over streamable HTTP at %s\n", endpoint)
 	switch {
 	case !cfg.HTTPAuth:
-		fmt.Fprintf(&b, "No token is required (%sHTTP_AUTH=none): any program on this machine can run code through it.\n", EnvPrefix)
+		fmt.Fprintf(&b, "No token is required (%sHTTP_AUTH=none): any program on this machine can run code through it.\n", settings.EnvPrefix)
 		fmt.Fprintf(&b, "Claude Code:  claude mcp add --transport http codebridge %s\n", endpoint)
 		return
 	case tokenPath == "":
-		token = "$" + EnvPrefix + "HTTP_TOKEN"
-		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %sHTTP_TOKEN.\n", EnvPrefix)
+		token = "$" + settings.EnvPrefix + "HTTP_TOKEN"
+		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %sHTTP_TOKEN.\n", settings.EnvPrefix)
 	default:
 		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN'. The token (kept in %s; delete that file and restart for a new one):\n  %s\n", tokenPath, token)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -27,18 +28,18 @@ func TestIsLoopbackAddr(t *testing.T) {
 
 func TestBearerToken(t *testing.T) {
 	t.Run("setting", func(t *testing.T) {
-		tok, path, err := bearerToken(Config{HTTPToken: "0123456789abcdef", StateDir: t.TempDir()})
+		tok, path, err := bearerToken(settings.Config{HTTPToken: "0123456789abcdef", StateDir: t.TempDir()})
 		if err != nil || tok != "0123456789abcdef" || path != "" {
 			t.Errorf("got %q %q %v", tok, path, err)
 		}
 		for _, weak := range []string{"short", "0123456789 abcdef"} {
-			if _, _, err := bearerToken(Config{HTTPToken: weak}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
+			if _, _, err := bearerToken(settings.Config{HTTPToken: weak}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
 				t.Errorf("token %q: %v, want a refusal that does not repeat it", weak, err)
 			}
 		}
 	})
 	t.Run("generated and kept", func(t *testing.T) {
-		cfg := Config{StateDir: filepath.Join(t.TempDir(), "state")}
+		cfg := settings.Config{StateDir: filepath.Join(t.TempDir(), "state")}
 		tok, path, err := bearerToken(cfg)
 		if err != nil || len(tok) < 32 || path != filepath.Join(cfg.StateDir, tokenFile) {
 			t.Fatalf("got %q %q %v", tok, path, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
@@ -29,12 +30,12 @@ func newPolicy(global discovery.ToolPolicy, srv *discovery.Server) *policy {
 	p := &policy{}
 	inFile := func(key string) string { return fmt.Sprintf("%s of %s", key, srv.Source) }
 	for _, d := range global.Deny {
-		p.deny = append(p.deny, rule{d, EnvPrefix + "TOOLS_DENY"})
+		p.deny = append(p.deny, rule{d, settings.EnvPrefix + "TOOLS_DENY"})
 	}
 	for _, d := range srv.Tools.Deny {
 		p.deny = append(p.deny, rule{d, inFile(`"tools.deny"`)})
 	}
-	allow, where := global.Allow, EnvPrefix+"TOOLS_ALLOW"
+	allow, where := global.Allow, settings.EnvPrefix+"TOOLS_ALLOW"
 	if len(srv.Tools.Allow) > 0 {
 		allow, where = srv.Tools.Allow, inFile(`"tools.allow"`)
 	}
@@ -46,7 +47,7 @@ func newPolicy(global discovery.ToolPolicy, srv *discovery.Server) *policy {
 	case ro != nil && *ro:
 		p.readOnly = inFile(`"readOnly": true`)
 	case ro == nil && global.ReadOnly != nil && *global.ReadOnly:
-		p.readOnly = EnvPrefix + "READ_ONLY=1"
+		p.readOnly = settings.EnvPrefix + "READ_ONLY=1"
 	}
 	if len(p.allow) == 0 && len(p.deny) == 0 && p.readOnly == "" {
 		return nil
@@ -62,7 +63,7 @@ func (p *policy) blocked(server string, t *mcp.Tool) string {
 	}
 	what := fmt.Sprintf("tool %q of MCP server %q is blocked by policy", t.Name, server)
 	fix := func(where string) string {
-		if strings.HasPrefix(where, EnvPrefix) {
+		if strings.HasPrefix(where, settings.EnvPrefix) {
 			return "that setting is codebridge's environment (a change needs a restart)"
 		}
 		return "edit that file to change it (no restart needed)"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -46,7 +47,7 @@ type Directory interface {
 
 // Server is codebridge's MCP server.
 type Server struct {
-	cfg    Config
+	cfg    settings.Config
 	opts   Options
 	logger *slog.Logger
 	mcp    *mcp.Server
@@ -110,7 +111,7 @@ func (c *counter) wait(ctx context.Context) bool {
 const failBusy python.FailureKind = "busy"
 
 // NewServer builds the MCP server with its one tool and the manual resource.
-func NewServer(cfg Config, opts Options) *Server {
+func NewServer(cfg settings.Config, opts Options) *Server {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -51,9 +52,9 @@ func (f *fakeRunner) End(_ context.Context, key string) {
 	f.ended = append(f.ended, key)
 }
 
-func defaultConfig(t *testing.T) Config {
+func defaultConfig(t *testing.T) settings.Config {
 	t.Helper()
-	c, err := LoadConfig(nil, nil)
+	c, err := settings.LoadConfig(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 // ToolName is the one tool codebridge offers.
@@ -33,7 +35,7 @@ type toolInput struct {
 }
 
 // newTool builds the listed tool. Its JSON is kept in testdata/run_python.golden.json.
-func newTool(c Config) *mcp.Tool {
+func newTool(c settings.Config) *mcp.Tool {
 	schema := fmt.Sprintf(`{"type":"object","properties":{`+
 		`"code":{"type":"string","description":"Python source to run"},`+
 		`"servers":{"type":"array","items":{"type":"string"},"description":"MCP servers to start before the code runs (optional; all are reachable)"},`+

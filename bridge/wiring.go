@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -50,12 +51,12 @@ type parts struct {
 // start builds the parts. Nothing slow happens here: the config folder is read
 // and watched, Podman is contacted in the background, and no downstream server
 // starts until a run needs it.
-func start(ctx context.Context, cfg Config, logger *slog.Logger) (*parts, error) {
+func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*parts, error) {
 	return startWith(ctx, cfg, newContainers(cfg, logger), logger)
 }
 
 // startWith is start with the sandbox given.
-func startWith(ctx context.Context, cfg Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
+func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
 	p := &parts{sandbox: sb, logger: logger}
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.saveManifest(def, tools) }})
@@ -141,7 +142,7 @@ type containers struct {
 	logger *slog.Logger
 }
 
-func newContainers(cfg Config, logger *slog.Logger) *containers {
+func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 	// An interpreter gives up waiting for its next run a little after the
 	// manager would end it anyway (a warm container unused, a session idle),
 	// so a codebridge killed hard leaves nothing running for long. Sessions
@@ -217,7 +218,7 @@ func (c *containers) Close(ctx context.Context) error {
 const minPreloadMemory = 384 << 20
 
 // preload is what a session's interpreter imports ahead of its first run.
-func preload(cfg Config, logger *slog.Logger) []string {
+func preload(cfg settings.Config, logger *slog.Logger) []string {
 	if len(cfg.Preload) > 0 && cfg.Memory > 0 && cfg.Memory < minPreloadMemory {
 		logger.Info("not preloading modules: the container memory limit is under 384m", "memory", cfg.Memory, "preload", cfg.Preload)
 		return nil

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 const auditHelp = `Usage: codebridge audit [-n N] [--json] [--server NAME] [--session ID] [--tool NAME] [--outcome OUTCOME] [--errors]
@@ -62,7 +62,7 @@ func (f *auditFilter) keep(r *audit.Record) bool {
 }
 
 // auditCmd runs `codebridge audit` and returns the exit status.
-func auditCmd(cfg bridge.Config, f *auditFilter, stdout, stderr io.Writer) int {
+func auditCmd(cfg settings.Config, f *auditFilter, stdout, stderr io.Writer) int {
 	if f.n < 0 {
 		fmt.Fprintf(stderr, "codebridge audit: -n %d: want 0 (all) or more\n", f.n)
 		return 2

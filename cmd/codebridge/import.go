@@ -8,7 +8,7 @@ import (
 	goruntime "runtime"
 	"strings"
 
-	"github.com/codebridge-mcp/codebridge/bridge"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
@@ -49,7 +49,7 @@ func newImportFlags(fs *flag.FlagSet) *importFlags {
 	return f
 }
 
-func importCmd(cfg bridge.Config, f *importFlags, pin string, stdout, stderr io.Writer) int {
+func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr io.Writer) int {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		fmt.Fprintf(stderr, "codebridge import: %v\n", err)

@@ -35,6 +35,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/codebridge-mcp/codebridge/bridge"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 func main() {
@@ -188,7 +189,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	case "exec":
 		fs = newFlags(cmd, &configDir)
 		fs.Func("timeout", "time limit: whole seconds or a Go duration", func(s string) (err error) {
-			timeout, err = bridge.ParseSeconds(s)
+			timeout, err = settings.ParseSeconds(s)
 			return err
 		})
 		if code, done := parseFlags(fs, args, execHelp, stdout, stderr); done {
@@ -249,7 +250,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 
 	bootLogger := slog.New(slog.NewTextHandler(stderr, nil))
-	cfg, err := bridge.LoadConfig(os.Environ(), bootLogger)
+	cfg, err := settings.LoadConfig(os.Environ(), bootLogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "codebridge: %v\n", err)
 		return 2
@@ -334,14 +335,14 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 // logLevel is the stderr log level of cmd: the setting when given; otherwise
 // info for serve, whose stderr an agent keeps as a log, and warn for the
 // commands a person runs, who wants the output and problems only.
-func logLevel(cmd string, cfg bridge.Config) slog.Level {
-	if cmd != "serve" && os.Getenv(bridge.EnvPrefix+"LOG_LEVEL") == "" {
+func logLevel(cmd string, cfg settings.Config) slog.Level {
+	if cmd != "serve" && os.Getenv(settings.EnvPrefix+"LOG_LEVEL") == "" {
 		return slog.LevelWarn
 	}
 	return cfg.LogLevel
 }
 
-func execCmd(ctx context.Context, cfg bridge.Config, logger *slog.Logger, args []string, timeout time.Duration, stdin *os.File, stdout, stderr io.Writer) int {
+func execCmd(ctx context.Context, cfg settings.Config, logger *slog.Logger, args []string, timeout time.Duration, stdin *os.File, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "codebridge exec: want one FILE, or - for stdin; e.g. echo 'print(1)' | codebridge exec -")
 		return 2
@@ -351,7 +352,7 @@ func execCmd(ctx context.Context, cfg bridge.Config, logger *slog.Logger, args [
 	}
 	if timeout > cfg.MaxTimeout {
 		fmt.Fprintf(stderr, "codebridge exec: --timeout %s is over the %s maximum (%sMAX_TIMEOUT): ask for less, or raise %sMAX_TIMEOUT\n",
-			timeout, cfg.MaxTimeout, bridge.EnvPrefix, bridge.EnvPrefix)
+			timeout, cfg.MaxTimeout, settings.EnvPrefix, settings.EnvPrefix)
 		return 2
 	}
 	var code []byte

@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 const memoryHelp = `Usage: codebridge memory [VERB [ARG]]
@@ -35,7 +35,7 @@ tools/; they are safe to remove while codebridge runs.
 var memoryVerbs = map[string]int{"list": 0, "tools": 0, "show": 1, "delete": 1, "show-tool": 1, "delete-tool": 1}
 
 // memoryCmd runs `codebridge memory ...` and returns the exit status.
-func memoryCmd(cfg bridge.Config, args []string, stdout, stderr io.Writer) int {
+func memoryCmd(cfg settings.Config, args []string, stdout, stderr io.Writer) int {
 	st := memory.New(cfg.StateDir)
 	verb := "list"
 	if len(args) > 0 {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/codebridge-mcp/codebridge/bridge"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/setup"
 )
 
@@ -67,7 +67,7 @@ func newSetupFlags(fs *flag.FlagSet) *setupFlags {
 	return f
 }
 
-func setupCmd(ctx context.Context, cfg bridge.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
+func setupCmd(ctx context.Context, cfg settings.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
 	opts := setup.Options{
 		Image: f.image, From: f.from, Base: f.base, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
 	}

@@ -1,4 +1,4 @@
-package bridge
+package settings
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 // TestREADMESettings keeps the README's settings table in step with the code:
 // every variable codebridge reads is documented with its default.
 func TestREADMESettings(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
