@@ -15,6 +15,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
@@ -56,14 +57,14 @@ type snapshot struct {
 	unusable map[string]string
 	// policy is each server's tool policy, by name; nil (absent) admits
 	// every tool.
-	policy map[string]*policy
+	policy map[string]*policy.Policy
 	// results is the directory's memory of the tools' structured results,
 	// shared by every snapshot; nil in listings outside a directory.
 	results *results
 }
 
 func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
-	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}, unusable: map[string]string{}, policy: map[string]*policy{}}
+	s := &snapshot{alias: map[string]string{}, byKey: map[string]*discovery.Server{}, unusable: map[string]string{}, policy: map[string]*policy.Policy{}}
 	if cfg == nil {
 		return s
 	}
@@ -88,7 +89,7 @@ func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
 	s.alias = discovery.Aliases(names)
 	for _, srv := range s.servers {
 		s.byKey[srv.Name] = srv
-		if p := newPolicy(global, srv); p != nil {
+		if p := policy.New(global, srv); p != nil {
 			s.policy[srv.Name] = p
 		}
 	}
@@ -117,12 +118,12 @@ func (d *directory) update(cfg *discovery.Config) {
 
 // admitted returns the tools of server that code may see and call.
 func (s *snapshot) admitted(server string, tools []*mcp.Tool) []*mcp.Tool {
-	return s.policy[server].admitted(server, tools)
+	return s.policy[server].Admitted(server, tools)
 }
 
 // blocked says why code may not use t of server, or "" when it may.
 func (s *snapshot) blocked(server string, t *mcp.Tool) string {
-	return s.policy[server].blocked(server, t)
+	return s.policy[server].Blocked(server, t)
 }
 
 // visible lists the snapshot's servers for the sandbox.
@@ -253,23 +254,15 @@ func unknownName(code, what, name string, known []string, how string) *rpcError 
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown %s %q", what, name)
 	if len(close) > 0 {
-		fmt.Fprintf(&b, "; did you mean %s?", quoteList(close))
+		fmt.Fprintf(&b, "; did you mean %s?", policy.QuoteList(close))
 	}
 	if len(known) <= 20 {
-		fmt.Fprintf(&b, " Known: %s.", quoteList(known))
+		fmt.Fprintf(&b, " Known: %s.", policy.QuoteList(known))
 	}
 	if how != "" {
 		fmt.Fprintf(&b, " (%s)", how)
 	}
 	return &rpcError{code: code, msg: b.String(), data: map[string]any{"suggestions": close}}
-}
-
-func quoteList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // rpcError is an error the sandbox sees as MCPError with a code it can branch on.

@@ -1,4 +1,4 @@
-package bridge
+package policy
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
-// policy is one server's effective tool policy: the global settings refined
+// Policy is one server's effective tool policy: the global settings refined
 // by the server's entry, each rule with where it was written, so a refusal
 // can say what to edit.
-type policy struct {
+type Policy struct {
 	allow      []rule // empty admits every tool
 	allowWhere string
 	deny       []rule
@@ -23,11 +23,11 @@ type policy struct {
 // rule is one pattern and where it was written.
 type rule struct{ pattern, where string }
 
-// newPolicy combines the global policy (from the settings) with srv's entry:
+// New combines the global policy (from the settings) with srv's entry:
 // the entry's deny adds to the global one, its allow and readOnly replace
 // the global ones. It returns nil when every tool is admitted.
-func newPolicy(global discovery.ToolPolicy, srv *discovery.Server) *policy {
-	p := &policy{}
+func New(global discovery.ToolPolicy, srv *discovery.Server) *Policy {
+	p := &Policy{}
 	inFile := func(key string) string { return fmt.Sprintf("%s of %s", key, srv.Source) }
 	for _, d := range global.Deny {
 		p.deny = append(p.deny, rule{d, settings.EnvPrefix + "TOOLS_DENY"})
@@ -55,9 +55,9 @@ func newPolicy(global discovery.ToolPolicy, srv *discovery.Server) *policy {
 	return p
 }
 
-// blocked says why code may not see or call t of server, or "" when it may.
+// Blocked says why code may not see or call t of server, or "" when it may.
 // A nil policy admits every tool.
-func (p *policy) blocked(server string, t *mcp.Tool) string {
+func (p *Policy) Blocked(server string, t *mcp.Tool) string {
 	if p == nil {
 		return ""
 	}
@@ -81,7 +81,7 @@ func (p *policy) blocked(server string, t *mcp.Tool) string {
 			admitted = admitted || discovery.MatchTool(r.pattern, t.Name)
 		}
 		if !admitted {
-			return fmt.Sprintf("%s: it matches none of %s in %s; %s", what, quoteList(pats), p.allowWhere, fix(p.allowWhere))
+			return fmt.Sprintf("%s: it matches none of %s in %s; %s", what, QuoteList(pats), p.allowWhere, fix(p.allowWhere))
 		}
 	}
 	if p.readOnly != "" {
@@ -96,16 +96,26 @@ func (p *policy) blocked(server string, t *mcp.Tool) string {
 	return ""
 }
 
-// admitted returns the tools p admits; tools itself when it admits all.
-func (p *policy) admitted(server string, tools []*mcp.Tool) []*mcp.Tool {
+// Admitted returns the tools p admits; tools itself when it admits all.
+func (p *Policy) Admitted(server string, tools []*mcp.Tool) []*mcp.Tool {
 	if p == nil {
 		return tools
 	}
 	out := make([]*mcp.Tool, 0, len(tools))
 	for _, t := range tools {
-		if p.blocked(server, t) == "" {
+		if p.Blocked(server, t) == "" {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// QuoteList quotes names and joins them with commas, as refusals and
+// suggestions list them.
+func QuoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
