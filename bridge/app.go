@@ -17,6 +17,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -187,7 +188,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 				if snap.blocked(st.Name, t) != "" {
 					mark = "[blocked by policy] "
 				}
-				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, firstLine(t.Description))
+				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, typed.FirstLine(t.Description))
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
+	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
@@ -41,7 +42,7 @@ type directory struct {
 	// manifests holds each server's last tool list, from which docs and
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store
-	results   *results // the shapes of the tools' structured results
+	results   *typed.Results // the shapes of the tools' structured results
 	logger    *slog.Logger
 	snap      atomic.Pointer[snapshot]
 }
@@ -60,7 +61,7 @@ type snapshot struct {
 	policy map[string]*policy.Policy
 	// results is the directory's memory of the tools' structured results,
 	// shared by every snapshot; nil in listings outside a directory.
-	results *results
+	results *typed.Results
 }
 
 func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
@@ -104,7 +105,7 @@ func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
 // newDirectory returns a directory with no servers in front of pool. A tool
 // call whose arguments are over maxArgs bytes is refused. A nil logger discards.
 func newDirectory(pool downstream, maxArgs int, logger *slog.Logger) *directory {
-	d := &directory{pool: pool, maxArgs: maxArgs, results: newResults(), logger: orDiscard(logger)}
+	d := &directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), logger: orDiscard(logger)}
 	d.update(nil)
 	return d
 }

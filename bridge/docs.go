@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
@@ -29,28 +30,19 @@ func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, saved time.T
 			Server: srv.Name, ServerAlias: s.alias[srv.Name],
 			Tool: t.Name, ToolAlias: aliases[t.Name],
 			Name: t.Name, Alias: aliases[t.Name],
-			Description: firstLine(t.Description),
+			Description: typed.FirstLine(t.Description),
 			Listed:      listedNote(saved),
 		}
 		if full || withSchema {
 			d.Description = t.Description
 			d.InputSchema = t.InputSchema
 			d.OutputSchema = t.OutputSchema
-			inferred, n := s.results.inferred(srv.Name, t.Name)
-			td := renderTool(aliases[t.Name], t, inferred, n)
-			d.Signature, d.Params, d.Stub = td.signature, td.params, td.stub
+			td := s.results.Render(srv.Name, aliases[t.Name], t)
+			d.Signature, d.Params, d.Stub = td.Signature, td.Params, td.Stub
 		}
 		out[i] = d
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = strings.TrimSpace(s[:i])
-	}
-	return s
 }
 
 // closest returns up to n of candidates nearest to name by edit distance

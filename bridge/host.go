@@ -20,6 +20,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -296,12 +297,12 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 	out := python.SearchResult{Results: []python.ToolDoc{}, Unavailable: []python.Unavailable{}}
 	for _, srv := range h.snap.servers {
 		if err := failed[srv.Name]; err != nil {
-			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: firstLine(err.Error())})
+			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: typed.FirstLine(err.Error())})
 			continue
 		}
 		l := all[srv.Name]
 		for _, t := range h.snap.admitted(srv.Name, l.tools) {
-			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: paramNames(t)})
+			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: typed.ParamNames(t)})
 			refs[[2]string{srv.Name, t.Name}] = ref{srv, t, l.saved}
 		}
 	}
@@ -478,7 +479,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return nil, poolError(srv.Name, err)
 	}
 	if !res.IsError && t.OutputSchema == nil {
-		h.dir.results.observe(srv.Name, t.Name, res.StructuredContent)
+		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
 	}
 	return res, nil
 }
@@ -491,7 +492,7 @@ const savedServer = "saved_tools"
 func savedDoc(t memory.Tool, score *float64) python.ToolDoc {
 	return python.ToolDoc{
 		Server: savedServer, ServerAlias: savedServer, Tool: t.Name, ToolAlias: t.Name, Name: t.Name, Alias: t.Name,
-		Description: "saved helper, already defined as a global: call " + t.Name + "(...) directly. " + firstLine(t.Description),
+		Description: "saved helper, already defined as a global: call " + t.Name + "(...) directly. " + typed.FirstLine(t.Description),
 		Signature:   cmp.Or(t.Signature, t.Name+"(...)"), Score: score,
 	}
 }

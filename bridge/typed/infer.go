@@ -1,4 +1,4 @@
-package bridge
+package typed
 
 import (
 	"slices"
@@ -6,10 +6,10 @@ import (
 	"sync"
 )
 
-// results remembers the shape of each tool's structured results, so that a
+// Results remembers the shape of each tool's structured results, so that a
 // tool declaring no output schema still gets a return type, marked as
-// inferred. Safe for concurrent use; a nil *results remembers nothing.
-type results struct {
+// inferred. Safe for concurrent use; a nil *Results remembers nothing.
+type Results struct {
 	mu   sync.Mutex
 	seen map[[2]string]*observed
 }
@@ -22,10 +22,11 @@ type observed struct {
 // maxObserved bounds how many tools' results are remembered.
 const maxObserved = 4096
 
-func newResults() *results { return &results{seen: map[[2]string]*observed{}} }
+// NewResults returns a Results that has seen nothing.
+func NewResults() *Results { return &Results{seen: map[[2]string]*observed{}} }
 
-// observe records one structured result of server's tool.
-func (r *results) observe(server, tool string, v any) {
+// Observe records one structured result of server's tool.
+func (r *Results) Observe(server, tool string, v any) {
 	if r == nil || v == nil {
 		return
 	}
@@ -46,7 +47,7 @@ func (r *results) observe(server, tool string, v any) {
 }
 
 // inferred is the merged shape of the tool's results and how many were seen.
-func (r *results) inferred(server, tool string) (*schema, int) {
+func (r *Results) inferred(server, tool string) (*schema, int) {
 	if r == nil {
 		return nil, 0
 	}

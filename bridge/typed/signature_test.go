@@ -1,4 +1,4 @@
-package bridge
+package typed
 
 import (
 	"encoding/json"
@@ -30,8 +30,8 @@ func TestRenderSignature(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := renderTool("f", &mcp.Tool{InputSchema: json.RawMessage(tt.schema)}, nil, 0)
-		if got.signature != tt.want {
-			t.Errorf("%s: signature = %q, want %q", tt.name, got.signature, tt.want)
+		if got.Signature != tt.want {
+			t.Errorf("%s: signature = %q, want %q", tt.name, got.Signature, tt.want)
 		}
 	}
 }
@@ -47,8 +47,8 @@ func TestRenderTypedDicts(t *testing.T) {
 		"required":["entities"]}`
 	out := `{"type":"object","properties":{"created":{"type":"integer"}},"required":["created"]}`
 	got := renderTool("create_entities", &mcp.Tool{Description: "Create entities.\nMore words.", InputSchema: json.RawMessage(in), OutputSchema: json.RawMessage(out)}, nil, 0)
-	if want := "create_entities(*, entities: list[EntitiesItem], root: Node = None) -> Create_entitiesResult"; got.signature != strings.Replace(want, "Create_entitiesResult", "CreateEntitiesResult", 1) {
-		t.Errorf("signature = %q", got.signature)
+	if want := "create_entities(*, entities: list[EntitiesItem], root: Node = None) -> Create_entitiesResult"; got.Signature != strings.Replace(want, "Create_entitiesResult", "CreateEntitiesResult", 1) {
+		t.Errorf("signature = %q", got.Signature)
 	}
 	for _, want := range []string{
 		"EntitiesItem = TypedDict(\"EntitiesItem\", {\n    \"name\": str,  # The name of the entity\n    \"observations\": list[str],\n    \"content-type\": NotRequired[str],\n})",
@@ -56,31 +56,31 @@ func TestRenderTypedDicts(t *testing.T) {
 		"class CreateEntitiesResult(TypedDict):\n    created: int",
 		"def create_entities(*, entities: list[EntitiesItem], root: Node = None) -> CreateEntitiesResult:\n    \"\"\"Create entities.\n    More words.\n\n    Args:\n        entities: The entities to create\n    \"\"\"",
 	} {
-		if !strings.Contains(got.stub, want) {
-			t.Errorf("stub lacks\n%s\n--- stub:\n%s", want, got.stub)
+		if !strings.Contains(got.Stub, want) {
+			t.Errorf("stub lacks\n%s\n--- stub:\n%s", want, got.Stub)
 		}
 	}
-	if len(got.params) != 2 || got.params[0].Name != "entities" || !got.params[0].Required || got.params[1].Required {
-		t.Errorf("params = %+v", got.params)
+	if len(got.Params) != 2 || got.Params[0].Name != "entities" || !got.Params[0].Required || got.Params[1].Required {
+		t.Errorf("params = %+v", got.Params)
 	}
 }
 
 func TestInferredReturn(t *testing.T) {
-	r := newResults()
+	r := NewResults()
 	var a, b any
 	json.Unmarshal([]byte(`{"sum": 3, "parts": [1, 2], "note": "x"}`), &a)
 	json.Unmarshal([]byte(`{"sum": 2.5, "parts": []}`), &b)
-	r.observe("m", "add", a)
-	r.observe("m", "add", b)
+	r.Observe("m", "add", a)
+	r.Observe("m", "add", b)
 	s, n := r.inferred("m", "add")
 	got := renderTool("add", &mcp.Tool{InputSchema: json.RawMessage(`{"type":"object"}`)}, s, n)
-	if got.signature != "add() -> AddResult" {
-		t.Errorf("signature = %q", got.signature)
+	if got.Signature != "add() -> AddResult" {
+		t.Errorf("signature = %q", got.Signature)
 	}
 	for _, want := range []string{"class AddResult(TypedDict):\n    note: NotRequired[str]\n    parts: list[int]\n    sum: float",
 		"Returns:\n        AddResult (inferred from 2 structured results seen so far; the server declares no output schema)"} {
-		if !strings.Contains(got.stub, want) {
-			t.Errorf("stub lacks\n%s\n--- stub:\n%s", want, got.stub)
+		if !strings.Contains(got.Stub, want) {
+			t.Errorf("stub lacks\n%s\n--- stub:\n%s", want, got.Stub)
 		}
 	}
 	if s, _ := r.inferred("m", "other"); s != nil {

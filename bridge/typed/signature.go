@@ -1,4 +1,4 @@
-package bridge
+package typed
 
 import (
 	"bytes"
@@ -81,8 +81,8 @@ func decodeSchema(v any) *schema {
 	return &s
 }
 
-// paramNames lists a tool's parameter names, for search.
-func paramNames(t *mcp.Tool) []string {
+// ParamNames lists a tool's parameter names, for search.
+func ParamNames(t *mcp.Tool) []string {
 	s := decodeSchema(t.InputSchema)
 	if s == nil {
 		return nil
@@ -92,22 +92,22 @@ func paramNames(t *mcp.Tool) []string {
 	return names
 }
 
-// typedDoc is a tool's Python rendering: a one-line signature, the
+// Doc is a tool's Python rendering: a one-line signature, the
 // parameters the sandbox checks calls against, and a stub (the TypedDicts the
 // signature names, then the function with its docstring).
-type typedDoc struct {
-	signature string
-	params    []python.Param
-	stub      string
+type Doc struct {
+	Signature string
+	Params    []python.Param
+	Stub      string
 }
 
 // renderTool renders t, known to code as alias. inferred, if non-nil, is
 // the type of the structured results seen so far (n of them), used when the
 // tool declares no output schema.
-func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) typedDoc {
+func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) Doc {
 	in := decodeSchema(t.InputSchema)
 	r := &renderer{root: in, names: map[string]string{}}
-	var doc typedDoc
+	var doc Doc
 	var params, args []string
 	if in != nil {
 		required := map[string]bool{}
@@ -137,9 +137,9 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) typedDoc {
 			default:
 				text += " = None"
 			}
-			doc.params = append(doc.params, param)
+			doc.Params = append(doc.Params, param)
 			params = append(params, text)
-			if d := firstLine(p.Description); d != "" {
+			if d := FirstLine(p.Description); d != "" {
 				args = append(args, fmt.Sprintf("    %s: %s", pa, d))
 			}
 		}
@@ -158,7 +158,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) typedDoc {
 		sig += "*, " + strings.Join(params, ", ")
 	}
 	sig += ") -> " + ret
-	doc.signature = sig
+	doc.Signature = sig
 
 	var b strings.Builder
 	for _, c := range r.classes {
@@ -178,7 +178,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) typedDoc {
 		b.WriteString("\n\n    Returns:\n        " + ret + " (" + retNote + ")")
 	}
 	b.WriteString("\n    \"\"\"")
-	doc.stub = b.String()
+	doc.Stub = b.String()
 	return doc
 }
 
@@ -325,7 +325,7 @@ func (r *renderer) fields(s *schema, hint string, depth int) []string {
 		if !required[name] {
 			ty = "NotRequired[" + ty + "]"
 		}
-		fields = append(fields, name+"\x00"+ty+"\x00"+firstLine(p.Description))
+		fields = append(fields, name+"\x00"+ty+"\x00"+FirstLine(p.Description))
 	}
 	return fields
 }
@@ -529,4 +529,14 @@ func pluralWord(n int, w string) string {
 		return w
 	}
 	return w + "s"
+}
+
+// FirstLine is the first line of a description, trimmed: what summaries
+// and signatures show of it.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return s
 }
