@@ -14,7 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
+	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
@@ -83,23 +85,22 @@ func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOption
 	if prog.Servers, err = rt.dir.Prepare(ctx, nil); err != nil {
 		return 1, err
 	}
-	att := newAttachments(cfg)
-	host := attachHost{Host: rt.dir.Host(nil), att: att}
+	att := host.NewAttachments(cfg)
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = cfg.Timeout
 	}
-	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: host, Timeout: timeout})
+	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: att.Host(rt.dir.Host(nil)), Timeout: timeout})
 	if err != nil {
 		return 1, err
 	}
 	res := out.Result
 	io.WriteString(opts.Stdout, res.Stdout)
 	io.WriteString(opts.Stderr, res.Stderr)
-	if _, kept, dropped, more := att.contents(); len(kept)+len(dropped) > 0 {
+	if _, kept, dropped, more := att.Contents(); len(kept)+len(dropped) > 0 {
 		for _, a := range kept {
 			fmt.Fprintf(opts.Stderr, "codebridge: the run returned %s %q (%s, %s), which exec does not show: an MCP client receives it from run_python\n",
-				a.Kind, a.Name, a.MIMEType, byteSize(a.Bytes))
+				a.Kind, a.Name, a.MIMEType, host.ByteSize(a.Bytes))
 		}
 		for _, d := range dropped {
 			fmt.Fprintf(opts.Stderr, "codebridge: %s %q not returned: %s\n", d.Kind, d.Name, d.Reason)
@@ -157,7 +158,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 	var tools map[string][]*mcp.Tool
 	if opts.Tools {
 		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		tools, _ = p.AllTools(tctx, searchParallelism)
+		tools, _ = p.AllTools(tctx, host.SearchParallelism)
 		cancel()
 	}
 	status := p.Status()
@@ -177,7 +178,10 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 		}
 	}
 	if opts.Tools {
-		snap := newSnapshot(conf, cfg.Tools)
+		policies := map[string]*policy.Policy{}
+		for _, srv := range conf.Servers {
+			policies[srv.Name] = policy.New(cfg.Tools, srv)
+		}
 		for _, st := range status {
 			if len(tools[st.Name]) == 0 {
 				continue
@@ -185,7 +189,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 			fmt.Fprintf(opts.Out, "\n%s:\n", st.Name)
 			for _, t := range tools[st.Name] {
 				mark := ""
-				if snap.blocked(st.Name, t) != "" {
+				if policies[st.Name].Blocked(st.Name, t) != "" {
 					mark = "[blocked by policy] "
 				}
 				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, typed.FirstLine(t.Description))

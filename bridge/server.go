@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -209,7 +210,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 
 	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
-	att := newAttachments(s.cfg)
+	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
 	var host python.Host = noServers{}
@@ -224,7 +225,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
 
-	host = attachHost{Host: host, att: att}
+	host = att.Host(host)
 
 	// The first run may wait while Podman pulls the sandbox image: it sees the
 	// pull's progress, and waits no longer than its own time limit.
@@ -356,8 +357,8 @@ type output struct {
 	Background string `json:"background,omitempty"`
 	// Attachments lists the images and files after the text, in order;
 	// DroppedAttachments those over the run's limits, with the reason.
-	Attachments        []attachmentInfo `json:"attachments,omitempty"`
-	DroppedAttachments []attachmentInfo `json:"dropped_attachments,omitempty"`
+	Attachments        []host.AttachmentInfo `json:"attachments,omitempty"`
+	DroppedAttachments []host.AttachmentInfo `json:"dropped_attachments,omitempty"`
 	// DroppedMore counts dropped attachments past the first 20 listed.
 	DroppedMore int `json:"dropped_attachments_more,omitempty"`
 }
@@ -365,8 +366,8 @@ type output struct {
 // formatResult turns a run into a tool result: the printed output as text,
 // then the images and files the run returned (att may be nil), and every
 // detail as structured content.
-func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *attachments) *mcp.CallToolResult {
-	extra, kept, dropped, droppedMore := att.contents()
+func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *host.Attachments) *mcp.CallToolResult {
+	extra, kept, dropped, droppedMore := att.Contents()
 	var text strings.Builder
 	if note := sessionNote(sess); note != "" {
 		text.WriteString(note + "\n")

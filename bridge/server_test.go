@@ -312,8 +312,10 @@ type progressHost struct {
 	progress func(string, float64, float64)
 }
 
-func (progressHost) Call(context.Context, string, json.RawMessage) (any, error) {
-	return nil, errors.New("not used")
+// Call answers any request with the run's progress func, which reaches it
+// through the attachments' host.
+func (h progressHost) Call(context.Context, string, json.RawMessage) (any, error) {
+	return h.progress, nil
 }
 
 // concurrentProgressRunner reports progress from n goroutines at once, as n
@@ -322,9 +324,10 @@ type concurrentProgressRunner struct{ n int }
 
 func (concurrentProgressRunner) End(context.Context, string) {}
 
-func (r concurrentProgressRunner) Run(_ context.Context, req sandbox.Request) (*sandbox.Result, error) {
-	progress := req.Host.(attachHost).Host.(progressHost).progress
-	if progress == nil {
+func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	v, err := req.Host.Call(ctx, "progress", nil)
+	progress, _ := v.(func(string, float64, float64))
+	if err != nil || progress == nil {
 		return nil, errors.New("no progress func: the client asked for progress")
 	}
 	var wg sync.WaitGroup

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
@@ -38,7 +39,7 @@ type sandboxRuntime interface {
 type parts struct {
 	sandbox sandboxRuntime
 	pool    *pool.Pool
-	dir     *directory
+	dir     *host.Directory
 	logger  *slog.Logger
 
 	stopWatch context.CancelFunc
@@ -59,16 +60,17 @@ func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*part
 func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
 	p := &parts{sandbox: sb, logger: logger}
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
-		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.saveManifest(def, tools) }})
-	p.dir = newDirectory(p.pool, cfg.MaxArgSize, logger)
-	p.dir.manifests = manifest.New(manifest.Dir(cfg.StateDir))
-	p.dir.store = memory.New(cfg.StateDir)
-	p.dir.tools = cfg.Tools
+		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.SaveManifest(def, tools) }})
+	var auditLog *audit.Log // nil records none
 	if cfg.Audit {
-		p.dir.audit = audit.New(audit.Dir(cfg.StateDir), audit.Options{
+		auditLog = audit.New(audit.Dir(cfg.StateDir), audit.Options{
 			MaxSize: cfg.AuditMaxSize, Keep: cfg.AuditKeep, Contents: cfg.AuditContents, Logger: logger.With("component", "audit"),
 		})
 	}
+	p.dir = host.New(p.pool, host.Options{
+		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
+		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: auditLog, Logger: logger,
+	})
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
@@ -102,7 +104,7 @@ func (p *parts) apply(cfg *discovery.Config) {
 		p.logger.Warn("config problem", "problem", prob.String())
 	}
 	p.pool.Update(cfg.Servers)
-	p.dir.update(cfg)
+	p.dir.Update(cfg)
 	p.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
 }
 
@@ -180,7 +182,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 		MaxSessions: cfg.MaxSessions,
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
-		Prelude:     savedHelpers(memory.New(cfg.StateDir), logger),
+		Prelude:     host.SavedHelpers(memory.New(cfg.StateDir), logger),
 		Preload:     preload(cfg, logger),
 		// A request carries a tool call's arguments, or an image or file in
 		// base64, plus a small envelope.
@@ -224,21 +226,6 @@ func preload(cfg settings.Config, logger *slog.Logger) []string {
 		return nil
 	}
 	return cfg.Preload
-}
-
-// savedHelpers gives a new session the helpers agents saved with save_tool.
-func savedHelpers(st *memory.Store, logger *slog.Logger) func() []python.Source {
-	return func() []python.Source {
-		tools, err := st.Tools()
-		if err != nil {
-			logger.Warn("reading saved helpers; new sessions start without them", "err", err)
-		}
-		out := make([]python.Source, len(tools))
-		for i, t := range tools {
-			out[i] = python.Source{Name: t.Name, Source: t.Source}
-		}
-		return out
-	}
 }
 
 // podmanEngine adapts runtime/podman's engine to the sandbox manager's.

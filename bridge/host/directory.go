@@ -1,6 +1,7 @@
-package bridge
+package host
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -21,20 +22,21 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
-// downstream is what the directory needs from the pool of MCP clients
+// Downstream is what the directory needs from the pool of MCP clients
 // (bridge/pool.Pool in production).
-type downstream interface {
+type Downstream interface {
 	Tools(ctx context.Context, server string) ([]*mcp.Tool, error)
 	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 	Running(server string) bool
 	LastFailure(server string) error
 }
 
-// directory is the [Directory] over the configured servers: an immutable
+// Directory is run_python's view of the configured servers (what
+// bridge/server calls a Directory): an immutable
 // snapshot of the configuration, swapped whole on every reload, in front of the
 // pool of downstream clients.
-type directory struct {
-	pool    downstream
+type Directory struct {
+	pool    Downstream
 	maxArgs int                  // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
 	store   *memory.Store        // memories and saved helpers; nil means none
 	tools   discovery.ToolPolicy // the global tool policy, which each server's entry refines; set before the first update
@@ -104,14 +106,14 @@ func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
 
 // newDirectory returns a directory with no servers in front of pool. A tool
 // call whose arguments are over maxArgs bytes is refused. A nil logger discards.
-func newDirectory(pool downstream, maxArgs int, logger *slog.Logger) *directory {
-	d := &directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), logger: orDiscard(logger)}
-	d.update(nil)
+func newDirectory(pool Downstream, maxArgs int, logger *slog.Logger) *Directory {
+	d := &Directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
+	d.Update(nil)
 	return d
 }
 
-// update publishes a new configuration. The caller has already told the pool.
-func (d *directory) update(cfg *discovery.Config) {
+// Update publishes a new configuration. The caller has already told the pool.
+func (d *Directory) Update(cfg *discovery.Config) {
 	s := newSnapshot(cfg, d.tools)
 	s.results = d.results
 	d.snap.Store(s)
@@ -154,10 +156,10 @@ func (s *snapshot) resolve(key string) (*discovery.Server, error) {
 	return nil, unknownName("unknown_server", "MCP server", key, names, "discovered_servers() lists them")
 }
 
-// Prepare implements [Directory]: every name must be a configured server
+// Prepare implements bridge/server.Directory: every name must be a configured server
 // (name or alias); those are started and their tools listed, in parallel, and
 // come back marked loaded with their tools.
-func (d *directory) Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error) {
+func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error) {
 	s := d.snap.Load()
 	infos := s.visible()
 	loaded := map[string]bool{}
@@ -172,7 +174,7 @@ func (d *directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 		return infos, nil
 	}
 	var g errgroup.Group
-	g.SetLimit(searchParallelism)
+	g.SetLimit(SearchParallelism)
 	for i := range infos {
 		info := &infos[i]
 		if !loaded[info.Name] {
@@ -206,7 +208,7 @@ type listing struct {
 // not running answers from its manifest, if its definition has one, so
 // nothing starts; otherwise the server is started and lists them, and that
 // fresh listing is saved as its manifest (the pool's OnTools).
-func (d *directory) listTools(ctx context.Context, srv *discovery.Server, docs bool) (listing, error) {
+func (d *Directory) listTools(ctx context.Context, srv *discovery.Server, docs bool) (listing, error) {
 	if docs && d.manifests != nil && !d.pool.Running(srv.Name) {
 		if m, ok := d.manifests.Load(srv); ok {
 			return listing{tools: m.Tools, saved: m.Written}, nil
@@ -216,8 +218,8 @@ func (d *directory) listTools(ctx context.Context, srv *discovery.Server, docs b
 	return listing{tools: tools}, err
 }
 
-// saveManifest records a server's fresh tool list; the pool calls it.
-func (d *directory) saveManifest(def *discovery.Server, tools []*mcp.Tool) {
+// SaveManifest records a server's fresh tool list; the pool calls it.
+func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool) {
 	if d.manifests == nil {
 		return
 	}
@@ -243,8 +245,8 @@ func listedNote(saved time.Time) string {
 	return fmt.Sprintf("from the tool list the server gave %s ago (it is not running; calling a tool starts it)", age)
 }
 
-// Host implements [Directory].
-func (d *directory) Host(progress func(message string, progress, total float64)) python.Host {
+// Host implements bridge/server.Directory: it answers one run's requests.
+func (d *Directory) Host(progress func(message string, progress, total float64)) python.Host {
 	return &host{dir: d, snap: d.snap.Load(), progress: progress}
 }
 

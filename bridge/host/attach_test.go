@@ -1,4 +1,4 @@
-package bridge
+package host
 
 import (
 	"context"
@@ -9,20 +9,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
-
-// attachParams is the attach request the sandbox sends for data, or for its
-// size alone when data is nil.
-func attachParams(kind, name, mime string, data []byte, size int) json.RawMessage {
-	p := python.AttachParams{Kind: kind, Name: name, MIMEType: mime, Data: data, Bytes: size}
-	if data != nil {
-		p.Bytes = len(data)
-	}
-	raw, _ := json.Marshal(p)
-	return raw
-}
 
 type recordingHost struct{ methods []string }
 
@@ -33,7 +23,7 @@ func (h *recordingHost) Call(_ context.Context, method string, _ json.RawMessage
 
 func TestAttachmentLimits(t *testing.T) {
 	inner := &recordingHost{}
-	att := newAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
+	att := NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
 	h := attachHost{Host: inner, att: att}
 	ctx := context.Background()
 	if got, err := h.Call(ctx, python.MethodCallTool, nil); got != "passed on" || err != nil {
@@ -47,12 +37,12 @@ func TestAttachmentLimits(t *testing.T) {
 		wantErr  string // a substring of the too_large message; "" for kept
 		wantName string
 	}{
-		{attachParams("image", "figure-1.png", "image/png", make([]byte, 60), 0), "", "figure-1.png"},
-		{attachParams("image", "big.png", "image/png", nil, 101), "MCP_BRIDGE_MAX_ATTACHMENT_SIZE", "big.png"},
-		{attachParams("file", "out.csv", "text/csv", []byte("a,b\n1,2\n"), 0), "", "out.csv"},
-		{attachParams("image", "figure-1.png", "image/png", make([]byte, 90), 0), "MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL", "figure-1-2.png"},
-		{attachParams("file", "blob.bin", "application/octet-stream", []byte{0xff, 0, 1}, 0), "", "blob.bin"},
-		{attachParams("image", "late.png", "image/png", []byte{1}, 0), "MCP_BRIDGE_MAX_ATTACHMENTS)", "late.png"},
+		{bridgetest.AttachParams("image", "figure-1.png", "image/png", make([]byte, 60), 0), "", "figure-1.png"},
+		{bridgetest.AttachParams("image", "big.png", "image/png", nil, 101), "MCP_BRIDGE_MAX_ATTACHMENT_SIZE", "big.png"},
+		{bridgetest.AttachParams("file", "out.csv", "text/csv", []byte("a,b\n1,2\n"), 0), "", "out.csv"},
+		{bridgetest.AttachParams("image", "figure-1.png", "image/png", make([]byte, 90), 0), "MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL", "figure-1-2.png"},
+		{bridgetest.AttachParams("file", "blob.bin", "application/octet-stream", []byte{0xff, 0, 1}, 0), "", "blob.bin"},
+		{bridgetest.AttachParams("image", "late.png", "image/png", []byte{1}, 0), "MCP_BRIDGE_MAX_ATTACHMENTS)", "late.png"},
 	}
 	for i, st := range steps {
 		_, err := h.Call(ctx, python.MethodAttach, st.params)
@@ -67,14 +57,14 @@ func TestAttachmentLimits(t *testing.T) {
 			t.Fatalf("step %d: error %v, want too_large naming %s and %s", i, err, st.wantErr, st.wantName)
 		}
 	}
-	if _, err := h.Call(ctx, python.MethodAttach, attachParams("video", "x", "", []byte{1}, 0)); err == nil {
+	if _, err := h.Call(ctx, python.MethodAttach, bridgetest.AttachParams("video", "x", "", []byte{1}, 0)); err == nil {
 		t.Error("an unknown kind was accepted")
 	}
-	if _, err := h.Call(ctx, python.MethodAttach, attachParams("image", "x", "", nil, 10)); err == nil {
+	if _, err := h.Call(ctx, python.MethodAttach, bridgetest.AttachParams("image", "x", "", nil, 10)); err == nil {
 		t.Error("an attachment under the limit without data was accepted")
 	}
 
-	content, kept, dropped, _ := att.contents()
+	content, kept, dropped, _ := att.Contents()
 	if len(content) != 3 || len(kept) != 3 || len(dropped) != 3 {
 		t.Fatalf("content %d, kept %+v, dropped %+v; want 3 of each", len(content), kept, dropped)
 	}
@@ -94,23 +84,6 @@ func TestAttachmentLimits(t *testing.T) {
 		}
 	}
 
-	// The result: text first, then the attachments in order, a note for each
-	// dropped one, and both lists in structuredContent.
-	r := formatResult(&python.Result{Stdout: "done\n"}, nil, att)
-	if len(r.Content) != 4 {
-		t.Fatalf("result has %d contents, want text + 3", len(r.Content))
-	}
-	text := r.Content[0].(*mcp.TextContent).Text
-	if !strings.HasPrefix(text, "done\n[attachments]\n") || strings.Count(text, "not returned") != 3 || !strings.Contains(text, `image "big.png" (image/png) not returned`) {
-		t.Errorf("text:\n%s", text)
-	}
-	out := r.StructuredContent.(output)
-	if len(out.Attachments) != 3 || out.Attachments[1].Bytes != 8 || len(out.DroppedAttachments) != 3 {
-		t.Errorf("structuredContent attachments %+v, dropped %+v", out.Attachments, out.DroppedAttachments)
-	}
-	if r.IsError {
-		t.Error("dropped attachments made the result an error")
-	}
 }
 
 func TestIsText(t *testing.T) {
@@ -127,22 +100,15 @@ func TestIsText(t *testing.T) {
 // TestAttachmentDropsBounded: code that sends endless oversized attachments
 // makes the result list the first maxDropped and count the rest.
 func TestAttachmentDropsBounded(t *testing.T) {
-	att := newAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
+	att := NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
 	h := attachHost{Host: &recordingHost{}, att: att}
 	for range 1000 {
-		if _, err := h.Call(context.Background(), python.MethodAttach, attachParams("image", "x.png", "image/png", nil, 11)); err == nil {
+		if _, err := h.Call(context.Background(), python.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {
 			t.Fatal("an oversized attachment was accepted")
 		}
 	}
-	_, _, dropped, more := att.contents()
+	_, _, dropped, more := att.Contents()
 	if len(dropped) != maxDropped || more != 1000-maxDropped || len(att.names) != maxDropped {
 		t.Errorf("%d dropped listed, %d more, %d names; want %d, %d, %d", len(dropped), more, len(att.names), maxDropped, 1000-maxDropped, maxDropped)
-	}
-	r := formatResult(&python.Result{}, nil, att)
-	if text := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "and 980 more not returned.") {
-		t.Errorf("text:\n%s", text)
-	}
-	if out := r.StructuredContent.(output); out.DroppedMore != 980 {
-		t.Errorf("dropped_attachments_more = %d", out.DroppedMore)
 	}
 }

@@ -1,4 +1,4 @@
-package bridge
+package host
 
 import (
 	"cmp"
@@ -23,9 +23,9 @@ const (
 	kindFile  = "file"
 )
 
-// attachmentInfo describes an attachment in structuredContent, without its
+// AttachmentInfo describes an attachment in structuredContent, without its
 // data; Reason says why a dropped one was dropped.
-type attachmentInfo struct {
+type AttachmentInfo struct {
 	Kind     string `json:"kind"`
 	Name     string `json:"name"`
 	MIMEType string `json:"mime_type"`
@@ -33,15 +33,15 @@ type attachmentInfo struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// attachments collects the images and files one run returns, within the
+// Attachments collects the images and files one run returns, within the
 // run's limits. The sandbox's requests arrive concurrently.
-type attachments struct {
+type Attachments struct {
 	max, maxN, maxSum int
 
 	mu      sync.Mutex // protects following
 	kept    []attachment
 	sum     int
-	dropped []attachmentInfo // the first maxDropped
+	dropped []AttachmentInfo // the first maxDropped
 	more    int              // dropped beyond those, only counted
 	names   map[string]bool  // given out, kept or dropped
 }
@@ -51,17 +51,18 @@ type attachments struct {
 const maxDropped = 20
 
 type attachment struct {
-	attachmentInfo
+	AttachmentInfo
 	data []byte
 }
 
-func newAttachments(cfg settings.Config) *attachments {
-	return &attachments{max: cfg.MaxAttachment, maxN: cfg.MaxAttachN, maxSum: cfg.MaxAttachSum}
+// NewAttachments returns a run's empty collection, with the limits of cfg.
+func NewAttachments(cfg settings.Config) *Attachments {
+	return &Attachments{max: cfg.MaxAttachment, maxN: cfg.MaxAttachN, maxSum: cfg.MaxAttachSum}
 }
 
 // add keeps p, or records it as dropped and returns an error the sandbox
 // raises as MCPError(too_large) naming the limit.
-func (a *attachments) add(p python.AttachParams) error {
+func (a *Attachments) add(p python.AttachParams) error {
 	switch {
 	case p.Kind != kindImage && p.Kind != kindFile:
 		return &rpcError{code: "bad_arguments", msg: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
@@ -71,7 +72,7 @@ func (a *attachments) add(p python.AttachParams) error {
 	if p.Data != nil {
 		p.Bytes = len(p.Data)
 	}
-	info := attachmentInfo{Kind: p.Kind, Name: path.Base(cmp.Or(p.Name, p.Kind)), MIMEType: p.MIMEType, Bytes: p.Bytes}
+	info := AttachmentInfo{Kind: p.Kind, Name: path.Base(cmp.Or(p.Name, p.Kind)), MIMEType: p.MIMEType, Bytes: p.Bytes}
 	if info.MIMEType == "" {
 		info.MIMEType = "application/octet-stream"
 	}
@@ -80,16 +81,16 @@ func (a *attachments) add(p python.AttachParams) error {
 	var why string
 	switch {
 	case p.Bytes > a.max:
-		why = fmt.Sprintf("%s is over the %s limit per image or file (MCP_BRIDGE_MAX_ATTACHMENT_SIZE)", byteSize(p.Bytes), byteSize(a.max))
+		why = fmt.Sprintf("%s is over the %s limit per image or file (MCP_BRIDGE_MAX_ATTACHMENT_SIZE)", ByteSize(p.Bytes), ByteSize(a.max))
 	case len(a.kept) >= a.maxN:
 		why = fmt.Sprintf("this run already returned %d images and files, the most one run may (MCP_BRIDGE_MAX_ATTACHMENTS)", len(a.kept))
 	case a.sum+p.Bytes > a.maxSum:
 		why = fmt.Sprintf("with it this run would return %s of images and files, over the %s limit per run (MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL)",
-			byteSize(a.sum+p.Bytes), byteSize(a.maxSum))
+			ByteSize(a.sum+p.Bytes), ByteSize(a.maxSum))
 	}
 	if why == "" {
 		info.Name = a.unique(info.Name)
-		a.kept = append(a.kept, attachment{attachmentInfo: info, data: p.Data})
+		a.kept = append(a.kept, attachment{AttachmentInfo: info, data: p.Data})
 		a.sum += p.Bytes
 		return nil
 	}
@@ -105,7 +106,7 @@ func (a *attachments) add(p python.AttachParams) error {
 
 // unique returns name, or name with a number before its extension when the
 // run already returned that name (figure-1.png twice: figure-1-2.png).
-func (a *attachments) unique(name string) string {
+func (a *Attachments) unique(name string) string {
 	if a.names == nil {
 		a.names = map[string]bool{}
 	}
@@ -125,19 +126,19 @@ func shrinkHint(kind string) string {
 	return "Return a smaller file (sample or aggregate the rows, compress it), or print a summary instead"
 }
 
-// contents is what was kept, as MCP content in the order it came, the
+// Contents is what was kept, as MCP content in the order it came, the
 // structured descriptions of what was kept and of the first dropped ones, and
 // how many more were dropped.
-func (a *attachments) contents() (content []mcp.Content, kept, dropped []attachmentInfo, more int) {
+func (a *Attachments) Contents() (content []mcp.Content, kept, dropped []AttachmentInfo, more int) {
 	if a == nil {
 		return nil, nil, nil, 0
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []mcp.Content
-	var infos []attachmentInfo
+	var infos []AttachmentInfo
 	for _, at := range a.kept {
-		infos = append(infos, at.attachmentInfo)
+		infos = append(infos, at.AttachmentInfo)
 		if at.Kind == kindImage {
 			out = append(out, &mcp.ImageContent{Data: at.data, MIMEType: at.MIMEType})
 			continue
@@ -168,11 +169,15 @@ func isText(mimeType string) bool {
 	return false
 }
 
+// Host answers the sandbox's attach requests of one run into a, and passes
+// every other request on to h.
+func (a *Attachments) Host(h python.Host) python.Host { return attachHost{Host: h, att: a} }
+
 // attachHost answers the sandbox's attach requests for one run and passes
 // every other request on.
 type attachHost struct {
 	python.Host
-	att *attachments
+	att *Attachments
 }
 
 func (h attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {

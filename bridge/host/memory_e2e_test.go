@@ -1,6 +1,7 @@
-package bridge
+package host
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 
 // memoryHost is a directory whose host has a store under a fresh state
 // directory, and a runner of code in an interpreter on this host.
-func memoryHost(t *testing.T) (*directory, func(t *testing.T, it *python.Interpreter, code string) string) {
+func memoryHost(t *testing.T) (*Directory, func(t *testing.T, it *python.Interpreter, code string) string) {
 	d := newDirectory(&recordingPool{}, 4<<20, nil)
 	d.store = memory.New(t.TempDir())
 	run := func(t *testing.T, it *python.Interpreter, code string) string {
@@ -66,7 +67,7 @@ True False
 	it2 := localInterp(t)
 	res, err := it2.Run(t.Context(), python.Program{
 		Code:    `print(clean([1, 0, 2]), clean.__doc__, load_memory("plan"))`,
-		Prelude: savedHelpers(d.store, orDiscard(nil))(),
+		Prelude: SavedHelpers(d.store, slog.New(slog.DiscardHandler))(),
 	}, d.Host(nil), time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "[1, 2] Drops empty rows from a table. {'steps': [1, 2], 'done': True}\n" {
 		t.Errorf("new session after restart: %q %+v %v", res.Stdout, res.Error, err)
@@ -212,7 +213,7 @@ def fact(n):
 	it2 := localInterp(t)
 	res, err = it2.Run(t.Context(), python.Program{
 		Code:    `import json, sys; helper = lambda x: x; print(to_json([1]), counter(3), fact(5), 'dump' in globals())`,
-		Prelude: savedHelpers(d.store, orDiscard(nil))(),
+		Prelude: SavedHelpers(d.store, slog.New(slog.DiscardHandler))(),
 	}, d.Host(nil), time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "[1] 3 120 True\n" || res.Stderr != "" {
 		t.Errorf("a new session: %q %q %+v %v", res.Stdout, res.Stderr, res.Error, err)

@@ -1,4 +1,4 @@
-package bridge
+package host
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestReloadWhileRunsRead(t *testing.T) {
 	publish := func(i int) {
 		cfg := &discovery.Config{Servers: []*discovery.Server{defs[i]}}
 		p.Update(cfg.Servers)
-		d.update(cfg)
+		d.Update(cfg)
 	}
 	publish(0)
 

@@ -1,4 +1,4 @@
-package bridge
+package host
 
 import (
 	"context"
@@ -38,11 +38,11 @@ func (p *annotatedPool) Call(ctx context.Context, server, tool string, args any,
 
 const policyFile = "/home/u/MCPs/fs.json"
 
-func policyDirectory(global, entry discovery.ToolPolicy) (*directory, *annotatedPool) {
+func policyDirectory(global, entry discovery.ToolPolicy) (*Directory, *annotatedPool) {
 	fp := &annotatedPool{}
 	d := newDirectory(fp, 1<<20, nil)
 	d.tools = global
-	d.update(policyConfig(entry))
+	d.Update(policyConfig(entry))
 	return d, fp
 }
 
@@ -51,7 +51,7 @@ func policyConfig(entry discovery.ToolPolicy) *discovery.Config {
 }
 
 // visibleEverywhere lists the tools each way of looking at the server shows.
-func visibleEverywhere(t *testing.T, d *directory) map[string][]string {
+func visibleEverywhere(t *testing.T, d *Directory) map[string][]string {
 	t.Helper()
 	h := d.Host(nil)
 	names := func(v any, key string) []string {
@@ -225,7 +225,7 @@ func TestPolicyEditAppliesToRunningRun(t *testing.T) {
 	if err := call(); err != nil {
 		t.Fatal(err)
 	}
-	d.update(policyConfig(discovery.ToolPolicy{Deny: []string{"write_file"}}))
+	d.Update(policyConfig(discovery.ToolPolicy{Deny: []string{"write_file"}}))
 	var re *rpcError
 	if err := call(); !errors.As(err, &re) || re.code != codePolicyDenied {
 		t.Fatalf("after the edit: %v, want policy_denied", err)

@@ -1,8 +1,9 @@
 //go:build !windows
 
-package bridge
+package host
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,10 +14,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
 // TestTypedSignatures renders every tool of server-everything, server-memory
 // and server-filesystem as Python (query_tool_docs with detail="full", as the
 // sandbox asks for it) and compares the stubs with testdata/typed/*.py.golden.
-// go test ./bridge -run TestTypedSignatures -update rewrites them after a
+// go test ./bridge/host -run TestTypedSignatures -update rewrites them after a
 // deliberate change; review the diff.
 func TestTypedSignatures(t *testing.T) {
 	servers := []*discovery.Server{
@@ -55,7 +58,7 @@ func TestTypedSignatures(t *testing.T) {
 		}
 		want, err := os.ReadFile(golden)
 		if err != nil {
-			t.Fatalf("%v: run go test ./bridge -run TestTypedSignatures -update", err)
+			t.Fatalf("%v: run go test ./bridge/host -run TestTypedSignatures -update", err)
 		}
 		if got := b.String(); got != string(want) {
 			t.Errorf("%s: the stubs differ from %s (rerun with -update and review the diff):\n%s", srv.Name, golden, firstDiff(string(want), got))

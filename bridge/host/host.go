@@ -1,4 +1,4 @@
-package bridge
+package host
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"strconv"
@@ -30,16 +31,16 @@ import (
 // host answers one run's requests from the sandbox. It sees the configuration
 // as it was when the run started, so a reload never changes a run's view.
 type host struct {
-	dir      *directory
+	dir      *Directory
 	snap     *snapshot
 	progress func(message string, progress, total float64)
 }
 
-// searchParallelism bounds how many servers a search starts at once, and
+// SearchParallelism bounds how many servers a search starts at once, and
 // searchStartTimeout how long it waits for them: a server slower than that is
 // reported as unavailable rather than holding up the run.
 const (
-	searchParallelism  = 8
+	SearchParallelism  = 8
 	searchStartTimeout = 30 * time.Second
 )
 
@@ -174,6 +175,21 @@ func init() { maps.Copy(methods, memoryMethods) }
 // memoryInfo describes a memory as the sandbox's helpers return it.
 func memoryInfo(m memory.Memory) *python.MemoryInfo {
 	return &python.MemoryInfo{Key: m.Key, Metadata: m.Metadata, Bytes: m.Bytes, CreatedAt: epoch(m.Created), UpdatedAt: epoch(m.Updated)}
+}
+
+// SavedHelpers gives a new session the helpers agents saved with save_tool.
+func SavedHelpers(st *memory.Store, logger *slog.Logger) func() []python.Source {
+	return func() []python.Source {
+		tools, err := st.Tools()
+		if err != nil {
+			logger.Warn("reading saved helpers; new sessions start without them", "err", err)
+		}
+		out := make([]python.Source, len(tools))
+		for i, t := range tools {
+			out[i] = python.Source{Name: t.Name, Source: t.Source}
+		}
+		return out
+	}
 }
 
 // epoch is t in seconds since 1970, as Python's time.time().
@@ -329,14 +345,14 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 }
 
 // everyServer lists the tools of every server of the snapshot, at most
-// searchParallelism at once: from the running server or its manifest, else
+// SearchParallelism at once: from the running server or its manifest, else
 // by starting it. One server failing does not stop the others.
 func (h *host) everyServer(ctx context.Context) (map[string]listing, map[string]error) {
 	all := map[string]listing{}
 	failed := map[string]error{}
 	var mu sync.Mutex
 	var g errgroup.Group
-	g.SetLimit(searchParallelism)
+	g.SetLimit(SearchParallelism)
 	for _, srv := range h.snap.servers {
 		g.Go(func() error {
 			l, err := h.dir.listTools(ctx, srv, true)
@@ -422,7 +438,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf(
 			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
-			name, tool, len(args), byteSize(len(args)), h.dir.maxArgs, byteSize(h.dir.maxArgs))}
+			name, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
 	}
 	if startFailed {
 		if srv, err := h.snap.resolve(key); err == nil {
@@ -530,8 +546,8 @@ func poolError(server string, err error) error {
 	return &rpcError{code: "internal", msg: err.Error()}
 }
 
-// byteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".
-func byteSize(n int) string {
+// ByteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".
+func ByteSize(n int) string {
 	unit, div := "B", 1.0
 	switch {
 	case n >= 1<<30:

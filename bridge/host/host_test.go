@@ -1,4 +1,4 @@
-package bridge
+package host
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func mathServerAcked(t *testing.T, acks <-chan struct{}) string {
 	return ts.URL
 }
 
-func testDirectory(t *testing.T, servers ...*discovery.Server) *directory {
+func testDirectory(t *testing.T, servers ...*discovery.Server) *Directory {
 	t.Helper()
 	p := pool.New(pool.Options{})
 	t.Cleanup(func() {
@@ -94,7 +94,7 @@ func testDirectory(t *testing.T, servers ...*discovery.Server) *directory {
 	cfg := &discovery.Config{Servers: servers}
 	p.Update(cfg.Servers)
 	d := newDirectory(p, 4<<20, nil)
-	d.update(cfg)
+	d.Update(cfg)
 	return d
 }
 
@@ -307,7 +307,7 @@ func (f *recordingPool) callSizes() []int {
 func TestCallToolArgumentLimit(t *testing.T) {
 	fp := &recordingPool{}
 	d := newDirectory(fp, 1000, nil)
-	d.update(&discovery.Config{Servers: []*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"}}})
+	d.Update(&discovery.Config{Servers: []*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"}}})
 	h := d.Host(nil)
 
 	// {"message":"..."} is 14 bytes around the message.

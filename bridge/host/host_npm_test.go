@@ -1,6 +1,6 @@
 //go:build !windows
 
-package bridge
+package host
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestArgumentLimitKeepsServerAlive(t *testing.T) {
 	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "everything", Transport: discovery.Stdio, Command: testenv.NPMBin(t, "mcp-server-everything")}}}
 	p.Update(cfg.Servers)
 	d := newDirectory(p, 4<<20, nil)
-	d.update(cfg)
+	d.Update(cfg)
 	h := d.Host(nil)
 
 	echo := func(msg string) (any, error) {

@@ -1,0 +1,43 @@
+// Package host is the host side of the sandbox protocol: it answers the
+// requests a run's Python code sends (python.Host) from the configured MCP
+// servers. [Directory] holds the servers of the current configuration, swapped
+// whole on every reload; each run gets a host that sees the configuration it
+// started with. The host lists, documents, searches and calls downstream
+// tools under the tool policy, audits every call, keeps memories and saved
+// helpers, and collects the images and files a run returns ([Attachments]).
+package host
+
+import (
+	"log/slog"
+
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+// Options are a [Directory]'s collaborators besides its pool; a zero field
+// means none.
+type Options struct {
+	// MaxArgs is the largest arguments of one tool call, in bytes
+	// (MCP_BRIDGE_MAX_ARGUMENT_SIZE); 0 means no limit.
+	MaxArgs int
+	// Tools is the global tool policy, which each server's entry refines.
+	Tools discovery.ToolPolicy
+	// Store holds memories and saved helpers.
+	Store *memory.Store
+	// Manifests holds each server's last tool list, from which docs and
+	// search answer for a server that is not running.
+	Manifests *manifest.Store
+	// Audit records every tool call.
+	Audit  *audit.Log
+	Logger *slog.Logger
+}
+
+// New returns a [Directory] with no servers in front of pool; [Directory.Update]
+// publishes the first configuration.
+func New(pool Downstream, opts Options) *Directory {
+	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
+	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
+	return d
+}

@@ -1,0 +1,20 @@
+// Package bridgetest holds test helpers shared by the tests of several
+// packages under bridge.
+package bridgetest
+
+import (
+	"encoding/json"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// AttachParams is the attach request the sandbox sends for data, or for its
+// size alone when data is nil.
+func AttachParams(kind, name, mime string, data []byte, size int) json.RawMessage {
+	p := python.AttachParams{Kind: kind, Name: name, MIMEType: mime, Data: data, Bytes: size}
+	if data != nil {
+		p.Bytes = len(data)
+	}
+	raw, _ := json.Marshal(p)
+	return raw
+}

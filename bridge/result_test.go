@@ -1,0 +1,70 @@
+package bridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/host"
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+)
+
+// TestResultAttachments: a run's result is its text first, then the images
+// and files it kept, in order, a note for each dropped one, and both lists in
+// structuredContent. (The host's tests check which are kept and why.)
+func TestResultAttachments(t *testing.T) {
+	att := host.NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
+	h := att.Host(noServers{})
+	for _, p := range []struct {
+		kind, name, mime string
+		data             []byte
+		size             int
+	}{
+		{"image", "figure-1.png", "image/png", make([]byte, 60), 0},
+		{"image", "big.png", "image/png", nil, 101},
+		{"file", "out.csv", "text/csv", []byte("a,b\n1,2\n"), 0},
+		{"image", "figure-1.png", "image/png", make([]byte, 90), 0},
+		{"file", "blob.bin", "application/octet-stream", []byte{0xff, 0, 1}, 0},
+		{"image", "late.png", "image/png", []byte{1}, 0},
+	} {
+		h.Call(t.Context(), python.MethodAttach, bridgetest.AttachParams(p.kind, p.name, p.mime, p.data, p.size))
+	}
+	// The result: text first, then the attachments in order, a note for each
+	// dropped one, and both lists in structuredContent.
+	r := formatResult(&python.Result{Stdout: "done\n"}, nil, att)
+	if len(r.Content) != 4 {
+		t.Fatalf("result has %d contents, want text + 3", len(r.Content))
+	}
+	text := r.Content[0].(*mcp.TextContent).Text
+	if !strings.HasPrefix(text, "done\n[attachments]\n") || strings.Count(text, "not returned") != 3 || !strings.Contains(text, `image "big.png" (image/png) not returned`) {
+		t.Errorf("text:\n%s", text)
+	}
+	out := r.StructuredContent.(output)
+	if len(out.Attachments) != 3 || out.Attachments[1].Bytes != 8 || len(out.DroppedAttachments) != 3 {
+		t.Errorf("structuredContent attachments %+v, dropped %+v", out.Attachments, out.DroppedAttachments)
+	}
+	if r.IsError {
+		t.Error("dropped attachments made the result an error")
+	}
+}
+
+// TestResultDropsBounded: code that sends endless oversized attachments gets
+// a result that lists the first ones dropped and counts the rest.
+func TestResultDropsBounded(t *testing.T) {
+	att := host.NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
+	h := att.Host(noServers{})
+	for range 1000 {
+		h.Call(context.Background(), python.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11))
+	}
+	r := formatResult(&python.Result{}, nil, att)
+	if text := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "and 980 more not returned.") {
+		t.Errorf("text:\n%s", text)
+	}
+	if out := r.StructuredContent.(output); out.DroppedMore != 980 {
+		t.Errorf("dropped_attachments_more = %d", out.DroppedMore)
+	}
+}
