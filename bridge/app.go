@@ -18,6 +18,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -50,7 +51,7 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 		return err
 	}
 	defer rt.close()
-	srv := NewServer(cfg, Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
+	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
 	logger.Info("serving MCP on stdio", "config_dir", cfg.ConfigDir)
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
 	if errors.Is(err, io.EOF) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
@@ -140,7 +141,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 	}()
 	res, err := ct.Run(ctx, sandbox.Request{
 		Program: python.Program{Code: "import sys, codebridge_runner\nprint('ok', sys.version.split()[0], codebridge_runner.STREAM)", OutputLimit: cfg.OutputLimit},
-		Host:    noServers{}, Timeout: cfg.Timeout,
+		Host:    host.NoServers{}, Timeout: cfg.Timeout,
 	})
 	switch {
 	case err != nil:

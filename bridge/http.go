@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
@@ -85,7 +86,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 		return err
 	}
 	defer rt.close()
-	srv := NewServer(cfg, Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
+	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
 	f := &front{
 		srv: srv, rt: rt, cfg: cfg, logger: logger, loopback: loopback,
 		port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), token: tokenDigest(token),
@@ -126,7 +127,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 // front is the HTTP side of [ListenAndServe]: checks and limits in front of
 // the SDK's streamable handler, the health endpoint, and the request log.
 type front struct {
-	srv      *Server
+	srv      *server.Server
 	rt       *parts
 	cfg      settings.Config
 	logger   *slog.Logger
@@ -134,9 +135,9 @@ type front struct {
 	port     string   // the port listened on
 	token    [32]byte // SHA-256 of the bearer token; zero when none is required
 
-	creating sync.Mutex  // held while a request may create a session
-	stopping atomic.Bool // shutting down: no new sessions
-	posts    counter     // POST requests to /mcp in progress: their answers are on the way
+	creating sync.Mutex     // held while a request may create a session
+	stopping atomic.Bool    // shutting down: no new sessions
+	posts    server.Counter // POST requests to /mcp in progress: their answers are on the way
 }
 
 // shutdown stops hs: it stops accepting at once, lets runs finish up to the
@@ -158,7 +159,7 @@ func (f *front) shutdown(hs *http.Server) {
 	// A finished run's answer is still being written to its POST: let
 	// those end before the sessions close under them.
 	answered, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	f.posts.wait(answered)
+	f.posts.Wait(answered)
 	cancel()
 	for ss := range f.srv.MCP().Sessions() {
 		ss.Close()
@@ -268,8 +269,8 @@ func (f *front) limitSessions(next http.Handler) http.Handler {
 func (f *front) countPosts(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			f.posts.add(1)
-			defer f.posts.add(-1)
+			f.posts.Add(1)
+			defer f.posts.Add(-1)
 		}
 		next.ServeHTTP(w, r)
 	})

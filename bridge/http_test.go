@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 func TestIsLoopbackAddr(t *testing.T) {
@@ -59,7 +56,7 @@ func TestBearerToken(t *testing.T) {
 }
 
 func TestListenAndServeRefusesOpenNetworkAddress(t *testing.T) {
-	cfg := defaultConfig(t)
+	cfg := bridgetest.Config(t)
 	cfg.HTTP, cfg.HTTPAuth = "0.0.0.0:0", false
 	err := ListenAndServe(t.Context(), cfg, HTTPOptions{})
 	if err == nil || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), "MCP_BRIDGE_HTTP_AUTH") {
@@ -71,7 +68,7 @@ func TestListenAndServeRefusesOpenNetworkAddress(t *testing.T) {
 // refusal before the handler behind runs.
 func TestFrontChecks(t *testing.T) {
 	const token = "0123456789abcdef0123"
-	cfg := defaultConfig(t)
+	cfg := bridgetest.Config(t)
 	cfg.HTTPOrigins = []string{"https://agent.example.com"}
 	f := &front{cfg: cfg, loopback: true, port: "8080", token: tokenDigest(token)}
 	reached := false
@@ -114,48 +111,5 @@ func TestFrontChecks(t *testing.T) {
 				t.Error("401 without WWW-Authenticate")
 			}
 		})
-	}
-}
-
-// TestRunLimitAndDrain: past MaxRuns a run fails at once with a busy error;
-// Drain refuses new runs, waits for the one in progress, and cancels it when
-// its ctx ends first.
-func TestRunLimitAndDrain(t *testing.T) {
-	cfg := defaultConfig(t)
-	cfg.MaxRuns = 1
-	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
-	s := NewServer(cfg, Options{Runner: r})
-	cs := connect(t, s)
-	first := make(chan *mcp.CallToolResult, 1)
-	go func() {
-		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "wait()"}})
-		first <- res
-	}()
-	<-r.started
-	res, out := call(t, cs, map[string]any{"code": "print(1)"})
-	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_RUNS") {
-		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_RUNS", text(res))
-	}
-
-	ctx, cancel := context.WithCancel(t.Context())
-	drained := make(chan struct{})
-	go func() { s.Drain(ctx); close(drained) }()
-	// Drain is waiting for the run; new runs are refused meanwhile.
-	testenv.Eventually(t, "new runs refused while draining", func() bool {
-		res, _ := call(t, cs, map[string]any{"code": "print(1)"})
-		return strings.Contains(text(res), "shutting down")
-	})
-	select {
-	case <-drained:
-		t.Fatal("Drain returned while a run was in progress and its ctx alive")
-	default:
-	}
-	cancel() // the grace period ends: the run is cancelled
-	<-drained
-	if res := <-first; res != nil && !res.IsError {
-		t.Errorf("the run in progress after the grace period: %s, want it cancelled", text(res))
-	}
-	if n := s.Runs(); n != 0 {
-		t.Errorf("%d runs counted after Drain", n)
 	}
 }

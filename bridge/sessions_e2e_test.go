@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
+	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -21,14 +23,14 @@ func TestTwoSessionsOneServer(t *testing.T) {
 	if err := exec.Command("podman", "image", "exists", testenv.Image()).Run(); err != nil {
 		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh")
 	}
-	cfg := defaultConfig(t)
+	cfg := bridgetest.Config(t)
 	cfg.ConfigDir, cfg.StateDir, cfg.Image = t.TempDir(), t.TempDir(), testenv.Image()
 	p, err := start(t.Context(), cfg, orDiscard(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.close)
-	srv := NewServer(cfg, Options{Runner: p.sandbox, Servers: p.dir})
+	srv := server.NewServer(cfg, server.Options{Runner: p.sandbox, Servers: p.dir})
 
 	connect := func() (*mcp.ClientSession, *mcp.ServerSession) {
 		ct, st := mcp.NewInMemoryTransports()
@@ -45,7 +47,7 @@ func TestTwoSessionsOneServer(t *testing.T) {
 	}
 	run := func(cs *mcp.ClientSession, code string) (stdout string, sessionID string) {
 		t.Helper()
-		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"code": code}})
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: server.ToolName, Arguments: map[string]any{"code": code}})
 		if err != nil {
 			t.Fatal(err)
 		}

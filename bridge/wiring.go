@@ -17,6 +17,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
@@ -27,7 +28,7 @@ import (
 // sandboxRuntime is what parts needs from the container runtime: runs, a
 // warm-up at start and a shutdown. [containers] is the real one.
 type sandboxRuntime interface {
-	Runner
+	server.Runner
 	// Warm prepares containers ahead of time; it returns when done or when ctx ends.
 	Warm(ctx context.Context) error
 	// Close removes every container and waits for background work.

@@ -8,15 +8,17 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
+	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // fakeSandbox is a sandbox whose Warm runs until its context ends and whose
-// Close fails. It records the order in which they happen.
+// Close fails. It records the order in which they happen. It runs nothing.
 type fakeSandbox struct {
-	fakeRunner
-	warming  chan struct{} // closed when Warm has begun
-	closeErr error
+	server.Runner               // nil: the tests run no code
+	warming       chan struct{} // closed when Warm has begun
+	closeErr      error
 
 	mu              sync.Mutex // protects following
 	warmEnded       bool
@@ -46,7 +48,7 @@ type syncBuffer = testenv.SyncBuffer
 // TestPartsCloseStopsWarmUp: close ends the warm-up goroutine and waits for it
 // before closing the sandbox, and reports the sandbox's Close error.
 func TestPartsCloseStopsWarmUp(t *testing.T) {
-	cfg := defaultConfig(t)
+	cfg := bridgetest.Config(t)
 	cfg.ConfigDir = t.TempDir()
 	cfg.WarmSandboxes = 1
 	var logs syncBuffer

@@ -560,3 +560,11 @@ func ByteSize(n int) string {
 	v := math.Round(float64(n)/div*10) / 10
 	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }
+
+// NoServers is the python.Host of a run when no servers are configured.
+type NoServers struct{}
+
+// Call refuses every request, saying how to configure a server.
+func (NoServers) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	return nil, fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
+}

@@ -3,7 +3,10 @@
 package bridgetest
 
 import (
+	"testing"
+
 	"encoding/json"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
@@ -17,4 +20,14 @@ func AttachParams(kind, name, mime string, data []byte, size int) json.RawMessag
 	}
 	raw, _ := json.Marshal(p)
 	return raw
+}
+
+// Config is the settings of an empty environment: every default.
+func Config(t *testing.T) settings.Config {
+	t.Helper()
+	c, err := settings.LoadConfig(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -1,4 +1,4 @@
-package bridge
+package server
 
 import (
 	"bytes"
@@ -61,17 +61,18 @@ type Server struct {
 	sessions map[*mcp.ServerSession]string
 	draining bool // Drain was called: new runs are refused
 
-	runs counter // run_python calls in progress or waiting their turn
+	runs Counter // run_python calls in progress or waiting their turn
 }
 
-// counter counts work in progress and lets one wait until there is none.
-type counter struct {
+// Counter counts work in progress and lets one wait until there is none.
+type Counter struct {
 	mu   sync.Mutex // protects following
 	n    int
 	zero chan struct{} // closed when n reaches 0; nil while no one waits
 }
 
-func (c *counter) add(delta int) {
+// Add adds delta to the count.
+func (c *Counter) Add(delta int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n += delta
@@ -81,14 +82,15 @@ func (c *counter) add(delta int) {
 	}
 }
 
-func (c *counter) count() int {
+// Count is the work in progress.
+func (c *Counter) Count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n
 }
 
-// wait waits until the count is 0 and reports true, or until ctx ends.
-func (c *counter) wait(ctx context.Context) bool {
+// Wait waits until the count is 0 and reports true, or until ctx ends.
+func (c *Counter) Wait(ctx context.Context) bool {
 	c.mu.Lock()
 	if c.n == 0 {
 		c.mu.Unlock()
@@ -157,28 +159,28 @@ func (s *Server) Drain(ctx context.Context) {
 	s.mu.Lock()
 	s.draining = true
 	s.mu.Unlock()
-	if !s.runs.wait(ctx) {
+	if !s.runs.Wait(ctx) {
 		s.logger.Warn("cancelling the runs still in progress at shutdown", "runs", s.Runs())
 	}
 	s.quitOnce.Do(func() { close(s.quit) })
 }
 
 // Runs is the number of run_python calls in progress or waiting their turn.
-func (s *Server) Runs() int { return s.runs.count() }
+func (s *Server) Runs() int { return s.runs.Count() }
 
 // startRun counts a run in, or says why it cannot start: MaxRuns are in
 // progress, or the server is draining. done counts it out.
 func (s *Server) startRun() (done func(), refused *mcp.CallToolResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch n := s.runs.count(); {
+	switch n := s.runs.Count(); {
 	case s.draining:
 		return nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
 	case s.cfg.MaxRuns > 0 && n >= s.cfg.MaxRuns:
 		return nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", n)
 	}
-	s.runs.add(1)
-	return func() { s.runs.add(-1) }, nil
+	s.runs.Add(1)
+	return func() { s.runs.Add(-1) }, nil
 }
 
 // runPython is the run_python handler. A problem with the caller's input or code
@@ -213,7 +215,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
-	var host python.Host = noServers{}
+	var host python.Host = host.NoServers{}
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
@@ -473,11 +475,4 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return raw
-}
-
-// noServers is the Host of a run when no servers are configured.
-type noServers struct{}
-
-func (noServers) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
-	return nil, fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
 }

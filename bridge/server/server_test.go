@@ -1,4 +1,4 @@
-package bridge
+package server
 
 import (
 	"context"
@@ -18,9 +18,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -52,15 +53,6 @@ func (f *fakeRunner) End(_ context.Context, key string) {
 	f.ended = append(f.ended, key)
 }
 
-func defaultConfig(t *testing.T) settings.Config {
-	t.Helper()
-	c, err := settings.LoadConfig(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // connect starts s and returns a client session talking to it in memory.
 func connect(t *testing.T, s *Server) *mcp.ClientSession {
 	t.Helper()
@@ -79,7 +71,7 @@ func connect(t *testing.T, s *Server) *mcp.ClientSession {
 }
 
 func TestListedToolGolden(t *testing.T) {
-	cs := connect(t, NewServer(defaultConfig(t), Options{Runner: &fakeRunner{}}))
+	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: &fakeRunner{}}))
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +96,15 @@ func TestListedToolGolden(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v (run go test ./bridge -update to create it)", err)
+		t.Fatalf("%v (run go test ./bridge/server -update to create it)", err)
 	}
 	if diff := cmp.Diff(strings.TrimSpace(string(want)), string(got)); diff != "" {
-		t.Errorf("listed tool changed (-golden +got); if intended, run go test ./bridge -update:\n%s", diff)
+		t.Errorf("listed tool changed (-golden +got); if intended, run go test ./bridge/server -update:\n%s", diff)
 	}
 }
 
 func TestManualResource(t *testing.T) {
-	cs := connect(t, NewServer(defaultConfig(t), Options{Runner: &fakeRunner{}}))
+	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: &fakeRunner{}}))
 	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: ManualURI})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +168,7 @@ func TestRunPythonResults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := connect(t, NewServer(defaultConfig(t), Options{Runner: &fakeRunner{result: tt.result}}))
+			cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: &fakeRunner{result: tt.result}}))
 			res, structured := call(t, cs, map[string]any{"code": "print('x')"})
 			got := text(res)
 			for _, w := range tt.wantText {
@@ -204,7 +196,7 @@ func TestRunPythonResults(t *testing.T) {
 }
 
 func TestRunPythonInput(t *testing.T) {
-	cfg := defaultConfig(t)
+	cfg := bridgetest.Config(t)
 	cfg.MaxCodeSize = 100
 	tests := []struct {
 		name        string
@@ -343,7 +335,7 @@ func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) 
 // notification must carry its own progress value, 1 to n.
 func TestProgressFromConcurrentCalls(t *testing.T) {
 	const n = 50
-	s := NewServer(defaultConfig(t), Options{Runner: concurrentProgressRunner{n}, Servers: progressDirectory{}})
+	s := NewServer(bridgetest.Config(t), Options{Runner: concurrentProgressRunner{n}, Servers: progressDirectory{}})
 	got := make(chan float64, n)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.MCP().Connect(t.Context(), st, nil)
@@ -406,7 +398,7 @@ func (r blockingRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Re
 // is cancelled, instead of the shutdown waiting for its time limit.
 func TestShutdownCancelsRuns(t *testing.T) {
 	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
-	s := NewServer(defaultConfig(t), Options{Runner: r})
+	s := NewServer(bridgetest.Config(t), Options{Runner: r})
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
@@ -428,5 +420,48 @@ func TestShutdownCancelsRuns(t *testing.T) {
 		close(r.release)
 		<-served
 		t.Fatal("Run did not return after its ctx ended: it waited for the run in progress")
+	}
+}
+
+// TestRunLimitAndDrain: past MaxRuns a run fails at once with a busy error;
+// Drain refuses new runs, waits for the one in progress, and cancels it when
+// its ctx ends first.
+func TestRunLimitAndDrain(t *testing.T) {
+	cfg := bridgetest.Config(t)
+	cfg.MaxRuns = 1
+	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
+	s := NewServer(cfg, Options{Runner: r})
+	cs := connect(t, s)
+	first := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "wait()"}})
+		first <- res
+	}()
+	<-r.started
+	res, out := call(t, cs, map[string]any{"code": "print(1)"})
+	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_RUNS") {
+		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_RUNS", text(res))
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	drained := make(chan struct{})
+	go func() { s.Drain(ctx); close(drained) }()
+	// Drain is waiting for the run; new runs are refused meanwhile.
+	testenv.Eventually(t, "new runs refused while draining", func() bool {
+		res, _ := call(t, cs, map[string]any{"code": "print(1)"})
+		return strings.Contains(text(res), "shutting down")
+	})
+	select {
+	case <-drained:
+		t.Fatal("Drain returned while a run was in progress and its ctx alive")
+	default:
+	}
+	cancel() // the grace period ends: the run is cancelled
+	<-drained
+	if res := <-first; res != nil && !res.IsError {
+		t.Errorf("the run in progress after the grace period: %s, want it cancelled", text(res))
+	}
+	if n := s.Runs(); n != 0 {
+		t.Errorf("%d runs counted after Drain", n)
 	}
 }
