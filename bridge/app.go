@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/front"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
@@ -131,6 +132,23 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
+}
+
+// HTTPOptions configure [ListenAndServe].
+type HTTPOptions = front.HTTPOptions
+
+// ListenAndServe serves MCP over streamable HTTP on cfg.HTTP until ctx ends
+// (see bridge/front). It returns only after every container and downstream
+// server it started has stopped.
+func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) error {
+	logger := orDiscard(opts.Logger)
+	return front.ListenAndServe(ctx, cfg, func(ctx context.Context) (front.Backend, error) {
+		rt, err := start(ctx, cfg, logger)
+		if err != nil {
+			return front.Backend{}, err
+		}
+		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close}, nil
+	}, opts)
 }
 
 // ListOptions configure [ListServers].

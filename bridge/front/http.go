@@ -1,6 +1,7 @@
-package bridge
+package front
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -54,8 +55,8 @@ const minTokenLen = 16
 // accepting, lets runs in progress finish for up to cfg.ShutdownGrace,
 // cancels the rest, closes every session, and returns only after every
 // container and downstream server it started has stopped.
-func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) error {
-	logger := orDiscard(opts.Logger)
+func ListenAndServe(ctx context.Context, cfg settings.Config, start Starter, opts HTTPOptions) error {
+	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	notice := opts.Notice
 	if notice == nil {
 		notice = os.Stderr
@@ -81,12 +82,12 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 	}
 	defer ln.Close()
 
-	rt, err := start(ctx, cfg, logger)
+	rt, err := start(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.close()
-	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
+	defer rt.Close()
+	srv := server.NewServer(cfg, server.Options{Runner: rt.Runner, Logger: logger, Version: opts.Version, Servers: rt.Servers})
 	f := &front{
 		srv: srv, rt: rt, cfg: cfg, logger: logger, loopback: loopback,
 		port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), token: tokenDigest(token),
@@ -128,7 +129,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 // the SDK's streamable handler, the health endpoint, and the request log.
 type front struct {
 	srv      *server.Server
-	rt       *parts
+	rt       Backend
 	cfg      settings.Config
 	logger   *slog.Logger
 	loopback bool     // listening on a loopback address: Host is checked
@@ -310,7 +311,7 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 // secret.
 func (f *front) health(w http.ResponseWriter, r *http.Request) {
 	podman := "ok"
-	if p, ok := f.rt.sandbox.(interface{ Ready(context.Context) error }); ok {
+	if p, ok := f.rt.Runner.(interface{ Ready(context.Context) error }); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		if err := p.Ready(ctx); err != nil {
 			podman = "unreachable"

@@ -1,6 +1,8 @@
-package bridge
+package front
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,7 +60,11 @@ func TestBearerToken(t *testing.T) {
 func TestListenAndServeRefusesOpenNetworkAddress(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.HTTP, cfg.HTTPAuth = "0.0.0.0:0", false
-	err := ListenAndServe(t.Context(), cfg, HTTPOptions{})
+	start := func(context.Context) (Backend, error) {
+		t.Error("the backend was started for a refused address")
+		return Backend{}, errors.New("not started")
+	}
+	err := ListenAndServe(t.Context(), cfg, start, HTTPOptions{})
 	if err == nil || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), "MCP_BRIDGE_HTTP_AUTH") {
 		t.Errorf("got %v, want a refusal naming loopback and MCP_BRIDGE_HTTP_AUTH", err)
 	}
