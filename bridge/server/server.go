@@ -215,19 +215,17 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
-	var host python.Host = host.NoServers{}
+	var h python.Host = host.NoServers{}
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
 			return inputError("%v", err), nil
 		}
 		prog.Servers = servers
-		host = d.Host(progress)
+		h = d.Host(progress)
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
-
-	host = att.Host(host)
 
 	// The first run may wait while Podman pulls the sandbox image: it sees the
 	// pull's progress, and waits no longer than its own time limit.
@@ -246,7 +244,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 	}()
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: host, Timeout: timeout,
+		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: att.Host(h), Timeout: timeout,
 	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
