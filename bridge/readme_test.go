@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestREADMESettings keeps the README's settings table in step with the code:
-// every variable codebridge reads is documented with its default.
+// TestREADMESettings keeps the settings table of docs/settings.md in step with
+// the code: every variable codebridge reads is documented with its default.
 func TestREADMESettings(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/settings.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,8 +20,8 @@ func TestREADMESettings(t *testing.T) {
 			def = "`" + s.def + "`"
 		}
 		row := "| `" + name + "` | " + def + " |"
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README.md has no settings row starting %q", row)
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/settings.md has no settings row starting %q", row)
 		}
 	}
 }
