@@ -13,7 +13,7 @@ import (
 // TestREADMESettings keeps the settings table of docs/settings.md in step with
 // the code: every variable codebridge reads is documented with its default.
 func TestREADMESettings(t *testing.T) {
-	doc, err := os.ReadFile("../docs/settings.md")
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "settings.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +30,36 @@ func TestREADMESettings(t *testing.T) {
 	}
 }
 
+// repoRoot is the folder of go.mod above the test's package, so these tests
+// find README.md and docs/ from whichever package holds them.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
 // TestDocsLinks checks that every relative link and #anchor in README.md and
 // docs/*.md resolves: the file exists, and the anchor is a heading of it as
 // GitHub names headings (lower case, spaces to '-', punctuation dropped).
 func TestDocsLinks(t *testing.T) {
-	files, err := filepath.Glob("../docs/*.md")
+	root := repoRoot(t)
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, "../README.md")
+	files = append(files, filepath.Join(root, "README.md"))
 	anchors := map[string]map[string]bool{} // cleaned path -> anchors
 	read := func(path string) (string, bool) {
 		b, err := os.ReadFile(path)
