@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -164,4 +166,39 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WaitFlockBlocked waits until some process or goroutine is blocked waiting
+// for an flock on the file at path, as Linux's /proc/locks shows (a "->"
+// line naming the file's inode). It reports false where /proc/locks does not
+// exist, so the caller can skip the check that depends on it.
+func WaitFlockBlocked(t testing.TB, path string) bool {
+	t.Helper()
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino, ok := inode(fi)
+	if !ok {
+		return false
+	}
+	suffix := ":" + strconv.FormatUint(ino, 10)
+	Eventually(t, "a waiter is blocked on the flock of "+path, func() bool {
+		b, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			// "2: -> FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF"
+			if len(f) >= 7 && f[1] == "->" && f[2] == "FLOCK" && strings.HasSuffix(f[6], suffix) {
+				return true
+			}
+		}
+		return false
+	})
+	return true
 }
