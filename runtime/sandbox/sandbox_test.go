@@ -495,3 +495,41 @@ func TestRunFromHostCalls(t *testing.T) {
 		t.Error("RunFrom outside a run reports one")
 	}
 }
+
+// TestEndOrCloseWhileRunning: ending a session, or closing the manager,
+// while a run holds the session's turn waits for that run or cancels it; it
+// never takes the run's interpreter from under it.
+func TestEndOrCloseWhileRunning(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		stop func(ctx context.Context, m *Manager) // called while a run is in progress
+	}{
+		// A context already done stands in for End's wait running out.
+		{"end", func(ctx context.Context, m *Manager) {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			m.End(ctx, "a")
+		}},
+		{"close", func(ctx context.Context, m *Manager) {
+			if err := m.Close(ctx); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := newFakeEngine(t)
+			m := newManager(t, eng, Options{})
+			run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+			mark, started := running(t)
+			first := make(chan *Result)
+			go func() { first <- run(t, m, "a", mark+"go.wait()", time.Minute) }()
+			started()
+			tt.stop(t.Context(), m)
+			res := <-first
+			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+				t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
+			}
+			waitFor(t, func() bool { return eng.running() == 0 })
+		})
+	}
+}
