@@ -549,3 +549,34 @@ func TestEndOrCloseWhileRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestEndWaitsForRun: End lets the run in progress finish; a run queued
+// behind it is told the session has ended and starts no container.
+func TestEndWaitsForRun(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+	s, _ := m.session("a")
+	mark, started := running(t)
+	first := make(chan *Result)
+	go func() { first <- run(t, m, "a", mark+"go.wait()\nprint('first')", time.Minute) }()
+	started()
+	queued := make(chan *Result)
+	go func() { queued <- run(t, m, "a", "print('queued')", time.Minute) }()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 1 })
+	ended := make(chan struct{})
+	go func() { m.End(t.Context(), "a"); close(ended) }()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 2 })
+	eng.signal(syscall.SIGINT) // the first run ends on its own
+	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" || res.Session.Ended != "" {
+		t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
+	}
+	if res := <-queued; res.Error == nil || res.Error.Kind != python.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
+		t.Errorf("the queued run: %q %+v", res.Stdout, res.Error)
+	}
+	<-ended
+	waitFor(t, func() bool { return eng.running() == 0 })
+	if n := eng.started.Load(); n != 1 {
+		t.Errorf("%d containers started, want 1", n)
+	}
+}
