@@ -202,7 +202,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := s.acquire(rctx, stop); err != nil {
 		return nil, err
 	}
-	defer m.release(rctx, s)
+	defer m.runDone(rctx, s)
 	res, err := m.runTurn(rctx, s, req)
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
@@ -475,11 +475,11 @@ func (m *Manager) startSession(ctx context.Context, s *session) *Result {
 	return nil
 }
 
-// release ends a run: the session's idle clock starts again and the next
+// runDone ends a run: the session's idle clock starts again and the next
 // waiting run goes.
-func (m *Manager) release(ctx context.Context, s *session) {
+func (m *Manager) runDone(ctx context.Context, s *session) {
 	s.touch()
-	if d := m.opts.IdleTimeout; d > 0 && s.it != nil && s.current() == stateLive {
+	if d := m.opts.IdleTimeout; d > 0 && s.current() == stateLive {
 		s.idle.Reset(d)
 	}
 	s.release(context.WithoutCancel(ctx))

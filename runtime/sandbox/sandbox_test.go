@@ -516,33 +516,45 @@ func TestRunFromHostCalls(t *testing.T) {
 // while a run holds the session's turn waits for that run or cancels it; it
 // never takes the run's interpreter from under it.
 func TestEndOrCloseWhileRunning(t *testing.T) {
+	done, cancel := context.WithCancel(t.Context())
+	cancel() // a context already done stands in for a wait that ran out
 	for _, tt := range []struct {
-		name string
-		stop func(ctx context.Context, m *Manager) // called while a run is in progress
+		name  string
+		stuck bool                   // the run's process is stopped, so it cannot be interrupted
+		stop  func(m *Manager) error // called while the run is in progress
+		ended string                 // the run's Session.Ended
 	}{
-		// A context already done stands in for End's wait running out.
-		{"end", func(ctx context.Context, m *Manager) {
-			ctx, cancel := context.WithCancel(ctx)
-			cancel()
-			m.End(ctx, "a")
-		}},
-		{"close", func(ctx context.Context, m *Manager) {
-			if err := m.Close(ctx); err != nil {
-				t.Errorf("Close: %v", err)
+		{"end", false, func(m *Manager) error { m.End(done, "a"); return nil }, ""},
+		{"close", false, func(m *Manager) error { return m.Close(t.Context()) }, ""},
+		{"close while stuck", true, func(m *Manager) error {
+			if err := m.Close(done); !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("got %v, want the run named as not stopping", err)
 			}
-		}},
+			return nil
+		}, ReasonCancel},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := newFakeEngine(t)
-			m := newManager(t, eng, Options{})
+			// The grace is the time interrupted code has to stop: long when
+			// it will, so that the test does not depend on python3's speed.
+			grace := time.Minute
+			if tt.stuck {
+				grace = 100 * time.Millisecond
+			}
+			m := newManager(t, eng, Options{Limits: python.Limits{InterruptGrace: grace}})
 			run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
 			mark, started := running(t)
 			first := make(chan *Result)
 			go func() { first <- run(t, m, "a", mark+"go.wait()", time.Minute) }()
 			started()
-			tt.stop(t.Context(), m)
+			if tt.stuck {
+				eng.signal(syscall.SIGSTOP)
+			}
+			if err := tt.stop(m); err != nil {
+				t.Error(err)
+			}
 			res := <-first
-			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != tt.ended {
 				t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 			}
 			waitFor(t, func() bool { return eng.running() == 0 })

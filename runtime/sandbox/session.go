@@ -144,10 +144,11 @@ func (s *session) handOn() bool {
 // turn ends it; with cancel, the holder's run is cancelled too.
 func (s *session) retire(cancel bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.state = stateGone
-	if cancel && s.stop != nil {
-		s.stop()
+	stop := s.stop
+	s.mu.Unlock()
+	if cancel && stop != nil {
+		stop()
 	}
 }
 
