@@ -18,7 +18,7 @@ import (
 // which mark the session gone and then wait for the turn, cancelling its
 // holder when they cannot wait ([session.retire]). Whoever holds the turn of
 // a gone session ends it before handing the turn on ([session.release]), so
-// it is ended exactly by the holders, never from outside.
+// only a holder of the turn ever ends a session.
 type session struct {
 	m    *Manager
 	key  string
@@ -37,7 +37,7 @@ type session struct {
 	waiters []waiter
 }
 
-// state is where a session is in its life; [session.set] moves it.
+// state is where a session is in its life; only [session.set] moves it.
 type state int
 
 const (
@@ -52,16 +52,13 @@ type waiter struct {
 	stop  context.CancelFunc
 }
 
-// set moves s to state to, except that a gone session stays gone, and
-// returns the state s was in.
-func (s *session) set(to state) state {
+// set moves s to state to, except that a gone session stays gone.
+func (s *session) set(to state) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from := s.state
-	if from != stateGone {
+	if s.state != stateGone {
 		s.state = to
 	}
-	return from
 }
 
 func (s *session) current() state {
@@ -143,11 +140,14 @@ func (s *session) handOn() bool {
 // retire marks s gone, so that no run uses it again and the holder of its
 // turn ends it; with cancel, the holder's run is cancelled too.
 func (s *session) retire(cancel bool) {
+	s.set(stateGone)
+	if !cancel {
+		return
+	}
 	s.mu.Lock()
-	s.state = stateGone
 	stop := s.stop
 	s.mu.Unlock()
-	if cancel && stop != nil {
+	if stop != nil {
 		stop()
 	}
 }
