@@ -442,6 +442,10 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 			s, _ := m.session("a")
 			eng.signal(tt.sig)
 			waitFor(t, func() bool {
+				if !s.tryAcquire() { // the interpreter is the turn's
+					return false
+				}
+				defer s.release(t.Context())
 				select {
 				case <-s.it.Done():
 					return true
