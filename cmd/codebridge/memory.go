@@ -100,16 +100,9 @@ func memoryList(st *memory.Store, _ string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(list) == 0 {
-		fmt.Fprintf(stdout, "no memories in %s\n", st.Dir())
-		return nil
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "KEY\tBYTES\tUPDATED\tMETADATA")
-	for _, m := range list {
-		fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.Key, m.Bytes, when(m.Updated), clip(string(m.Metadata), 60))
-	}
-	return w.Flush()
+	return printTable(stdout, "no memories in "+st.Dir(), "KEY\tBYTES\tUPDATED\tMETADATA", list, func(m memory.Memory) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s", m.Key, m.Bytes, when(m.Updated), clip(string(m.Metadata), 60))
+	})
 }
 
 func memoryShow(st *memory.Store, key string, stdout, stderr io.Writer) error {
@@ -153,15 +146,23 @@ func memoryTools(st *memory.Store, _ string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(tools) == 0 {
-		fmt.Fprintf(stdout, "no saved helpers in %s\n", st.Dir())
-		return nil
+	return printTable(stdout, "no saved helpers in "+st.Dir(), "HELPER\tUPDATED\tDESCRIPTION", tools, func(t memory.Tool) string {
+		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+		return fmt.Sprintf("%s\t%s\t%s", clip(cmp.Or(t.Signature, t.Name), 60), when(t.Updated), clip(desc, 80))
+	})
+}
+
+// printTable prints one row a line under header, in aligned columns, or the
+// line empty when there are no rows.
+func printTable[T any](stdout io.Writer, empty, header string, rows []T, row func(T) string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(stdout, empty)
+		return err
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "HELPER\tUPDATED\tDESCRIPTION")
-	for _, t := range tools {
-		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-		fmt.Fprintf(w, "%s\t%s\t%s\n", clip(cmp.Or(t.Signature, t.Name), 60), when(t.Updated), clip(desc, 80))
+	fmt.Fprintln(w, header)
+	for _, r := range rows {
+		fmt.Fprintln(w, row(r))
 	}
 	return w.Flush()
 }
