@@ -112,7 +112,7 @@ func parse(args []string, stdout, stderr io.Writer) (inv invocation, code int, d
 	if len(args) > 0 {
 		name, args = args[0], args[1:]
 	}
-	if name == "help" {
+	if name == "help" { // not in the table, which it reads
 		help := usage(inv.pin)
 		if cmd := lookup(strings.Join(args, " ")); cmd != nil {
 			help = cmd.help

@@ -13,10 +13,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge"
 )
 
-// commands is the table of codebridge's commands, in the order its help
-// lists them. A command added here is parsed, run and listed by codebridge
-// --help; help names the help of "memory" and "audit" for their verbs and
-// filters.
+// commands is the table of codebridge's commands, in the order codebridge
+// --help lists them: a command added here is parsed, run and listed. The
+// command help is not in it, as it reads the table (see [parse]); nor is a
+// command's own table of verbs, such as [memoryVerbs].
+// It is a function, not a variable, because serve's run prints the usage made
+// from it.
 func commands() []command {
 	return []command{
 		{name: "serve", synopsis: "--http ADDR", help: serveHelp, flags: serveCommand, check: checkServe,
