@@ -36,11 +36,12 @@ type conn struct {
 	cancel  context.CancelFunc // ends life
 	done    chan struct{}      // closed once the session has ended and the process is reaped
 
-	// Guarded by Pool.mu:
+	// mu protects following: the conn's lifecycle, and the requests that
+	// hold it alive. Pool.mu, when needed too, is taken first. State
+	// changes only through setStateLocked.
+	mu       sync.Mutex
+	state    connState
 	refs     int       // requests in flight
-	retired  bool      // takes no new requests; closed when refs reaches 0
-	closing  bool      // a deliberate close has begun
-	exited   bool      // the session has ended
 	lastUsed time.Time // when the last request began or ended
 
 	progress sync.Map // progress token (string) -> func(*mcp.ProgressNotificationParams)
@@ -94,9 +95,10 @@ func (p *Pool) relist(c *conn) {
 		return
 	}
 	p.mu.Lock()
-	// Counted only while c has not exited, as for goClose: its watch
-	// goroutine is then still counted, so this Add cannot race Close's Wait.
-	if c.exited || c.closing || p.closed {
+	// Counted only while c's session has not ended, as for goClose: its
+	// watch goroutine is then still counted (watch holds p.mu to record the
+	// end), so this Add cannot race Close's Wait.
+	if st := c.getState(); st != connActive && st != connDraining || p.closed {
 		p.mu.Unlock()
 		c.relisting.Store(false)
 		return
