@@ -306,7 +306,7 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	})
 	// A server that does not answer in time, or whose start is abandoned, is
 	// killed at once rather than asked to exit.
-	stop := context.AfterFunc(ctx, c.kill)
+	stop := afterFunc(ctx, c.kill)
 	cs, err := client.Connect(ctx, &detachedTransport{t, longCtx, cancel}, nil)
 	if !stop() {
 		// Killed for ctx: report that, not the EOF it caused.
@@ -359,7 +359,7 @@ type detachedTransport struct {
 }
 
 func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	stop := context.AfterFunc(ctx, t.cancel)
+	stop := afterFunc(ctx, t.cancel)
 	c, err := t.Transport.Connect(t.long)
 	if !stop() { // ctx ended while connecting, and long with it
 		if c != nil {
@@ -368,6 +368,23 @@ func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error)
 		return nil, ctx.Err()
 	}
 	return c, err
+}
+
+// afterFunc is [context.AfterFunc], except that stop, if f has been started,
+// waits for f to return: the goroutine that runs f has an owner.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	done := make(chan struct{})
+	stopFunc := context.AfterFunc(ctx, func() {
+		defer close(done)
+		f()
+	})
+	return func() bool {
+		if stopFunc() {
+			return true
+		}
+		<-done
+		return false
+	}
 }
 
 // A startedTransport records the PID of the process its CommandTransport

@@ -699,11 +699,13 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	live := slices.Collect(maps.Keys(p.live))
 	p.mu.Unlock()
+	var closers sync.WaitGroup
 	for _, c := range live {
 		c.kill()
-		go c.session.Close()
+		closers.Go(func() { _ = c.session.Close() })
 	}
 	<-done
+	closers.Wait()
 	return fmt.Errorf("closing server pool: requests still in flight were ended: %w", ctx.Err())
 }
 
