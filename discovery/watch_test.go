@@ -64,6 +64,31 @@ func await(t testing.TB, ch <-chan *Config, what string, ok func(*Config) bool) 
 	}
 }
 
+// next returns the next snapshot from ch.
+func next(t testing.TB, ch <-chan *Config) *Config {
+	t.Helper()
+	select {
+	case c := <-ch:
+		return c
+	case <-time.After(waitLimit):
+		t.Fatalf("no snapshot within %v", waitLimit)
+		return nil
+	}
+}
+
+// writeAtomic writes a file as editors that save by rename do, so the
+// watcher never sees it half-written.
+func writeAtomic(t testing.TB, dir, name, content string) {
+	t.Helper()
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func names(want ...string) func(*Config) bool {
 	return func(c *Config) bool { return slices.Equal(c.Names(), want) }
 }
@@ -112,15 +137,15 @@ func TestWatchRealFolder(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a.json": ""})
 	await(t, ch, "a deleted", names("b"))
 
-	// chmod alone changes nothing: no snapshot. (Checked last so a stray
-	// snapshot cannot confuse the steps above.)
+	// chmod alone changes nothing: the next snapshot is the one of the edit
+	// that follows it. (TestLoopIgnoresNoise checks the same on fake events
+	// with its clock under control.)
 	if err := os.Chmod(filepath.Join(dir, "b.json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case c := <-ch:
-		t.Errorf("chmod produced a snapshot: servers %v, problems %v", c.Names(), c.Problems)
-	case <-time.After(200 * time.Millisecond):
+	writeAtomic(t, dir, "c.json", server("c", "v1"))
+	if c := next(t, ch); !names("b", "c")(c) {
+		t.Errorf("after chmod and adding c: snapshot of servers %v, want [b c] (chmod produced a snapshot)", c.Names())
 	}
 }
 
@@ -220,13 +245,12 @@ func TestWatchWithInitialAppliesOnlyChanges(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a.json": server("a", "v1")})
 	initial := Load(dir, nil, Options{})
 	ch := watching(t, dir, WatchOptions{Initial: initial, Debounce: 20 * time.Millisecond})
-	select {
-	case c := <-ch:
-		t.Fatalf("unchanged folder produced a snapshot: %v", c.Names())
-	case <-time.After(200 * time.Millisecond):
+	// The first snapshot is the edit's: the unchanged folder gave none.
+	// (TestLoopInitial checks the same on fake events.)
+	writeAtomic(t, dir, "a.json", server("a", "v2"))
+	if c := next(t, ch); !command("a", "v2")(c) {
+		t.Errorf("first snapshot %v is not the edit's: the unchanged folder produced one", c.Names())
 	}
-	writeFiles(t, dir, map[string]string{"a.json": server("a", "v2")})
-	await(t, ch, "a edited", command("a", "v2"))
 }
 
 // BenchmarkReloadLatency measures the time from a file write to apply being

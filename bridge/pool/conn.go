@@ -36,11 +36,12 @@ type conn struct {
 	cancel  context.CancelFunc // ends life
 	done    chan struct{}      // closed once the session has ended and the process is reaped
 
-	// Guarded by Pool.mu:
+	// mu protects following: the conn's lifecycle, and the requests that
+	// hold it alive. Pool.mu, when needed too, is taken first. State
+	// changes only through setStateLocked.
+	mu       sync.Mutex
+	state    connState
 	refs     int       // requests in flight
-	retired  bool      // takes no new requests; closed when refs reaches 0
-	closing  bool      // a deliberate close has begun
-	exited   bool      // the session has ended
 	lastUsed time.Time // when the last request began or ended
 
 	progress sync.Map // progress token (string) -> func(*mcp.ProgressNotificationParams)
@@ -94,9 +95,10 @@ func (p *Pool) relist(c *conn) {
 		return
 	}
 	p.mu.Lock()
-	// Counted only while c has not exited, as for goClose: its watch
-	// goroutine is then still counted, so this Add cannot race Close's Wait.
-	if c.exited || c.closing || p.closed {
+	// Counted only while c's session has not ended, as for goClose: its
+	// watch goroutine is then still counted (watch holds p.mu to record the
+	// end), so this Add cannot race Close's Wait.
+	if st := c.getState(); st != connActive && st != connDraining || p.closed {
 		p.mu.Unlock()
 		c.relisting.Store(false)
 		return
@@ -304,7 +306,7 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	})
 	// A server that does not answer in time, or whose start is abandoned, is
 	// killed at once rather than asked to exit.
-	stop := context.AfterFunc(ctx, c.kill)
+	stop := afterFunc(ctx, c.kill)
 	cs, err := client.Connect(ctx, &detachedTransport{t, longCtx, cancel}, nil)
 	if !stop() {
 		// Killed for ctx: report that, not the EOF it caused.
@@ -357,7 +359,7 @@ type detachedTransport struct {
 }
 
 func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	stop := context.AfterFunc(ctx, t.cancel)
+	stop := afterFunc(ctx, t.cancel)
 	c, err := t.Transport.Connect(t.long)
 	if !stop() { // ctx ended while connecting, and long with it
 		if c != nil {
@@ -366,6 +368,23 @@ func (t *detachedTransport) Connect(ctx context.Context) (mcp.Connection, error)
 		return nil, ctx.Err()
 	}
 	return c, err
+}
+
+// afterFunc is [context.AfterFunc], except that stop, if f has been started,
+// waits for f to return: the goroutine that runs f has an owner.
+func afterFunc(ctx context.Context, f func()) (stop func() bool) {
+	done := make(chan struct{})
+	stopFunc := context.AfterFunc(ctx, func() {
+		defer close(done)
+		f()
+	})
+	return func() bool {
+		if stopFunc() {
+			return true
+		}
+		<-done
+		return false
+	}
 }
 
 // A startedTransport records the PID of the process its CommandTransport

@@ -348,6 +348,6 @@ func waitInFlight(t *testing.T, p *Pool, server string) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		e := p.servers[server]
-		return e != nil && e.cur != nil && e.cur.refs > 0
+		return e != nil && e.cur != nil && e.cur.inFlight() > 0
 	})
 }

@@ -80,17 +80,17 @@ type Pool struct {
 	testTransport func(*discovery.Server) (mcp.Transport, error)
 	now           func() time.Time
 
-	mu      sync.Mutex // protects following, and the fields of entry and conn marked as such
+	mu      sync.Mutex // protects following, and the fields of entry and startOp marked as such
 	servers map[string]*entry
 	live    map[*conn]struct{} // every conn whose session has not ended
 	closed  bool
 }
 
-// An entry is one configured server name.
+// An entry is one configured server name. Its fields are guarded by Pool.mu.
 type entry struct {
 	// def is replaced by Update, never modified: runs hold the same pointer.
 	def      *discovery.Server
-	cur      *conn    // serves new requests; nil if not running
+	cur      *conn    // serves new requests, and is active; nil if not running
 	starting *startOp // the start in progress, if any
 	err      error    // why the last start failed or the last process ended
 	lastUsed time.Time
@@ -199,28 +199,16 @@ func (p *Pool) detachLocked(e *entry, toClose []*conn) []*conn {
 	}
 	if c := e.cur; c != nil {
 		e.cur = nil
-		if p.retireLocked(c) {
+		if c.retire() {
 			toClose = append(toClose, c)
 		}
 	}
 	return toClose
 }
 
-// retireLocked marks c to take no new requests and reports whether the caller
-// must close it now (no request is in flight on it).
-func (p *Pool) retireLocked(c *conn) bool {
-	c.retired = true
-	// An exited conn is cleaned up by watch. Closing only conns that have
-	// not exited also keeps wg.Add from racing with Close's wg.Wait: the
-	// conn's watch goroutine is still counted.
-	if c.refs == 0 && !c.closing && !c.exited {
-		c.closing = true
-		return true
-	}
-	return false
-}
-
-// goClose closes c in the background; [Pool.Close] waits for it.
+// goClose closes c in the background; [Pool.Close] waits for it. c must have
+// just become closing from a state whose session had not ended, so that its
+// watch goroutine is still counted and this Add cannot race Close's Wait.
 func (p *Pool) goClose(c *conn) {
 	p.wg.Add(1)
 	go func() {
@@ -251,12 +239,13 @@ func (p *Pool) acquire(ctx context.Context, name string) (*conn, error) {
 			p.mu.Unlock()
 			return nil, disabledError(e.def)
 		}
-		if c := e.cur; c != nil && !c.exited {
-			c.refs++
-			c.lastUsed = p.now()
-			e.lastUsed = c.lastUsed
-			p.mu.Unlock()
-			return c, nil
+		if c := e.cur; c != nil {
+			now := p.now()
+			if c.use(now) {
+				e.lastUsed = now
+				p.mu.Unlock()
+				return c, nil
+			}
 		}
 		op := e.starting
 		if op == nil {
@@ -276,18 +265,19 @@ func (p *Pool) acquire(ctx context.Context, name string) (*conn, error) {
 		case op.err != nil:
 			p.mu.Unlock()
 			return nil, op.err
-		case c.exited:
+		case c.getState().gone():
 			p.mu.Unlock()
 			c.waitDone(time.Second) // for the whole stderr tail
 			return nil, &StartError{Server: name, Source: c.def.Source,
 				Err:        fmt.Errorf("it exited right after initialize; %s", hint(c.def)),
 				StderrTail: c.stderr.Tail()}
 		case e.cur == c:
-			c.refs++
-			c.lastUsed = p.now()
-			e.lastUsed = c.lastUsed
-			p.mu.Unlock()
-			return c, nil
+			now := p.now()
+			if c.use(now) {
+				e.lastUsed = now
+				p.mu.Unlock()
+				return c, nil
+			}
 		}
 		p.mu.Unlock()
 	}
@@ -320,14 +310,16 @@ func (p *Pool) startLocked(ctx context.Context, e *entry) *startOp {
 		}
 		if c != nil {
 			p.live[c] = struct{}{}
+			c.mu.Lock()
 			if current {
 				e.cur = c
 				e.err = nil
 				c.lastUsed = p.now()
+				c.setStateLocked(connActive)
 			} else {
-				c.retired = true
-				c.closing = true
+				c.setStateLocked(connClosing)
 			}
+			c.mu.Unlock()
 		} else if current {
 			e.err = err
 		}
@@ -355,8 +347,14 @@ func (p *Pool) watch(e *entry, c *conn) {
 	werr := c.session.Wait()
 
 	p.mu.Lock()
-	c.exited = true
-	expected := c.closing
+	c.mu.Lock()
+	expected := c.state == connClosing
+	if expected {
+		c.setStateLocked(connClosed)
+	} else {
+		c.setStateLocked(connExited)
+	}
+	c.mu.Unlock()
 	if e.cur == c {
 		e.cur = nil
 	}
@@ -390,15 +388,7 @@ func exitReason(c *conn, werr error) string {
 
 // release ends a request begun by acquire.
 func (p *Pool) release(c *conn) {
-	p.mu.Lock()
-	c.refs--
-	c.lastUsed = p.now()
-	closeNow := c.retired && c.refs == 0 && !c.closing && !c.exited
-	if closeNow {
-		c.closing = true
-	}
-	p.mu.Unlock()
-	if closeNow {
+	if c.unuse(p.now()) {
 		p.goClose(c)
 	}
 }
@@ -563,7 +553,7 @@ func (p *Pool) Running(server string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.servers[server]
-	return e != nil && e.cur != nil && !e.cur.exited
+	return e != nil && e.cur != nil && !e.cur.getState().gone()
 }
 
 // LastFailure returns why server's last start failed (or its process
@@ -572,7 +562,7 @@ func (p *Pool) LastFailure(server string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.servers[server]
-	if e == nil || e.starting != nil || e.cur != nil && !e.cur.exited {
+	if e == nil || e.starting != nil || e.cur != nil && !e.cur.getState().gone() {
 		return nil
 	}
 	return e.err
@@ -619,7 +609,7 @@ func (p *Pool) Status() []ServerStatus {
 		switch {
 		case e.def.Disabled:
 			st.State = StateDisabled
-		case e.cur != nil && !e.cur.exited:
+		case e.cur != nil && !e.cur.getState().gone():
 			st.State = StateRunning
 			st.PID = e.cur.PID()
 			st.Tools, _ = e.cur.cachedTools()
@@ -658,14 +648,18 @@ func (p *Pool) stopIdle(idle time.Duration) {
 	p.mu.Lock()
 	for _, e := range p.servers {
 		c := e.cur
-		if c == nil || c.refs > 0 || now.Sub(c.lastUsed) < idle {
+		if c == nil {
+			continue
+		}
+		d := c.idle(now)
+		if d < idle {
 			continue
 		}
 		e.cur = nil
-		if p.retireLocked(c) {
+		if c.retire() {
 			toClose = append(toClose, c)
 		}
-		p.logger.Info("stopping idle server", "server", c.name, "idle", now.Sub(c.lastUsed))
+		p.logger.Info("stopping idle server", "server", c.name, "idle", d)
 	}
 	p.mu.Unlock()
 	for _, c := range toClose {
@@ -705,11 +699,13 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	live := slices.Collect(maps.Keys(p.live))
 	p.mu.Unlock()
+	var closers sync.WaitGroup
 	for _, c := range live {
 		c.kill()
-		go c.session.Close()
+		closers.Go(func() { _ = c.session.Close() })
 	}
 	<-done
+	closers.Wait()
 	return fmt.Errorf("closing server pool: requests still in flight were ended: %w", ctx.Err())
 }
 

@@ -566,3 +566,67 @@ func TestChildDiesWithParent(t *testing.T) {
 	// signal 0 fails.
 	waitGone(t, child)
 }
+
+// TestRetireThenExitDuringCall retires a server while a call is in flight on
+// it, then its process dies while the call still waits: the conn drains,
+// then exits on its own (the pool does not close it), the call fails with
+// ErrServerExited, and its release closes nothing. In the racing case the
+// call is released as the process is killed: whichever wins, the conn ends
+// closed or exited, exactly once (an illegal transition panics).
+func TestRetireThenExitDuringCall(t *testing.T) {
+	tests := []struct {
+		name   string
+		finish bool // release the held call as the process is killed
+	}{
+		{"exit while held", false},
+		{"exit racing the result", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newTestPool(t, Options{})
+			p.Update([]*discovery.Server{helperDef(t, "h", "")})
+			pid := callPID(t, p, "h")
+			errc := make(chan error, 1)
+			go func() {
+				_, err := p.Call(t.Context(), "h", "sleep", map[string]any{"held": true}, nil)
+				errc <- err
+			}()
+			waitInFlight(t, p, "h")
+			p.mu.Lock()
+			c := p.servers["h"].cur
+			p.mu.Unlock()
+
+			p.Update([]*discovery.Server{}) // removes h: retired with a call in flight
+			if st := c.getState(); st != connDraining {
+				t.Fatalf("after retiring with a call in flight: %v, want draining", st)
+			}
+			if tt.finish {
+				release(t, pid)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			err := <-errc
+			<-c.done // watch has cleaned up after the session
+			st := c.getState()
+			switch {
+			case !tt.finish && !errors.Is(err, ErrServerExited):
+				t.Errorf("call when the server died: %v, want ErrServerExited", err)
+			case !tt.finish && st != connExited:
+				t.Errorf("state = %v, want exited", st)
+			case !st.gone():
+				t.Errorf("state = %v, want closed or exited", st)
+			}
+			if n := c.inFlight(); n != 0 {
+				t.Errorf("%d requests in flight after the call returned", n)
+			}
+			p.mu.Lock()
+			_, live := p.live[c]
+			p.mu.Unlock()
+			if live {
+				t.Errorf("conn still live after its session ended")
+			}
+			waitGone(t, pid)
+		})
+	}
+}

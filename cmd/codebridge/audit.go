@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -42,8 +43,8 @@ type auditFilter struct {
 	server, session, tool, outcome string
 }
 
-// auditFlags defines the audit command's flags on fs.
-func auditFlags(fs *flag.FlagSet) *auditFilter {
+// auditCommand defines the flags of audit and returns its run function.
+func auditCommand(fs *flag.FlagSet) runFunc {
 	f := &auditFilter{}
 	fs.IntVar(&f.n, "n", 20, "calls to show")
 	fs.BoolVar(&f.json, "json", false, "print JSON lines")
@@ -52,7 +53,7 @@ func auditFlags(fs *flag.FlagSet) *auditFilter {
 	fs.StringVar(&f.session, "session", "", "only this session")
 	fs.StringVar(&f.tool, "tool", "", "only this tool")
 	fs.StringVar(&f.outcome, "outcome", "", "only this outcome")
-	return f
+	return func(_ context.Context, c *call) int { return auditCmd(c.cfg, f, c.stdout, c.stderr) }
 }
 
 func (f *auditFilter) keep(r *audit.Record) bool {

@@ -412,14 +412,14 @@ func TestPodmanMissing(t *testing.T) {
 // client nobody on this project wrote.
 func TestTypeScriptClient(t *testing.T) {
 	requirePodman(t)
-	testenv.NPMModule(t, "@modelcontextprotocol/sdk")
+	clients := testenv.NPMClients(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testenv.Missing(t, "node", "install Node.js 20+")
 	}
 	script, _ := filepath.Abs(filepath.Join("testdata", "ts_client.mjs"))
 	cmd := exec.Command(node, script, binary(t))
-	cmd.Env = append(bridgeEnv(t, t.TempDir()), "CODEBRIDGE_TEST_NPM_DIR="+testenv.NPMDir())
+	cmd.Env = append(bridgeEnv(t, t.TempDir()), "CODEBRIDGE_TEST_NPM_CLIENTS="+clients)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr []byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -42,11 +43,12 @@ a file in ~/MCPs was not replaced; 2 when the command line is wrong.
 
 type importFlags struct{ write, force bool }
 
-func newImportFlags(fs *flag.FlagSet) *importFlags {
+// importCommand defines the flags of import and returns its run function.
+func importCommand(fs *flag.FlagSet) runFunc {
 	f := &importFlags{}
 	fs.BoolVar(&f.write, "write", false, "write the files")
 	fs.BoolVar(&f.force, "force", false, "replace existing files")
-	return f
+	return func(_ context.Context, c *call) int { return importCmd(c.cfg, f, c.pin, c.stdout, c.stderr) }
 }
 
 func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr io.Writer) int {

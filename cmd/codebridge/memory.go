@@ -3,144 +3,182 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
-const memoryHelp = `Usage: codebridge memory [VERB [ARG]]
+// memoryHelp is the help of codebridge memory, its verbs from [memoryVerbs].
+var memoryHelp = func() string {
+	var b strings.Builder
+	b.WriteString(`Usage: codebridge memory [VERB [ARG]]
 
 Shows and removes what agents stored with save_memory and save_tool.
 
-  codebridge memory list                 the memories: key, size, last update, metadata (the default verb)
-  codebridge memory show KEY             one memory's value as JSON (its metadata and times go to stderr)
-  codebridge memory delete KEY           remove a memory
-  codebridge memory tools                the saved helpers every new session defines
-  codebridge memory show-tool NAME       a saved helper's source
-  codebridge memory delete-tool NAME     remove a saved helper (sessions already running keep it)
-
+`)
+	for _, v := range memoryVerbs {
+		listLine(&b, strings.TrimSpace("codebridge memory "+v.name+" "+v.arg), v.summary)
+	}
+	b.WriteString(`
 To name a key such as -h, put -- before it: codebridge memory show -- -h
 They are files under the state directory (MCP_BRIDGE_STATE_DIR), in memory/ and
 tools/; they are safe to remove while codebridge runs.
-`
+`)
+	return b.String()
+}()
 
-// memoryVerbs are the verbs of codebridge memory and how many arguments each takes.
-var memoryVerbs = map[string]int{"list": 0, "tools": 0, "show": 1, "delete": 1, "show-tool": 1, "delete-tool": 1}
+// A memoryVerb is one verb of codebridge memory.
+type memoryVerb struct {
+	name    string
+	arg     string // the name of its one operand; "" when it takes none
+	summary string
+	// run runs the verb on arg ("" when it takes none); an error is a failure.
+	run func(st *memory.Store, arg string, stdout, stderr io.Writer) error
+}
+
+// memoryVerbs are the verbs of codebridge memory; the first is the default.
+var memoryVerbs = []memoryVerb{
+	{name: "list", summary: "the memories: key, size, last update, metadata (the default verb)", run: memoryList},
+	{name: "show", arg: "KEY", summary: "one memory's value as JSON (its metadata and times go to stderr)", run: memoryShow},
+	{name: "delete", arg: "KEY", summary: "remove a memory", run: memoryDelete("memory", (*memory.Store).Delete)},
+	{name: "tools", summary: "the saved helpers every new session defines", run: memoryTools},
+	{name: "show-tool", arg: "NAME", summary: "a saved helper's source", run: memoryShowTool},
+	{name: "delete-tool", arg: "NAME", summary: "remove a saved helper (sessions already running keep it)",
+		run: memoryDelete("saved helper", (*memory.Store).DeleteTool)},
+}
 
 // memoryCmd runs `codebridge memory ...` and returns the exit status.
-func memoryCmd(cfg settings.Config, args []string, stdout, stderr io.Writer) int {
-	st := memory.New(cfg.StateDir)
-	verb := "list"
+func memoryCmd(_ context.Context, c *call) int {
+	st := memory.New(c.cfg.StateDir)
+	name, args := memoryVerbs[0].name, c.args
 	if len(args) > 0 {
-		verb, args = args[0], args[1:]
+		name, args = args[0], args[1:]
 	}
-	// main's flags end at the verb; a help flag after it still means help.
+	// The flags end at the verb; a help flag after it still means help.
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	} else {
 		for _, a := range args {
 			switch a {
 			case "-h", "-help", "--help":
-				fmt.Fprintf(stdout, "%sHere: %s\n", memoryHelp, st.Dir())
+				fmt.Fprintf(c.stdout, "%sHere: %s\n", memoryHelp, st.Dir())
 				return 0
 			}
 		}
 	}
-	n, ok := memoryVerbs[verb]
-	if !ok || len(args) != n {
-		if !ok {
-			fmt.Fprintf(stderr, "codebridge memory: unknown verb %q\n\n", verb)
-		} else {
-			fmt.Fprintf(stderr, "codebridge memory %s: want %d argument(s), got %d\n\n", verb, n, len(args))
-		}
-		fmt.Fprint(stderr, memoryHelp)
+	i := slices.IndexFunc(memoryVerbs, func(v memoryVerb) bool { return v.name == name })
+	if i < 0 {
+		fmt.Fprintf(c.stderr, "codebridge memory: unknown verb %q\n\n%s", name, memoryHelp)
 		return 2
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "codebridge memory %s: %v\n", verb, err)
+	verb := memoryVerbs[i]
+	n := 0
+	if verb.arg != "" {
+		n = 1
+	}
+	if len(args) != n {
+		fmt.Fprintf(c.stderr, "codebridge memory %s: want %d argument(s), got %d\n\n%s", name, n, len(args), memoryHelp)
+		return 2
+	}
+	if err := verb.run(st, strings.Join(args, ""), c.stdout, c.stderr); err != nil {
+		fmt.Fprintf(c.stderr, "codebridge memory %s: %v\n", name, err)
 		return 1
 	}
-	switch verb {
-	case "list":
-		list, err := st.List()
+	return 0
+}
+
+func memoryList(st *memory.Store, _ string, stdout, _ io.Writer) error {
+	list, err := st.List()
+	if err != nil {
+		return err
+	}
+	return printTable(stdout, "no memories in "+st.Dir(), "KEY\tBYTES\tUPDATED\tMETADATA", list, func(m memory.Memory) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s", m.Key, m.Bytes, when(m.Updated), clip(string(m.Metadata), 60))
+	})
+}
+
+func memoryShow(st *memory.Store, key string, stdout, stderr io.Writer) error {
+	m, found, err := st.Load(key)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("no memory %q ('codebridge memory list' shows them)", key)
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, m.Value, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(m.Value)
+	}
+	fmt.Fprintf(stdout, "%s\n", pretty.Bytes())
+	fmt.Fprintf(stderr, "%d bytes, created %s, updated %s\n", m.Bytes, when(m.Created), when(m.Updated))
+	if len(m.Metadata) > 0 {
+		fmt.Fprintf(stderr, "metadata: %s\n", m.Metadata)
+	}
+	return nil
+}
+
+// memoryDelete is the run of a verb that deletes one what with del.
+func memoryDelete(what string, del func(*memory.Store, string) (bool, error)) func(*memory.Store, string, io.Writer, io.Writer) error {
+	return func(st *memory.Store, name string, stdout, _ io.Writer) error {
+		existed, err := del(st, name)
 		if err != nil {
-			return fail(err)
-		}
-		if len(list) == 0 {
-			fmt.Fprintf(stdout, "no memories in %s\n", st.Dir())
-			return 0
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "KEY\tBYTES\tUPDATED\tMETADATA")
-		for _, m := range list {
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", m.Key, m.Bytes, when(m.Updated), clip(string(m.Metadata), 60))
-		}
-		w.Flush()
-	case "show":
-		m, found, err := st.Load(args[0])
-		if err != nil {
-			return fail(err)
-		}
-		if !found {
-			return fail(fmt.Errorf("no memory %q ('codebridge memory list' shows them)", args[0]))
-		}
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, m.Value, "", "  ") != nil {
-			pretty.Reset()
-			pretty.Write(m.Value)
-		}
-		fmt.Fprintf(stdout, "%s\n", pretty.Bytes())
-		fmt.Fprintf(stderr, "%d bytes, created %s, updated %s\n", m.Bytes, when(m.Created), when(m.Updated))
-		if len(m.Metadata) > 0 {
-			fmt.Fprintf(stderr, "metadata: %s\n", m.Metadata)
-		}
-	case "delete", "delete-tool":
-		del, what := st.Delete, "memory"
-		if verb == "delete-tool" {
-			del, what = st.DeleteTool, "saved helper"
-		}
-		existed, err := del(args[0])
-		if err != nil {
-			return fail(err)
+			return err
 		}
 		if !existed {
-			return fail(fmt.Errorf("no %s %q", what, args[0]))
+			return fmt.Errorf("no %s %q", what, name)
 		}
-		fmt.Fprintf(stdout, "deleted %s %s\n", what, args[0])
-	case "tools", "show-tool":
-		tools, err := st.Tools()
-		if err != nil {
-			return fail(err)
-		}
-		if verb == "show-tool" {
-			for _, t := range tools {
-				if t.Name == args[0] {
-					fmt.Fprint(stdout, t.Source)
-					return 0
-				}
-			}
-			return fail(fmt.Errorf("no saved helper %q ('codebridge memory tools' lists them)", args[0]))
-		}
-		if len(tools) == 0 {
-			fmt.Fprintf(stdout, "no saved helpers in %s\n", st.Dir())
-			return 0
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "HELPER\tUPDATED\tDESCRIPTION")
-		for _, t := range tools {
-			desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-			fmt.Fprintf(w, "%s\t%s\t%s\n", clip(cmp.Or(t.Signature, t.Name), 60), when(t.Updated), clip(desc, 80))
-		}
-		w.Flush()
+		fmt.Fprintf(stdout, "deleted %s %s\n", what, name)
+		return nil
 	}
-	return 0
+}
+
+func memoryTools(st *memory.Store, _ string, stdout, _ io.Writer) error {
+	tools, err := st.Tools()
+	if err != nil {
+		return err
+	}
+	return printTable(stdout, "no saved helpers in "+st.Dir(), "HELPER\tUPDATED\tDESCRIPTION", tools, func(t memory.Tool) string {
+		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+		return fmt.Sprintf("%s\t%s\t%s", clip(cmp.Or(t.Signature, t.Name), 60), when(t.Updated), clip(desc, 80))
+	})
+}
+
+// printTable prints one row a line under header, in aligned columns, or the
+// line empty when there are no rows.
+func printTable[T any](stdout io.Writer, empty, header string, rows []T, row func(T) string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(stdout, empty)
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, header)
+	for _, r := range rows {
+		fmt.Fprintln(w, row(r))
+	}
+	return w.Flush()
+}
+
+func memoryShowTool(st *memory.Store, name string, stdout, _ io.Writer) error {
+	tools, err := st.Tools()
+	if err != nil {
+		return err
+	}
+	for _, t := range tools {
+		if t.Name == name {
+			fmt.Fprint(stdout, t.Source)
+			return nil
+		}
+	}
+	return fmt.Errorf("no saved helper %q ('codebridge memory tools' lists them)", name)
 }
 
 // when formats a stored time for a terminal, in local time.

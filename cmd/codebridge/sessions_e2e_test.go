@@ -86,14 +86,14 @@ func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(pid int
 // cleanly; a failed exit fails t.
 func runNodeScript(t *testing.T, script string, args, env []string, line func([]byte) bool, done func(stderr string)) {
 	t.Helper()
-	testenv.NPMModule(t, "@modelcontextprotocol/sdk")
+	clients := testenv.NPMClients(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		testenv.Missing(t, "node", "install Node.js 20+")
 	}
 	path, _ := filepath.Abs(filepath.Join("testdata", script))
 	cmd := exec.Command(node, append([]string{path}, args...)...)
-	cmd.Env = append(env, "CODEBRIDGE_TEST_NPM_DIR="+testenv.NPMDir())
+	cmd.Env = append(env, "CODEBRIDGE_TEST_NPM_CLIENTS="+clients)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr strings.Builder

@@ -56,7 +56,8 @@ type setupFlags struct {
 	yes, rebuild              bool
 }
 
-func newSetupFlags(fs *flag.FlagSet) *setupFlags {
+// setupCommand defines the flags of setup and returns its run function.
+func setupCommand(fs *flag.FlagSet) runFunc {
 	f := &setupFlags{}
 	fs.StringVar(&f.image, "image", "", "the image to prepare")
 	fs.StringVar(&f.from, "from", setup.FromAuto, "auto, registry or debian")
@@ -64,7 +65,7 @@ func newSetupFlags(fs *flag.FlagSet) *setupFlags {
 	fs.StringVar(&f.base, "base", "", "the registry route's base image")
 	fs.BoolVar(&f.yes, "yes", false, "answer yes to every question")
 	fs.BoolVar(&f.rebuild, "rebuild", false, "build the image even when it exists")
-	return f
+	return func(ctx context.Context, c *call) int { return setupCmd(ctx, c.cfg, f, c.stdin, c.stderr) }
 }
 
 func setupCmd(ctx context.Context, cfg settings.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/configs"
 	"github.com/codebridge-mcp/codebridge/runtime/setup"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -112,10 +113,15 @@ func TestSetupRegistryRoute(t *testing.T) {
 		!strings.Contains(stderr, "from the embedded Containerfile") || !strings.Contains(stderr, "ready: Podman runs the sandbox image") {
 		t.Fatalf("setup --from registry: exit %d\n%s", code, stderr)
 	}
-	inspect := exec.Command(podman, "image", "inspect", "--format", `{{index .Config.Labels "io.codebridge.sandbox.variant"}} {{.Config.User}}`, image)
+	inspect := exec.Command(podman, "image", "inspect", "--format", `{{index .Config.Labels "io.codebridge.sandbox.variant"}} {{.Config.User}} {{index .Config.Labels "`+configs.InputsLabel+`"}}`, image)
 	inspect.Env = env
-	if out, err := inspect.Output(); err != nil || strings.TrimSpace(string(out)) != "minimal 65534:65534" {
-		t.Errorf("the built image: %q, %v; want the minimal variant, running as nobody", out, err)
+	if out, err := inspect.Output(); err != nil || strings.TrimSpace(string(out)) != "minimal 65534:65534 "+configs.Inputs("minimal") {
+		t.Errorf("the built image: %q, %v; want the minimal variant, running as nobody, labelled with its inputs %s", out, err, configs.Inputs("minimal"))
+	}
+	// Built from today's files, it is present; labelled with other inputs
+	// (files changed since), it is built again.
+	if _, stderr, code := runCLI(t, env, "", "setup", "--from", "registry", "--base", base, "--image", image); code != 0 || !strings.Contains(stderr, "is present") {
+		t.Errorf("setup again: exit %d; want 0 and the image present\n%s", code, stderr)
 	}
 	run := exec.Command(podman, "run", "--rm", "--network", "none", image, "python3", "-c", "import os; print(os.getuid())")
 	run.Env = env

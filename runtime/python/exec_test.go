@@ -401,15 +401,32 @@ func TestInterruptAtTimeLimit(t *testing.T) {
 
 func TestStuckCodeEndsInterpreter(t *testing.T) {
 	it := startInterp(t, Init{}, Limits{InterruptGrace: 200 * time.Millisecond})
-	code := "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass"
-	res, err := it.Run(t.Context(), Program{Code: code}, nil, 100*time.Millisecond)
-	if !errors.Is(err, ErrStuck) || res.Error == nil || res.Error.Kind != FailTimeout {
-		t.Fatalf("Run = %+v, %v; want ErrStuck", res.Error, err)
+	// The code ignores SIGINT and then waits in a tool call; the run is
+	// cancelled only once that call has reached the host, so the outcome does
+	// not depend on how fast python3 starts.
+	ignoring := make(chan struct{})
+	h := &fakeHost{handle: func(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+		if method != "call_tool" {
+			return nil, nil // the tool's docs: none, so the call goes unchecked
+		}
+		close(ignoring)
+		<-ctx.Done() // ended when the interpreter is killed
+		return nil, ctx.Err()
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-ignoring
+		cancel()
+	}()
+	code := "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nawait call_tool('s', 't')\nwhile True: pass"
+	res, err := it.Run(ctx, Program{Code: code, Servers: []ServerInfo{{Name: "s", Alias: "s"}}}, h, time.Hour)
+	if !errors.Is(err, context.Canceled) || res.Error == nil || res.Error.Kind != FailTimeout || !strings.Contains(res.Error.Message, "did not stop") {
+		t.Fatalf("Run = %+v, %v; want a cancelled run that did not stop", res.Error, err)
 	}
 	select {
 	case <-it.Done():
 	default:
-		t.Error("the interpreter is not done after ErrStuck")
+		t.Error("the interpreter is not done after code that did not stop")
 	}
 	if _, err := it.Run(t.Context(), Program{Code: "print(1)"}, nil, time.Minute); !errors.Is(err, ErrStuck) {
 		t.Errorf("run after ErrStuck: %v, want ErrStuck", err)

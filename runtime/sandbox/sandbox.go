@@ -196,10 +196,26 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return failed(python.FailUnavailable, err.Error()), nil
 	}
-	if err := s.acquire(ctx); err != nil {
+	// End and Close cancel the run through rctx when they cannot wait for it.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := s.acquire(rctx, stop); err != nil {
 		return nil, err
 	}
-	defer m.release(s)
+	defer m.runDone(rctx, s)
+	res, err := m.runTurn(rctx, s, req)
+	if err != nil && ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// runTurn runs req in s, whose turn the caller holds. The error is non-nil
+// when the run did not finish (its Result says why).
+func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result, error) {
+	if s.current() == stateGone {
+		return failed(python.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
+	}
 	if s.it != nil {
 		s.endIfDead(ctx)
 	}
@@ -227,10 +243,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		s.end(ctx, reason)
 		info.Ended = reason
 	}
-	if ctx.Err() != nil && err != nil {
-		return &Result{Result: res, Session: info}, ctx.Err()
-	}
-	return &Result{Result: res, Session: info}, nil
+	return &Result{Result: res, Session: info}, err
 }
 
 // box is a started container whose interpreter has been sent the helper
@@ -325,7 +338,9 @@ func (s *session) endIfDead(ctx context.Context) {
 }
 
 // End ends the named session and removes its container, e.g. when its MCP
-// session closes. A run in progress finishes first.
+// session closes. A run in progress finishes first; if ctx ends before it
+// does, the run is cancelled and ends the session itself when it stops. Runs
+// still waiting for the session are answered that it has ended.
 func (m *Manager) End(ctx context.Context, key string) {
 	m.mu.Lock()
 	s := m.sessions[key]
@@ -334,13 +349,13 @@ func (m *Manager) End(ctx context.Context, key string) {
 	if s == nil {
 		return
 	}
-	if err := s.acquire(ctx); err != nil {
-		s.end(context.WithoutCancel(ctx), "")
+	s.idle.Stop()
+	s.retire(false)
+	if err := s.acquire(ctx, nil); err != nil {
+		s.retire(true)
 		return
 	}
-	s.end(ctx, "")
-	s.idle.Stop()
-	s.releaseTurn()
+	s.release(ctx)
 }
 
 // Sessions is the number of live sessions (with a running interpreter).
@@ -349,7 +364,7 @@ func (m *Manager) Sessions() int {
 	defer m.mu.Unlock()
 	n := 0
 	for _, s := range m.sessions {
-		if s.alive.Load() {
+		if s.current() == stateLive {
 			n++
 		}
 	}
@@ -357,7 +372,8 @@ func (m *Manager) Sessions() int {
 }
 
 // Close ends every session, removes every container and waits for
-// background work. Closing again does nothing.
+// background work; runs in progress are cancelled, and Close waits for them
+// until ctx ends. Closing again does nothing.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -373,7 +389,14 @@ func (m *Manager) Close(ctx context.Context) error {
 	var errs []error
 	for _, s := range sessions {
 		s.idle.Stop()
-		s.kill(ctx)
+		s.retire(true)
+	}
+	for _, s := range sessions {
+		if err := s.acquire(ctx, nil); err != nil {
+			errs = append(errs, fmt.Errorf("a run in sandbox session %q did not stop: %w", s.key, err))
+			continue
+		}
+		s.release(ctx)
 	}
 	for _, b := range warm {
 		b.it.Close()
@@ -411,7 +434,7 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 	live := 0
 	var oldest *session
 	for _, o := range m.sessions {
-		if o == s || !o.alive.Load() {
+		if o == s || o.current() != stateLive {
 			continue
 		}
 		live++
@@ -431,7 +454,7 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 	}
 	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
 	oldest.end(ctx, ReasonEvicted)
-	oldest.releaseTurn()
+	oldest.release(ctx)
 	return nil
 }
 
@@ -444,7 +467,7 @@ func (m *Manager) startSession(ctx context.Context, s *session) *Result {
 	}
 	s.ct, s.it = b.ct, b.it
 	s.id = newID()
-	s.alive.Store(true)
+	s.set(stateLive)
 	m.log.Debug("sandbox session started", "session", s.id, "container", b.ct.ID(), "reason", s.reason)
 	// Replace the warm container now: the first run, which follows at once,
 	// does not wait for it, and later runs of the session need none.
@@ -452,14 +475,14 @@ func (m *Manager) startSession(ctx context.Context, s *session) *Result {
 	return nil
 }
 
-// release ends a run: the session's idle clock starts again and the next
+// runDone ends a run: the session's idle clock starts again and the next
 // waiting run goes.
-func (m *Manager) release(s *session) {
+func (m *Manager) runDone(ctx context.Context, s *session) {
 	s.touch()
-	if d := m.opts.IdleTimeout; d > 0 && s.it != nil {
+	if d := m.opts.IdleTimeout; d > 0 && s.current() == stateLive {
 		s.idle.Reset(d)
 	}
-	s.releaseTurn()
+	s.release(context.WithoutCancel(ctx))
 }
 
 // expire ends s if it has been idle for the idle timeout.
@@ -467,12 +490,13 @@ func (m *Manager) expire(s *session) {
 	if !s.tryAcquire() {
 		return // running code: its release starts the clock again
 	}
-	defer s.releaseTurn()
+	ctx := context.Background()
+	defer s.release(ctx)
 	if s.it == nil || time.Since(s.lastUsed()) < m.opts.IdleTimeout {
 		return
 	}
 	m.log.Info("ending idle sandbox session", "session", s.id, "idle", m.opts.IdleTimeout)
-	s.end(context.Background(), ReasonIdle)
+	s.end(ctx, ReasonIdle)
 }
 
 func (m *Manager) prelude() []python.Source {

@@ -131,6 +131,7 @@ func (c *fakeContainer) Remove(ctx context.Context) error {
 	c.once.Do(func() {
 		c.stdin.Close()
 		c.cmd.Process.Signal(syscall.SIGTERM)
+		c.cmd.Process.Signal(syscall.SIGCONT) // a stopped process ends only when continued
 		<-c.done
 		c.e.mu.Lock()
 		delete(c.e.live, c)
@@ -252,26 +253,41 @@ func TestWaitingRunCancelled(t *testing.T) {
 	}
 }
 
+// TestTimeoutKeepsOrEndsSession: code that stops when interrupted at its
+// time limit keeps its session; code that does not is killed with its
+// session, and the next run is told why its state is gone.
 func TestTimeoutKeepsOrEndsSession(t *testing.T) {
-	eng := newFakeEngine(t)
-	m := newManager(t, eng, Options{Limits: python.Limits{InterruptGrace: 300 * time.Millisecond}})
-	first := run(t, m, "a", "x = 1", time.Minute)
-	res := run(t, m, "a", "import time\nwhile True: time.sleep(1)", 100*time.Millisecond)
-	if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
-		t.Fatalf("interruptible timeout: %+v %+v", res.Error, res.Session)
-	}
-	if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "1\n" || r.Session.ID != first.Session.ID {
-		t.Errorf("after an interrupted run: %q %+v", r.Stdout, r.Session)
-	}
-	res = run(t, m, "a", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", 100*time.Millisecond)
-	if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != ReasonTimeout {
-		t.Fatalf("stuck code: %+v %+v", res.Error, res.Session)
-	}
-	waitFor(t, func() bool { return eng.running() == 0 }) // removed in the background
-	r := run(t, m, "a", "print('x' in globals())", time.Minute)
-	if r.Stdout != "False\n" || !r.Session.New || r.Session.Reason != ReasonTimeout || r.Session.ID == first.Session.ID {
-		t.Errorf("run after the kill: %q %+v", r.Stdout, r.Session)
-	}
+	t.Run("interrupted", func(t *testing.T) {
+		// A grace far beyond what python3 needs to raise KeyboardInterrupt
+		// on a loaded machine: the run returns as soon as the code stops.
+		m := newManager(t, newFakeEngine(t), Options{Limits: python.Limits{InterruptGrace: time.Minute}})
+		first := run(t, m, "a", "x = 1", time.Minute)
+		// Whether the interrupt lands before the code starts or in it, the
+		// run ends interrupted.
+		res := run(t, m, "a", "import time\nwhile True: time.sleep(1)", 100*time.Millisecond)
+		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+			t.Fatalf("interruptible timeout: %+v %+v", res.Error, res.Session)
+		}
+		if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "1\n" || r.Session.ID != first.Session.ID {
+			t.Errorf("after an interrupted run: %q %+v", r.Stdout, r.Session)
+		}
+	})
+	t.Run("stuck", func(t *testing.T) {
+		eng := newFakeEngine(t)
+		m := newManager(t, eng, Options{Limits: python.Limits{InterruptGrace: 100 * time.Millisecond}})
+		first := run(t, m, "a", "x = 1", time.Minute)
+		// A stopped process answers no interrupt, however long it is given.
+		eng.signal(syscall.SIGSTOP)
+		res := run(t, m, "a", "print('never')", 100*time.Millisecond)
+		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != ReasonTimeout {
+			t.Fatalf("stuck code: %+v %+v", res.Error, res.Session)
+		}
+		waitFor(t, func() bool { return eng.running() == 0 }) // removed in the background
+		r := run(t, m, "a", "print('x' in globals())", time.Minute)
+		if r.Stdout != "False\n" || !r.Session.New || r.Session.Reason != ReasonTimeout || r.Session.ID == first.Session.ID {
+			t.Errorf("run after the kill: %q %+v", r.Stdout, r.Session)
+		}
+	})
 }
 
 func TestCrashEndsSession(t *testing.T) {
@@ -426,6 +442,10 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 			s, _ := m.session("a")
 			eng.signal(tt.sig)
 			waitFor(t, func() bool {
+				if !s.tryAcquire() { // the interpreter is the turn's
+					return false
+				}
+				defer s.release(t.Context())
 				select {
 				case <-s.it.Done():
 					return true
@@ -493,5 +513,86 @@ func TestRunFromHostCalls(t *testing.T) {
 	}
 	if _, _, ok := RunFrom(t.Context()); ok {
 		t.Error("RunFrom outside a run reports one")
+	}
+}
+
+// TestEndOrCloseWhileRunning: ending a session, or closing the manager,
+// while a run holds the session's turn waits for that run or cancels it; it
+// never takes the run's interpreter from under it.
+func TestEndOrCloseWhileRunning(t *testing.T) {
+	done, cancel := context.WithCancel(t.Context())
+	cancel() // a context already done stands in for a wait that ran out
+	for _, tt := range []struct {
+		name  string
+		stuck bool                   // the run's process is stopped, so it cannot be interrupted
+		stop  func(m *Manager) error // called while the run is in progress
+		ended string                 // the run's Session.Ended
+	}{
+		{"end", false, func(m *Manager) error { m.End(done, "a"); return nil }, ""},
+		{"close", false, func(m *Manager) error { return m.Close(t.Context()) }, ""},
+		{"close while stuck", true, func(m *Manager) error {
+			if err := m.Close(done); !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("got %v, want the run named as not stopping", err)
+			}
+			return nil
+		}, ReasonCancel},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := newFakeEngine(t)
+			// The grace is the time interrupted code has to stop: long when
+			// it will, so that the test does not depend on python3's speed.
+			grace := time.Minute
+			if tt.stuck {
+				grace = 100 * time.Millisecond
+			}
+			m := newManager(t, eng, Options{Limits: python.Limits{InterruptGrace: grace}})
+			run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+			mark, started := running(t)
+			first := make(chan *Result)
+			go func() { first <- run(t, m, "a", mark+"go.wait()", time.Minute) }()
+			started()
+			if tt.stuck {
+				eng.signal(syscall.SIGSTOP)
+			}
+			if err := tt.stop(m); err != nil {
+				t.Error(err)
+			}
+			res := <-first
+			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != tt.ended {
+				t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
+			}
+			waitFor(t, func() bool { return eng.running() == 0 })
+		})
+	}
+}
+
+// TestEndWaitsForRun: End lets the run in progress finish; a run queued
+// behind it is told the session has ended and starts no container.
+func TestEndWaitsForRun(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+	s, _ := m.session("a")
+	mark, started := running(t)
+	first := make(chan *Result)
+	go func() { first <- run(t, m, "a", mark+"go.wait()\nprint('first')", time.Minute) }()
+	started()
+	queued := make(chan *Result)
+	go func() { queued <- run(t, m, "a", "print('queued')", time.Minute) }()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 1 })
+	ended := make(chan struct{})
+	go func() { m.End(t.Context(), "a"); close(ended) }()
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 2 })
+	eng.signal(syscall.SIGINT) // the first run ends on its own
+	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" || res.Session.Ended != "" {
+		t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
+	}
+	if res := <-queued; res.Error == nil || res.Error.Kind != python.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
+		t.Errorf("the queued run: %q %+v", res.Stdout, res.Error)
+	}
+	<-ended
+	waitFor(t, func() bool { return eng.running() == 0 })
+	if n := eng.started.Load(); n != 1 {
+		t.Errorf("%d containers started, want 1", n)
 	}
 }

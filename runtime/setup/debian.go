@@ -107,6 +107,7 @@ func imageChanges(variant string) []string {
 	c := []string{
 		`CMD ["python3"]`, "WORKDIR /work", "ENV PYTHONDONTWRITEBYTECODE=1",
 		"LABEL io.codebridge.sandbox=1", "LABEL io.codebridge.sandbox.variant=" + variant,
+		"LABEL " + configs.InputsLabel + "=" + configs.Inputs(variant),
 	}
 	if variant == "data" {
 		c = append(c, "ENV MPLBACKEND=Agg", "ENV MPLCONFIGDIR=/tmp/matplotlib")

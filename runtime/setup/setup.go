@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/codebridge-mcp/codebridge/configs"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
@@ -194,12 +195,18 @@ func (s *setup) image(ctx context.Context) error {
 			s.logf("image %s is present", s.Image)
 			return nil
 		}
-		label, _ := s.podmanOutput(ctx, "image", "inspect", "--format", `{{index .Config.Labels "io.codebridge.sandbox.variant"}}`, s.Image)
-		if label == variant {
+		labels, _ := s.podmanOutput(ctx, "image", "inspect", "--format",
+			`{{index .Config.Labels "io.codebridge.sandbox.variant"}} {{index .Config.Labels "`+configs.InputsLabel+`"}}`, s.Image)
+		label, inputs, _ := strings.Cut(strings.TrimSpace(labels), " ")
+		switch {
+		case label != variant:
+			s.logf("image %s exists but is not the %s variant (it is %q): building it", s.Image, variant, label)
+		case inputs != configs.Inputs(variant):
+			s.logf("image %s was built from other image files than this codebridge's (inputs %q, now %s): building it again", s.Image, inputs, configs.Inputs(variant))
+		default:
 			s.logf("image %s is present (--rebuild builds it again)", s.Image)
 			return nil
 		}
-		s.logf("image %s exists but is not the %s variant (it is %q): building it", s.Image, variant, label)
 	}
 	if !ours {
 		s.logf("pulling %s", s.Image)
@@ -258,7 +265,7 @@ func (s *setup) buildRegistry(ctx context.Context, variant string) error {
 	}
 	s.logf("building %s (%s variant) from the embedded Containerfile: a few minutes for data", s.Image, variant)
 	return s.podmanRun(ctx, nil, "build", "--pull=never", "--build-arg", "BASE="+s.Base, "--build-arg", "VARIANT="+variant,
-		"-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)
+		"--build-arg", "INPUTS="+configs.Inputs(variant), "-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)
 }
 
 // pull pulls ref. An image on a loopback registry is pulled without TLS, as

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -64,39 +66,50 @@ func RequirePodmanBinary(t testing.TB) string {
 	return p
 }
 
-// NPMDir is where scripts/test.sh installs the npm MCP servers and client:
-// $CODEBRIDGE_TEST_NPM_DIR, else ~/.cache/codebridge/npm.
+// NPMDir is where scripts/test.sh installs the pinned npm trees of
+// scripts/npm: the MCP servers in servers/ and the clients in clients/. It is
+// $CODEBRIDGE_TEST_NPM_DIR, which test.sh sets to a folder named by the
+// lockfiles' hash.
 func NPMDir() string {
-	if d := os.Getenv("CODEBRIDGE_TEST_NPM_DIR"); d != "" {
-		return d
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	return filepath.Join(cache, "codebridge", "npm")
+	return os.Getenv("CODEBRIDGE_TEST_NPM_DIR")
 }
 
-// NPMBin returns the path of an executable installed under [NPMDir]
+// npmTrees are the trees of scripts/npm, searched in this order.
+var npmTrees = []string{"servers", "clients"}
+
+// NPMBin returns the path of an executable installed in one of the npm trees
 // (e.g. "mcp-server-everything"), or skips/fails t.
 func NPMBin(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join(NPMDir(), "node_modules", ".bin", name)
-	if _, err := os.Stat(p); err != nil {
-		Missing(t, "npm package providing "+name, "run scripts/test.sh (it installs the test servers into "+NPMDir()+")")
-	}
-	return p
+	return npmPath(t, "npm package providing "+name, filepath.Join("node_modules", ".bin", name))
 }
 
-// NPMModule returns the directory of an npm package installed under [NPMDir]
-// (e.g. "@modelcontextprotocol/sdk"), or skips/fails t.
+// NPMModule returns the directory of an npm package installed in one of the
+// npm trees (e.g. "@modelcontextprotocol/sdk"), or skips/fails t.
 func NPMModule(t testing.TB, pkg string) string {
 	t.Helper()
-	p := filepath.Join(NPMDir(), "node_modules", filepath.FromSlash(pkg))
-	if _, err := os.Stat(p); err != nil {
-		Missing(t, "npm package "+pkg, "run scripts/test.sh (it installs test dependencies into "+NPMDir()+")")
+	return npmPath(t, "npm package "+pkg, filepath.Join("node_modules", filepath.FromSlash(pkg)))
+}
+
+// NPMClients is the folder of the clients' tree, for Node scripts that
+// require the TypeScript SDK from it.
+func NPMClients(t testing.TB) string {
+	t.Helper()
+	return filepath.Dir(filepath.Dir(filepath.Dir(NPMModule(t, "@modelcontextprotocol/sdk"))))
+}
+
+func npmPath(t testing.TB, what, rel string) string {
+	t.Helper()
+	if dir := NPMDir(); dir != "" {
+		for _, tree := range npmTrees {
+			p := filepath.Join(dir, tree, rel)
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
 	}
-	return p
+	Missing(t, what, "run scripts/test.sh, which installs the pinned npm trees of scripts/npm and sets CODEBRIDGE_TEST_NPM_DIR")
+	panic("unreachable")
 }
 
 // LocalPython runs argv (the sandbox's command, whose argv[0] is python3) as
@@ -153,4 +166,39 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WaitFlockBlocked waits until some process or goroutine is blocked waiting
+// for an flock on the file at path, as Linux's /proc/locks shows (a "->"
+// line naming the file's inode). It reports false where /proc/locks does not
+// exist, so the caller can skip the check that depends on it.
+func WaitFlockBlocked(t testing.TB, path string) bool {
+	t.Helper()
+	if _, err := os.Stat("/proc/locks"); err != nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino, ok := inode(fi)
+	if !ok {
+		return false
+	}
+	suffix := ":" + strconv.FormatUint(ino, 10)
+	Eventually(t, "a waiter is blocked on the flock of "+path, func() bool {
+		b, err := os.ReadFile("/proc/locks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			// "2: -> FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF"
+			if len(f) >= 7 && f[1] == "->" && f[2] == "FLOCK" && strings.HasSuffix(f[6], suffix) {
+				return true
+			}
+		}
+		return false
+	})
+	return true
 }

@@ -4,7 +4,7 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 
-const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_DIR, "package.json"));
+const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_CLIENTS, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
 

@@ -11,7 +11,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import readline from "node:readline";
 
-const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_DIR, "package.json"));
+const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_CLIENTS, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Rehearses a brand-new machine on this one, where caches and earlier installs
+# would hide what a fresh machine fails on: the whole suite (scripts/test.sh)
+# runs with
+#   - an empty npm folder, so the pinned trees of scripts/npm are installed anew;
+#   - a private Podman store without images, served by a private Podman API,
+#     so codebridge setup builds both sandbox images from nothing;
+#   - a slow python3 first on PATH (0.3 s before the real one starts, as a
+#     pyenv shim is slower still than Debian's), so no test may depend on how
+#     fast a process starts;
+#   - empty XDG cache, config and state folders.
+# Go's module and build caches are kept: they hold nothing the suite could
+# mistake for an install of its own. CI runs this after scripts/test.sh.
+# Everything it makes lives in one folder, removed at the end.
+# Extra arguments go to scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf 'fresh: %s\n' "$*" >&2; }
+
+work=$(mktemp -d "${TMPDIR:-/var/tmp}/codebridge-fresh.XXXXXX")
+svc=
+cleanup() {
+  status=$?
+  [ -n "$svc" ] && kill "$svc" 2>/dev/null && wait "$svc" 2>/dev/null || true
+  if [ -n "${CONTAINERS_STORAGE_CONF:-}" ] && command -v podman >/dev/null; then
+    podman rm --all --force >/dev/null 2>&1 || true
+    podman rmi --all --force >/dev/null 2>&1 || true
+  fi
+  grep -o " $work/[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  rm -rf "$work"
+  exit "$status"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/storage" "$work/run" "$work/bin" "$work/npm" "$work/cache" "$work/config" "$work/state"
+cat >"$work/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+graphroot = "$work/storage"
+runroot = "$work/run"
+EOF
+export CONTAINERS_STORAGE_CONF=$work/storage.conf
+export CODEBRIDGE_TEST_NPM_DIR=$work/npm
+GOCACHE=$(go env GOCACHE) && export GOCACHE # kept, though XDG_CACHE_HOME moves
+export XDG_CACHE_HOME=$work/cache XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+
+real_python=$(command -v python3 || true)
+if [ -n "$real_python" ]; then
+  cat >"$work/bin/python3" <<EOF
+#!/bin/sh
+sleep 0.3
+exec $real_python "\$@"
+EOF
+  chmod +x "$work/bin/python3"
+  export PATH=$work/bin:$PATH
+  log "python3 on PATH is now a shim that waits 0.3 s, then runs $real_python"
+fi
+
+# A private Podman API on the private store: codebridge and the tests use it
+# (CONTAINER_HOST), the podman CLI of setup and the tests the same store.
+if command -v podman >/dev/null; then
+  sock=$work/podman.sock
+  podman system service --time=0 "unix://$sock" >"$work/podman-service.log" 2>&1 &
+  svc=$!
+  for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.1; done
+  [ -S "$sock" ] || { log "the private podman service made no socket:"; cat "$work/podman-service.log" >&2; exit 1; }
+  export CONTAINER_HOST=unix://$sock
+  log "private Podman store $work/storage (no images), API at $CONTAINER_HOST"
+else
+  log "podman is not installed: this machine is fresh already; scripts/test.sh installs it"
+fi
+
+log "the whole suite, as on a fresh machine"
+start=$(date +%s)
+scripts/test.sh "$@"
+log "passed in $(( $(date +%s) - start )) s"
