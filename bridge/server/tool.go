@@ -13,18 +13,19 @@ import (
 // ToolName is the one tool codebridge offers.
 const ToolName = "run_python"
 
-// toolDescription teaches a model the sandbox in as few bytes as possible; the
-// manual resource and capability_summary() carry the rest. Every helper named
-// here must exist in the sandbox (a test checks).
-const toolDescription = "Run Python 3 in a locked-down sandbox (no network, read-only FS but /tmp; top-level await ok). " +
+// toolDescription teaches a model the sandbox in as few tokens as possible:
+// the whole listed tool stays under 200 tokens (TestListedToolTokens); the
+// manual resource and capability_summary() carry the rest. Every helper
+// named here must exist in the sandbox (a test checks).
+const toolDescription = "Run Python 3 in a sandbox (no network; only /tmp writable; top-level await). " +
 	sessionSentence +
-	"Your MCP servers are reachable from the code, schemas on demand: discovered_servers(), " +
-	"await search_tool_docs(query), await query_tool_docs(server, tool=None, detail='full'), " +
-	"await call_tool(server, tool, args) or await mcp_<server>.<tool>(**args). " +
-	"capability_summary() explains more. Print results; stdout and stderr are returned."
+	"Code reaches your MCP servers, schemas on demand: discovered_servers(), " +
+	"await search_tool_docs(query), await query_tool_docs(server, tool=None), " +
+	"await mcp_{server}.{tool}(**args) or call_tool(server, tool, args). " +
+	"capability_summary() tells more. Print results; stdout and stderr come back."
 
 // sessionSentence is in the description when sessions are on.
-const sessionSentence = "State persists across calls (reset=true clears it). "
+const sessionSentence = "State persists across calls; reset=true clears it. "
 
 // toolInput is run_python's arguments.
 type toolInput struct {
@@ -38,7 +39,7 @@ type toolInput struct {
 func newTool(c settings.Config) *mcp.Tool {
 	schema := fmt.Sprintf(`{"type":"object","properties":{`+
 		`"code":{"type":"string","description":"Python source to run"},`+
-		`"servers":{"type":"array","items":{"type":"string"},"description":"MCP servers to start before the code runs (optional; all are reachable)"},`+
+		`"servers":{"type":"array","items":{"type":"string"},"description":"Servers to start first"},`+
 		`"timeout":{"type":"number","minimum":1,"maximum":%d,"description":"Seconds (default %d)"},`+
 		`"reset":{"type":"boolean","description":"Start a fresh session"}},`+
 		`"required":["code"],"additionalProperties":false}`,

@@ -95,7 +95,11 @@ func NPMModule(t testing.TB, pkg string) string {
 // require the TypeScript SDK from it.
 func NPMClients(t testing.TB) string {
 	t.Helper()
-	return filepath.Dir(filepath.Dir(filepath.Dir(NPMModule(t, "@modelcontextprotocol/sdk"))))
+	dir := filepath.Join(NPMDir(), "clients")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); NPMDir() == "" || err != nil {
+		Missing(t, "the clients' npm tree", "run scripts/test.sh, which installs the pinned npm trees of scripts/npm and sets CODEBRIDGE_TEST_NPM_DIR")
+	}
+	return dir
 }
 
 func npmPath(t testing.TB, what, rel string) string {
