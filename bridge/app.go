@@ -58,7 +58,10 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	return err
+	// The client is gone: its sandbox session ends before the sandbox closes.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return errors.Join(err, srv.Close(cctx))
 }
 
 // ExecOptions configure [Exec].

@@ -165,6 +165,11 @@ func (f *front) shutdown(hs *http.Server) {
 	for ss := range f.srv.MCP().Sessions() {
 		ss.Close()
 	}
+	ended, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := f.srv.Close(ended); err != nil {
+		f.logger.Warn("stopping", "err", err)
+	}
+	cancel()
 	select {
 	case <-closed:
 	case <-time.After(5 * time.Second):

@@ -52,14 +52,16 @@ type Server struct {
 	opts   Options
 	logger *slog.Logger
 	mcp    *mcp.Server
-	// quit is closed when Run's ctx ends: runs in progress are then
-	// cancelled, so shutdown does not wait for their time limits.
-	quit     chan struct{}
-	quitOnce sync.Once
+
+	// ended has one goroutine per MCP session, which ends the session's
+	// sandbox when the MCP session ends; Close waits for them.
+	ended sync.WaitGroup
 
 	mu       sync.Mutex // protects following
 	sessions map[*mcp.ServerSession]string
-	draining bool // Drain was called: new runs are refused
+	draining bool                            // Drain was called: new runs are refused
+	quitting bool                            // runs in progress were cancelled; new ones are refused
+	cancels  map[*mcp.CallToolRequest]func() // of the runs in progress
 
 	runs Counter // run_python calls in progress or waiting their turn
 }
@@ -119,7 +121,7 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger, quit: make(chan struct{}), sessions: map[*mcp.ServerSession]string{}}
+	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]string{}, cancels: map[*mcp.CallToolRequest]func(){}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = logger.With("component", "mcp")
@@ -147,9 +149,43 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // ctx ends, runs in progress are cancelled (interrupted, and killed if they do
 // not stop): the SDK's shutdown waits for every request in progress.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	stop := context.AfterFunc(ctx, func() { s.quitOnce.Do(func() { close(s.quit) }) })
-	defer stop()
-	return s.mcp.Run(ctx, t)
+	served, cancelled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(cancelled)
+		select {
+		case <-ctx.Done():
+			s.quit()
+		case <-served:
+		}
+	}()
+	err := s.mcp.Run(ctx, t)
+	close(served)
+	<-cancelled
+	return err
+}
+
+// Close cancels the runs in progress and waits, until ctx ends, for the
+// sandbox sessions of ended MCP sessions to be ended.
+func (s *Server) Close(ctx context.Context) error {
+	s.quit()
+	done := make(chan struct{})
+	go func() { s.ended.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("ending the sandbox sessions of closed MCP sessions: %w", ctx.Err())
+	}
+}
+
+// quit cancels every run in progress and refuses new ones.
+func (s *Server) quit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quitting = true
+	for _, cancel := range s.cancels {
+		cancel()
+	}
 }
 
 // Drain stops taking runs (a new one fails with a busy error) and waits for
@@ -162,31 +198,40 @@ func (s *Server) Drain(ctx context.Context) {
 	if !s.runs.Wait(ctx) {
 		s.logger.Warn("cancelling the runs still in progress at shutdown", "runs", s.Runs())
 	}
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.quit()
 }
 
 // Runs is the number of run_python calls in progress or waiting their turn.
 func (s *Server) Runs() int { return s.runs.Count() }
 
 // startRun counts a run in, or says why it cannot start: MaxRuns are in
-// progress, or the server is draining. done counts it out.
-func (s *Server) startRun() (done func(), refused *mcp.CallToolResult) {
+// progress, or the server is draining. The run's ctx ends with ctx or when
+// the server quits; done counts the run out.
+func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func(), refused *mcp.CallToolResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch n := s.runs.Count(); {
-	case s.draining:
-		return nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
+	case s.draining || s.quitting:
+		return nil, nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
 	case s.cfg.MaxRuns > 0 && n >= s.cfg.MaxRuns:
-		return nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", n)
+		return nil, nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", n)
 	}
 	s.runs.Add(1)
-	return func() { s.runs.Add(-1) }, nil
+	ctx, cancel := context.WithCancel(ctx)
+	s.cancels[req] = cancel
+	return ctx, func() {
+		s.mu.Lock()
+		delete(s.cancels, req)
+		s.mu.Unlock()
+		cancel()
+		s.runs.Add(-1)
+	}, nil
 }
 
 // runPython is the run_python handler. A problem with the caller's input or code
 // is a tool result with IsError, written for a model to act on.
 func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	done, refused := s.startRun()
+	ctx, done, refused := s.startRun(ctx, req)
 	if refused != nil {
 		return refused, nil
 	}
@@ -234,15 +279,6 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		watch.Progress = func(line string) { progress("sandbox image: "+line, 0, 0) }
 	}
 	ctx = podman.WithImageWatch(ctx, watch)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
 		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: att.Host(h), Timeout: timeout,
 	})
@@ -276,7 +312,9 @@ func (s *Server) sessionKey(ss *mcp.ServerSession) string {
 	}
 	key = fmt.Sprintf("mcp-%p", ss)
 	s.sessions[ss] = key
+	s.ended.Add(1)
 	go func() {
+		defer s.ended.Done()
 		ss.Wait()
 		s.mu.Lock()
 		delete(s.sessions, ss)

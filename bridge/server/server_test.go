@@ -465,3 +465,31 @@ func TestRunLimitAndDrain(t *testing.T) {
 		t.Errorf("%d runs counted after Drain", n)
 	}
 }
+
+// TestCloseWaitsForSessionEnds: the goroutine that ends a closed MCP
+// session's sandbox session is the server's: Close returns after it did.
+func TestCloseWaitsForSessionEnds(t *testing.T) {
+	r := &fakeRunner{}
+	s := NewServer(bridgetest.Config(t), Options{Runner: r})
+	ct, st := mcp.NewInMemoryTransports()
+	served := make(chan error, 1)
+	go func() { served <- s.Run(t.Context(), st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, cs, map[string]any{"code": "print(1)"})
+	cs.Close()
+	<-served // the client went away
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ended) != 1 || !strings.HasPrefix(r.ended[0], "mcp-") {
+		t.Errorf("sandbox sessions ended by the time Close returned: %q, want the MCP session's", r.ended)
+	}
+	if _, _, refused := s.startRun(t.Context(), &mcp.CallToolRequest{}); refused == nil {
+		t.Error("a run after Close was not refused")
+	}
+}
