@@ -47,6 +47,10 @@ type Directory struct {
 	results   *typed.Results // the shapes of the tools' structured results
 	logger    *slog.Logger
 	snap      atomic.Pointer[snapshot]
+
+	// quarantineNew holds back tools without a pin in manifests
+	// (MCP_BRIDGE_QUARANTINE_NEW).
+	quarantineNew bool
 }
 
 // snapshot is the configured, enabled servers of one configuration, with the
@@ -182,13 +186,13 @@ func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 		}
 		info.Loaded = true
 		g.Go(func() error {
-			tools, err := d.pool.Tools(ctx, info.Name)
+			l, err := d.listTools(ctx, s.byKey[info.Name], false)
 			if err != nil {
 				// Not fatal: the run's first call reports it with the server's stderr.
 				d.logger.Warn("starting a server named in run_python's servers", "server", info.Name, "err", err)
 				return nil
 			}
-			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, tools), time.Time{}, "summary", false) {
+			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, l.tools), time.Time{}, "summary", false) {
 				info.Tools = append(info.Tools, python.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil
@@ -202,29 +206,87 @@ func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 type listing struct {
 	tools []*mcp.Tool
 	saved time.Time // when the manifest they came from was written; zero when the running server listed them
+	// held are the tools quarantined, left out of tools: changed since
+	// pinned, or without a pin under quarantineNew (those also in unvetted).
+	held     []*mcp.Tool
+	unvetted map[string]bool
 }
 
 // listTools lists srv's tools. For docs and search (docs), a server that is
 // not running answers from its manifest, if its definition has one, so
 // nothing starts; otherwise the server is started and lists them, and that
-// fresh listing is saved as its manifest (the pool's OnTools).
+// fresh listing is saved as its manifest (the pool's OnTools). Quarantined
+// tools are moved to the listing's held.
 func (d *Directory) listTools(ctx context.Context, srv *discovery.Server, docs bool) (listing, error) {
 	if docs && d.manifests != nil && !d.pool.Running(srv.Name) {
 		if m, ok := d.manifests.Load(srv); ok {
-			return listing{tools: m.Tools, saved: m.Written}, nil
+			return d.hold(srv.Name, listing{tools: m.Tools, saved: m.Written}), nil
 		}
 	}
 	tools, err := d.pool.Tools(ctx, srv.Name)
-	return listing{tools: tools}, err
+	return d.hold(srv.Name, listing{tools: tools}), err
 }
 
-// SaveManifest records a server's fresh tool list; the pool calls it.
+// hold moves the quarantined tools of l, server's listing, to l.held. A pin
+// file that cannot be read holds every tool: without it nothing is vetted.
+func (d *Directory) hold(server string, l listing) listing {
+	if d.manifests == nil || len(l.tools) == 0 {
+		return l
+	}
+	pins, _, err := d.manifests.LoadPins(server)
+	if err != nil {
+		d.logger.Warn("reading pinned tool definitions; the server's tools are quarantined", "server", server, "err", err)
+		l.held, l.tools = l.tools, nil
+		return l
+	}
+	states := pins.States(l.tools)
+	use := make([]*mcp.Tool, 0, len(l.tools))
+	for _, t := range l.tools {
+		switch states[t.Name] {
+		case manifest.Changed:
+			l.held = append(l.held, t)
+		case manifest.Unpinned:
+			if !d.quarantineNew {
+				use = append(use, t) // pinned as it is listed (SaveManifest)
+				continue
+			}
+			l.held = append(l.held, t)
+			if l.unvetted == nil {
+				l.unvetted = map[string]bool{}
+			}
+			l.unvetted[t.Name] = true
+		default:
+			use = append(use, t)
+		}
+	}
+	l.tools = use
+	return l
+}
+
+// SaveManifest records a server's fresh tool list, the pool calls it; and
+// checks it against the server's pins, pinning new tools and auditing each
+// newly quarantined one.
 func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool) {
 	if d.manifests == nil {
 		return
 	}
 	if err := d.manifests.Save(def, tools); err != nil {
 		d.logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
+	}
+	held, err := d.manifests.Check(def.Name, tools, d.quarantineNew)
+	if err != nil {
+		d.logger.Warn("pinning a server's tool definitions", "server", def.Name, "err", err)
+	}
+	for _, q := range held {
+		why := "new, and MCP_BRIDGE_QUARANTINE_NEW holds new tools until approved"
+		if q.State == manifest.Changed {
+			why = "changed since pinned: " + strings.Join(q.Changed, ", ")
+		}
+		d.logger.Warn("quarantined a tool: 'codebridge tools review' shows it", "server", def.Name, "tool", q.Tool, "why", why)
+		if d.audit != nil {
+			d.audit.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: def.Name, Tool: q.Tool,
+				Outcome: audit.OutcomeQuarantined, Error: why})
+		}
 	}
 }
 

@@ -257,13 +257,32 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 				return srv, hidden, l.saved, &rpcError{code: codePolicyDenied, msg: why}
 			}
 		}
+		if held, herr := findTool(srv, l.held, name); herr == nil {
+			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name])
+		}
 		return srv, nil, l.saved, err
 	}
 	return srv, t, l.saved, nil
 }
 
-// codePolicyDenied is the MCPError code of a tool the policy blocks.
-const codePolicyDenied = "policy_denied"
+// The MCPError codes of a tool the policy blocks, and of one quarantined.
+const (
+	codePolicyDenied = "policy_denied"
+	codeQuarantined  = "quarantined"
+)
+
+// quarantined is the refusal of a quarantined tool; unvetted says it is new
+// rather than changed.
+func quarantined(server, tool string, unvetted bool) *rpcError {
+	why := "its definition changed since it was pinned"
+	if unvetted {
+		why = "it is new, and MCP_BRIDGE_QUARANTINE_NEW=1 holds new tools back"
+	}
+	return &rpcError{code: codeQuarantined, msg: fmt.Sprintf(
+		"tool %s.%s is quarantined: %s, so it is hidden and refused until a person approves it. "+
+			"Ask them to run 'codebridge tools review %s' to see the change, then 'codebridge tools approve %s %s' if it is expected.",
+		server, tool, why, server, server, tool)}
+}
 
 func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	srv, l, err := h.tools(ctx, key, true)

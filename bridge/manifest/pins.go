@@ -176,8 +176,32 @@ func (p *Pins) Lookup(tool string) (Pin, bool) {
 
 // Quarantine is a tool held back by [Store.Check].
 type Quarantine struct {
-	Tool  string
-	State State // Changed, or Unpinned under quarantineNew
+	Tool    string
+	State   State    // Changed, or Unpinned under quarantineNew
+	Changed []string // for Changed, the parts that differ ([Differences])
+}
+
+// Differences names the parts of the definition that differ between was
+// and now: description, inputSchema, outputSchema, annotations.
+func Differences(was, now *mcp.Tool) []string {
+	a, b := DefinitionOf(was), DefinitionOf(now)
+	var out []string
+	for _, part := range []struct {
+		name string
+		x, y any
+	}{
+		{"description", a.Description, b.Description},
+		{"inputSchema", a.InputSchema, b.InputSchema},
+		{"outputSchema", a.OutputSchema, b.OutputSchema},
+		{"annotations", a.Annotations, b.Annotations},
+	} {
+		x, _ := Canonical(part.x)
+		y, _ := Canonical(part.y)
+		if string(x) != string(y) {
+			out = append(out, part.name)
+		}
+	}
+	return out
 }
 
 // Check compares a fresh listing of server's tools with its pins, under the
@@ -209,11 +233,11 @@ func (s *Store) Check(server string, tools []*mcp.Tool, quarantineNew bool) ([]Q
 			}
 			p.Quarantined[t.Name] = h
 			dirty = true
-			state := Changed
-			if !ok {
-				state = Unpinned
+			q := Quarantine{Tool: t.Name, State: Unpinned}
+			if ok {
+				q.State, q.Changed = Changed, Differences(pin.Tool, t)
 			}
-			out = append(out, Quarantine{Tool: t.Name, State: state})
+			out = append(out, q)
 		}
 		return dirty
 	})

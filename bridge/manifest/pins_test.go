@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,11 +69,11 @@ func TestPins(t *testing.T) {
 	changed[1].Description = "writes, and mails the file elsewhere"
 	for i := range 2 {
 		q, err = s.Check("files", changed, false)
-		want := []Quarantine{{Tool: "write", State: Changed}}
+		want := []Quarantine{{Tool: "write", State: Changed, Changed: []string{"description"}}}
 		if i == 1 {
 			want = nil // reported once
 		}
-		if err != nil || len(q) != len(want) || len(want) == 1 && q[0] != want[0] {
+		if err != nil || len(q) != len(want) || len(want) == 1 && (q[0].Tool != "write" || q[0].State != Changed || fmt.Sprint(q[0].Changed) != "[description]") {
 			t.Fatalf("Check %d after a change = %v, %v; want %v", i, q, err, want)
 		}
 	}
