@@ -56,8 +56,7 @@ const (
 
 // Record is one tool call, as one line of the log.
 type Record struct {
-	Kind       string    `json:"kind,omitempty"` // "" for a tool call, or KindPin
-	Time       time.Time `json:"time"`           // when the call began, UTC, RFC 3339 with nanoseconds
+	Time       time.Time `json:"time"` // when the call began, UTC, RFC 3339 with nanoseconds
 	Session    string    `json:"session"`
 	Run        int       `json:"run"`
 	Server     string    `json:"server"` // the configured name, or what the code asked for if it is unknown
@@ -72,6 +71,7 @@ type Record struct {
 	ResultBytes int             `json:"result_bytes"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"` // only with Options.Contents
 	Result      json.RawMessage `json:"result,omitempty"`    // only with Options.Contents
+	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin
 }
 
 // maxError bounds Record.Error, in bytes.

@@ -31,12 +31,13 @@ type Options struct {
 	// search answer for a server that is not running.
 	Manifests *manifest.Store
 	// Audit records every tool call.
-	Audit *audit.Log
+	Audit  *audit.Log
+	Logger *slog.Logger
+
 	// QuarantineNew holds back the tools that have no pin in Manifests
 	// (a new server's, a new tool of a known one) until a person approves
 	// them (MCP_BRIDGE_QUARANTINE_NEW).
 	QuarantineNew bool
-	Logger        *slog.Logger
 }
 
 // New returns a [Directory] with no servers in front of pool; [Directory.Update]
