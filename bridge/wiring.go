@@ -71,6 +71,7 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 	p.dir = host.New(p.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
 		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: auditLog, Logger: logger,
+		QuarantineNew: cfg.QuarantineNew,
 	})
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}

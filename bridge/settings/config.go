@@ -64,6 +64,7 @@ type Config struct {
 	AuditContents bool  // also record the calls' arguments and results
 	AuditMaxSize  int64 // rotate the audit log at this size, in bytes
 	AuditKeep     int   // rotated audit logs kept
+	QuarantineNew bool  // hold back tools without a pinned definition until approved
 }
 
 // setting describes one environment variable: its koanf key, default and parser.
@@ -241,6 +242,8 @@ var settings = []setting{
 			c.Tools.ReadOnly = &b
 			return err
 		}},
+	{"quarantine_new", "0", "1 quarantines every tool that has no pinned definition yet (a newly added server's, a new tool of a known one) until `codebridge tools approve`; 0 pins them as first seen. Tools whose definition changed are always quarantined. See Pinned tool definitions.",
+		func(c *Config, v string) (err error) { c.QuarantineNew, err = strconv.ParseBool(v); return err }},
 	{"audit", "1", "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see Audit); 0 records nothing.",
 		func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
 	{"audit_contents", "0", "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",
