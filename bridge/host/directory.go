@@ -273,18 +273,26 @@ func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool) {
 	if err := d.manifests.Save(def, tools); err != nil {
 		d.logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 	}
-	held, err := d.manifests.Check(def.Name, tools, d.quarantineNew)
+	CheckPins(d.manifests, d.audit, d.quarantineNew, def.Name, tools, d.logger)
+}
+
+// CheckPins checks a fresh listing of server's tools against its pins in
+// store ([manifest.Store.Check]): new tools are pinned, unless quarantineNew
+// holds them back, and each newly quarantined tool is logged as a warning and
+// recorded in log (nil records none).
+func CheckPins(store *manifest.Store, log *audit.Log, quarantineNew bool, server string, tools []*mcp.Tool, logger *slog.Logger) {
+	held, err := store.Check(server, tools, quarantineNew)
 	if err != nil {
-		d.logger.Warn("pinning a server's tool definitions", "server", def.Name, "err", err)
+		logger.Warn("pinning a server's tool definitions", "server", server, "err", err)
 	}
 	for _, q := range held {
 		why := "new, and MCP_BRIDGE_QUARANTINE_NEW holds new tools until approved"
 		if q.State == manifest.Changed {
 			why = "changed since pinned: " + strings.Join(q.Changed, ", ")
 		}
-		d.logger.Warn("quarantined a tool: 'codebridge tools review' shows it", "server", def.Name, "tool", q.Tool, "why", why)
-		if d.audit != nil {
-			d.audit.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: def.Name, Tool: q.Tool,
+		logger.Warn("quarantined a tool: 'codebridge tools review' shows it", "server", server, "tool", q.Tool, "why", why)
+		if log != nil {
+			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: q.Tool,
 				Outcome: audit.OutcomeQuarantined, Error: why})
 		}
 	}
