@@ -88,7 +88,8 @@ func quarantinedTools(ctx context.Context, cfg settings.Config, names []string, 
 // ReviewTools prints what changed in each quarantined tool of server (of
 // every enabled server when server is ""), as `codebridge tools review`
 // does: a line diff of its pinned and current definitions. It returns an
-// error matching [ErrQuarantined] when it showed one.
+// error matching [ErrQuarantined] when it showed one and every server
+// listed its tools; otherwise the listing's error.
 func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts ToolsOptions) error {
 	var names []string
 	if server != "" {
@@ -121,8 +122,8 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 		}
 		fmt.Fprintf(opts.Out, "no quarantined tools: every tool of %s matches its pinned definition\n", what)
 	}
-	if n > 0 {
-		err = errors.Join(fmt.Errorf("%w: %d shown above", ErrQuarantined, n), err)
+	if n > 0 && err == nil {
+		err = fmt.Errorf("%w: %d shown above", ErrQuarantined, n)
 	}
 	return err
 }

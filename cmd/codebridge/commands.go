@@ -17,7 +17,7 @@ import (
 // commands is the table of codebridge's commands, in the order codebridge
 // --help lists them: a command added here is parsed, run and listed. The
 // command help is not in it, as it reads the table (see [parse]); nor is a
-// command's own table of verbs, such as [memoryVerbs].
+// command's own table of verbs, such as [memoryVerbs] and [toolsVerbs].
 // It is a function, not a variable, because serve's run prints the usage made
 // from it.
 func commands() []command {
@@ -32,6 +32,8 @@ func commands() []command {
 			summary: "see and remove what agents stored (memory --help)"},
 		{name: "audit", synopsis: "[-n N] [--server S]", help: auditHelp, flags: auditCommand,
 			summary: "the tool calls code made, most recent last (audit --help)"},
+		{name: "tools", synopsis: "review|approve [S]", help: toolsHelp, flags: noFlags(toolsCmd), operands: true,
+			summary: "see and approve tools whose definition changed (tools --help)"},
 		{name: "setup", synopsis: "[--yes]", help: setupHelp, flags: setupCommand,
 			summary: "install Podman and build the sandbox image (setup --help)"},
 		{name: "doctor", help: doctorHelp, flags: noFlags(doctorCmd),
