@@ -51,7 +51,7 @@ var toolsVerbs = []toolsVerb{
 			return bridge.ReviewTools(ctx, c.cfg, strings.Join(args, ""), bridge.ToolsOptions{Logger: c.logger, Out: c.stdout})
 		}},
 	{name: "approve", args: "SERVER [TOOL...]", min: 1, max: -1,
-		summary: "\naccept the current definitions of the tools named,\nor of every quarantined tool of SERVER",
+		summary: "accept the current definitions of the tools\nnamed, or of every quarantined tool of SERVER",
 		run: func(ctx context.Context, c *call, args []string) error {
 			return bridge.ApproveTools(ctx, c.cfg, args[0], args[1:], bridge.ToolsOptions{Logger: c.logger, Out: c.stdout})
 		}},
