@@ -33,6 +33,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(pinServerEnv) != "" {
+		runPinServer()
+		return
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
