@@ -64,12 +64,9 @@ func toolsCmd(ctx context.Context, c *call) int {
 		return 2
 	}
 	name, args := c.args[0], c.args[1:]
-	for _, a := range args {
-		switch a {
-		case "-h", "-help", "--help":
-			fmt.Fprint(c.stdout, toolsHelp)
-			return 0
-		}
+	if helpAsked(args) {
+		fmt.Fprint(c.stdout, toolsHelp)
+		return 0
 	}
 	i := slices.IndexFunc(toolsVerbs, func(v toolsVerb) bool { return v.name == name })
 	if i < 0 {
