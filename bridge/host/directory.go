@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,17 @@ type Directory struct {
 	// quarantineNew holds back tools without a pin in manifests
 	// (MCP_BRIDGE_QUARANTINE_NEW).
 	quarantineNew bool
+
+	statesMu sync.Mutex             // protects following
+	states   map[string]pinnedState // by server: the last listing's states, so a call hashes nothing
+}
+
+// pinnedState is where the tools of one listing stand against one version
+// of their server's pins.
+type pinnedState struct {
+	pins   *manifest.Pins
+	tools  []*mcp.Tool
+	states map[string]manifest.State
 }
 
 // snapshot is the configured, enabled servers of one configuration, with the
@@ -239,7 +251,7 @@ func (d *Directory) hold(server string, l listing) listing {
 		l.held, l.tools = l.tools, nil
 		return l
 	}
-	states := pins.States(l.tools)
+	states := d.pinStates(server, pins, l.tools)
 	use := make([]*mcp.Tool, 0, len(l.tools))
 	for _, t := range l.tools {
 		switch states[t.Name] {
@@ -261,6 +273,26 @@ func (d *Directory) hold(server string, l listing) listing {
 	}
 	l.tools = use
 	return l
+}
+
+// pinStates is pins.States(tools), remembered for the server's last listing:
+// the pool hands out the same listing until the server lists again, and
+// hashing every tool of a server on every call would cost milliseconds.
+func (d *Directory) pinStates(server string, pins *manifest.Pins, tools []*mcp.Tool) map[string]manifest.State {
+	d.statesMu.Lock()
+	c, ok := d.states[server]
+	d.statesMu.Unlock()
+	if ok && c.pins == pins && slices.Equal(c.tools, tools) {
+		return c.states
+	}
+	states := pins.States(tools)
+	d.statesMu.Lock()
+	if d.states == nil {
+		d.states = map[string]pinnedState{}
+	}
+	d.states[server] = pinnedState{pins: pins, tools: tools, states: states}
+	d.statesMu.Unlock()
+	return states
 }
 
 // SaveManifest records a server's fresh tool list, the pool calls it; and

@@ -151,3 +151,34 @@ func TestQuarantineNew(t *testing.T) {
 		t.Errorf("without manifests: %v", got)
 	}
 }
+
+// stablePool lists the same slice every time, as the pool does until a
+// server lists again.
+type stablePool struct {
+	recordingPool
+	tools []*mcp.Tool
+}
+
+func (p *stablePool) Tools(context.Context, string) ([]*mcp.Tool, error) { return p.tools, nil }
+
+// TestPinStatesFollowPins: the states remembered for an unchanged listing
+// are recomputed when the pins change on disk.
+func TestPinStatesFollowPins(t *testing.T) {
+	state := t.TempDir()
+	fp := &stablePool{tools: []*mcp.Tool{{Name: "echo", Description: "Echoes.", InputSchema: map[string]any{"type": "object"}}}}
+	store := manifest.New(manifest.Dir(state))
+	d := New(fp, Options{Manifests: store})
+	d.Update(policyConfig(discovery.ToolPolicy{}))
+	d.SaveManifest(&discovery.Server{Name: "fs", Transport: discovery.Stdio, Command: "x"}, fp.tools)
+	if got := visibleEverywhere(t, d)["list_tools"]; !slices.Equal(got, []string{"echo"}) {
+		t.Fatalf("pinned echo: %v", got)
+	}
+	other := *fp.tools[0]
+	other.Description = "Echoes, differently."
+	if err := manifest.New(manifest.Dir(state)).Approve("fs", []*mcp.Tool{&other}); err != nil {
+		t.Fatal(err)
+	}
+	if got := visibleEverywhere(t, d)["list_tools"]; len(got) != 0 {
+		t.Errorf("echo differs from its new pin but is listed: %v", got)
+	}
+}

@@ -108,7 +108,9 @@ func (s *Store) LoadPins(name string) (p *Pins, ok bool, err error) {
 	s.mu.Lock()
 	c, hit := s.pins[name]
 	s.mu.Unlock()
-	if hit && c.mod.Equal(info.ModTime()) && c.size == info.Size() {
+	// Every write renames a new file over the old: another file is a change
+	// even within the file system's time granularity.
+	if hit && os.SameFile(c.info, info) && c.info.ModTime().Equal(info.ModTime()) && c.info.Size() == info.Size() {
 		return c.pins, true, nil
 	}
 	p, err = readPins(path, name)
@@ -119,7 +121,7 @@ func (s *Store) LoadPins(name string) (p *Pins, ok bool, err error) {
 	if s.pins == nil {
 		s.pins = map[string]cachedPins{}
 	}
-	s.pins[name] = cachedPins{pins: p, mod: info.ModTime(), size: info.Size()}
+	s.pins[name] = cachedPins{pins: p, info: info}
 	s.mu.Unlock()
 	return p, true, nil
 }
@@ -127,8 +129,7 @@ func (s *Store) LoadPins(name string) (p *Pins, ok bool, err error) {
 // cachedPins is a pin file as read, with what tells that it changed.
 type cachedPins struct {
 	pins *Pins
-	mod  time.Time
-	size int64
+	info os.FileInfo
 }
 
 func readPins(path, name string) (*Pins, error) {
