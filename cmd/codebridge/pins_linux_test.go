@@ -80,6 +80,12 @@ except MCPError as e:
 		t.Fatalf("tools review: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 
+	if out, _, _ := runCLI(t, env, "", "servers", "--tools"); !strings.Contains(out, "[quarantined: codebridge tools review notes]") {
+		t.Errorf("servers --tools does not mark the quarantined tool:\n%s", out)
+	}
+	if _, errOut, code := runCLI(t, env, "", "tools", "approve", "notes", "nosuch"); code != 1 || !strings.Contains(errOut, `no quarantined tool "nosuch"`) {
+		t.Errorf("approving a tool that is not quarantined: exit %d\n%s", code, errOut)
+	}
 	out, errOut, code = runCLI(t, env, "", "tools", "approve", "notes")
 	if code != 0 || !strings.Contains(out, "approved notes.note") {
 		t.Fatalf("tools approve: exit %d\n%s%s", code, out, errOut)
