@@ -17,7 +17,6 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
 // EnvPrefix starts every environment variable codebridge reads. The names match
@@ -83,7 +82,7 @@ var settings = []setting{
 	{"max_timeout", "120", "Largest timeout a caller may ask for; a larger one is capped to it.",
 		func(c *Config, v string) (err error) { c.MaxTimeout, err = ParseSeconds(v); return err }},
 	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
-		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},
+		func(c *Config, v string) (err error) { c.Memory, err = ParseSize(v); return err }},
 	{"pids", "128", "Container process limit.",
 		func(c *Config, v string) (err error) { c.Pids, err = parsePositive(v); return err }},
 	{"cpus", "", "Container CPU limit, e.g. 1.5. Unset: no limit.",
@@ -124,11 +123,11 @@ var settings = []setting{
 	{"config_dir", "", "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.",
 		func(c *Config, v string) error { c.ConfigDir = v; return nil }},
 	{"output_limit", "64k", "Cap on each of stdout and stderr returned from a run.",
-		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.OutputLimit = int(n); return err }},
+		func(c *Config, v string) error { n, err := ParseSize(v); c.OutputLimit = int(n); return err }},
 	{"max_code_size", "1m", "Largest code run_python accepts.",
-		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxCodeSize = int(n); return err }},
+		func(c *Config, v string) error { n, err := ParseSize(v); c.MaxCodeSize = int(n); return err }},
 	{"max_argument_size", "4m", "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
-		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxArgSize = int(n); return err }},
+		func(c *Config, v string) error { n, err := ParseSize(v); c.MaxArgSize = int(n); return err }},
 	{"max_attachment_size", "2m", "Largest image or file one run returns (show_image, return_file, figures); at most 16m.",
 		func(c *Config, v string) (err error) { c.MaxAttachment, err = sizeAtMost(v, 16<<20); return err }},
 	{"max_attachments", "10", "Images and files one run returns, at most; later ones are dropped with a note.",
@@ -247,7 +246,7 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.AuditContents, err = strconv.ParseBool(v); return err }},
 	{"audit_max_size", "10m", "Size at which the audit log is rotated (calls.jsonl becomes calls.jsonl.1).",
 		func(c *Config, v string) (err error) {
-			c.AuditMaxSize, err = podman.ParseSize(v)
+			c.AuditMaxSize, err = ParseSize(v)
 			if err == nil && c.AuditMaxSize < 4<<10 {
 				err = errors.New("want 4k or more")
 			}
@@ -283,7 +282,7 @@ func intBetween(v string, lo, hi int) (int, error) {
 
 // sizeAtMost parses a size in bytes (or with k, m, g) no larger than limit.
 func sizeAtMost(v string, limit int64) (int, error) {
-	n, err := podman.ParseSize(v)
+	n, err := ParseSize(v)
 	if err != nil {
 		return 0, err
 	}
