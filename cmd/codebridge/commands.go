@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -63,9 +62,9 @@ when the command line or a setting is wrong.
 
 // serveCommand defines serve's flags and returns its run function.
 func serveCommand(fs *flag.FlagSet) runFunc {
-	addr := fs.String("http", "", "serve MCP over streamable HTTP on HOST:PORT")
+	// --http is the top layer of the http setting: c.cfg.HTTP has it.
+	fs.String("http", "", "serve MCP over streamable HTTP on HOST:PORT")
 	return func(ctx context.Context, c *call) int {
-		c.cfg.HTTP = cmp.Or(*addr, c.cfg.HTTP)
 		if c.cfg.HTTP != "" {
 			return c.exit(bridge.ListenAndServe(ctx, c.cfg, bridge.HTTPOptions{Logger: c.logger, Version: version(), Notice: c.stderr}))
 		}
