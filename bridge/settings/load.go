@@ -42,6 +42,16 @@ func (l Layer) String() string { return layerNames[l] }
 // MarshalText writes the layer's name, e.g. "env".
 func (l Layer) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
+// UnmarshalText reads a layer's name, as MarshalText writes it.
+func (l *Layer) UnmarshalText(b []byte) error {
+	i := slices.Index(layerNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("unknown layer %q: want default, file, env or flag", b)
+	}
+	*l = Layer(i)
+	return nil
+}
+
 // An Origin is where one setting's value came from: its layer, and the file's
 // path, the variable's name or the flag's (empty for a default).
 type Origin struct {

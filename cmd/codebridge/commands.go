@@ -35,6 +35,8 @@ func commands() []command {
 			summary: "install Podman and build the sandbox image (setup --help)"},
 		{name: "doctor", help: doctorHelp, flags: noFlags(doctorCmd),
 			summary: "check everything codebridge needs and say how to fix it"},
+		{name: "config", synopsis: "[--json]", help: configHelp, flags: configCommand,
+			summary: "print every setting, its value and where it came from"},
 		{name: "import", synopsis: "[--write]", help: importHelp, flags: importCommand,
 			summary: "bring the MCP servers of your agents' configs into ~/MCPs"},
 		{name: "version", help: versionHelp, flags: noFlags(versionCmd), bare: true,
