@@ -47,7 +47,7 @@ type Config struct {
 	MaxRuns       int           // run_python calls in progress (or waiting their turn) at once, at most
 
 	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
-	HTTPToken     string        // bearer token HTTP clients send; "" generates one in StateDir
+	HTTPToken     Secret        // bearer token HTTP clients send; "" generates one in StateDir
 	HTTPAuth      bool          // require the bearer token; false is allowed on loopback only
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
@@ -200,7 +200,7 @@ var settings = []setting{
 			return nil
 		}},
 	{key: "http_token", def: "", help: "Bearer token HTTP clients must send (at least 16 characters). Unset: one is generated, kept in the state folder (http-token, mode 0600) and printed at start.", secret: true,
-		apply: func(c *Config, v string) error { c.HTTPToken = v; return nil }},
+		apply: func(c *Config, v string) error { c.HTTPToken = Secret(v); return nil }},
 	{key: "http_auth", def: "token", help: "token requires the bearer token on /mcp; none turns that off, which is refused unless ADDR is a loopback address.",
 		apply: func(c *Config, v string) error {
 			switch v {

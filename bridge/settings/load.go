@@ -223,12 +223,7 @@ func where(s setting, o Origin, v string) string {
 }
 
 // redact stands for a secret's value: whether it is set, never what it is.
-func redact(v string) string {
-	if v == "" {
-		return ""
-	}
-	return fmt.Sprintf("(set, %d characters)", len(v))
-}
+func redact(v string) string { return Secret(v).String() }
 
 func envName(key string) string { return EnvPrefix + strings.ToUpper(key) }
 

@@ -1,6 +1,9 @@
 package settings
 
 import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -164,5 +167,21 @@ func TestLoadUnreadableFile(t *testing.T) {
 	_, err := Load(Sources{Environ: []string{FileEnv + "=" + dir}})
 	if err == nil || !strings.Contains(err.Error(), "reading settings file "+dir) {
 		t.Fatalf("err = %v; want it to name the file", err)
+	}
+}
+
+// TestSecret: a secret prints as a placeholder whatever prints it.
+func TestSecret(t *testing.T) {
+	s := Secret("s3cret-s3cret")
+	var log strings.Builder
+	slog.New(slog.NewTextHandler(&log, nil)).Info("x", "token", s)
+	b, _ := json.Marshal(Config{HTTPToken: s})
+	for _, shown := range []string{fmt.Sprint(s), fmt.Sprintf("%v %s %q %x %d %+v", s, s, s, s, s, Config{HTTPToken: s}), log.String(), string(b)} {
+		if strings.Contains(shown, "s3cret") || !strings.Contains(shown, "(set, 13 characters)") {
+			t.Errorf("shown as %q", shown)
+		}
+	}
+	if s.Reveal() != "s3cret-s3cret" || Secret("").String() != "" {
+		t.Errorf("Reveal = %q, empty = %q", s.Reveal(), Secret("").String())
 	}
 }
