@@ -18,7 +18,10 @@ import (
 // the reference Python bridge's, so users can switch without editing configs.
 const EnvPrefix = "MCP_BRIDGE_"
 
-// Config is codebridge's settings, resolved once at start-up.
+// Config is codebridge's settings, resolved once at start-up by [Load]: a
+// snapshot, passed by value and never edited after it is made (a command-line
+// flag is a layer of Load, not an edit afterwards); new settings make a new
+// Config.
 type Config struct {
 	Image         string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
 	Timeout       time.Duration // default run_python time limit
