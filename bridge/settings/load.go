@@ -287,7 +287,7 @@ func readFile(path string, named bool) (layer *koanf.Koanf, found bool, err erro
 	texts := map[string]any{}
 	for _, key := range raw.Keys() { // sorted, flattened: a [table]'s keys are "table.key"
 		if !known(key) {
-			return nil, false, fmt.Errorf("%s: unknown key %q: the keys are the settings' names in lower case, as 'codebridge config' lists them", path, key)
+			return nil, false, fmt.Errorf("%s: unknown key %q: remove it, or see docs/settings.md for the keys there are", path, key)
 		}
 		v, err := fileText(raw.Get(key))
 		if err != nil {

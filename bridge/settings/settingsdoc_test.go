@@ -46,10 +46,11 @@ codebridge reads its settings in three layers, each winning over the ones before
    It is the place for a machine's policy and limits (tools allowed and denied, runs, memory,
    time limits), which every agent that starts codebridge then shares.
 3. **Environment variables** ` + "`" + EnvPrefix + "*`" + `, named as in the reference Python bridge so existing
-   configs keep working; an agent's MCP entry can set them for that agent alone.
+   configs keep working; an agent's MCP entry can set them for that agent alone. A variable
+   that is set wins even when it is empty (` + "`MCP_BRIDGE_PRELOAD=`" + ` preloads nothing).
 
-Two settings also have a command-line flag, which wins over all three: ` + "`--config-dir`" + ` and
-` + "`serve --http`" + `. ` + "`codebridge config`" + ` prints every setting, its value and where it came from
+Some settings also have a command-line flag, which wins over all three: ` + flagList() + `.
+` + "`codebridge config`" + ` prints every setting, its value and where it came from
 (` + "`default`" + `, the file's path, the variable or the flag); add ` + "`--json`" + ` for programs.
 
 An invalid value stops codebridge at start-up with a message naming where it was set: the file
@@ -89,6 +90,17 @@ bridge are accepted and ignored; any other unknown ` + "`" + EnvPrefix + "*`" + 
 one, as they do for the ` + "`podman`" + ` command (see [Podman elsewhere](remote-podman.md)).
 `)
 	return b.String()
+}
+
+// flagList names the settings' flags, from the table.
+func flagList() string {
+	var flags []string
+	for _, s := range settings {
+		if s.flag != "" {
+			flags = append(flags, fmt.Sprintf("`--%s` (`%s`)", s.flag, s.key))
+		}
+	}
+	return strings.Join(flags, ", ")
 }
 
 // TestSettingsDoc keeps docs/settings.md what the settings table makes of it;
