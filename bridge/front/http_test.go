@@ -32,7 +32,7 @@ func TestBearerToken(t *testing.T) {
 			t.Errorf("got %q %q %v", tok, path, err)
 		}
 		for _, weak := range []string{"short", "0123456789 abcdef"} {
-			if _, _, err := bearerToken(settings.Config{HTTPToken: weak}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
+			if _, _, err := bearerToken(settings.Config{HTTPToken: settings.Secret(weak)}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
 				t.Errorf("token %q: %v, want a refusal that does not repeat it", weak, err)
 			}
 		}

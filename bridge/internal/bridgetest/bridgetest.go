@@ -22,12 +22,9 @@ func AttachParams(kind, name, mime string, data []byte, size int) json.RawMessag
 	return raw
 }
 
-// Config is the settings of an empty environment: every default.
+// Config is the settings of an empty environment and no settings file: every
+// default.
 func Config(t *testing.T) settings.Config {
 	t.Helper()
-	c, err := settings.LoadConfig(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return settings.Defaults()
 }
