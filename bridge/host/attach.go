@@ -14,6 +14,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Attachment kinds: images come back as MCP image content, files as embedded
@@ -62,7 +63,7 @@ func NewAttachments(cfg settings.Config) *Attachments {
 
 // add keeps p, or records it as dropped and returns an error the sandbox
 // raises as MCPError(too_large) naming the limit.
-func (a *Attachments) add(p python.AttachParams) error {
+func (a *Attachments) add(p protocol.AttachParams) error {
 	switch {
 	case p.Kind != kindImage && p.Kind != kindFile:
 		return &rpcError{code: "bad_arguments", msg: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
@@ -181,10 +182,10 @@ type attachHost struct {
 }
 
 func (h attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if method != python.MethodAttach {
+	if method != protocol.MethodAttach {
 		return h.Host.Call(ctx, method, params)
 	}
-	var p python.AttachParams
+	var p protocol.AttachParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed attachment: %v", err)}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 type recordingHost struct{ methods []string }
@@ -26,7 +26,7 @@ func TestAttachmentLimits(t *testing.T) {
 	att := NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
 	h := attachHost{Host: inner, att: att}
 	ctx := context.Background()
-	if got, err := h.Call(ctx, python.MethodCallTool, nil); got != "passed on" || err != nil {
+	if got, err := h.Call(ctx, protocol.MethodCallTool, nil); got != "passed on" || err != nil {
 		t.Fatalf("call_tool through attachHost: %v %v", got, err)
 	}
 	if len(inner.methods) != 1 {
@@ -45,7 +45,7 @@ func TestAttachmentLimits(t *testing.T) {
 		{bridgetest.AttachParams("image", "late.png", "image/png", []byte{1}, 0), "MCP_BRIDGE_MAX_ATTACHMENTS)", "late.png"},
 	}
 	for i, st := range steps {
-		_, err := h.Call(ctx, python.MethodAttach, st.params)
+		_, err := h.Call(ctx, protocol.MethodAttach, st.params)
 		if st.wantErr == "" {
 			if err != nil {
 				t.Fatalf("step %d: %v", i, err)
@@ -57,10 +57,10 @@ func TestAttachmentLimits(t *testing.T) {
 			t.Fatalf("step %d: error %v, want too_large naming %s and %s", i, err, st.wantErr, st.wantName)
 		}
 	}
-	if _, err := h.Call(ctx, python.MethodAttach, bridgetest.AttachParams("video", "x", "", []byte{1}, 0)); err == nil {
+	if _, err := h.Call(ctx, protocol.MethodAttach, bridgetest.AttachParams("video", "x", "", []byte{1}, 0)); err == nil {
 		t.Error("an unknown kind was accepted")
 	}
-	if _, err := h.Call(ctx, python.MethodAttach, bridgetest.AttachParams("image", "x", "", nil, 10)); err == nil {
+	if _, err := h.Call(ctx, protocol.MethodAttach, bridgetest.AttachParams("image", "x", "", nil, 10)); err == nil {
 		t.Error("an attachment under the limit without data was accepted")
 	}
 
@@ -103,7 +103,7 @@ func TestAttachmentDropsBounded(t *testing.T) {
 	att := NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
 	h := attachHost{Host: &recordingHost{}, att: att}
 	for range 1000 {
-		if _, err := h.Call(context.Background(), python.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {
+		if _, err := h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {
 			t.Fatal("an oversized attachment was accepted")
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Downstream is what the directory needs from the pool of MCP clients
@@ -130,10 +131,10 @@ func (s *snapshot) blocked(server string, t *mcp.Tool) string {
 }
 
 // visible lists the snapshot's servers for the sandbox.
-func (s *snapshot) visible() []python.ServerInfo {
-	out := make([]python.ServerInfo, len(s.servers))
+func (s *snapshot) visible() []protocol.ServerInfo {
+	out := make([]protocol.ServerInfo, len(s.servers))
 	for i, srv := range s.servers {
-		out[i] = python.ServerInfo{Name: srv.Name, Alias: s.alias[srv.Name], Description: srv.Description}
+		out[i] = protocol.ServerInfo{Name: srv.Name, Alias: s.alias[srv.Name], Description: srv.Description}
 	}
 	return out
 }
@@ -159,7 +160,7 @@ func (s *snapshot) resolve(key string) (*discovery.Server, error) {
 // Prepare implements bridge/server.Directory: every name must be a configured server
 // (name or alias); those are started and their tools listed, in parallel, and
 // come back marked loaded with their tools.
-func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error) {
+func (d *Directory) Prepare(ctx context.Context, names []string) ([]protocol.ServerInfo, error) {
 	s := d.snap.Load()
 	infos := s.visible()
 	loaded := map[string]bool{}
@@ -189,7 +190,7 @@ func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 				return nil
 			}
 			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, tools), time.Time{}, "summary", false) {
-				info.Tools = append(info.Tools, python.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
+				info.Tools = append(info.Tools, protocol.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil
 		})

@@ -24,7 +24,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -62,30 +62,30 @@ func method[P any](f func(h *host, ctx context.Context, p P) (any, error)) handl
 
 // methods is the dispatch table of the sandbox's requests.
 var methods = map[string]handler{
-	python.MethodListServers: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
+	protocol.MethodListServers: method(func(h *host, _ context.Context, _ protocol.NoParams) (any, error) {
 		names := make([]string, len(h.snap.servers))
 		for i, s := range h.snap.servers {
 			names[i] = s.Name
 		}
 		return names, nil
 	}),
-	python.MethodDescribeServer: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
+	protocol.MethodDescribeServer: method(func(h *host, ctx context.Context, p protocol.ServerParams) (any, error) {
 		return h.describeServer(ctx, p.Server)
 	}),
-	python.MethodListTools: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
+	protocol.MethodListTools: method(func(h *host, ctx context.Context, p protocol.ServerParams) (any, error) {
 		srv, l, err := h.tools(ctx, p.Server, true)
 		if err != nil {
 			return nil, err
 		}
 		return docsFor(h.snap, srv, l.tools, l.saved, "full", true), nil
 	}),
-	python.MethodQueryToolDocs: method(func(h *host, ctx context.Context, p python.QueryToolDocsParams) (any, error) {
+	protocol.MethodQueryToolDocs: method(func(h *host, ctx context.Context, p protocol.QueryToolDocsParams) (any, error) {
 		return h.queryToolDocs(ctx, p.Server, p.Tool, p.Detail)
 	}),
-	python.MethodSearchToolDocs: method(func(h *host, ctx context.Context, p python.SearchToolDocsParams) (any, error) {
+	protocol.MethodSearchToolDocs: method(func(h *host, ctx context.Context, p protocol.SearchToolDocsParams) (any, error) {
 		return h.searchToolDocs(ctx, p.Query, p.Limit, p.Detail)
 	}),
-	python.MethodCallTool: method(func(h *host, ctx context.Context, p python.CallToolParams) (any, error) {
+	protocol.MethodCallTool: method(func(h *host, ctx context.Context, p protocol.CallToolParams) (any, error) {
 		if p.Tool == nil {
 			return nil, &rpcError{code: "bad_arguments", msg: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 		}
@@ -95,7 +95,7 @@ var methods = map[string]handler{
 
 // The memory and saved-helper methods, added to the table by init.
 var memoryMethods = map[string]handler{
-	python.MethodMemorySave: method(func(h *host, _ context.Context, p python.MemorySaveParams) (any, error) {
+	protocol.MethodMemorySave: method(func(h *host, _ context.Context, p protocol.MemorySaveParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
@@ -105,63 +105,63 @@ var memoryMethods = map[string]handler{
 		}
 		return nil, st.Save(p.Key, p.Value, p.Metadata)
 	}),
-	python.MethodMemoryLoad: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
+	protocol.MethodMemoryLoad: method(func(h *host, _ context.Context, p protocol.KeyParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
 		m, ok, err := st.Load(p.Key)
 		if !ok || err != nil {
-			return python.MemoryLoadResult{}, err
+			return protocol.MemoryLoadResult{}, err
 		}
-		return python.MemoryLoadResult{Found: true, MemoryInfo: memoryInfo(m), Value: m.Value, Rev: m.Rev}, nil
+		return protocol.MemoryLoadResult{Found: true, MemoryInfo: memoryInfo(m), Value: m.Value, Rev: m.Rev}, nil
 	}),
-	python.MethodMemoryDelete: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
+	protocol.MethodMemoryDelete: method(func(h *host, _ context.Context, p protocol.KeyParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
 		return st.Delete(p.Key)
 	}),
-	python.MethodMemoryExists: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
+	protocol.MethodMemoryExists: method(func(h *host, _ context.Context, p protocol.KeyParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
 		return st.Exists(p.Key)
 	}),
-	python.MethodMemoryList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
+	protocol.MethodMemoryList: method(func(h *host, _ context.Context, _ protocol.NoParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
 		list, err := st.List()
-		out := make([]*python.MemoryInfo, len(list))
+		out := make([]*protocol.MemoryInfo, len(list))
 		for i, m := range list {
 			out[i] = memoryInfo(m)
 		}
 		return out, err
 	}),
-	python.MethodToolSave: method(func(h *host, _ context.Context, p python.ToolSaveParams) (any, error) {
+	protocol.MethodToolSave: method(func(h *host, _ context.Context, p protocol.ToolSaveParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
 		return nil, st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature})
 	}),
-	python.MethodToolList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
+	protocol.MethodToolList: method(func(h *host, _ context.Context, _ protocol.NoParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
 		}
 		tools, err := st.Tools()
-		out := make([]python.SavedToolInfo, len(tools))
+		out := make([]protocol.SavedToolInfo, len(tools))
 		for i, t := range tools {
-			out[i] = python.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
+			out[i] = protocol.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
 		}
 		return out, err
 	}),
-	python.MethodToolDelete: method(func(h *host, _ context.Context, p python.NameParams) (any, error) {
+	protocol.MethodToolDelete: method(func(h *host, _ context.Context, p protocol.NameParams) (any, error) {
 		st, err := h.store()
 		if err != nil {
 			return nil, err
@@ -173,20 +173,20 @@ var memoryMethods = map[string]handler{
 func init() { maps.Copy(methods, memoryMethods) }
 
 // memoryInfo describes a memory as the sandbox's helpers return it.
-func memoryInfo(m memory.Memory) *python.MemoryInfo {
-	return &python.MemoryInfo{Key: m.Key, Metadata: m.Metadata, Bytes: m.Bytes, CreatedAt: epoch(m.Created), UpdatedAt: epoch(m.Updated)}
+func memoryInfo(m memory.Memory) *protocol.MemoryInfo {
+	return &protocol.MemoryInfo{Key: m.Key, Metadata: m.Metadata, Bytes: m.Bytes, CreatedAt: epoch(m.Created), UpdatedAt: epoch(m.Updated)}
 }
 
 // SavedHelpers gives a new session the helpers agents saved with save_tool.
-func SavedHelpers(st *memory.Store, logger *slog.Logger) func() []python.Source {
-	return func() []python.Source {
+func SavedHelpers(st *memory.Store, logger *slog.Logger) func() []protocol.Source {
+	return func() []protocol.Source {
 		tools, err := st.Tools()
 		if err != nil {
 			logger.Warn("reading saved helpers; new sessions start without them", "err", err)
 		}
-		out := make([]python.Source, len(tools))
+		out := make([]protocol.Source, len(tools))
 		for i, t := range tools {
-			out[i] = python.Source{Name: t.Name, Source: t.Source}
+			out[i] = protocol.Source{Name: t.Name, Source: t.Source}
 		}
 		return out
 	}
@@ -270,7 +270,7 @@ func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return python.ServerDescription{
+	return protocol.ServerDescription{
 		Name:        srv.Name,
 		Alias:       h.snap.alias[srv.Name],
 		Description: srv.Description,
@@ -310,10 +310,10 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 		saved time.Time
 	}
 	refs := map[[2]string]ref{}
-	out := python.SearchResult{Results: []python.ToolDoc{}, Unavailable: []python.Unavailable{}}
+	out := protocol.SearchResult{Results: []protocol.ToolDoc{}, Unavailable: []protocol.Unavailable{}}
 	for _, srv := range h.snap.servers {
 		if err := failed[srv.Name]; err != nil {
-			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: typed.FirstLine(err.Error())})
+			out.Unavailable = append(out.Unavailable, protocol.Unavailable{Server: srv.Name, Error: typed.FirstLine(err.Error())})
 			continue
 		}
 		l := all[srv.Name]
@@ -505,8 +505,8 @@ const savedServer = "saved_tools"
 
 // savedDoc describes a saved helper as a search result: a global function of
 // every session, not a tool to call through call_tool.
-func savedDoc(t memory.Tool, score *float64) python.ToolDoc {
-	return python.ToolDoc{
+func savedDoc(t memory.Tool, score *float64) protocol.ToolDoc {
+	return protocol.ToolDoc{
 		Server: savedServer, ServerAlias: savedServer, Tool: t.Name, ToolAlias: t.Name, Name: t.Name, Alias: t.Name,
 		Description: "saved helper, already defined as a global: call " + t.Name + "(...) directly. " + typed.FirstLine(t.Description),
 		Signature:   cmp.Or(t.Signature, t.Name+"(...)"), Score: score,

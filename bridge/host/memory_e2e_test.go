@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -28,7 +29,7 @@ func memoryHost(t *testing.T) (*Directory, func(t *testing.T, it *python.Interpr
 }
 
 func localInterp(t *testing.T) *python.Interpreter {
-	it := python.Start(testenv.LocalPython(t, python.Command()), python.Init{}, python.Limits{})
+	it := python.Start(testenv.LocalPython(t, python.Command()), protocol.Init{}, python.Limits{})
 	t.Cleanup(func() { it.Close() })
 	return it
 }

@@ -1,4 +1,4 @@
-package python
+package protocol
 
 import "encoding/json"
 
