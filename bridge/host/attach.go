@@ -66,9 +66,9 @@ func NewAttachments(cfg settings.Config) *Attachments {
 func (a *Attachments) add(p protocol.AttachParams) error {
 	switch {
 	case p.Kind != kindImage && p.Kind != kindFile:
-		return &rpcError{code: "bad_arguments", msg: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
+		return &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
 	case p.Data == nil && p.Bytes <= a.max:
-		return &rpcError{code: "bad_arguments", msg: "attachment without data: the sandbox omits only data over the limit"}
+		return &protocol.Error{Code: protocol.CodeBadArguments, Message: "attachment without data: the sandbox omits only data over the limit"}
 	}
 	if p.Data != nil {
 		p.Bytes = len(p.Data)
@@ -102,7 +102,7 @@ func (a *Attachments) add(p protocol.AttachParams) error {
 	} else {
 		a.more++
 	}
-	return &rpcError{code: "too_large", msg: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
+	return &protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
 }
 
 // unique returns name, or name with a number before its extension when the
@@ -187,7 +187,7 @@ func (h attachHost) Call(ctx context.Context, method string, params json.RawMess
 	}
 	var p protocol.AttachParams
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed attachment: %v", err)}
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("malformed attachment: %v", err)}
 	}
 	return nil, h.att.add(p)
 }

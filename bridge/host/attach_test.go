@@ -52,8 +52,8 @@ func TestAttachmentLimits(t *testing.T) {
 			}
 			continue
 		}
-		var rpc *rpcError
-		if !errors.As(err, &rpc) || rpc.code != "too_large" || !strings.Contains(rpc.msg, st.wantErr) || !strings.Contains(rpc.msg, st.wantName) {
+		var rpc *protocol.Error
+		if !errors.As(err, &rpc) || rpc.Code != "too_large" || !strings.Contains(rpc.Message, st.wantErr) || !strings.Contains(rpc.Message, st.wantName) {
 			t.Fatalf("step %d: error %v, want too_large naming %s and %s", i, err, st.wantErr, st.wantName)
 		}
 	}

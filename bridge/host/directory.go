@@ -145,16 +145,16 @@ func (s *snapshot) resolve(key string) (*discovery.Server, error) {
 		return srv, nil
 	}
 	if why := s.unusable[key]; why != "" {
-		return nil, &rpcError{code: "unknown_server", msg: why}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownServer, Message: why}
 	}
 	names := make([]string, len(s.servers))
 	for i, srv := range s.servers {
 		names[i] = srv.Name
 	}
 	if len(names) == 0 {
-		return nil, &rpcError{code: "unknown_server", msg: fmt.Sprintf("unknown MCP server %q: no servers are configured; add a JSON file to the config folder", key)}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownServer, Message: fmt.Sprintf("unknown MCP server %q: no servers are configured; add a JSON file to the config folder", key)}
 	}
-	return nil, unknownName("unknown_server", "MCP server", key, names, "discovered_servers() lists them")
+	return nil, unknownName(protocol.CodeUnknownServer, "MCP server", key, names, "discovered_servers() lists them")
 }
 
 // Prepare implements bridge/server.Directory: every name must be a configured server
@@ -253,7 +253,7 @@ func (d *Directory) Host(progress func(message string, progress, total float64))
 
 // unknownName is an error for a name that is not among known, suggesting the
 // closest ones.
-func unknownName(code, what, name string, known []string, how string) *rpcError {
+func unknownName(code protocol.Code, what, name string, known []string, how string) *protocol.Error {
 	close := closest(name, known, 3)
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown %s %q", what, name)
@@ -266,16 +266,5 @@ func unknownName(code, what, name string, known []string, how string) *rpcError 
 	if how != "" {
 		fmt.Fprintf(&b, " (%s)", how)
 	}
-	return &rpcError{code: code, msg: b.String(), data: map[string]any{"suggestions": close}}
+	return &protocol.Error{Code: code, Message: b.String(), Data: map[string]any{"suggestions": close}}
 }
-
-// rpcError is an error the sandbox sees as MCPError with a code it can branch on.
-type rpcError struct {
-	code string
-	msg  string
-	data any
-}
-
-func (e *rpcError) Error() string   { return e.msg }
-func (e *rpcError) RPCCode() string { return e.code }
-func (e *rpcError) RPCData() any    { return e.data }

@@ -53,7 +53,7 @@ func method[P any](f func(h *host, ctx context.Context, p P) (any, error)) handl
 		var p P
 		if len(raw) > 0 && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed parameters: %v", err)}
+				return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("malformed parameters: %v", err)}
 			}
 		}
 		return f(h, ctx, p)
@@ -87,7 +87,7 @@ var methods = map[string]handler{
 	}),
 	protocol.MethodCallTool: method(func(h *host, ctx context.Context, p protocol.CallToolParams) (any, error) {
 		if p.Tool == nil {
-			return nil, &rpcError{code: "bad_arguments", msg: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
+			return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 		}
 		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed)
 	}),
@@ -198,7 +198,7 @@ func epoch(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 // store is the memory store, or an error saying it is not available.
 func (h *host) store() (*memory.Store, error) {
 	if h.dir.store == nil {
-		return nil, &rpcError{code: "internal", msg: "memory is not available in this codebridge (no state directory)"}
+		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: "memory is not available in this codebridge (no state directory)"}
 	}
 	return h.dir.store, nil
 }
@@ -207,12 +207,12 @@ func (h *host) store() (*memory.Store, error) {
 func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	f, ok := methods[method]
 	if !ok {
-		return nil, &rpcError{code: "internal", msg: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
+		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
 	}
 	res, err := f(h, ctx, params)
-	var re *rpcError
-	if errors.As(err, &re) && strings.HasPrefix(re.msg, "malformed parameters") {
-		re.msg = method + ": " + re.msg
+	var re *protocol.Error
+	if errors.As(err, &re) && strings.HasPrefix(re.Message, "malformed parameters") {
+		re.Message = method + ": " + re.Message
 	}
 	return res, err
 }
@@ -254,16 +254,13 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 	if err != nil {
 		if hidden, herr := findTool(srv, l.tools, name); herr == nil {
 			if why := h.snap.blocked(srv.Name, hidden); why != "" {
-				return srv, hidden, l.saved, &rpcError{code: codePolicyDenied, msg: why}
+				return srv, hidden, l.saved, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 			}
 		}
 		return srv, nil, l.saved, err
 	}
 	return srv, t, l.saved, nil
 }
-
-// codePolicyDenied is the MCPError code of a tool the policy blocks.
-const codePolicyDenied = "policy_denied"
 
 func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	srv, l, err := h.tools(ctx, key, true)
@@ -295,7 +292,7 @@ func (h *host) queryToolDocs(ctx context.Context, key string, tool *string, deta
 
 func (h *host) searchToolDocs(ctx context.Context, query string, limit int, detail string) (any, error) {
 	if strings.TrimSpace(query) == "" {
-		return nil, &rpcError{code: "bad_arguments", msg: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
 	}
 	if limit <= 0 {
 		limit = 5
@@ -389,11 +386,7 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 	var out any
 	switch {
 	case err != nil:
-		rec.Outcome, rec.Error = "internal", err.Error()
-		var coded interface{ RPCCode() string }
-		if errors.As(err, &coded) {
-			rec.Outcome = coded.RPCCode()
-		}
+		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
 		if ctx.Err() != nil {
 			rec.Outcome = audit.OutcomeCancelled
 		}
@@ -401,8 +394,8 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		// Encoded once here, for its size, and handed on as it is.
 		raw, merr := json.Marshal(res)
 		if merr != nil {
-			err = &rpcError{code: "internal", msg: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, merr)}
-			rec.Outcome, rec.Error = "internal", err.Error()
+			err = &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, merr)}
+			rec.Outcome, rec.Error = string(protocol.CodeInternal), err.Error()
 			break
 		}
 		rec.Outcome, rec.ResultBytes, out = audit.OutcomeOK, len(raw), json.RawMessage(raw)
@@ -435,7 +428,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			name = srv.Name
 		}
 		rec.Server = name
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf(
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
 			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
 			name, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
@@ -462,13 +455,13 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	// since then applies at once: the tool must be admitted now too.
 	if cur := h.dir.snap.Load(); cur != h.snap {
 		if why := cur.blocked(srv.Name, t); why != "" {
-			return nil, &rpcError{code: codePolicyDenied, msg: why}
+			return nil, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 		}
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
 	if h.progress != nil {
@@ -488,7 +481,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	res, err := h.dir.pool.Call(ctx, srv.Name, t.Name, args, progress)
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
 			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
 	}
 	if err != nil {
@@ -528,7 +521,7 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 			return t, nil
 		}
 	}
-	return nil, unknownName("unknown_tool", "tool of server "+srv.Name+":", key, names,
+	return nil, unknownName(protocol.CodeUnknownTool, "tool of server "+srv.Name+":", key, names,
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
 }
 
@@ -537,13 +530,13 @@ func poolError(server string, err error) error {
 	var se *pool.StartError
 	switch {
 	case errors.As(err, &se):
-		return &rpcError{code: "server_failed", msg: err.Error()}
+		return &protocol.Error{Code: protocol.CodeServerFailed, Message: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &rpcError{code: "timeout", msg: fmt.Sprintf("MCP server %q did not answer in time: %v", server, err)}
+		return &protocol.Error{Code: protocol.CodeTimeout, Message: fmt.Sprintf("MCP server %q did not answer in time: %v", server, err)}
 	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
-		return &rpcError{code: "server_failed", msg: err.Error()}
+		return &protocol.Error{Code: protocol.CodeServerFailed, Message: err.Error()}
 	}
-	return &rpcError{code: "internal", msg: err.Error()}
+	return &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
 }
 
 // ByteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".

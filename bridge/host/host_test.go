@@ -20,6 +20,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 type sumArgs struct {
@@ -209,8 +210,8 @@ func TestHostDocsAndCalls(t *testing.T) {
 	for _, tt := range errCases {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := hostCall(t, h, tt.method, tt.params)
-			var re *rpcError
-			if !errors.As(err, &re) || re.RPCCode() != tt.code || !strings.Contains(re.Error(), tt.text) {
+			var re *protocol.Error
+			if !errors.As(err, &re) || string(re.RPCCode()) != tt.code || !strings.Contains(re.Error(), tt.text) {
 				t.Fatalf("err = %v, want code %s containing %q", err, tt.code, tt.text)
 			}
 		})
@@ -315,7 +316,7 @@ func TestCallToolArgumentLimit(t *testing.T) {
 		t.Fatalf("arguments of exactly the limit: %v", err)
 	}
 	_, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "echo", "arguments": map[string]any{"message": strings.Repeat("x", 1000-13)}})
-	var re *rpcError
+	var re *protocol.Error
 	if !errors.As(err, &re) || re.RPCCode() != "bad_arguments" {
 		t.Fatalf("arguments one byte over the limit: err = %v, want code bad_arguments", err)
 	}
@@ -362,14 +363,14 @@ func TestUnusableServerNamed(t *testing.T) {
 		"other": {`unknown MCP server "other"`},
 	} {
 		_, err := snap.resolve(key)
-		var rpc *rpcError
-		if !errors.As(err, &rpc) || rpc.code != "unknown_server" {
+		var rpc *protocol.Error
+		if !errors.As(err, &rpc) || rpc.Code != "unknown_server" {
 			t.Errorf("%s: %v, want unknown_server", key, err)
 			continue
 		}
 		for _, w := range want {
-			if !strings.Contains(rpc.msg, w) {
-				t.Errorf("%s: %q does not say %q", key, rpc.msg, w)
+			if !strings.Contains(rpc.Message, w) {
+				t.Errorf("%s: %q does not say %q", key, rpc.Message, w)
 			}
 		}
 	}

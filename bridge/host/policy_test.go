@@ -12,6 +12,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // annotatedPool is a downstream whose one server has tools with the
@@ -185,14 +186,14 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 					continue
 				}
 				for what, err := range map[string]error{"call_tool": err, "query_tool_docs": qerr} {
-					var re *rpcError
-					if !errors.As(err, &re) || re.code != codePolicyDenied {
+					var re *protocol.Error
+					if !errors.As(err, &re) || re.Code != protocol.CodePolicyDenied {
 						t.Errorf("%s %s: err = %v, want policy_denied", what, tool, err)
 						continue
 					}
 					for _, w := range want {
-						if !strings.Contains(re.msg, w) {
-							t.Errorf("%s %s: %q does not say %q", what, tool, re.msg, w)
+						if !strings.Contains(re.Message, w) {
+							t.Errorf("%s %s: %q does not say %q", what, tool, re.Message, w)
 						}
 					}
 				}
@@ -202,12 +203,12 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 			}
 			// A misspelt name suggests admitted tools only.
 			_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": "read_secrt"})
-			var re *rpcError
-			if !errors.As(err, &re) || (re.code != "unknown_tool" && re.code != codePolicyDenied) {
+			var re *protocol.Error
+			if !errors.As(err, &re) || (re.Code != "unknown_tool" && re.Code != protocol.CodePolicyDenied) {
 				t.Fatalf("misspelt tool: %v", err)
 			}
-			if re.code == "unknown_tool" && !slices.Contains(tt.visible, "read_secret") && strings.Contains(re.msg, `"read_secret"`) {
-				t.Errorf("the unknown-tool message names a blocked tool: %s", re.msg)
+			if re.Code == "unknown_tool" && !slices.Contains(tt.visible, "read_secret") && strings.Contains(re.Message, `"read_secret"`) {
+				t.Errorf("the unknown-tool message names a blocked tool: %s", re.Message)
 			}
 		})
 	}
@@ -226,8 +227,8 @@ func TestPolicyEditAppliesToRunningRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Update(policyConfig(discovery.ToolPolicy{Deny: []string{"write_file"}}))
-	var re *rpcError
-	if err := call(); !errors.As(err, &re) || re.code != codePolicyDenied {
+	var re *protocol.Error
+	if err := call(); !errors.As(err, &re) || re.Code != protocol.CodePolicyDenied {
 		t.Fatalf("after the edit: %v, want policy_denied", err)
 	}
 	if n := len(fp.callSizes()); n != 1 {

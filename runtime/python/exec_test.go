@@ -509,20 +509,10 @@ type fakeHost struct {
 
 func (h *fakeHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if h.handle == nil {
-		return nil, rpcErr{code: "internal", msg: "no host in this test"}
+		return nil, &protocol.Error{Code: "internal", Message: "no host in this test"}
 	}
 	return h.handle(ctx, method, params)
 }
-
-type rpcErr struct {
-	code string
-	msg  string
-	data any
-}
-
-func (e rpcErr) Error() string   { return e.msg }
-func (e rpcErr) RPCCode() string { return e.code }
-func (e rpcErr) RPCData() any    { return e.data }
 
 // TestWarmRunLatency measures a run in a process started ahead of time, as the
 // pool of pre-started containers does: from the start frame to the exit frame.

@@ -186,7 +186,7 @@ func TestRunReplies(t *testing.T) {
 			return json.RawMessage(params), nil
 		case "fail":
 			defer close(release)
-			return nil, rpcErr{code: "unknown_tool", msg: "no such tool", data: []string{"a", "b"}}
+			return nil, &protocol.Error{Code: "unknown_tool", Message: "no such tool", Data: []string{"a", "b"}}
 		}
 		return nil, nil
 	}}

@@ -394,7 +394,7 @@ func (it *Interpreter) request(payload []byte) {
 	switch {
 	case r == nil:
 		it.mu.Unlock()
-		it.reply(req.ID, nil, &protocol.ReplyError{Code: "internal", Message: "no run is in progress: code left running in the background cannot make requests between runs"})
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeInternal, Message: "no run is in progress: code left running in the background cannot make requests between runs"})
 		return
 	case r.inFlight < MaxRequests:
 		r.inFlight++
@@ -405,7 +405,7 @@ func (it *Interpreter) request(payload []byte) {
 	case len(r.queue) >= MaxQueuedRequests || r.queuedBytes+len(req.Params) > MaxQueuedRequestBytes:
 		serving, waiting := r.inFlight, len(r.queue) // read under the lock
 		it.mu.Unlock()
-		it.reply(req.ID, nil, &protocol.ReplyError{Code: "too_many_requests", Message: fmt.Sprintf(
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeTooManyRequests, Message: fmt.Sprintf(
 			"too many requests at once: %d are being served and %d are waiting (limits %d and %d, or %d MiB waiting); await some before sending more",
 			serving, waiting, MaxRequests, MaxQueuedRequests, MaxQueuedRequestBytes>>20)})
 		return
@@ -440,7 +440,7 @@ func (it *Interpreter) answer(r *runState, req protocol.Request) {
 		return // the run is over; nobody waits for the reply
 	}
 	if r.host == nil {
-		it.reply(req.ID, nil, &protocol.ReplyError{Code: "internal", Message: "this run has no host to answer requests"})
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeInternal, Message: "this run has no host to answer requests"})
 		return
 	}
 	result, err := r.host.Call(r.ctx, req.Method, req.Params)
@@ -448,7 +448,7 @@ func (it *Interpreter) answer(r *runState, req protocol.Request) {
 		return
 	}
 	if err != nil {
-		it.reply(req.ID, nil, replyError(err))
+		it.reply(req.ID, nil, protocol.ErrorOf(err))
 		return
 	}
 	it.reply(req.ID, result, nil)
@@ -456,12 +456,12 @@ func (it *Interpreter) answer(r *runState, req protocol.Request) {
 
 // reply sends the answer to request id; a result too big for a frame becomes
 // an error the code can act on.
-func (it *Interpreter) reply(id int64, result any, rerr *protocol.ReplyError) {
+func (it *Interpreter) reply(id int64, result any, rerr *protocol.Error) {
 	rep := protocol.Reply{ID: id, Error: rerr}
 	if rerr == nil {
 		b, err := json.Marshal(result)
 		if err != nil {
-			rep.Error = &protocol.ReplyError{Code: "internal", Message: "encoding the result: " + err.Error()}
+			rep.Error = &protocol.Error{Code: protocol.CodeInternal, Message: "encoding the result: " + err.Error()}
 		} else {
 			rep.Result = b
 		}
@@ -471,25 +471,9 @@ func (it *Interpreter) reply(id int64, result any, rerr *protocol.ReplyError) {
 		err = fmt.Errorf("the result is %d bytes, more than the %d MiB a reply may carry; ask the tool for less (a page, a range, a summary)", len(payload), protocol.MaxFrame>>20)
 	}
 	if err != nil {
-		payload, _ = json.Marshal(protocol.Reply{ID: id, Error: &protocol.ReplyError{Code: "too_large", Message: err.Error()}})
+		payload, _ = json.Marshal(protocol.Reply{ID: id, Error: &protocol.Error{Code: protocol.CodeTooLarge, Message: err.Error()}})
 	}
 	it.sendRaw(protocol.KindReply, payload)
-}
-
-// replyError maps a Host error to the wire: errors implementing
-// RPCCode() string (and optionally RPCData() any) keep their code and data;
-// anything else is "internal".
-func replyError(err error) *protocol.ReplyError {
-	e := &protocol.ReplyError{Code: "internal", Message: err.Error()}
-	var coded interface{ RPCCode() string }
-	if errors.As(err, &coded) {
-		e.Code = coded.RPCCode()
-		var withData interface{ RPCData() any }
-		if errors.As(err, &withData) {
-			e.Data = withData.RPCData()
-		}
-	}
-	return e
 }
 
 // writer sends frames to the sandbox in order from one goroutine, so no

@@ -58,7 +58,7 @@ func resolveServer(name string) (protocol.ServerInfo, error) {
 			return s, nil
 		}
 	}
-	return protocol.ServerInfo{}, rpcErr{code: "unknown_server", msg: fmt.Sprintf("no server %q", name), data: map[string]any{"suggestions": []string{"every-thing"}}}
+	return protocol.ServerInfo{}, &protocol.Error{Code: "unknown_server", Message: fmt.Sprintf("no server %q", name), Data: map[string]any{"suggestions": []string{"every-thing"}}}
 }
 
 func resolveTool(name string) (map[string]any, error) {
@@ -67,7 +67,7 @@ func resolveTool(name string) (map[string]any, error) {
 			return t, nil
 		}
 	}
-	return nil, rpcErr{code: "unknown_tool", msg: fmt.Sprintf("no tool %q", name), data: map[string]any{"suggestions": []string{"echo"}}}
+	return nil, &protocol.Error{Code: "unknown_tool", Message: fmt.Sprintf("no tool %q", name), Data: map[string]any{"suggestions": []string{"echo"}}}
 }
 
 func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -81,7 +81,7 @@ func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessa
 		Arguments map[string]any `json:"arguments"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, rpcErr{code: "bad_arguments", msg: err.Error()}
+		return nil, &protocol.Error{Code: "bad_arguments", Message: err.Error()}
 	}
 	doc := func(s protocol.ServerInfo, t map[string]any) map[string]any {
 		d := map[string]any{"server": s.Name, "serverAlias": s.Alias, "tool": t["name"], "toolAlias": t["alias"], "description": t["description"]}
@@ -132,7 +132,7 @@ func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessa
 			return nil, err
 		}
 		if p.Tool == nil {
-			return nil, rpcErr{code: "bad_arguments", msg: "no tool"}
+			return nil, &protocol.Error{Code: "bad_arguments", Message: "no tool"}
 		}
 		if h.call != nil {
 			return h.call(ctx, *p.Tool, p.Arguments)
@@ -282,9 +282,9 @@ func TestHostErrors(t *testing.T) {
 		case "fail-plain":
 			return nil, errors.New("disk on fire")
 		case "fail-timeout":
-			return nil, fmt.Errorf("calling: %w", rpcErr{code: "timeout", msg: "tool timed out after 30s"})
+			return nil, fmt.Errorf("calling: %w", &protocol.Error{Code: "timeout", Message: "tool timed out after 30s"})
 		case "fail-server":
-			return nil, rpcErr{code: "server_failed", msg: `server "mem" exited`, data: map[string]string{"stderr": "boom"}}
+			return nil, &protocol.Error{Code: "server_failed", Message: `server "mem" exited`, Data: map[string]string{"stderr": "boom"}}
 		case "tool-error":
 			return json.RawMessage(`{"content":[{"type":"text","text":"bad input: x"}],"isError":true}`), nil
 		case "unmarshalable":
@@ -560,7 +560,7 @@ func (h *attachHost) Call(ctx context.Context, method string, params json.RawMes
 	h.got = append(h.got, p)
 	h.mu.Unlock()
 	if p.Data == nil {
-		return nil, rpcErr{code: "too_large", msg: fmt.Sprintf("%s %q is over the limit", p.Kind, p.Name)}
+		return nil, &protocol.Error{Code: "too_large", Message: fmt.Sprintf("%s %q is over the limit", p.Kind, p.Name)}
 	}
 	return nil, nil
 }
@@ -645,7 +645,7 @@ func (h *downHost) Call(ctx context.Context, method string, params json.RawMessa
 	if !p.StartFailed {
 		h.starts.Add(1)
 	}
-	return nil, rpcErr{code: "server_failed", msg: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
+	return nil, &protocol.Error{Code: "server_failed", Message: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
 }
 
 // TestCallToDownServerStartsItOnce: the docs a call fetches for its argument

@@ -93,15 +93,7 @@ type Request struct {
 type Reply struct {
 	ID     int64           `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
-	Error  *ReplyError     `json:"error,omitempty"`
-}
-
-// ReplyError is a failed [Request]. The sandbox raises it as MCPError with the
-// same code, message and data.
-type ReplyError struct {
-	Code    string `json:"code"` // unknown_server, unknown_tool, bad_arguments, server_failed, timeout, too_many_requests, internal, ...
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
 }
 
 // Exit is the payload of the 'X' frame: how one run's code ended. The
