@@ -3,7 +3,6 @@ package host
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -170,24 +169,20 @@ func isText(mimeType string) bool {
 	return false
 }
 
-// Host answers the sandbox's attach requests of one run into a, and passes
-// every other request on to h.
-func (a *Attachments) Host(h python.Host) python.Host { return attachHost{Host: h, att: a} }
+// Host answers the requests of one run: attach into a, every other method
+// with h.
+func (a *Attachments) Host(h protocol.Handler) python.Host {
+	return protocol.Server{Handler: attachHost{Handler: h, att: a}}
+}
 
 // attachHost answers the sandbox's attach requests for one run and passes
 // every other request on.
 type attachHost struct {
-	python.Host
+	protocol.Handler
 	att *Attachments
 }
 
-func (h attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if method != protocol.MethodAttach {
-		return h.Host.Call(ctx, method, params)
-	}
-	var p protocol.AttachParams
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("malformed attachment: %v", err)}
-	}
-	return nil, h.att.add(p)
+// Attach implements [protocol.Handler].
+func (h attachHost) Attach(_ context.Context, p protocol.AttachParams) (protocol.NoResult, error) {
+	return protocol.NoResult{}, h.att.add(p)
 }

@@ -14,23 +14,28 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
-type recordingHost struct{ methods []string }
+// recordingHost records the tools called through it and refuses the rest.
+type recordingHost struct {
+	protocol.Refuse
+	tools []string
+}
 
-func (h *recordingHost) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
-	h.methods = append(h.methods, method)
-	return "passed on", nil
+func (h *recordingHost) CallTool(_ context.Context, p protocol.CallToolParams) (protocol.CallToolResult, error) {
+	h.tools = append(h.tools, *p.Tool)
+	return protocol.CallToolResult{RawMessage: json.RawMessage(`"passed on"`)}, nil
 }
 
 func TestAttachmentLimits(t *testing.T) {
 	inner := &recordingHost{}
 	att := NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
-	h := attachHost{Host: inner, att: att}
+	h := att.Host(inner)
 	ctx := context.Background()
-	if got, err := h.Call(ctx, protocol.MethodCallTool, nil); got != "passed on" || err != nil {
+	got, err := h.Call(ctx, protocol.MethodCallTool, json.RawMessage(`{"server":"s","tool":"t"}`))
+	if res, ok := got.(protocol.CallToolResult); !ok || string(res.RawMessage) != `"passed on"` || err != nil {
 		t.Fatalf("call_tool through attachHost: %v %v", got, err)
 	}
-	if len(inner.methods) != 1 {
-		t.Fatalf("inner host saw %v", inner.methods)
+	if len(inner.tools) != 1 {
+		t.Fatalf("inner host saw %v", inner.tools)
 	}
 	steps := []struct {
 		params   json.RawMessage
@@ -101,7 +106,7 @@ func TestIsText(t *testing.T) {
 // makes the result list the first maxDropped and count the rest.
 func TestAttachmentDropsBounded(t *testing.T) {
 	att := NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
-	h := attachHost{Host: &recordingHost{}, att: att}
+	h := att.Host(&recordingHost{})
 	for range 1000 {
 		if _, err := h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {
 			t.Fatal("an oversized attachment was accepted")

@@ -19,7 +19,6 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
@@ -247,7 +246,11 @@ func listedNote(saved time.Time) string {
 }
 
 // Host implements bridge/server.Directory: it answers one run's requests.
-func (d *Directory) Host(progress func(message string, progress, total float64)) python.Host {
+func (d *Directory) Host(progress func(message string, progress, total float64)) protocol.Handler {
+	return d.host(progress)
+}
+
+func (d *Directory) host(progress func(message string, progress, total float64)) *host {
 	return &host{dir: d, snap: d.snap.Load(), progress: progress}
 }
 

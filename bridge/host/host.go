@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -44,133 +43,29 @@ const (
 	searchStartTimeout = 30 * time.Second
 )
 
-// handler answers one request method with its parameters decoded.
-type handler func(h *host, ctx context.Context, raw json.RawMessage) (any, error)
-
-// method makes a handler that decodes the parameters into P first.
-func method[P any](f func(h *host, ctx context.Context, p P) (any, error)) handler {
-	return func(h *host, ctx context.Context, raw json.RawMessage) (any, error) {
-		var p P
-		if len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("malformed parameters: %v", err)}
-			}
-		}
-		return f(h, ctx, p)
+// ListServers implements [protocol.Handler].
+func (h *host) ListServers(context.Context, protocol.NoParams) (protocol.ServerNames, error) {
+	names := make(protocol.ServerNames, len(h.snap.servers))
+	for i, s := range h.snap.servers {
+		names[i] = s.Name
 	}
+	return names, nil
 }
 
-// methods is the dispatch table of the sandbox's requests.
-var methods = map[string]handler{
-	protocol.MethodListServers: method(func(h *host, _ context.Context, _ protocol.NoParams) (any, error) {
-		names := make([]string, len(h.snap.servers))
-		for i, s := range h.snap.servers {
-			names[i] = s.Name
-		}
-		return names, nil
-	}),
-	protocol.MethodDescribeServer: method(func(h *host, ctx context.Context, p protocol.ServerParams) (any, error) {
-		return h.describeServer(ctx, p.Server)
-	}),
-	protocol.MethodListTools: method(func(h *host, ctx context.Context, p protocol.ServerParams) (any, error) {
-		srv, l, err := h.tools(ctx, p.Server, true)
-		if err != nil {
-			return nil, err
-		}
-		return docsFor(h.snap, srv, l.tools, l.saved, "full", true), nil
-	}),
-	protocol.MethodQueryToolDocs: method(func(h *host, ctx context.Context, p protocol.QueryToolDocsParams) (any, error) {
-		return h.queryToolDocs(ctx, p.Server, p.Tool, p.Detail)
-	}),
-	protocol.MethodSearchToolDocs: method(func(h *host, ctx context.Context, p protocol.SearchToolDocsParams) (any, error) {
-		return h.searchToolDocs(ctx, p.Query, p.Limit, p.Detail)
-	}),
-	protocol.MethodCallTool: method(func(h *host, ctx context.Context, p protocol.CallToolParams) (any, error) {
-		if p.Tool == nil {
-			return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
-		}
-		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed)
-	}),
+// ListTools implements [protocol.Handler].
+func (h *host) ListTools(ctx context.Context, p protocol.ServerParams) (protocol.ToolDocs, error) {
+	srv, l, err := h.tools(ctx, p.Server, true)
+	if err != nil {
+		return nil, err
+	}
+	return docsFor(h.snap, srv, l.tools, l.saved, "full", true), nil
 }
 
-// The memory and saved-helper methods, added to the table by init.
-var memoryMethods = map[string]handler{
-	protocol.MethodMemorySave: method(func(h *host, _ context.Context, p protocol.MemorySaveParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		if p.IfRev != nil {
-			return nil, st.SaveIf(p.Key, p.Value, p.Metadata, *p.IfRev)
-		}
-		return nil, st.Save(p.Key, p.Value, p.Metadata)
-	}),
-	protocol.MethodMemoryLoad: method(func(h *host, _ context.Context, p protocol.KeyParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		m, ok, err := st.Load(p.Key)
-		if !ok || err != nil {
-			return protocol.MemoryLoadResult{}, err
-		}
-		return protocol.MemoryLoadResult{Found: true, MemoryInfo: memoryInfo(m), Value: m.Value, Rev: m.Rev}, nil
-	}),
-	protocol.MethodMemoryDelete: method(func(h *host, _ context.Context, p protocol.KeyParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return st.Delete(p.Key)
-	}),
-	protocol.MethodMemoryExists: method(func(h *host, _ context.Context, p protocol.KeyParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return st.Exists(p.Key)
-	}),
-	protocol.MethodMemoryList: method(func(h *host, _ context.Context, _ protocol.NoParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		list, err := st.List()
-		out := make([]*protocol.MemoryInfo, len(list))
-		for i, m := range list {
-			out[i] = memoryInfo(m)
-		}
-		return out, err
-	}),
-	protocol.MethodToolSave: method(func(h *host, _ context.Context, p protocol.ToolSaveParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return nil, st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature})
-	}),
-	protocol.MethodToolList: method(func(h *host, _ context.Context, _ protocol.NoParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		tools, err := st.Tools()
-		out := make([]protocol.SavedToolInfo, len(tools))
-		for i, t := range tools {
-			out[i] = protocol.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
-		}
-		return out, err
-	}),
-	protocol.MethodToolDelete: method(func(h *host, _ context.Context, p protocol.NameParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return st.DeleteTool(p.Name)
-	}),
+// Attach implements [protocol.Handler]: a run's attachments are collected
+// by its [Attachments], whose host answers attach before this one.
+func (h *host) Attach(context.Context, protocol.AttachParams) (protocol.NoResult, error) {
+	return protocol.NoResult{}, &protocol.Error{Code: protocol.CodeInternal, Message: "attach: this run does not collect attachments"}
 }
-
-func init() { maps.Copy(methods, memoryMethods) }
 
 // memoryInfo describes a memory as the sandbox's helpers return it.
 func memoryInfo(m memory.Memory) *protocol.MemoryInfo {
@@ -201,20 +96,6 @@ func (h *host) store() (*memory.Store, error) {
 		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: "memory is not available in this codebridge (no state directory)"}
 	}
 	return h.dir.store, nil
-}
-
-// Call implements python.Host.
-func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	f, ok := methods[method]
-	if !ok {
-		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
-	}
-	res, err := f(h, ctx, params)
-	var re *protocol.Error
-	if errors.As(err, &re) && strings.HasPrefix(re.Message, "malformed parameters") {
-		re.Message = method + ": " + re.Message
-	}
-	return res, err
 }
 
 // tools resolves a server and lists the tools its policy admits, starting
@@ -262,10 +143,11 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 	return srv, t, l.saved, nil
 }
 
-func (h *host) describeServer(ctx context.Context, key string) (any, error) {
-	srv, l, err := h.tools(ctx, key, true)
+// DescribeServer implements [protocol.Handler].
+func (h *host) DescribeServer(ctx context.Context, p protocol.ServerParams) (protocol.ServerDescription, error) {
+	srv, l, err := h.tools(ctx, p.Server, true)
 	if err != nil {
-		return nil, err
+		return protocol.ServerDescription{}, err
 	}
 	return protocol.ServerDescription{
 		Name:        srv.Name,
@@ -275,24 +157,27 @@ func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	}, nil
 }
 
-func (h *host) queryToolDocs(ctx context.Context, key string, tool *string, detail string) (any, error) {
-	if tool != nil {
-		srv, t, saved, err := h.tool(ctx, key, *tool, true)
+// QueryToolDocs implements [protocol.Handler].
+func (h *host) QueryToolDocs(ctx context.Context, p protocol.QueryToolDocsParams) (protocol.ToolDocs, error) {
+	if p.Tool != nil {
+		srv, t, saved, err := h.tool(ctx, p.Server, *p.Tool, true)
 		if err != nil {
 			return nil, err
 		}
-		return docsFor(h.snap, srv, []*mcp.Tool{t}, saved, detail, false), nil
+		return docsFor(h.snap, srv, []*mcp.Tool{t}, saved, p.Detail, false), nil
 	}
-	srv, l, err := h.tools(ctx, key, true)
+	srv, l, err := h.tools(ctx, p.Server, true)
 	if err != nil {
 		return nil, err
 	}
-	return docsFor(h.snap, srv, l.tools, l.saved, detail, false), nil
+	return docsFor(h.snap, srv, l.tools, l.saved, p.Detail, false), nil
 }
 
-func (h *host) searchToolDocs(ctx context.Context, query string, limit int, detail string) (any, error) {
+// SearchToolDocs implements [protocol.Handler].
+func (h *host) SearchToolDocs(ctx context.Context, p protocol.SearchToolDocsParams) (protocol.SearchResult, error) {
+	query, limit, detail := p.Query, p.Limit, p.Detail
 	if strings.TrimSpace(query) == "" {
-		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
+		return protocol.SearchResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
 	}
 	if limit <= 0 {
 		limit = 5
@@ -368,22 +253,35 @@ func (h *host) everyServer(ctx context.Context) (map[string]listing, map[string]
 	return all, failed
 }
 
-// callTool calls a tool for the sandbox's code, the one way code reaches a
-// downstream tool (call_tool, the mcp_<alias> proxies and tool functions all
-// send call_tool): the policy is checked here, and the call is audited.
-func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool) (any, error) {
-	if h.dir.audit == nil {
-		res, err := h.call(ctx, key, tool, args, startFailed, &audit.Record{})
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
+// CallTool implements [protocol.Handler]: it calls a tool for the sandbox's
+// code, the one way code reaches a downstream tool (call_tool, the
+// mcp_<alias> proxies and tool functions all send call_tool): the policy is
+// checked here, and the call is audited.
+func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protocol.CallToolResult, error) {
+	if p.Tool == nil {
+		return protocol.CallToolResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 	}
-	rec := audit.Record{Time: time.Now(), Server: key, Tool: tool, ArgBytes: len(args)}
-	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
-	res, err := h.call(ctx, key, tool, args, startFailed, &rec)
+	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
+	res, err := h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed, &rec)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
-	var out any
+	var out protocol.CallToolResult
+	if err == nil {
+		// Encoded once here, for its size, and handed on as it is.
+		out.RawMessage, err = json.Marshal(res)
+		if err != nil {
+			err = &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, err)}
+		}
+	}
+	if h.dir.audit != nil {
+		h.record(ctx, rec, res, out.RawMessage, p.Arguments, err)
+	}
+	return out, err
+}
+
+// record audits a call: rec with its outcome, the sizes and, when the audit
+// keeps contents, the arguments and the result.
+func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolResult, raw, args json.RawMessage, err error) {
+	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
@@ -391,14 +289,7 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 			rec.Outcome = audit.OutcomeCancelled
 		}
 	default:
-		// Encoded once here, for its size, and handed on as it is.
-		raw, merr := json.Marshal(res)
-		if merr != nil {
-			err = &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, merr)}
-			rec.Outcome, rec.Error = string(protocol.CodeInternal), err.Error()
-			break
-		}
-		rec.Outcome, rec.ResultBytes, out = audit.OutcomeOK, len(raw), json.RawMessage(raw)
+		rec.Outcome, rec.ResultBytes = audit.OutcomeOK, len(raw)
 		if res.IsError {
 			rec.Outcome = audit.OutcomeToolError
 		}
@@ -410,7 +301,6 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		rec.Arguments = args
 	}
 	h.dir.audit.Record(rec)
-	return out, err
 }
 
 // call is callTool without the audit; it fills rec's Server and Tool with
@@ -554,10 +444,8 @@ func ByteSize(n int) string {
 	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }
 
-// NoServers is the python.Host of a run when no servers are configured.
-type NoServers struct{}
-
-// Call refuses every request, saying how to configure a server.
-func (NoServers) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
-	return nil, fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
-}
+// NoServers is the handler of a run when no servers are configured: it
+// refuses every request, saying how to configure a server.
+var NoServers protocol.Handler = protocol.Refuse(func(method string) error {
+	return fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
+})

@@ -54,7 +54,7 @@ func policyConfig(entry discovery.ToolPolicy) *discovery.Config {
 // visibleEverywhere lists the tools each way of looking at the server shows.
 func visibleEverywhere(t *testing.T, d *Directory) map[string][]string {
 	t.Helper()
-	h := d.Host(nil)
+	h := d.host(nil)
 	names := func(v any, key string) []string {
 		var out []string
 		for _, e := range v.([]any) {
@@ -171,7 +171,7 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 					t.Errorf("%s shows %v, want %v", way, got, tt.visible)
 				}
 			}
-			h := d.Host(nil)
+			h := d.host(nil)
 			for _, tool := range all {
 				_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": tool})
 				_, qerr := hostCall(t, h, "query_tool_docs", map[string]any{"server": "fs", "tool": tool})
@@ -218,7 +218,7 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 // but a tool the policy blocks since then is refused at once.
 func TestPolicyEditAppliesToRunningRun(t *testing.T) {
 	d, fp := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{})
-	h := d.Host(nil) // a run in progress
+	h := d.host(nil) // a run in progress
 	call := func() error {
 		_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": "write_file"})
 		return err
@@ -247,7 +247,7 @@ func TestAuditOneLinePerCall(t *testing.T) {
 		d, _ := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{Deny: []string{"wipe_file"}})
 		dir := t.TempDir()
 		d.audit = audit.New(dir, audit.Options{Contents: contents})
-		h := d.Host(nil)
+		h := d.host(nil)
 		calls := []struct {
 			server, tool, outcome string
 			args                  map[string]any

@@ -19,7 +19,7 @@ import (
 // structuredContent. (The host's tests check which are kept and why.)
 func TestResultAttachments(t *testing.T) {
 	att := host.NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
-	h := att.Host(host.NoServers{})
+	h := att.Host(host.NoServers)
 	for _, p := range []struct {
 		kind, name, mime string
 		data             []byte
@@ -57,7 +57,7 @@ func TestResultAttachments(t *testing.T) {
 // a result that lists the first ones dropped and counts the rest.
 func TestResultDropsBounded(t *testing.T) {
 	att := host.NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
-	h := att.Host(host.NoServers{})
+	h := att.Host(host.NoServers)
 	for range 1000 {
 		h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11))
 	}

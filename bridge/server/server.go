@@ -44,7 +44,7 @@ type Directory interface {
 	Prepare(ctx context.Context, names []string) ([]protocol.ServerInfo, error)
 	// Host answers one run's requests. progress, if non-nil, receives progress
 	// from downstream calls.
-	Host(progress func(message string, progress, total float64)) python.Host
+	Host(progress func(message string, progress, total float64)) protocol.Handler
 }
 
 // Server is codebridge's MCP server.
@@ -216,7 +216,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
-	var h python.Host = host.NoServers{}
+	h := host.NoServers
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {

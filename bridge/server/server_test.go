@@ -297,37 +297,43 @@ func (progressDirectory) Prepare(context.Context, []string) ([]protocol.ServerIn
 	return nil, nil
 }
 
-func (progressDirectory) Host(progress func(string, float64, float64)) python.Host {
-	return progressHost{progress}
+func (progressDirectory) Host(progress func(string, float64, float64)) protocol.Handler {
+	return progressHost{progress: progress}
 }
 
+// progressHost reports progress from every tool call with the run's progress
+// func; it refuses every other request.
 type progressHost struct {
+	protocol.Refuse
 	progress func(string, float64, float64)
 }
 
-// Call answers any request with the run's progress func, which reaches it
-// through the attachments' host.
-func (h progressHost) Call(context.Context, string, json.RawMessage) (any, error) {
-	return h.progress, nil
+func (h progressHost) CallTool(_ context.Context, p protocol.CallToolParams) (protocol.CallToolResult, error) {
+	if h.progress == nil {
+		return protocol.CallToolResult{}, errors.New("no progress func: the client asked for progress")
+	}
+	h.progress(*p.Tool, 1, 2)
+	return protocol.CallToolResult{RawMessage: json.RawMessage("{}")}, nil
 }
 
-// concurrentProgressRunner reports progress from n goroutines at once, as n
-// concurrent tool calls of one run do.
+// concurrentProgressRunner makes n concurrent tool calls, each reporting
+// progress, as n concurrent tool calls of one run do.
 type concurrentProgressRunner struct{ n int }
 
 func (concurrentProgressRunner) End(context.Context, string) {}
 
 func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
-	v, err := req.Host.Call(ctx, "progress", nil)
-	progress, _ := v.(func(string, float64, float64))
-	if err != nil || progress == nil {
-		return nil, errors.New("no progress func: the client asked for progress")
-	}
+	errs := make([]error, r.n)
 	var wg sync.WaitGroup
 	for i := range r.n {
-		wg.Go(func() { progress(fmt.Sprint("call ", i), 1, 2) })
+		wg.Go(func() {
+			_, errs[i] = req.Host.Call(ctx, protocol.MethodCallTool, json.RawMessage(fmt.Sprintf(`{"server":"s","tool":"call %d"}`, i)))
+		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	return &sandbox.Result{Result: &python.Result{}}, nil
 }
 

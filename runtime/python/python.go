@@ -54,8 +54,9 @@ type Program struct {
 // DefaultOutputLimit is the per-stream output cap when [Program.OutputLimit] is 0.
 const DefaultOutputLimit = 64 << 10
 
-// Host answers the sandbox's requests. Call is invoked concurrently, once per
-// request, and its ctx ends when the run ends.
+// Host answers the sandbox's requests by method name; [protocol.Server] is
+// the one that dispatches them to a [protocol.Handler]. Call is invoked
+// concurrently, once per request, and its ctx ends when the run ends.
 type Host interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (any, error)
 }
