@@ -43,15 +43,6 @@ const (
 	searchStartTimeout = 30 * time.Second
 )
 
-// ListServers implements [protocol.Handler].
-func (h *host) ListServers(context.Context, protocol.NoParams) (protocol.ServerNames, error) {
-	names := make(protocol.ServerNames, len(h.snap.servers))
-	for i, s := range h.snap.servers {
-		names[i] = s.Name
-	}
-	return names, nil
-}
-
 // ListTools implements [protocol.Handler].
 func (h *host) ListTools(ctx context.Context, p protocol.ServerParams) (protocol.ToolDocs, error) {
 	srv, l, err := h.tools(ctx, p.Server, true)

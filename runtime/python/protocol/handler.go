@@ -13,7 +13,6 @@ import (
 // once per request, and ctx ends when the run ends. An error is sent as an
 // [Error] (see [ErrorOf]).
 type Handler interface {
-	ListServers(context.Context, NoParams) (ServerNames, error)
 	DescribeServer(context.Context, ServerParams) (ServerDescription, error)
 	ListTools(context.Context, ServerParams) (ToolDocs, error)
 	QueryToolDocs(context.Context, QueryToolDocsParams) (ToolDocs, error)
@@ -39,7 +38,6 @@ type methodInfo struct {
 // methods is the dispatch table: every method the sandbox sends, and the
 // [Handler] method that answers it.
 var methods = map[string]methodInfo{
-	MethodListServers:    method(Handler.ListServers),
 	MethodDescribeServer: method(Handler.DescribeServer),
 	MethodListTools:      method(Handler.ListTools),
 	MethodQueryToolDocs:  method(Handler.QueryToolDocs),

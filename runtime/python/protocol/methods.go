@@ -7,7 +7,6 @@ import "encoding/json"
 // calls the [Handler] method of the same name; the table in handler.go lists
 // them all.
 const (
-	MethodListServers    = "list_servers"     // [NoParams] → [ServerNames]
 	MethodDescribeServer = "describe_server"  // [ServerParams] → [ServerDescription]
 	MethodListTools      = "list_tools"       // [ServerParams] → [ToolDocs] (full)
 	MethodQueryToolDocs  = "query_tool_docs"  // [QueryToolDocsParams] → [ToolDocs]
@@ -24,9 +23,6 @@ type NoResult struct{}
 
 // MarshalJSON encodes nothing as null, which the sandbox ignores.
 func (NoResult) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
-
-// ServerNames answers list_servers: the configured servers' names.
-type ServerNames []string
 
 // ServerParams names a server, by name or alias.
 type ServerParams struct {

@@ -7,10 +7,6 @@ import "context"
 // struct does not define.
 type Refuse func(method string) error
 
-func (r Refuse) ListServers(context.Context, NoParams) (ServerNames, error) {
-	return nil, r(MethodListServers)
-}
-
 func (r Refuse) DescribeServer(context.Context, ServerParams) (ServerDescription, error) {
 	return ServerDescription{}, r(MethodDescribeServer)
 }
