@@ -47,16 +47,7 @@ func (h *host) MemoryExists(_ context.Context, p protocol.KeyParams) (protocol.F
 
 // MemoryList implements [protocol.Handler].
 func (h *host) MemoryList(context.Context, protocol.NoParams) (protocol.MemoryList, error) {
-	st, err := h.store()
-	if err != nil {
-		return nil, err
-	}
-	list, err := st.List()
-	out := make(protocol.MemoryList, len(list))
-	for i, m := range list {
-		out[i] = memoryInfo(m)
-	}
-	return out, err
+	return listed(h, (*memory.Store).List, memoryInfo)
 }
 
 // ToolSave implements [protocol.Handler].
@@ -70,16 +61,9 @@ func (h *host) ToolSave(_ context.Context, p protocol.ToolSaveParams) (protocol.
 
 // ToolList implements [protocol.Handler].
 func (h *host) ToolList(context.Context, protocol.NoParams) (protocol.SavedTools, error) {
-	st, err := h.store()
-	if err != nil {
-		return nil, err
-	}
-	tools, err := st.Tools()
-	out := make(protocol.SavedTools, len(tools))
-	for i, t := range tools {
-		out[i] = protocol.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
-	}
-	return out, err
+	return listed(h, (*memory.Store).Tools, func(t memory.Tool) protocol.SavedToolInfo {
+		return protocol.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
+	})
 }
 
 // ToolDelete implements [protocol.Handler].
@@ -95,4 +79,19 @@ func (h *host) found(ask func(*memory.Store) (bool, error)) (protocol.Found, err
 	}
 	ok, err := ask(st)
 	return protocol.Found(ok), err
+}
+
+// listed is what the store lists, each converted for the sandbox; with what
+// it could read when it also returns an error.
+func listed[T, R any](h *host, list func(*memory.Store) ([]T, error), conv func(T) R) ([]R, error) {
+	st, err := h.store()
+	if err != nil {
+		return nil, err
+	}
+	items, err := list(st)
+	out := make([]R, len(items))
+	for i, it := range items {
+		out[i] = conv(it)
+	}
+	return out, err
 }
