@@ -24,6 +24,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -115,7 +116,7 @@ func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOption
 		}
 	}
 	if f := res.Error; f != nil {
-		if f.Kind == python.FailUnavailable {
+		if f.Kind == protocol.FailUnavailable {
 			return 1, errors.New(f.Message)
 		}
 		msg := f.Traceback

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Engine starts sandbox containers running [python.Command].
@@ -78,10 +79,10 @@ type Options struct {
 	Memory int64
 	Limits python.Limits
 	// Preload names modules a session's interpreter imports ahead of its
-	// first run (see [python.Init.Preload]); used only with Sessions.
+	// first run (see [protocol.Init.Preload]); used only with Sessions.
 	Preload []string
 	// Prelude returns the saved helpers a new session defines; nil means none.
-	Prelude func() []python.Source
+	Prelude func() []protocol.Source
 	Logger  *slog.Logger // nil discards
 }
 
@@ -194,7 +195,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	s, err := m.session(req.Session)
 	if err != nil {
-		return failed(python.FailUnavailable, err.Error()), nil
+		return failed(protocol.FailUnavailable, err.Error()), nil
 	}
 	// End and Close cancel the run through rctx when they cannot wait for it.
 	rctx, stop := context.WithCancel(ctx)
@@ -214,7 +215,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 // when the run did not finish (its Result says why).
 func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result, error) {
 	if s.current() == stateGone {
-		return failed(python.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
+		return failed(protocol.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
 	}
 	if s.it != nil {
 		s.endIfDead(ctx)
@@ -227,7 +228,7 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	info := SessionInfo{}
 	if s.it == nil {
 		if err := m.makeRoom(ctx, s); err != nil {
-			return failed(python.FailUnavailable, err.Error()), nil
+			return failed(protocol.FailUnavailable, err.Error()), nil
 		}
 		if res := m.startSession(ctx, s); res != nil {
 			return res, ctx.Err()
@@ -257,7 +258,7 @@ type box struct {
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
 	b, err := m.take(ctx)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
+		return failed(protocol.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
 	}
 	defer m.refill(ctx)
 	ct := b.ct
@@ -294,7 +295,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	code, oom, werr := ct.Exit(wctx)
 	switch {
 	case werr != nil:
-		res.Error = &python.Failure{Kind: python.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
+		res.Error = &protocol.Failure{Kind: protocol.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
 		return ReasonCrash
 	case oom:
 		res.ExitCode = code
@@ -302,7 +303,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 		if m.opts.Memory > 0 {
 			msg += " of " + mib(m.opts.Memory)
 		}
-		res.Error = &python.Failure{Kind: python.FailOOM, Message: msg}
+		res.Error = &protocol.Failure{Kind: protocol.FailOOM, Message: msg}
 		return ReasonOOM
 	}
 	res.ExitCode = code
@@ -313,7 +314,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	if diag := strings.TrimSpace(ct.Stderr()); diag != "" {
 		msg += "; stderr: " + tail(diag, 2000)
 	}
-	res.Error = &python.Failure{Kind: python.FailExit, Message: msg}
+	res.Error = &protocol.Failure{Kind: protocol.FailExit, Message: msg}
 	return ReasonCrash
 }
 
@@ -463,7 +464,7 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 func (m *Manager) startSession(ctx context.Context, s *session) *Result {
 	b, err := m.take(ctx)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
+		return failed(protocol.FailUnavailable, "cannot start a sandbox container: "+err.Error())
 	}
 	s.ct, s.it = b.ct, b.it
 	s.id = newID()
@@ -499,7 +500,7 @@ func (m *Manager) expire(s *session) {
 	s.end(ctx, ReasonIdle)
 }
 
-func (m *Manager) prelude() []python.Source {
+func (m *Manager) prelude() []protocol.Source {
 	if m.opts.Prelude == nil {
 		return nil
 	}
@@ -540,7 +541,7 @@ func (m *Manager) start(ctx context.Context) (*box, error) {
 	if err != nil {
 		return nil, err
 	}
-	init := python.Init{}
+	init := protocol.Init{}
 	if m.opts.Sessions {
 		init.Preload = m.opts.Preload
 	}
@@ -642,8 +643,8 @@ func (m *Manager) watch(ctx context.Context, b *box) {
 	m.refill(ctx)
 }
 
-func failed(kind python.FailureKind, msg string) *Result {
-	return &Result{Result: &python.Result{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}}}
+func failed(kind protocol.FailureKind, msg string) *Result {
+	return &Result{Result: &python.Result{ExitCode: -1, Error: &protocol.Failure{Kind: kind, Message: msg}}}
 }
 
 func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // fakeEngine starts "containers" that are python3 processes on this host
@@ -265,7 +266,7 @@ func TestTimeoutKeepsOrEndsSession(t *testing.T) {
 		// Whether the interrupt lands before the code starts or in it, the
 		// run ends interrupted.
 		res := run(t, m, "a", "import time\nwhile True: time.sleep(1)", 100*time.Millisecond)
-		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+		if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != "" {
 			t.Fatalf("interruptible timeout: %+v %+v", res.Error, res.Session)
 		}
 		if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "1\n" || r.Session.ID != first.Session.ID {
@@ -279,7 +280,7 @@ func TestTimeoutKeepsOrEndsSession(t *testing.T) {
 		// A stopped process answers no interrupt, however long it is given.
 		eng.signal(syscall.SIGSTOP)
 		res := run(t, m, "a", "print('never')", 100*time.Millisecond)
-		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != ReasonTimeout {
+		if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != ReasonTimeout {
 			t.Fatalf("stuck code: %+v %+v", res.Error, res.Session)
 		}
 		waitFor(t, func() bool { return eng.running() == 0 }) // removed in the background
@@ -295,14 +296,14 @@ func TestCrashEndsSession(t *testing.T) {
 	m := newManager(t, eng, Options{Memory: 64 << 20})
 	run(t, m, "a", "x = 1", time.Minute)
 	res := run(t, m, "a", "import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)", time.Minute)
-	if res.Error == nil || res.Error.Kind != python.FailOOM || res.Session.Ended != ReasonOOM {
+	if res.Error == nil || res.Error.Kind != protocol.FailOOM || res.Session.Ended != ReasonOOM {
 		t.Fatalf("killed: %+v %+v %q", res.Error, res.Session, res.Stdout)
 	}
 	if !strings.Contains(res.Error.Message, "64 MiB") {
 		t.Errorf("message %q does not name the limit", res.Error.Message)
 	}
 	res = run(t, m, "a", "import os\nos._exit(3)", time.Minute)
-	if res.Error == nil || res.Error.Kind != python.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
+	if res.Error == nil || res.Error.Kind != protocol.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
 		t.Errorf("os._exit(3): %+v exit %d %+v", res.Error, res.ExitCode, res.Session)
 	}
 	if r := run(t, m, "a", "print(1)", time.Minute); r.Stdout != "1\n" || r.Session.Reason != ReasonCrash {
@@ -348,7 +349,7 @@ func TestAllSessionsBusy(t *testing.T) {
 	go func() { done <- run(t, m, "a", mark+"go.wait(60)", time.Minute) }()
 	started()
 	r := run(t, m, "b", "print(1)", time.Minute)
-	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
+	if r.Error == nil || r.Error.Kind != protocol.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
 		t.Errorf("with every session busy: %+v", r.Error)
 	}
 	eng.signal(syscall.SIGINT)
@@ -382,7 +383,7 @@ func TestWarmContainerUsed(t *testing.T) {
 	if r := run(t, m, "b", "print(2)", time.Minute); r.Stdout != "2\n" {
 		t.Errorf("run on the warm container: %q %+v", r.Stdout, r.Error)
 	}
-	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
+	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != protocol.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
 		t.Errorf("with no container to be had: %+v", r.Error)
 	}
 }
@@ -558,7 +559,7 @@ func TestEndOrCloseWhileRunning(t *testing.T) {
 				t.Error(err)
 			}
 			res := <-first
-			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != tt.ended {
+			if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != tt.ended {
 				t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 			}
 			waitFor(t, func() bool { return eng.running() == 0 })
@@ -587,7 +588,7 @@ func TestEndWaitsForRun(t *testing.T) {
 	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" || res.Session.Ended != "" {
 		t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 	}
-	if res := <-queued; res.Error == nil || res.Error.Kind != python.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
+	if res := <-queued; res.Error == nil || res.Error.Kind != protocol.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
 		t.Errorf("the queued run: %q %+v", res.Stdout, res.Error)
 	}
 	<-ended
