@@ -92,7 +92,9 @@ func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOption
 	if timeout <= 0 {
 		timeout = cfg.Timeout
 	}
-	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: att.Host(rt.dir.Host(nil)), Timeout: timeout})
+	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: func(run sandbox.SessionInfo) python.Host {
+		return att.Host(rt.dir.Host(host.Run{Session: run.ID, Run: run.Run}))
+	}, Timeout: timeout})
 	if err != nil {
 		return 1, err
 	}

@@ -141,7 +141,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 	}()
 	res, err := ct.Run(ctx, sandbox.Request{
 		Program: python.Program{Code: "import sys, codebridge_runner\nprint('ok', sys.version.split()[0], codebridge_runner.STREAM)", OutputLimit: cfg.OutputLimit},
-		Host:    host.NoServers{}, Timeout: cfg.Timeout,
+		Host:    func(sandbox.SessionInfo) python.Host { return host.NoServers{} }, Timeout: cfg.Timeout,
 	})
 	switch {
 	case err != nil:

@@ -245,9 +245,19 @@ func listedNote(saved time.Time) string {
 	return fmt.Sprintf("from the tool list the server gave %s ago (it is not running; calling a tool starts it)", age)
 }
 
+// Run is what the host of one run knows about the run.
+type Run struct {
+	// Session and Run name the run's sandbox session and the run's number
+	// in it, for the audit log.
+	Session string
+	Run     int
+	// Progress, if non-nil, receives progress from downstream calls.
+	Progress func(message string, progress, total float64)
+}
+
 // Host implements bridge/server.Directory: it answers one run's requests.
-func (d *Directory) Host(progress func(message string, progress, total float64)) python.Host {
-	return &host{dir: d, snap: d.snap.Load(), progress: progress}
+func (d *Directory) Host(run Run) python.Host {
+	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress}
 }
 
 // unknownName is an error for a name that is not among known, suggesting the

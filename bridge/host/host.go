@@ -25,7 +25,6 @@ import (
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
-	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // host answers one run's requests from the sandbox. It sees the configuration
@@ -33,6 +32,8 @@ import (
 type host struct {
 	dir      *Directory
 	snap     *snapshot
+	session  string // the run's sandbox session and its number there
+	run      int
 	progress func(message string, progress, total float64)
 }
 
@@ -383,7 +384,7 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		return res, nil
 	}
 	rec := audit.Record{Time: time.Now(), Server: key, Tool: tool, ArgBytes: len(args)}
-	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
+	rec.Session, rec.Run = h.session, h.run
 	res, err := h.call(ctx, key, tool, args, startFailed, &rec)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	var out any

@@ -29,7 +29,7 @@ func TestArgumentLimitKeepsServerAlive(t *testing.T) {
 	p.Update(cfg.Servers)
 	d := newDirectory(p, 4<<20, nil)
 	d.Update(cfg)
-	h := d.Host(nil)
+	h := d.Host(Run{})
 
 	echo := func(msg string) (any, error) {
 		return hostCall(t, h, "call_tool", map[string]any{"server": "everything", "tool": "echo", "arguments": map[string]any{"message": msg}})

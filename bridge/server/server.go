@@ -41,9 +41,8 @@ type Directory interface {
 	// Prepare lists the enabled servers for a run, after starting the named
 	// ones (an unknown name is an error) so the run's first call finds them warm.
 	Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error)
-	// Host answers one run's requests. progress, if non-nil, receives progress
-	// from downstream calls.
-	Host(progress func(message string, progress, total float64)) python.Host
+	// Host answers one run's requests (see [host.Run]).
+	Host(run host.Run) python.Host
 }
 
 // Server is codebridge's MCP server.
@@ -215,14 +214,16 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
-	var h python.Host = host.NoServers{}
+	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers{}) }
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
 			return inputError("%v", err), nil
 		}
 		prog.Servers = servers
-		h = d.Host(progress)
+		runHost = func(run sandbox.SessionInfo) python.Host {
+			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress}))
+		}
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
@@ -244,7 +245,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 	}()
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: att.Host(h), Timeout: timeout,
+		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout,
 	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -296,8 +297,8 @@ func (progressDirectory) Prepare(context.Context, []string) ([]python.ServerInfo
 	return nil, nil
 }
 
-func (progressDirectory) Host(progress func(string, float64, float64)) python.Host {
-	return progressHost{progress}
+func (progressDirectory) Host(run host.Run) python.Host {
+	return progressHost{run.Progress}
 }
 
 type progressHost struct {
@@ -317,7 +318,7 @@ type concurrentProgressRunner struct{ n int }
 func (concurrentProgressRunner) End(context.Context, string) {}
 
 func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
-	v, err := req.Host.Call(ctx, "progress", nil)
+	v, err := req.Host(sandbox.SessionInfo{}).Call(ctx, "progress", nil)
 	progress, _ := v.(func(string, float64, float64))
 	if err != nil || progress == nil {
 		return nil, errors.New("no progress func: the client asked for progress")

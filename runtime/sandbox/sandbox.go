@@ -93,8 +93,18 @@ type Request struct {
 	// Reset discards the session's state first.
 	Reset   bool
 	Program python.Program
-	Host    python.Host
+	// Host returns what answers the run's requests, once the run knows its
+	// session and its number there; nil answers none.
+	Host    func(run SessionInfo) python.Host
 	Timeout time.Duration
+}
+
+// host returns the host of the run info names.
+func (r *Request) host(info SessionInfo) python.Host {
+	if r.Host == nil {
+		return nil
+	}
+	return r.Host(info)
 }
 
 // Result is a run's result with what happened to its session.
@@ -114,21 +124,6 @@ type SessionInfo struct {
 	// Ended is set when this run ended the session (e.g. "timeout"); the next
 	// run starts a new one.
 	Ended string `json:"ended,omitempty"`
-}
-
-// runKey is the context key of a run's [SessionInfo].
-type runKey struct{}
-
-func withRun(ctx context.Context, id string, run int) context.Context {
-	return context.WithValue(ctx, runKey{}, SessionInfo{ID: id, Run: run})
-}
-
-// RunFrom tells which session and run a host call belongs to: the Manager
-// puts them in the context of every run, and so of the run's requests to its
-// [python.Host]. ok is false outside a run.
-func RunFrom(ctx context.Context) (session string, run int, ok bool) {
-	info, ok := ctx.Value(runKey{}).(SessionInfo)
-	return info.ID, info.Run, ok
 }
 
 // Reasons a session starts or ends.
@@ -236,7 +231,7 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		req.Program.Prelude = m.prelude()
 	}
 	// The session holds the turn, so this run is the interpreter's next.
-	res, err := s.it.Run(withRun(ctx, s.id, s.it.Runs()+1), req.Program, req.Host, req.Timeout)
+	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
 	info.ID, info.Run = s.id, s.it.Runs()
 	if err != nil && !errors.Is(err, python.ErrBusy) {
 		reason := m.explain(ctx, s.ct, res, err)
@@ -263,7 +258,7 @@ func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
 	ct := b.ct
 	req.Program.Prelude = m.prelude()
 	info := SessionInfo{ID: ct.ID()[:min(12, len(ct.ID()))], Run: 1, New: true, Reason: ReasonOneShot}
-	res, err := b.it.Run(withRun(ctx, info.ID, info.Run), req.Program, req.Host, req.Timeout)
+	res, err := b.it.Run(ctx, req.Program, req.host(info), req.Timeout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		m.explain(ctx, ct, res, err)
 	}

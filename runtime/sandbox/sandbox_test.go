@@ -465,54 +465,54 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 	}
 }
 
-// runRecorder is a host that records which session and run each request
-// came from.
+// runRecorder builds the hosts of runs and records which session and run each
+// request came from.
 type runRecorder struct {
 	mu   sync.Mutex
 	seen []SessionInfo
 }
 
-func (h *runRecorder) Call(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+func (r *runRecorder) host(run SessionInfo) python.Host { return runHost{r, run} }
+
+type runHost struct {
+	r   *runRecorder
+	run SessionInfo
+}
+
+func (h runHost) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
 	if method != "call_tool" {
 		return nil, nil // the tool's docs, which the sandbox asks for first: none
 	}
-	id, run, ok := RunFrom(ctx)
-	if !ok {
-		return nil, errors.New("no run in the context")
-	}
-	h.mu.Lock()
-	h.seen = append(h.seen, SessionInfo{ID: id, Run: run})
-	h.mu.Unlock()
+	h.r.mu.Lock()
+	h.r.seen = append(h.r.seen, SessionInfo{ID: h.run.ID, Run: h.run.Run})
+	h.r.mu.Unlock()
 	return "ok", nil
 }
 
-// TestRunFromHostCalls: a host call knows its session and run, in a session
+// TestRunHost: the host of a run is told its session and run, in a session
 // and in a one-off container alike.
-func TestRunFromHostCalls(t *testing.T) {
+func TestRunHost(t *testing.T) {
 	const code = "from mcp import runtime\nprint(runtime.call_tool_sync('s', 't', raw=True))"
 	for _, sessions := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
 			m := newManager(t, newFakeEngine(t), Options{})
 			m.opts.Sessions = sessions
-			h := &runRecorder{}
+			r := &runRecorder{}
 			var want []SessionInfo
 			for range 2 {
-				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: h, Timeout: time.Minute})
+				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: r.host, Timeout: time.Minute})
 				if err != nil || res.Error != nil || res.Stdout != "ok\n" {
 					t.Fatalf("run: %v %+v %q", err, res.Error, res.Stdout)
 				}
 				want = append(want, SessionInfo{ID: res.Session.ID, Run: res.Session.Run})
 			}
-			if diff := cmp.Diff(want, h.seen); diff != "" {
+			if diff := cmp.Diff(want, r.seen); diff != "" {
 				t.Errorf("host calls' runs (-want +got):\n%s", diff)
 			}
 			if sessions && (want[0].ID != want[1].ID || want[1].Run != 2) {
 				t.Errorf("runs of one session: %+v", want)
 			}
 		})
-	}
-	if _, _, ok := RunFrom(t.Context()); ok {
-		t.Error("RunFrom outside a run reports one")
 	}
 }
 
