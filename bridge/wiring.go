@@ -198,7 +198,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 
 // Warm connects to Podman and starts the warm containers.
 func (c *containers) Warm(ctx context.Context) error {
-	if err := c.engine.Ready(ctx); err != nil {
+	if err := c.engine.Ready(ctx, podman.ImageWatch{}); err != nil {
 		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", err)
 		return err
 	}
@@ -208,7 +208,9 @@ func (c *containers) Warm(ctx context.Context) error {
 
 // Ready reports whether Podman answers and the image is there, connecting
 // first if needed.
-func (c *containers) Ready(ctx context.Context) error { return c.engine.Ready(ctx) }
+func (c *containers) Ready(ctx context.Context) error {
+	return c.engine.Ready(ctx, podman.ImageWatch{})
+}
 
 // Close ends every session and removes every container, then closes the
 // Podman connection (and a service codebridge started).
@@ -232,8 +234,8 @@ func preload(cfg settings.Config, logger *slog.Logger) []string {
 // podmanEngine adapts runtime/podman's engine to the sandbox manager's.
 type podmanEngine struct{ e *podman.Engine }
 
-func (e podmanEngine) Start(ctx context.Context) (sandbox.Container, error) {
-	b, err := e.e.Start(ctx)
+func (e podmanEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.e.Start(ctx, podman.ImageWatch(w)) // the engine prepares by resolving the image
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}

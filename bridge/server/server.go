@@ -10,13 +10,13 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -230,11 +230,18 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 
 	// The first run may wait while Podman pulls the sandbox image: it sees the
 	// pull's progress, and waits no longer than its own time limit.
-	watch := &podman.ImageWatch{Limit: timeout}
-	if progress != nil {
-		watch.Progress = func(line string) { progress("sandbox image: "+line, 0, 0) }
+	var pulled atomic.Bool
+	var waited atomic.Int64
+	wait := sandbox.Wait{
+		Limit: timeout,
+		Progress: func(line string) {
+			pulled.Store(true)
+			if progress != nil {
+				progress("sandbox image: "+line, 0, 0)
+			}
+		},
+		Waited: func(d time.Duration) { waited.Add(int64(d)) },
 	}
-	ctx = podman.WithImageWatch(ctx, watch)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -245,7 +252,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 	}()
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout,
+		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
 	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
@@ -254,8 +261,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
 		"exit", res.ExitCode, "error", res.Error != nil)
 	result := formatResult(res.Result, &res.Session, att)
-	if watch.Pulled() && (res.Error == nil || res.Error.Kind != python.FailUnavailable) {
-		w := watch.Waited()
+	if pulled.Load() && (res.Error == nil || res.Error.Kind != python.FailUnavailable) {
+		w := time.Duration(waited.Load())
 		text := result.Content[0].(*mcp.TextContent)
 		text.Text = fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.\n", w.Round(100*time.Millisecond)) + text.Text
 	}

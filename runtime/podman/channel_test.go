@@ -19,7 +19,7 @@ import (
 // stream; the container is removed when t ends.
 func startChannel(t *testing.T, e *Engine) *Box {
 	t.Helper()
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestChannelFallback(t *testing.T) {
 // ends, a write fails, and the socket's folder is removed.
 func TestChannelClosedBeforeConnect(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,15 +145,17 @@ func (s boxStream) Close() error {
 
 // Ready connects to Podman, removes what dead codebridge processes left
 // behind and resolves the image. Start calls it; servers call it at start-up
-// to fail early, and only log its error.
-func (e *Engine) Ready(ctx context.Context) error {
-	_, _, err := e.ready(ctx)
+// to fail early, and only log its error. w says how the caller waits for an
+// image being pulled.
+func (e *Engine) Ready(ctx context.Context, w ImageWatch) error {
+	_, _, err := e.ready(ctx, w)
 	return err
 }
 
 // Start starts a container from the engine's spec with its streams attached.
-func (e *Engine) Start(ctx context.Context) (*Box, error) {
-	c, img, err := e.ready(ctx)
+// w says how the caller waits for an image being pulled.
+func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
+	c, img, err := e.ready(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +298,7 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // ready returns a connected client and the image, connecting first if needed.
-func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
+func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, error) {
 	e.mu.Lock()
 	c, img, closed := e.client, e.image, e.closed
 	e.mu.Unlock()
@@ -311,7 +313,7 @@ func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
 	if err != nil || job == nil {
 		return c, img, err
 	}
-	if img, err = job.wait(ctx); err != nil {
+	if img, err = job.wait(ctx, w); err != nil {
 		return nil, "", err
 	}
 	return c, img, nil

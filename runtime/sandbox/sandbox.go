@@ -28,7 +28,26 @@ import (
 
 // Engine starts sandbox containers running [python.Command].
 type Engine interface {
-	Start(ctx context.Context) (Container, error)
+	// Start starts a container; w says how the caller waits when the engine
+	// must first prepare (Podman pulls the sandbox image).
+	Start(ctx context.Context, w Wait) (Container, error)
+}
+
+// Wait is how a run waits when its engine must prepare before a container
+// can start, such as Podman pulling the sandbox image: the preparation runs
+// once, for every run waiting on it. The zero value waits as long as the
+// context lets it and ignores the progress.
+type Wait struct {
+	// Progress receives what the engine reports while the run waits, line by
+	// line; nil ignores it.
+	Progress func(message string)
+	// Limit is how long the run waits for the preparation before the start
+	// fails with an error that explains the wait; 0 waits as long as the
+	// context lets it.
+	Limit time.Duration
+	// Waited, if non-nil, is told how long the run waited for the
+	// preparation when it had to wait, once the wait ends.
+	Waited func(time.Duration)
 }
 
 // Container is one started sandbox container.
@@ -97,6 +116,9 @@ type Request struct {
 	// session and its number there; nil answers none.
 	Host    func(run SessionInfo) python.Host
 	Timeout time.Duration
+	// Wait says how the run waits if its container cannot start until the
+	// engine has prepared.
+	Wait Wait
 }
 
 // host returns the host of the run info names.
@@ -224,7 +246,7 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		if err := m.makeRoom(ctx, s); err != nil {
 			return failed(python.FailUnavailable, err.Error()), nil
 		}
-		if res := m.startSession(ctx, s); res != nil {
+		if res := m.startSession(ctx, s, req.Wait); res != nil {
 			return res, ctx.Err()
 		}
 		info.New, info.Reason = true, s.reason
@@ -250,7 +272,7 @@ type box struct {
 
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
-	b, err := m.take(ctx)
+	b, err := m.take(ctx, req.Wait)
 	if err != nil {
 		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
 	}
@@ -455,8 +477,8 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 
 // startSession starts s's container and interpreter; on failure it returns
 // the Result to answer with.
-func (m *Manager) startSession(ctx context.Context, s *session) *Result {
-	b, err := m.take(ctx)
+func (m *Manager) startSession(ctx context.Context, s *session, w Wait) *Result {
+	b, err := m.take(ctx, w)
 	if err != nil {
 		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
 	}
@@ -501,8 +523,9 @@ func (m *Manager) prelude() []python.Source {
 	return m.opts.Prelude()
 }
 
-// take returns a warm box if one is ready, else starts one.
-func (m *Manager) take(ctx context.Context) (*box, error) {
+// take returns a warm box if one is ready, else starts one, waiting for the
+// engine as w says.
+func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -526,12 +549,12 @@ func (m *Manager) take(ctx context.Context) (*box, error) {
 	if b != nil {
 		return b, nil
 	}
-	return m.start(ctx)
+	return m.start(ctx, w)
 }
 
 // start starts a container and its interpreter.
-func (m *Manager) start(ctx context.Context) (*box, error) {
-	ct, err := m.eng.Start(ctx)
+func (m *Manager) start(ctx context.Context, w Wait) (*box, error) {
+	ct, err := m.eng.Start(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -597,7 +620,7 @@ func (m *Manager) refill(ctx context.Context) {
 func (m *Manager) fill(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	b, err := m.start(sctx)
+	b, err := m.start(sctx, Wait{})
 	m.mu.Lock()
 	m.filling--
 	ok := err == nil && !m.closed

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type fakeEngine struct {
 	t       testing.TB
 	started atomic.Int64
 	fail    atomic.Bool // Start fails while set
+	// preparing, when set before the first Start, is the progress line every
+	// Start reports to its caller's Wait, as if it waited 1 ms for it.
+	preparing string
 
 	mu   sync.Mutex
 	live map[*fakeContainer]bool
@@ -53,9 +57,15 @@ func newFakeEngine(t testing.TB) *fakeEngine {
 	return e
 }
 
-func (e *fakeEngine) Start(ctx context.Context) (Container, error) {
+func (e *fakeEngine) Start(ctx context.Context, w Wait) (Container, error) {
 	if e.fail.Load() {
 		return nil, errors.New("podman is not installed")
+	}
+	if e.preparing != "" && w.Progress != nil {
+		w.Progress(e.preparing)
+	}
+	if e.preparing != "" && w.Waited != nil {
+		w.Waited(time.Millisecond)
 	}
 	argv := python.Command()
 	cmd := exec.Command("python3", argv[1:]...)
@@ -511,6 +521,29 @@ func TestRunHost(t *testing.T) {
 			}
 			if sessions && (want[0].ID != want[1].ID || want[1].Run != 2) {
 				t.Errorf("runs of one session: %+v", want)
+			}
+		})
+	}
+}
+
+// TestRunWait: a run that starts a container waits for the engine as its
+// Wait says, in a session and in a one-off container alike.
+func TestRunWait(t *testing.T) {
+	for _, sessions := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
+			eng := newFakeEngine(t)
+			eng.preparing = "pulling the image"
+			m := newManager(t, eng, Options{})
+			m.opts.Sessions = sessions
+			var lines []string
+			var waited time.Duration
+			w := Wait{Progress: func(line string) { lines = append(lines, line) }, Waited: func(d time.Duration) { waited += d }}
+			res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: "print(1)"}, Timeout: time.Minute, Wait: w})
+			if err != nil || res.Error != nil {
+				t.Fatalf("run: %v %+v", err, res.Error)
+			}
+			if !slices.Equal(lines, []string{"pulling the image"}) || waited != time.Millisecond {
+				t.Errorf("the run saw %q and waited %v; want the engine's line and its 1 ms", lines, waited)
 			}
 		})
 	}
