@@ -199,11 +199,21 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 // Warm connects to Podman and starts the warm containers.
 func (c *containers) Warm(ctx context.Context) error {
 	if err := c.engine.Ready(ctx, podman.ImageWatch{}); err != nil {
-		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", err)
+		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", settings.Explain(err))
 		return err
 	}
 	c.Manager.Warm(ctx)
 	return nil
+}
+
+// Run runs req.Program in the sandbox; when the sandbox could not run it,
+// the result's message names the setting that would help.
+func (c *containers) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	res, err := c.Manager.Run(ctx, req)
+	if res != nil && res.Cause != nil && res.Error != nil {
+		res.Error.Message = settings.Explain(res.Cause)
+	}
+	return res, err
 }
 
 // Ready reports whether Podman answers and the image is there, connecting

@@ -315,7 +315,7 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		if err := p.Ready(ctx); err != nil {
 			podman = "unreachable"
-			f.logger.Warn("health: podman not ready", "err", err)
+			f.logger.Warn("health: podman not ready", "err", settings.Explain(err))
 		}
 		cancel()
 	}

@@ -291,7 +291,7 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 		select {
 		case <-svc.exited:
 			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
-				svc.diagnostics(), svc.uri(), setupHint)
+				svc.diagnostics(), svc.uri(), SetupHint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err

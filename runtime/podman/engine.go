@@ -15,7 +15,7 @@ import (
 type EngineOptions struct {
 	URI      string // Podman API; see [Options.URI]
 	StateDir string // see [Options.StateDir]
-	Image    string // MCP_BRIDGE_IMAGE; "" lets [Client.EnsureImage] choose
+	Image    string // the configured image; "" lets [Client.EnsureImage] choose
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required.
 	Spec   Spec

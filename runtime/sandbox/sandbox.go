@@ -133,6 +133,26 @@ func (r *Request) host(info SessionInfo) python.Host {
 type Result struct {
 	*python.Result
 	Session SessionInfo
+	// Cause is why the sandbox could not run the code, when Error says it
+	// was unavailable: an error such as a [*SessionLimitError] or the
+	// engine's, whose message Error repeats, for a caller that words it.
+	Cause error
+}
+
+// SessionLimitError is why a run that needs a new session cannot have one:
+// [Options.MaxSessions] sessions live and none can be ended to make room.
+type SessionLimitError struct {
+	Limit int
+	// Busy is true when every session is running code; otherwise one is
+	// only about to (a run holds its turn).
+	Busy bool
+}
+
+func (e *SessionLimitError) Error() string {
+	if e.Busy {
+		return fmt.Sprintf("all %d sandbox sessions are running code; try again when one finishes, or raise the session limit", e.Limit)
+	}
+	return fmt.Sprintf("all %d sandbox sessions are in use; try again in a moment, or raise the session limit", e.Limit)
 }
 
 // SessionInfo tells the caller which session a run used.
@@ -244,7 +264,7 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	info := SessionInfo{}
 	if s.it == nil {
 		if err := m.makeRoom(ctx, s); err != nil {
-			return failed(python.FailUnavailable, err.Error()), nil
+			return unavailable(err), nil
 		}
 		if res := m.startSession(ctx, s, req.Wait); res != nil {
 			return res, ctx.Err()
@@ -274,7 +294,7 @@ type box struct {
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
 	b, err := m.take(ctx, req.Wait)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
+		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err)), ctx.Err()
 	}
 	defer m.refill(ctx)
 	ct := b.ct
@@ -464,10 +484,10 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 		return nil
 	}
 	if oldest == nil {
-		return fmt.Errorf("all %d sandbox sessions are running code; try again when one finishes, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+		return &SessionLimitError{Limit: m.opts.MaxSessions, Busy: true}
 	}
 	if !oldest.tryAcquire() {
-		return fmt.Errorf("all %d sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+		return &SessionLimitError{Limit: m.opts.MaxSessions}
 	}
 	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
 	oldest.end(ctx, ReasonEvicted)
@@ -480,7 +500,7 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 func (m *Manager) startSession(ctx context.Context, s *session, w Wait) *Result {
 	b, err := m.take(ctx, w)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
+		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err))
 	}
 	s.ct, s.it = b.ct, b.it
 	s.id = newID()
@@ -662,6 +682,13 @@ func (m *Manager) watch(ctx context.Context, b *box) {
 
 func failed(kind python.FailureKind, msg string) *Result {
 	return &Result{Result: &python.Result{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}}}
+}
+
+// unavailable is the Result of a run the sandbox could not run, for err.
+func unavailable(err error) *Result {
+	res := failed(python.FailUnavailable, err.Error())
+	res.Cause = err
+	return res
 }
 
 func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -358,8 +358,10 @@ func TestAllSessionsBusy(t *testing.T) {
 	go func() { done <- run(t, m, "a", mark+"go.wait(60)", time.Minute) }()
 	started()
 	r := run(t, m, "b", "print(1)", time.Minute)
-	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
-		t.Errorf("with every session busy: %+v", r.Error)
+	var limit *SessionLimitError
+	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !errors.As(r.Cause, &limit) || *limit != (SessionLimitError{Limit: 1, Busy: true}) ||
+		r.Error.Message != limit.Error() {
+		t.Errorf("with every session busy: %+v, cause %#v", r.Error, r.Cause)
 	}
 	eng.signal(syscall.SIGINT)
 	<-done
