@@ -232,7 +232,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 	if len(conf.Problems) > 0 {
 		fmt.Fprintf(opts.Out, "\nproblems in %s:\n", cfg.ConfigDir)
 		for _, prob := range conf.Problems {
-			fmt.Fprintf(opts.Out, "  %s\n", prob)
+			fmt.Fprintf(opts.Out, "  %s\n", settings.ExplainProblem(prob))
 		}
 	}
 	var found []string

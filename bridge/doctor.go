@@ -185,7 +185,7 @@ func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		if p.Warning {
 			level = findWarn
 		}
-		out = append(out, finding{level, "config file", p.String(), "edit " + filepath.Base(p.Path) + " as the message says"})
+		out = append(out, finding{level, "config file", settings.ExplainProblem(p).String(), "edit " + filepath.Base(p.Path) + " as the message says"})
 	}
 
 	p, closePool := newListingPool(ctx, cfg, logger)

@@ -102,7 +102,7 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 // is gone, then runs see the new snapshot.
 func (p *parts) apply(cfg *discovery.Config) {
 	for _, prob := range cfg.Problems {
-		p.logger.Warn("config problem", "problem", prob.String())
+		p.logger.Warn("config problem", "problem", settings.ExplainProblem(prob).String())
 	}
 	p.pool.Update(cfg.Servers)
 	p.dir.Update(cfg)

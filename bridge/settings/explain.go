@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -23,7 +24,19 @@ func Explain(err error) string {
 	if errors.As(err, &image) {
 		msg = reword(msg, image, imageMissing(image))
 	}
+	if errors.Is(err, discovery.ErrSelfServer) {
+		msg = reword(msg, discovery.ErrSelfServer, "it would start codebridge inside codebridge; remove it, or set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to nest bridges on purpose")
+	}
 	return msg
+}
+
+// ExplainProblem returns p with its message worded as [Explain] words its
+// typed cause, if it has one.
+func ExplainProblem(p discovery.Problem) discovery.Problem {
+	if p.Err != nil {
+		p.Message = reword(p.Message, p.Err, Explain(p.Err))
+	}
+	return p
 }
 
 // reword replaces the message of err, a typed error, within msg.

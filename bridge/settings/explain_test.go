@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -39,5 +40,17 @@ func TestExplain(t *testing.T) {
 	}
 	if !errors.Is(&podman.ImageError{Err: pull}, podman.ErrUnavailable) {
 		t.Error("an ImageError does not match podman.ErrUnavailable")
+	}
+}
+
+func TestExplainProblem(t *testing.T) {
+	p := discovery.Problem{Path: "/c/a.json", Server: "me", Message: "skipped: " + discovery.ErrSelfServer.Error(), Warning: true, Err: discovery.ErrSelfServer}
+	want := "skipped: it would start codebridge inside codebridge; remove it, or set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to nest bridges on purpose"
+	if got := ExplainProblem(p).Message; got != want {
+		t.Errorf("ExplainProblem = %q, want %q", got, want)
+	}
+	other := discovery.Problem{Message: "bad JSON"}
+	if got := ExplainProblem(other); got != other {
+		t.Errorf("ExplainProblem of a problem without a cause = %+v", got)
 	}
 }
