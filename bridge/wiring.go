@@ -172,6 +172,10 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 			Pids:    cfg.Pids,
 		},
 		Logger: logger.With("component", "podman"),
+		Declined: func(container, reason string) {
+			logger.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
+				"component", "podman", "container", container, "reason", reason)
+		},
 	})
 	idle := cfg.SessionIdle
 	if idle == 0 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +173,33 @@ func TestChannelFallback(t *testing.T) {
 			}
 			tt.check(t, b)
 		})
+	}
+}
+
+// TestChannelDeclinedTold: with Declined set, a container that cannot
+// connect to its socket is reported to it, with why, instead of logged.
+func TestChannelDeclinedTold(t *testing.T) {
+	bootstrap := python.Command()[4]
+	var (
+		mu   sync.Mutex
+		told []string
+	)
+	e := newTestEngine(t, EngineOptions{
+		Spec: Spec{Command: []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, Channel: python.ChannelEnv},
+		Declined: func(container, reason string) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, container+": "+reason)
+		},
+	})
+	b := startChannel(t, e)
+	if _, err := python.Exec(t.Context(), b.Stream(), python.Program{Code: "print(1)"}, nil, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || !strings.Contains(told[0], shortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
+		t.Errorf("Declined was told %q; want once, the container and why", told)
 	}
 }
 

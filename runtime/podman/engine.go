@@ -18,8 +18,9 @@ type EngineOptions struct {
 	Image    string // the configured image; "" lets [Client.EnsureImage] choose
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required.
-	Spec   Spec
-	Logger *slog.Logger // nil discards
+	Spec     Spec
+	Logger   *slog.Logger                   // nil discards
+	Declined func(container, reason string) // see [Options.Declined]
 }
 
 // Engine starts containers from one spec on a Podman it connects to on first
@@ -334,7 +335,7 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 	}
 	if c == nil {
 		var err error
-		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log})
+		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
 		if err != nil {
 			return nil, "", nil, err
 		}
