@@ -149,7 +149,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 		if err != nil {
 			return front.Backend{}, err
 		}
-		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close}, nil
+		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready}, nil
 	}, opts)
 }
 

@@ -31,6 +31,8 @@ type sandboxRuntime interface {
 	server.Runner
 	// Warm prepares containers ahead of time; it returns when done or when ctx ends.
 	Warm(ctx context.Context) error
+	// Ready reports whether the sandbox answers.
+	Ready(ctx context.Context) error
 	// Close removes every container and waits for background work.
 	Close(ctx context.Context) error
 }

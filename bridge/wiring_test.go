@@ -38,6 +38,8 @@ func (f *fakeSandbox) Warm(ctx context.Context) error {
 	return ctx.Err()
 }
 
+func (f *fakeSandbox) Ready(context.Context) error { return nil }
+
 func (f *fakeSandbox) Close(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
