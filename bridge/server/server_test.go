@@ -466,3 +466,27 @@ func TestRunLimitAndDrain(t *testing.T) {
 		t.Errorf("%d runs counted after Drain", n)
 	}
 }
+
+// pullRunner is a runner whose run first waits for an image pull through the
+// request's Wait.
+type pullRunner struct{ fakeRunner }
+
+func (p *pullRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	req.Wait.Progress("pulling the sandbox image")
+	req.Wait.Waited(1500 * time.Millisecond)
+	return p.fakeRunner.Run(ctx, req)
+}
+
+// TestRunPythonImageWait: a run that waited for the sandbox image says how
+// long, and waits no longer than its time limit.
+func TestRunPythonImageWait(t *testing.T) {
+	r := &pullRunner{}
+	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: r}))
+	res, _ := call(t, cs, map[string]any{"code": "print('x')", "timeout": 7})
+	if got := text(res); !strings.HasPrefix(got, "[sandbox] this run first waited 1.5s for Podman to pull the sandbox image") {
+		t.Errorf("text %q does not say how long the run waited", got)
+	}
+	if r.req.Wait.Limit != 7*time.Second {
+		t.Errorf("Wait.Limit = %v, want the run's 7s", r.req.Wait.Limit)
+	}
+}
