@@ -316,11 +316,11 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 // secret.
 func (f *front) health(w http.ResponseWriter, r *http.Request) {
 	podman := "ok"
-	if p, ok := f.rt.Runner.(interface{ Ready(context.Context) error }); ok {
+	if f.rt.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		if err := p.Ready(ctx); err != nil {
+		if err := f.rt.Ready(ctx); err != nil {
 			podman = "unreachable"
-			f.logger.Warn("health: podman not ready", "err", err)
+			f.logger.Warn("health: podman not ready", "err", settings.Explain(err))
 		}
 		cancel()
 	}

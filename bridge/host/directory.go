@@ -245,13 +245,23 @@ func listedNote(saved time.Time) string {
 	return fmt.Sprintf("from the tool list the server gave %s ago (it is not running; calling a tool starts it)", age)
 }
 
-// Host implements bridge/server.Directory: it answers one run's requests.
-func (d *Directory) Host(progress func(message string, progress, total float64)) protocol.Handler {
-	return d.host(progress)
+// Run is what the host of one run knows about the run.
+type Run struct {
+	// Session and Run name the run's sandbox session and the run's number
+	// in it, for the audit log.
+	Session string
+	Run     int
+	// Progress, if non-nil, receives progress from downstream calls.
+	Progress func(message string, progress, total float64)
 }
 
-func (d *Directory) host(progress func(message string, progress, total float64)) *host {
-	return &host{dir: d, snap: d.snap.Load(), progress: progress}
+// Host implements bridge/server.Directory: it answers one run's requests.
+func (d *Directory) Host(run Run) protocol.Handler {
+	return d.host(run)
+}
+
+func (d *Directory) host(run Run) *host {
+	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress}
 }
 
 // unknownName is an error for a name that is not among known, suggesting the

@@ -24,7 +24,6 @@ import (
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
-	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // host answers one run's requests from the sandbox. It sees the configuration
@@ -32,6 +31,8 @@ import (
 type host struct {
 	dir      *Directory
 	snap     *snapshot
+	session  string // the run's sandbox session and its number there
+	run      int
 	progress func(message string, progress, total float64)
 }
 
@@ -253,6 +254,7 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 		return protocol.CallToolResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 	}
 	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
+	rec.Session, rec.Run = h.session, h.run
 	res, err := h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed, &rec)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	var out protocol.CallToolResult
@@ -272,7 +274,6 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 // record audits a call: rec with its outcome, the sizes and, when the audit
 // keeps contents, the arguments and the result.
 func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolResult, raw, args json.RawMessage, err error) {
-	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()

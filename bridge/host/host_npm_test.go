@@ -30,7 +30,7 @@ func TestArgumentLimitKeepsServerAlive(t *testing.T) {
 	p.Update(cfg.Servers)
 	d := newDirectory(p, 4<<20, nil)
 	d.Update(cfg)
-	h := d.host(nil)
+	h := d.host(Run{})
 
 	echo := func(msg string) (any, error) {
 		return hostCall(t, h, "call_tool", map[string]any{"server": "everything", "tool": "echo", "arguments": map[string]any{"message": msg}})

@@ -132,7 +132,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 	if got, _ := d.Prepare(t.Context(), nil); len(got) != 1 || got[0].Name != "my-math" || got[0].Alias != "my_math" {
 		t.Fatalf("Visible = %+v, want only my-math aliased my_math (disabled servers are hidden)", got)
 	}
-	h := d.host(nil)
+	h := d.host(Run{})
 
 	t.Run("describe_server by alias", func(t *testing.T) {
 		v, err := hostCall(t, h, "describe_server", map[string]any{"server": "my_math"})
@@ -229,12 +229,12 @@ func TestHostProgress(t *testing.T) {
 	d := testDirectory(t, &discovery.Server{Name: "m", Transport: discovery.Streamable, URL: mathServerAcked(t, acks)})
 	var mu sync.Mutex
 	var msgs []string
-	h := d.host(func(msg string, _, _ float64) {
+	h := d.host(Run{Progress: func(msg string, _, _ float64) {
 		mu.Lock()
 		msgs = append(msgs, msg)
 		mu.Unlock()
 		acks <- struct{}{} // the tool goes on once its notification has been seen
-	})
+	}})
 	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "m", "tool": "slow_count"}); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestSearchReportsServersThatFail(t *testing.T) {
 		&discovery.Server{Name: "math", Transport: discovery.Streamable, URL: mathServer(t)},
 		&discovery.Server{Name: "down", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"},
 	)
-	v, err := hostCall(t, d.host(nil), "search_tool_docs", map[string]any{"query": "echo the input"})
+	v, err := hostCall(t, d.host(Run{}), "search_tool_docs", map[string]any{"query": "echo the input"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestCallToolArgumentLimit(t *testing.T) {
 	fp := &recordingPool{}
 	d := newDirectory(fp, 1000, nil)
 	d.Update(&discovery.Config{Servers: []*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"}}})
-	h := d.host(nil)
+	h := d.host(Run{})
 
 	// {"message":"..."} is 14 bytes around the message.
 	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "echo", "arguments": map[string]any{"message": strings.Repeat("x", 1000-14)}}); err != nil {

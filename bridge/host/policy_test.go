@@ -54,7 +54,7 @@ func policyConfig(entry discovery.ToolPolicy) *discovery.Config {
 // visibleEverywhere lists the tools each way of looking at the server shows.
 func visibleEverywhere(t *testing.T, d *Directory) map[string][]string {
 	t.Helper()
-	h := d.host(nil)
+	h := d.host(Run{})
 	names := func(v any, key string) []string {
 		var out []string
 		for _, e := range v.([]any) {
@@ -171,7 +171,7 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 					t.Errorf("%s shows %v, want %v", way, got, tt.visible)
 				}
 			}
-			h := d.host(nil)
+			h := d.host(Run{})
 			for _, tool := range all {
 				_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": tool})
 				_, qerr := hostCall(t, h, "query_tool_docs", map[string]any{"server": "fs", "tool": tool})
@@ -218,7 +218,7 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 // but a tool the policy blocks since then is refused at once.
 func TestPolicyEditAppliesToRunningRun(t *testing.T) {
 	d, fp := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{})
-	h := d.host(nil) // a run in progress
+	h := d.host(Run{}) // a run in progress
 	call := func() error {
 		_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": "write_file"})
 		return err
@@ -247,7 +247,7 @@ func TestAuditOneLinePerCall(t *testing.T) {
 		d, _ := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{Deny: []string{"wipe_file"}})
 		dir := t.TempDir()
 		d.audit = audit.New(dir, audit.Options{Contents: contents})
-		h := d.host(nil)
+		h := d.host(Run{Session: "s1", Run: 2})
 		calls := []struct {
 			server, tool, outcome string
 			args                  map[string]any
@@ -276,7 +276,7 @@ func TestAuditOneLinePerCall(t *testing.T) {
 			if c.tool == "READ_FILE" {
 				wantTool = "read_file"
 			}
-			if r.Server != c.server || r.Tool != wantTool || r.Outcome != c.outcome || r.DurationMS < 0 || r.Time.IsZero() {
+			if r.Server != c.server || r.Tool != wantTool || r.Outcome != c.outcome || r.DurationMS < 0 || r.Time.IsZero() || r.Session != "s1" || r.Run != 2 {
 				t.Errorf("record %d = %+v, want %s.%s %s", i, r, c.server, wantTool, c.outcome)
 			}
 			if (r.Outcome == "ok" || r.Outcome == "tool_error") != (r.ResultBytes > 0) || (r.Outcome != "ok" && r.Outcome != "tool_error") != (r.Error != "") {

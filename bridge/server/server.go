@@ -10,13 +10,13 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -42,9 +42,8 @@ type Directory interface {
 	// Prepare lists the enabled servers for a run, after starting the named
 	// ones (an unknown name is an error) so the run's first call finds them warm.
 	Prepare(ctx context.Context, names []string) ([]protocol.ServerInfo, error)
-	// Host answers one run's requests. progress, if non-nil, receives progress
-	// from downstream calls.
-	Host(progress func(message string, progress, total float64)) protocol.Handler
+	// Host answers one run's requests (see [host.Run]).
+	Host(run host.Run) protocol.Handler
 }
 
 // Server is codebridge's MCP server.
@@ -261,27 +260,36 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
-	h := host.NoServers
+	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
 			return inputError("%v", err), nil
 		}
 		prog.Servers = servers
-		h = d.Host(progress)
+		runHost = func(run sandbox.SessionInfo) python.Host {
+			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress}))
+		}
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
 
 	// The first run may wait while Podman pulls the sandbox image: it sees the
 	// pull's progress, and waits no longer than its own time limit.
-	watch := &podman.ImageWatch{Limit: timeout}
-	if progress != nil {
-		watch.Progress = func(line string) { progress("sandbox image: "+line, 0, 0) }
+	var pulled atomic.Bool
+	var waited atomic.Int64
+	wait := sandbox.Wait{
+		Limit: timeout,
+		Progress: func(line string) {
+			pulled.Store(true)
+			if progress != nil {
+				progress("sandbox image: "+line, 0, 0)
+			}
+		},
+		Waited: func(d time.Duration) { waited.Add(int64(d)) },
 	}
-	ctx = podman.WithImageWatch(ctx, watch)
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: att.Host(h), Timeout: timeout,
+		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
 	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
@@ -290,8 +298,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
 		"exit", res.ExitCode, "error", res.Error != nil)
 	result := formatResult(res.Result, &res.Session, att)
-	if watch.Pulled() && (res.Error == nil || res.Error.Kind != protocol.FailUnavailable) {
-		w := watch.Waited()
+	if pulled.Load() && (res.Error == nil || res.Error.Kind != protocol.FailUnavailable) {
+		w := time.Duration(waited.Load())
 		text := result.Content[0].(*mcp.TextContent)
 		text.Text = fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.\n", w.Round(100*time.Millisecond)) + text.Text
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
@@ -297,8 +298,8 @@ func (progressDirectory) Prepare(context.Context, []string) ([]protocol.ServerIn
 	return nil, nil
 }
 
-func (progressDirectory) Host(progress func(string, float64, float64)) protocol.Handler {
-	return progressHost{progress: progress}
+func (progressDirectory) Host(run host.Run) protocol.Handler {
+	return progressHost{progress: run.Progress}
 }
 
 // progressHost reports progress from every tool call with the run's progress
@@ -324,10 +325,11 @@ func (concurrentProgressRunner) End(context.Context, string) {}
 
 func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
 	errs := make([]error, r.n)
+	h := req.Host(sandbox.SessionInfo{ID: "s1", Run: 1})
 	var wg sync.WaitGroup
 	for i := range r.n {
 		wg.Go(func() {
-			_, errs[i] = req.Host.Call(ctx, protocol.MethodCallTool, json.RawMessage(fmt.Sprintf(`{"server":"s","tool":"call %d"}`, i)))
+			_, errs[i] = h.Call(ctx, protocol.MethodCallTool, json.RawMessage(fmt.Sprintf(`{"server":"s","tool":"call %d"}`, i)))
 		})
 	}
 	wg.Wait()
@@ -498,5 +500,29 @@ func TestCloseWaitsForSessionEnds(t *testing.T) {
 	}
 	if _, _, refused := s.startRun(t.Context(), &mcp.CallToolRequest{}); refused == nil {
 		t.Error("a run after Close was not refused")
+	}
+}
+
+// pullRunner is a runner whose run first waits for an image pull through the
+// request's Wait.
+type pullRunner struct{ fakeRunner }
+
+func (p *pullRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	req.Wait.Progress("pulling the sandbox image")
+	req.Wait.Waited(1500 * time.Millisecond)
+	return p.fakeRunner.Run(ctx, req)
+}
+
+// TestRunPythonImageWait: a run that waited for the sandbox image says how
+// long, and waits no longer than its time limit.
+func TestRunPythonImageWait(t *testing.T) {
+	r := &pullRunner{}
+	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: r}))
+	res, _ := call(t, cs, map[string]any{"code": "print('x')", "timeout": 7})
+	if got := text(res); !strings.HasPrefix(got, "[sandbox] this run first waited 1.5s for Podman to pull the sandbox image") {
+		t.Errorf("text %q does not say how long the run waited", got)
+	}
+	if r.req.Wait.Limit != 7*time.Second {
+		t.Errorf("Wait.Limit = %v, want the run's 7s", r.req.Wait.Limit)
 	}
 }
