@@ -187,6 +187,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 		Warm:        cfg.WarmSandboxes,
 		Sessions:    cfg.Sessions,
 		MaxSessions: cfg.MaxSessions,
+		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
 		Prelude:     host.SavedHelpers(memory.New(cfg.StateDir), logger),

@@ -335,7 +335,8 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 		MaxSessions int    `json:"max_sessions"`
 		Runs        int    `json:"runs"`
 		MaxRuns     int    `json:"max_runs"`
-	}{status, podman, f.sessions(), f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns})
+		MaxQueued   int    `json:"max_queued"`
+	}{status, podman, f.sessions(), f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)

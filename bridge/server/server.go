@@ -111,9 +111,6 @@ func (c *Counter) Wait(ctx context.Context) bool {
 	}
 }
 
-// failBusy is the failure kind of a run refused because codebridge is at its
-// limit of runs in progress, or stopping.
-const failBusy protocol.FailureKind = "busy"
 
 // NewServer builds the MCP server with its one tool and the manual resource.
 func NewServer(cfg settings.Config, opts Options) *Server {
@@ -204,17 +201,17 @@ func (s *Server) Drain(ctx context.Context) {
 // Runs is the number of run_python calls in progress or waiting their turn.
 func (s *Server) Runs() int { return s.runs.Count() }
 
-// startRun counts a run in, or says why it cannot start: MaxRuns are in
-// progress, or the server is draining. The run's ctx ends with ctx or when
+// startRun counts a run in, or says why it cannot start: MaxQueued are in
+// progress or waiting, or the server is draining. The run's ctx ends with ctx or when
 // the server quits; done counts the run out.
 func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func(), refused *mcp.CallToolResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch n := s.runs.Count(); {
 	case s.draining || s.quitting:
-		return nil, nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
-	case s.cfg.MaxRuns > 0 && n >= s.cfg.MaxRuns:
-		return nil, nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", n)
+		return nil, nil, toolError(protocol.FailBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
+	case s.cfg.MaxQueued > 0 && n >= s.cfg.MaxQueued:
+		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (MCP_BRIDGE_MAX_QUEUED): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_QUEUED.", n)
 	}
 	s.runs.Add(1)
 	ctx, cancel := context.WithCancel(ctx)

@@ -432,12 +432,12 @@ func TestShutdownCancelsRuns(t *testing.T) {
 	}
 }
 
-// TestRunLimitAndDrain: past MaxRuns a run fails at once with a busy error;
+// TestRunLimitAndDrain: past MaxQueued a run fails at once with a busy error;
 // Drain refuses new runs, waits for the one in progress, and cancels it when
 // its ctx ends first.
 func TestRunLimitAndDrain(t *testing.T) {
 	cfg := bridgetest.Config(t)
-	cfg.MaxRuns = 1
+	cfg.MaxQueued = 1
 	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
 	s := NewServer(cfg, Options{Runner: r})
 	cs := connect(t, s)
@@ -448,8 +448,8 @@ func TestRunLimitAndDrain(t *testing.T) {
 	}()
 	<-r.started
 	res, out := call(t, cs, map[string]any{"code": "print(1)"})
-	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_RUNS") {
-		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_RUNS", text(res))
+	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_QUEUED") {
+		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_QUEUED", text(res))
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())

@@ -47,7 +47,8 @@ type Config struct {
 	SessionIdle   time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions   int           // live sandbox sessions at most
 	Preload       []string      // modules a session's interpreter imports before its first run
-	MaxRuns       int           // run_python calls in progress (or waiting their turn) at once, at most
+	MaxRuns       int           // runs executing in sandboxes at once, at most; more wait for a slot
+	MaxQueued     int           // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
 
 	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
 	HTTPToken     Secret        // bearer token HTTP clients send; "" generates one in StateDir
@@ -189,8 +190,10 @@ var settings = []setting{
 		}},
 	{key: "max_sessions", def: "16", help: "Live sandbox sessions at most; past that the session idle longest is ended. Over HTTP also the MCP sessions open at once: one more is refused (503) until one ends.",
 		apply: func(c *Config, v string) (err error) { c.MaxSessions, err = intBetween(v, 1, 1024); return err }},
-	{key: "max_runs", def: "16", help: "run_python calls in progress (or waiting for their session) at once, at most; past that a call fails at once with a busy error.",
+	{key: "max_runs", def: "16", help: "Runs executing in sandboxes at once, at most. A run past it waits for a slot, in turn with the other sessions' runs, for at most its time limit, then fails with a busy error. A session's own runs take turns and count once.",
 		apply: func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, 1024); return err }},
+	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error.",
+		apply: func(c *Config, v string) (err error) { c.MaxQueued, err = intBetween(v, 1, 65536); return err }},
 	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
 		apply: func(c *Config, v string) error {
 			if v == "" {

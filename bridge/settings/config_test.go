@@ -37,7 +37,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
 		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
-		MaxRuns: 16, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
+		MaxRuns: 16, MaxQueued: 256, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 	}
 	if !reflect.DeepEqual(c, want) {

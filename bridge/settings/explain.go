@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
@@ -19,6 +20,11 @@ func Explain(err error) string {
 	var limit *sandbox.SessionLimitError
 	if errors.As(err, &limit) {
 		msg = reword(msg, limit, sessionLimit(limit))
+	}
+	var runs *sandbox.RunLimitError
+	if errors.As(err, &runs) {
+		msg = reword(msg, runs, fmt.Sprintf("all %d run slots were busy for the whole %s of this run's time limit; try again when a run finishes, or raise MCP_BRIDGE_MAX_RUNS",
+			runs.Limit, runs.Waited.Round(time.Millisecond)))
 	}
 	var image *podman.ImageError
 	if errors.As(err, &image) {

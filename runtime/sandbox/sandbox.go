@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -91,6 +92,12 @@ type Options struct {
 	// MaxSessions bounds live sessions; 0 means DefaultMaxSessions. At the
 	// bound the session idle longest is ended to make room.
 	MaxSessions int
+	// MaxRuns bounds the runs executing at once, across sessions; 0 means no
+	// bound. A run past it waits for a slot, in arrival order with the other
+	// sessions' runs (each session queues its own runs behind its turn, so
+	// a burst from one session cannot starve the others), for at most its
+	// time limit; then it fails with a [RunLimitError].
+	MaxRuns int
 	// IdleTimeout ends a session unused this long; 0 means DefaultIdleTimeout,
 	// negative means never.
 	IdleTimeout time.Duration
@@ -156,6 +163,18 @@ func (e *SessionLimitError) Error() string {
 	return fmt.Sprintf("all %d sandbox sessions are in use; try again in a moment, or raise the session limit", e.Limit)
 }
 
+// RunLimitError is why a run did not start: [Options.MaxRuns] runs were
+// executing for as long as its time limit.
+type RunLimitError struct {
+	Limit  int
+	Waited time.Duration
+}
+
+func (e *RunLimitError) Error() string {
+	return fmt.Sprintf("all %d run slots were busy for the whole %s of this run's time limit; try again when a run finishes, or raise the run limit",
+		e.Limit, e.Waited.Round(time.Millisecond))
+}
+
 // SessionInfo tells the caller which session a run used.
 type SessionInfo struct {
 	ID  string `json:"id"`
@@ -196,6 +215,11 @@ type Manager struct {
 	closed   bool
 
 	bg sync.WaitGroup // warm-container starts and removals in the background
+
+	// slots holds a token per executing run when MaxRuns bounds them; nil
+	// when it does not. Blocked senders are served in arrival order.
+	slots       chan struct{}
+	slotWaiting atomic.Int32 // runs waiting for a slot
 }
 
 // New returns a manager; nothing starts until [Manager.Warm] or a run.
@@ -212,7 +236,40 @@ func New(eng Engine, opts Options) *Manager {
 	if opts.WarmLimit <= 0 {
 		opts.WarmLimit = DefaultWarmLimit
 	}
-	return &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	m := &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	if opts.MaxRuns > 0 {
+		m.slots = make(chan struct{}, opts.MaxRuns)
+	}
+	return m
+}
+
+// slot waits for a place among the runs executing at once, for at most
+// timeout, and returns the function that gives it back.
+func (m *Manager) slot(ctx context.Context, timeout time.Duration) (release func(), res *Result, err error) {
+	if m.slots == nil {
+		return func() {}, nil, nil
+	}
+	select {
+	case m.slots <- struct{}{}: // the common case: a place is free
+		return func() { <-m.slots }, nil, nil
+	default:
+	}
+	began := time.Now()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	m.slotWaiting.Add(1)
+	defer m.slotWaiting.Add(-1)
+	select {
+	case m.slots <- struct{}{}:
+		return func() { <-m.slots }, nil, nil
+	case <-timer.C:
+		res := failed(protocol.FailBusy, "")
+		res.Cause = &RunLimitError{Limit: m.opts.MaxRuns, Waited: time.Since(began)}
+		res.Error.Message = res.Cause.Error()
+		return nil, res, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
 }
 
 // Warm starts the warm containers and waits for them.
@@ -241,6 +298,11 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.runDone(rctx, s)
+	release, refused, err := m.slot(rctx, req.Timeout)
+	if refused != nil || err != nil {
+		return refused, err
+	}
+	defer release()
 	res, err := m.runTurn(rctx, s, req)
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
@@ -293,6 +355,11 @@ type box struct {
 
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
+	release, refused, err := m.slot(ctx, req.Timeout)
+	if refused != nil || err != nil {
+		return refused, err
+	}
+	defer release()
 	b, err := m.take(ctx, req.Wait)
 	if err != nil {
 		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err)), ctx.Err()

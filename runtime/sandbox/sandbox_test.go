@@ -632,3 +632,46 @@ func TestEndWaitsForRun(t *testing.T) {
 		t.Errorf("%d containers started, want 1", n)
 	}
 }
+
+// TestRunSlots: with MaxRuns 1, a second session's run waits for the slot
+// instead of failing, and gets it before a burst queued behind the first
+// session's turn; a run that waits longer than its time limit fails busy.
+func TestRunSlots(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{MaxRuns: 1})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+	run(t, m, "b", "pass", time.Minute)
+
+	// a holds the only slot.
+	first := make(chan *Result)
+	mark, started := running(t)
+	go func() { first <- run(t, m, "a", mark+"go.wait()", time.Minute) }()
+	started()
+
+	// b waits for the slot past a short limit: busy, naming the limit.
+	r := run(t, m, "b", "print('never')", 50*time.Millisecond)
+	var limit *RunLimitError
+	if r.Error == nil || r.Error.Kind != protocol.FailBusy || !errors.As(r.Cause, &limit) || limit.Limit != 1 || r.Stdout != "" {
+		t.Fatalf("a run that waited past its limit for a slot: %+v, cause %#v", r.Error, r.Cause)
+	}
+
+	// A burst of three more runs of a queues behind a's turn; then b's run
+	// queues for the slot. When a's run ends, b's run executes first: runs
+	// execute one at a time, each appending its session to the log.
+	log := filepath.Join(t.TempDir(), "log")
+	appendLog := func(who string) string { return fmt.Sprintf("open(%q, 'a').write(%q)", log, who) }
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { run(t, m, "a", appendLog("a"), time.Minute) })
+	}
+	s, _ := m.session("a")
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 3 })
+	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
+	waitFor(t, func() bool { return m.slotWaiting.Load() == 1 })
+	eng.signal(syscall.SIGINT) // a's first run ends
+	<-first
+	wg.Wait()
+	if got, _ := os.ReadFile(log); string(got) != "baaa" {
+		t.Errorf("runs executed in the order %q, want b's first (it waited for the slot while a's burst waited for a's turn)", got)
+	}
+}

@@ -30,4 +30,5 @@ const (
 	FailOOM         FailureKind = "out_of_memory"       // MemoryError or killed by the memory limit
 	FailUnavailable FailureKind = "sandbox_unavailable" // Podman or the image could not be used
 	FailProtocol    FailureKind = "protocol"            // the sandbox broke the framing
+	FailBusy        FailureKind = "busy"                // refused: codebridge is at its limit of runs, or stopping
 )
