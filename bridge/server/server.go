@@ -111,7 +111,6 @@ func (c *Counter) Wait(ctx context.Context) bool {
 	}
 }
 
-
 // NewServer builds the MCP server with its one tool and the manual resource.
 func NewServer(cfg settings.Config, opts Options) *Server {
 	logger := opts.Logger
