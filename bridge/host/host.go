@@ -24,6 +24,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -236,7 +237,7 @@ func (h *host) allTools(ctx context.Context, key string, docs bool) (*discovery.
 	}
 	l, err := h.dir.listTools(ctx, srv, docs)
 	if err != nil {
-		return nil, l, poolError(srv.Name, err)
+		return nil, l, poolError(srv, err)
 	}
 	return srv, l, nil
 }
@@ -375,16 +376,21 @@ func (h *host) everyServer(ctx context.Context) (map[string]listing, map[string]
 // downstream tool (call_tool, the mcp_<alias> proxies and tool functions all
 // send call_tool): the policy is checked here, and the call is audited.
 func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool) (any, error) {
+	var secrets secret.List // the server's, masked in its errors and audit record
+	if srv, err := h.snap.resolve(key); err == nil {
+		secrets = srv.Secrets
+	}
 	if h.dir.audit == nil {
 		res, err := h.call(ctx, key, tool, args, startFailed, &audit.Record{})
 		if err != nil {
-			return nil, err
+			return nil, maskError(secrets, err)
 		}
 		return res, nil
 	}
 	rec := audit.Record{Time: time.Now(), Server: key, Tool: tool, ArgBytes: len(args)}
 	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
 	res, err := h.call(ctx, key, tool, args, startFailed, &rec)
+	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	var out any
 	switch {
@@ -414,7 +420,7 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		}
 	}
 	if h.dir.audit.Contents() && json.Valid(args) {
-		rec.Arguments = args
+		rec.Arguments, _ = secrets.MaskJSON(args)
 	}
 	h.dir.audit.Record(rec)
 	return out, err
@@ -444,7 +450,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		if srv, err := h.snap.resolve(key); err == nil {
 			if failure := h.dir.pool.LastFailure(srv.Name); failure != nil {
 				rec.Server = srv.Name
-				return nil, poolError(srv.Name, failure)
+				return nil, poolError(srv, failure)
 			}
 		}
 	}
@@ -492,7 +498,10 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
 	}
 	if err != nil {
-		return nil, poolError(srv.Name, err)
+		return nil, poolError(srv, err)
+	}
+	if res, err = maskResult(srv, res); err != nil {
+		return nil, &rpcError{code: "internal", msg: err.Error()}
 	}
 	if !res.IsError && t.OutputSchema == nil {
 		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
@@ -532,18 +541,63 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
 }
 
-// poolError turns a pool failure into an error the sandbox can branch on.
-func poolError(server string, err error) error {
+// poolError turns a pool failure of srv into an error the sandbox can branch
+// on, srv's secrets masked: a transport's error can quote a URL, and a start
+// error the server's stderr.
+func poolError(srv *discovery.Server, err error) error {
 	var se *pool.StartError
+	e := &rpcError{code: "internal", msg: err.Error()}
 	switch {
 	case errors.As(err, &se):
-		return &rpcError{code: "server_failed", msg: err.Error()}
+		e.code = "server_failed"
 	case errors.Is(err, context.DeadlineExceeded):
-		return &rpcError{code: "timeout", msg: fmt.Sprintf("MCP server %q did not answer in time: %v", server, err)}
+		e.code, e.msg = "timeout", fmt.Sprintf("MCP server %q did not answer in time: %v", srv.Name, err)
 	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
-		return &rpcError{code: "server_failed", msg: err.Error()}
+		e.code = "server_failed"
 	}
-	return &rpcError{code: "internal", msg: err.Error()}
+	e.msg = srv.Secrets.Mask(e.msg)
+	return e
+}
+
+// maskError returns err with secrets masked in its message: a server's
+// JSON-RPC error can quote what it was given.
+func maskError(secrets secret.List, err error) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	masked := secrets.Mask(msg)
+	if masked == msg {
+		return err
+	}
+	var e *rpcError
+	if errors.As(err, &e) {
+		return &rpcError{code: e.code, msg: masked, data: e.data}
+	}
+	return &rpcError{code: "internal", msg: masked}
+}
+
+// maskResult returns res with every secret of srv that it holds replaced by
+// [secret.Placeholder], so a server that echoes its token back does not
+// hand it to the code, the audit log or the result types learnt from it.
+// Secrets shorter than [secret.MinMasked] are left, and so is base64 data.
+func maskResult(srv *discovery.Server, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	if len(srv.Secrets) == 0 {
+		return res, nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result of %s: %w", srv.Name, err)
+	}
+	masked, changed := srv.Secrets.MaskJSON(raw)
+	if !changed {
+		return res, nil
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal(masked, out); err != nil {
+		return nil, fmt.Errorf("decoding the masked result of %s: %w", srv.Name, err)
+	}
+	return out, nil
 }
 
 // ByteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".

@@ -9,6 +9,7 @@
 package secret
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -100,15 +101,51 @@ func (l List) Mask(s string) string {
 	return s
 }
 
-// MaskJSON replaces every secret of l at least [MinMasked] bytes long inside
-// the strings of raw, JSON made by encoding/json, by [Placeholder]. It looks
-// for each secret as encoding/json escapes it; base64 data (images, blobs) is
-// not searched.
-func (l List) MaskJSON(raw []byte) []byte {
-	for _, v := range l.maskable() {
-		enc, _ := json.Marshal(v) // a string always encodes
-		enc = enc[1 : len(enc)-1]
-		raw = []byte(strings.ReplaceAll(string(raw), string(enc), Placeholder))
+// MaskJSON replaces every secret of l at least [MinMasked] bytes long in the
+// strings (keys and values) of the JSON document raw by [Placeholder], and
+// reports whether it replaced any. Numbers and the JSON's structure are left
+// alone, so the result is still valid JSON; base64 data (images, blobs) is
+// not searched. JSON that does not parse is masked as text.
+func (l List) MaskJSON(raw []byte) (masked []byte, changed bool) {
+	vals := l.maskable()
+	if !slices.ContainsFunc(vals, func(v string) bool { return jsonMayHold(raw, v) }) {
+		return raw, false
 	}
-	return raw
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return []byte(l.Mask(string(raw))), true
+	}
+	out, err := json.Marshal(maskValue(doc, l.Mask))
+	if err != nil {
+		return []byte(l.Mask(string(raw))), true
+	}
+	return out, true
+}
+
+// jsonMayHold reports whether raw may hold v in a string: as it is, or
+// escaped as encoding/json escapes it.
+func jsonMayHold(raw []byte, v string) bool {
+	enc, _ := json.Marshal(v) // a string always encodes
+	return bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, enc[1:len(enc)-1])
+}
+
+// maskValue applies mask to every string of a decoded JSON value.
+func maskValue(v any, mask func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return mask(v)
+	case []any:
+		for i, e := range v {
+			v[i] = maskValue(e, mask)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[mask(k)] = maskValue(e, mask)
+		}
+		return out
+	}
+	return v
 }

@@ -65,10 +65,24 @@ func TestListMask(t *testing.T) {
 	if want := "a [secret] b [secret] c short"; got != want {
 		t.Errorf("Mask = %q, want %q", got, want)
 	}
-	raw, _ := json.Marshal(map[string]any{"text": "got abc<def>&\"x and " + planted, "n": []string{planted}})
-	masked := string(l.MaskJSON(raw))
-	if strings.Contains(masked, planted) || strings.Contains(masked, "def") || strings.Count(masked, Placeholder) != 3 {
-		t.Errorf("MaskJSON = %s", masked)
+	raw, _ := json.Marshal(map[string]any{"text": "got abc<def>&\"x and " + planted, "n": []string{planted}, planted: 1})
+	m, changed := l.MaskJSON(raw)
+	masked := string(m)
+	if !changed || strings.Contains(masked, planted) || strings.Contains(masked, "def") || strings.Count(masked, Placeholder) != 4 {
+		t.Errorf("MaskJSON = %s, %v", masked, changed)
+	}
+	// A secret of digits is masked in strings, not in numbers, and the JSON
+	// stays valid.
+	pin := List{New("12345678")}
+	m, changed = pin.MaskJSON([]byte(`{"n":12345678,"s":"pin 12345678","f":1.5e300}`))
+	if want := `{"f":1.5e300,"n":12345678,"s":"pin [secret]"}`; !changed || string(m) != want {
+		t.Errorf("MaskJSON of a number = %s, want %s", m, want)
+	}
+	if m, changed := l.MaskJSON([]byte(`{"a": "` + planted)); !changed || !strings.Contains(string(m), Placeholder) {
+		t.Errorf("MaskJSON of broken JSON = %s, %v", m, changed)
+	}
+	if _, changed := l.MaskJSON([]byte(`{"a":"nothing here"}`)); changed {
+		t.Errorf("MaskJSON changed JSON without secrets")
 	}
 	var back map[string]any
 	if err := json.Unmarshal([]byte(masked), &back); err != nil {
