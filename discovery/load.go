@@ -22,6 +22,11 @@ type Options struct {
 	// LookupEnv resolves ${VAR} and ${env:VAR}. Nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
 
+	// LeaveSecrets leaves ${keyring:...} and ${cmd:...} references as
+	// written: no keyring is asked and no command run. For what only looks
+	// at definitions, such as planning an import.
+	LeaveSecrets bool
+
 	// AllowSelf loads entries that would start codebridge itself (command
 	// "codebridge", or args naming the codebridge-mcp/codebridge/cmd/codebridge
 	// package). They are skipped with a warning otherwise, since a bridge that
@@ -441,7 +446,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	// references as written: it will not start, so a missing token is no
 	// error yet, and no keyring is asked nor command run for it.
 	found := &s.Secrets
-	if s.Disabled {
+	if s.Disabled || l.opts.LeaveSecrets {
 		found = nil
 	}
 	expand := func(v, label string, keys ...string) string {

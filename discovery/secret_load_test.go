@@ -86,3 +86,21 @@ func TestLoadSecretsNoKeyring(t *testing.T) {
 		t.Fatalf("problems: %v", cfg.Problems)
 	}
 }
+
+// TestLoadLeaveSecrets: with LeaveSecrets, as an import plans, references
+// stay as written and no command runs.
+func TestLoadLeaveSecrets(t *testing.T) {
+	keyring.MockInit()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	writeFiles(t, dir, map[string]string{"s.json": `{"mcpServers": {"a": {"command": "srv",
+  "env": {"A": "${keyring:svc/none}", "B": "${cmd:touch ` + marker + `}"}}}}`})
+	cfg := Load(dir, nil, Options{LeaveSecrets: true})
+	a := cfg.Server("a")
+	if a == nil || a.Env["A"] != "${keyring:svc/none}" || a.Env["B"] != "${cmd:touch "+marker+"}" || len(cfg.Problems) != 0 {
+		t.Fatalf("a = %+v, problems %v", a, cfg.Problems)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran")
+	}
+}
