@@ -486,7 +486,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 				msg += fmt.Sprintf(" %g", p.Progress)
 			}
 			if p.Message != "" {
-				msg += ": " + p.Message
+				msg += ": " + srv.Secrets.Mask(p.Message)
 			}
 			h.progress(msg, p.Progress, p.Total)
 		}
