@@ -52,12 +52,9 @@ cat >/dev/null
 	busEnv := []string{"XDG_RUNTIME_DIR=" + runtimeDir, "XDG_DATA_HOME=" + dataDir}
 	cmd := exec.Command("dbus-run-session", "--", "sh", "-c", script)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") }), busEnv...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	stdin, inErr := cmd.StdinPipe()
+	stdout, outErr := cmd.StdoutPipe()
+	if err := errors.Join(inErr, outErr); err != nil {
 		t.Fatal(err)
 	}
 	var stderr syncBuffer
