@@ -22,7 +22,7 @@ import (
 // D-Bus session of its own, and returns the environment that reaches it
 // (DBUS_SESSION_BUS_ADDRESS and fresh XDG_RUNTIME_DIR and XDG_DATA_HOME).
 // When t ends the daemon is killed and the session ends; the test fails if
-// the daemon is still there.
+// the daemon or the bus is still there.
 func secretService(t *testing.T) []string {
 	t.Helper()
 	for _, bin := range []string{"dbus-run-session", "dbus-send", "gnome-keyring-daemon", "secret-tool"} {
@@ -46,7 +46,9 @@ until dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedes
   kill -0 $daemon 2>/dev/null || { echo "gnome-keyring-daemon exited" >&2; exit 1; }
   sleep 0.02
 done
-echo "$daemon $DBUS_SESSION_BUS_ADDRESS"
+bus=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.DBus | awk '/uint32/ {print $2}')
+echo "$daemon $bus $DBUS_SESSION_BUS_ADDRESS"
 cat >/dev/null
 `
 	busEnv := []string{"XDG_RUNTIME_DIR=" + runtimeDir, "XDG_DATA_HOME=" + dataDir}
@@ -72,27 +74,32 @@ cat >/dev/null
 		line, err := bufio.NewReader(stdout).ReadString('\n')
 		readyc <- ready{line, err}
 	}()
-	var daemon int
+	var pids []int // gnome-keyring-daemon's and the bus's
 	t.Cleanup(func() {
 		stdin.Close()
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("the D-Bus session ended with %v\n%s", err, stderr.String())
 		}
-		if daemon > 0 {
-			if err := syscall.Kill(daemon, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("gnome-keyring-daemon (pid %d) is still running after its session ended", daemon)
-				syscall.Kill(daemon, syscall.SIGKILL)
-			}
-		}
+		// Both end with the session (the bus may take a moment to be
+		// reaped once dbus-run-session has gone).
+		testenv.Eventually(t, "gnome-keyring-daemon and the bus gone", func() bool {
+			return !slices.ContainsFunc(pids, func(pid int) bool { return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) })
+		})
 	})
 	select {
 	case r := <-readyc:
-		pid, addr, ok := strings.Cut(strings.TrimSpace(r.line), " ")
-		if r.err != nil || !ok || !strings.HasPrefix(addr, "unix:") {
+		f := strings.Fields(r.line)
+		if r.err != nil || len(f) != 3 || !strings.HasPrefix(f[2], "unix:") {
 			t.Fatalf("the Secret Service did not start: %q, %v\n%s", r.line, r.err, stderr.String())
 		}
-		daemon, _ = strconv.Atoi(pid)
-		return append(busEnv, "DBUS_SESSION_BUS_ADDRESS="+addr)
+		for _, p := range f[:2] {
+			pid, err := strconv.Atoi(p)
+			if err != nil || pid <= 1 {
+				t.Fatalf("the Secret Service did not start: bad pid in %q\n%s", r.line, stderr.String())
+			}
+			pids = append(pids, pid)
+		}
+		return append(busEnv, "DBUS_SESSION_BUS_ADDRESS="+f[2])
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the Secret Service was not on the bus within 30 s\n%s", stderr.String())
 	}
