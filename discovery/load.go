@@ -629,7 +629,7 @@ func resolveSecret(kind, ref string) (secret.Value, error) {
 	v, err := secret.Get(r)
 	switch {
 	case errors.Is(err, secret.ErrNotFound):
-		return v, fmt.Errorf("%w: run 'codebridge secret set %s' to store it", err, r)
+		return v, fmt.Errorf("%w: run 'codebridge secret set %s' to store it", secret.ErrNotFound, r)
 	case errors.Is(err, secret.ErrNoKeyring):
 		return v, fmt.Errorf("%w: the reference cannot resolve here; use ${cmd:...} with a password manager's CLI, or ${env:NAME}", err)
 	}

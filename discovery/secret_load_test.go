@@ -61,7 +61,7 @@ func TestLoadSecrets(t *testing.T) {
 	}
 	all := strings.Join(msgs, "\n")
 	for _, want := range []string{
-		`server "missing": env.A: ${keyring:cb-test/nope}: cb-test/nope: no such secret in the OS keyring: run 'codebridge secret set cb-test/nope' to store it`,
+		`server "missing": env.A: ${keyring:cb-test/nope}: no such secret in the OS keyring: run 'codebridge secret set cb-test/nope' to store it`,
 		`server "failing": env.A: ${cmd:` + fail + `}: ` + fail + ` failed (exit status 1; its output is not shown`,
 	} {
 		if !strings.Contains(all, want) {

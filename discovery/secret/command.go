@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	goruntime "runtime"
 	"strings"
 	"time"
 )
@@ -20,7 +21,7 @@ const CommandTimeout = 10 * time.Second
 // within timeout (0 means [CommandTimeout]) and print a non-empty first line.
 // Its errors never hold what the command printed, which may be the secret.
 func Command(ctx context.Context, line string, timeout time.Duration) (Value, error) {
-	argv, err := splitWords(line)
+	argv, err := splitWords(line, goruntime.GOOS != "windows")
 	if err != nil {
 		return Value{}, err
 	}
@@ -56,8 +57,9 @@ func Command(ctx context.Context, line string, timeout time.Duration) (Value, er
 
 // splitWords splits s into words as a POSIX shell does, without expanding
 // anything: blanks separate words; '...' quotes literally; "..." quotes with
-// \ escaping \, ", $ and `; \ outside quotes escapes the next character.
-func splitWords(s string) ([]string, error) {
+// \ escaping \, ", $ and `; with backslash set (not on Windows, where it
+// separates a path's folders), \ outside quotes escapes the next character.
+func splitWords(s string, backslash bool) ([]string, error) {
 	var words []string
 	var w strings.Builder
 	inWord := false
@@ -71,7 +73,7 @@ func splitWords(s string) ([]string, error) {
 				inWord = false
 			}
 			continue
-		case c == '\\' && i+1 < len(s):
+		case c == '\\' && backslash && i+1 < len(s):
 			i++
 			w.WriteByte(s[i])
 		case c == '\'':

@@ -107,10 +107,14 @@ func TestSplitWords(t *testing.T) {
 		{in: "'open", err: true},
 		{in: `"open`, err: true},
 	} {
-		got, err := splitWords(tt.in)
+		got, err := splitWords(tt.in, true)
 		if (err != nil) != tt.err || !slices.Equal(got, tt.want) {
 			t.Errorf("splitWords(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.err)
 		}
+	}
+	// On Windows a backslash is a path's, not an escape.
+	if got, _ := splitWords(`C:\tools\pw.exe get "C:\My Vault\x"`, false); !slices.Equal(got, []string{`C:\tools\pw.exe`, "get", `C:\My Vault\x`}) {
+		t.Errorf("splitWords without backslash escapes = %q", got)
 	}
 }
 
