@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -131,7 +132,14 @@ type Problem struct {
 	Column  int    // 1-based column (in characters); 0 when unknown
 	Message string // what is wrong and how to fix it
 	Warning bool   // true when nothing is broken but something was skipped or shadowed
+	// Err is the cause, for a caller that words it, when Message repeats a
+	// typed error such as [ErrSelfServer]; nil otherwise.
+	Err error
 }
+
+// ErrSelfServer is the cause of the warning that skips an entry that would
+// start codebridge itself (see [Options.AllowSelf]).
+var ErrSelfServer = errors.New("it would start codebridge inside codebridge; remove it, or allow servers that start codebridge to nest bridges on purpose")
 
 // String formats p like a compiler message:
 // "path:line:col: server "name": message".

@@ -30,8 +30,8 @@ type Options struct {
 	// AllowSelf loads entries that would start codebridge itself (command
 	// "codebridge", or args naming the codebridge-mcp/codebridge/cmd/codebridge
 	// package). They are skipped with a warning otherwise, since a bridge that
-	// loads its own folder starts itself again and again. The caller sets it
-	// from MCP_BRIDGE_ALLOW_SELF_SERVER=1.
+	// loads its own folder starts itself again and again; the warning's
+	// Err is [ErrSelfServer]. The caller sets it from its own settings.
 	AllowSelf bool
 }
 
@@ -476,7 +476,8 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	}
 
 	if !l.opts.AllowSelf && s.Transport == Stdio && isSelf(s) {
-		l.problem(name, at(), "skipped: it would start codebridge inside codebridge; remove it, or set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to nest bridges on purpose", true)
+		l.problem(name, at(), "skipped: "+ErrSelfServer.Error(), true)
+		l.problems[len(l.problems)-1].Err = ErrSelfServer
 		return nil, true
 	}
 	return s, true

@@ -50,8 +50,8 @@ type Server struct {
 // deny match always wins; an empty Allow admits every tool. ReadOnly admits
 // only tools annotated readOnlyHint: true and not destructiveHint: true; nil
 // leaves it to codebridge's global setting. The entry refines the global
-// settings (MCP_BRIDGE_TOOLS_ALLOW, _DENY, _READ_ONLY): its deny adds to
-// theirs, its allow and readOnly replace theirs.
+// policy (its allow, deny and read-only settings): its deny adds to theirs,
+// its allow and readOnly replace theirs.
 type ToolPolicy struct {
 	Allow    []string
 	Deny     []string

@@ -33,7 +33,7 @@ func TestResultsMaskSecrets(t *testing.T) {
 	d := testDirectory(t, srv, dead)
 	dir := t.TempDir()
 	d.audit = audit.New(dir, audit.Options{Contents: true})
-	h := d.Host(nil)
+	h := d.host(Run{})
 
 	got, err := hostCall(t, h, "call_tool", map[string]any{"server": "math", "tool": "echo",
 		"arguments": map[string]any{"message": "token=" + token + " short=" + short}})

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,20 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
+
+// TestMain points the user's config folder at an empty one, so no settings
+// file of the machine's reaches a test.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "settings-test")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Setenv("HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func TestLoadConfigDefaults(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
@@ -77,7 +92,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
 		{"MCP_BRIDGE_SANDBOX_STREAM=pipe", "invalid MCP_BRIDGE_SANDBOX_STREAM=\"pipe\": want socket or attach"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
-		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
+		{"MCP_BRIDGE_TIMEOUT=500", "timeout 8m20s (MCP_BRIDGE_TIMEOUT) is larger than max_timeout 2m0s (default)"},
 		// Whole seconds past time.Duration's range must not wrap around to a
 		// positive or negative duration.
 		{"MCP_BRIDGE_MAX_TIMEOUT=20000000000", "invalid MCP_BRIDGE_MAX_TIMEOUT=\"20000000000\": want at most"},

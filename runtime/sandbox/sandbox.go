@@ -24,11 +24,31 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Engine starts sandbox containers running [python.Command].
 type Engine interface {
-	Start(ctx context.Context) (Container, error)
+	// Start starts a container; w says how the caller waits when the engine
+	// must first prepare (Podman pulls the sandbox image).
+	Start(ctx context.Context, w Wait) (Container, error)
+}
+
+// Wait is how a run waits when its engine must prepare before a container
+// can start, such as Podman pulling the sandbox image: the preparation runs
+// once, for every run waiting on it. The zero value waits as long as the
+// context lets it and ignores the progress.
+type Wait struct {
+	// Progress receives what the engine reports while the run waits, line by
+	// line; nil ignores it.
+	Progress func(message string)
+	// Limit is how long the run waits for the preparation before the start
+	// fails with an error that explains the wait; 0 waits as long as the
+	// context lets it.
+	Limit time.Duration
+	// Waited, if non-nil, is told how long the run waited for the
+	// preparation when it had to wait, once the wait ends.
+	Waited func(time.Duration)
 }
 
 // Container is one started sandbox container.
@@ -78,10 +98,10 @@ type Options struct {
 	Memory int64
 	Limits python.Limits
 	// Preload names modules a session's interpreter imports ahead of its
-	// first run (see [python.Init.Preload]); used only with Sessions.
+	// first run (see [protocol.Init.Preload]); used only with Sessions.
 	Preload []string
 	// Prelude returns the saved helpers a new session defines; nil means none.
-	Prelude func() []python.Source
+	Prelude func() []protocol.Source
 	Logger  *slog.Logger // nil discards
 }
 
@@ -93,14 +113,47 @@ type Request struct {
 	// Reset discards the session's state first.
 	Reset   bool
 	Program python.Program
-	Host    python.Host
+	// Host returns what answers the run's requests, once the run knows its
+	// session and its number there; nil answers none.
+	Host    func(run SessionInfo) python.Host
 	Timeout time.Duration
+	// Wait says how the run waits if its container cannot start until the
+	// engine has prepared.
+	Wait Wait
+}
+
+// host returns the host of the run info names.
+func (r *Request) host(info SessionInfo) python.Host {
+	if r.Host == nil {
+		return nil
+	}
+	return r.Host(info)
 }
 
 // Result is a run's result with what happened to its session.
 type Result struct {
 	*python.Result
 	Session SessionInfo
+	// Cause is why the sandbox could not run the code, when Error says it
+	// was unavailable: an error such as a [*SessionLimitError] or the
+	// engine's, whose message Error repeats, for a caller that words it.
+	Cause error
+}
+
+// SessionLimitError is why a run that needs a new session cannot have one:
+// [Options.MaxSessions] sessions live and none can be ended to make room.
+type SessionLimitError struct {
+	Limit int
+	// Busy is true when every session is running code; otherwise one is
+	// only about to (a run holds its turn).
+	Busy bool
+}
+
+func (e *SessionLimitError) Error() string {
+	if e.Busy {
+		return fmt.Sprintf("all %d sandbox sessions are running code; try again when one finishes, or raise the session limit", e.Limit)
+	}
+	return fmt.Sprintf("all %d sandbox sessions are in use; try again in a moment, or raise the session limit", e.Limit)
 }
 
 // SessionInfo tells the caller which session a run used.
@@ -114,21 +167,6 @@ type SessionInfo struct {
 	// Ended is set when this run ended the session (e.g. "timeout"); the next
 	// run starts a new one.
 	Ended string `json:"ended,omitempty"`
-}
-
-// runKey is the context key of a run's [SessionInfo].
-type runKey struct{}
-
-func withRun(ctx context.Context, id string, run int) context.Context {
-	return context.WithValue(ctx, runKey{}, SessionInfo{ID: id, Run: run})
-}
-
-// RunFrom tells which session and run a host call belongs to: the Manager
-// puts them in the context of every run, and so of the run's requests to its
-// [python.Host]. ok is false outside a run.
-func RunFrom(ctx context.Context) (session string, run int, ok bool) {
-	info, ok := ctx.Value(runKey{}).(SessionInfo)
-	return info.ID, info.Run, ok
 }
 
 // Reasons a session starts or ends.
@@ -194,7 +232,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	s, err := m.session(req.Session)
 	if err != nil {
-		return failed(python.FailUnavailable, err.Error()), nil
+		return failed(protocol.FailUnavailable, err.Error()), nil
 	}
 	// End and Close cancel the run through rctx when they cannot wait for it.
 	rctx, stop := context.WithCancel(ctx)
@@ -214,7 +252,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 // when the run did not finish (its Result says why).
 func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result, error) {
 	if s.current() == stateGone {
-		return failed(python.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
+		return failed(protocol.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
 	}
 	if s.it != nil {
 		s.endIfDead(ctx)
@@ -227,16 +265,16 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	info := SessionInfo{}
 	if s.it == nil {
 		if err := m.makeRoom(ctx, s); err != nil {
-			return failed(python.FailUnavailable, err.Error()), nil
+			return unavailable(err), nil
 		}
-		if res := m.startSession(ctx, s); res != nil {
+		if res := m.startSession(ctx, s, req.Wait); res != nil {
 			return res, ctx.Err()
 		}
 		info.New, info.Reason = true, s.reason
 		req.Program.Prelude = m.prelude()
 	}
 	// The session holds the turn, so this run is the interpreter's next.
-	res, err := s.it.Run(withRun(ctx, s.id, s.it.Runs()+1), req.Program, req.Host, req.Timeout)
+	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
 	info.ID, info.Run = s.id, s.it.Runs()
 	if err != nil && !errors.Is(err, python.ErrBusy) {
 		reason := m.explain(ctx, s.ct, res, err)
@@ -255,15 +293,15 @@ type box struct {
 
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
-	b, err := m.take(ctx)
+	b, err := m.take(ctx, req.Wait)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
+		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err)), ctx.Err()
 	}
 	defer m.refill(ctx)
 	ct := b.ct
 	req.Program.Prelude = m.prelude()
 	info := SessionInfo{ID: ct.ID()[:min(12, len(ct.ID()))], Run: 1, New: true, Reason: ReasonOneShot}
-	res, err := b.it.Run(withRun(ctx, info.ID, info.Run), req.Program, req.Host, req.Timeout)
+	res, err := b.it.Run(ctx, req.Program, req.host(info), req.Timeout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		m.explain(ctx, ct, res, err)
 	}
@@ -294,7 +332,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	code, oom, werr := ct.Exit(wctx)
 	switch {
 	case werr != nil:
-		res.Error = &python.Failure{Kind: python.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
+		res.Error = &protocol.Failure{Kind: protocol.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
 		return ReasonCrash
 	case oom:
 		res.ExitCode = code
@@ -302,7 +340,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 		if m.opts.Memory > 0 {
 			msg += " of " + mib(m.opts.Memory)
 		}
-		res.Error = &python.Failure{Kind: python.FailOOM, Message: msg}
+		res.Error = &protocol.Failure{Kind: protocol.FailOOM, Message: msg}
 		return ReasonOOM
 	}
 	res.ExitCode = code
@@ -313,7 +351,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	if diag := strings.TrimSpace(ct.Stderr()); diag != "" {
 		msg += "; stderr: " + tail(diag, 2000)
 	}
-	res.Error = &python.Failure{Kind: python.FailExit, Message: msg}
+	res.Error = &protocol.Failure{Kind: protocol.FailExit, Message: msg}
 	return ReasonCrash
 }
 
@@ -447,10 +485,10 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 		return nil
 	}
 	if oldest == nil {
-		return fmt.Errorf("all %d sandbox sessions are running code; try again when one finishes, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+		return &SessionLimitError{Limit: m.opts.MaxSessions, Busy: true}
 	}
 	if !oldest.tryAcquire() {
-		return fmt.Errorf("all %d sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+		return &SessionLimitError{Limit: m.opts.MaxSessions}
 	}
 	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
 	oldest.end(ctx, ReasonEvicted)
@@ -460,10 +498,10 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 
 // startSession starts s's container and interpreter; on failure it returns
 // the Result to answer with.
-func (m *Manager) startSession(ctx context.Context, s *session) *Result {
-	b, err := m.take(ctx)
+func (m *Manager) startSession(ctx context.Context, s *session, w Wait) *Result {
+	b, err := m.take(ctx, w)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
+		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err))
 	}
 	s.ct, s.it = b.ct, b.it
 	s.id = newID()
@@ -499,15 +537,16 @@ func (m *Manager) expire(s *session) {
 	s.end(ctx, ReasonIdle)
 }
 
-func (m *Manager) prelude() []python.Source {
+func (m *Manager) prelude() []protocol.Source {
 	if m.opts.Prelude == nil {
 		return nil
 	}
 	return m.opts.Prelude()
 }
 
-// take returns a warm box if one is ready, else starts one.
-func (m *Manager) take(ctx context.Context) (*box, error) {
+// take returns a warm box if one is ready, else starts one, waiting for the
+// engine as w says.
+func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -531,16 +570,16 @@ func (m *Manager) take(ctx context.Context) (*box, error) {
 	if b != nil {
 		return b, nil
 	}
-	return m.start(ctx)
+	return m.start(ctx, w)
 }
 
 // start starts a container and its interpreter.
-func (m *Manager) start(ctx context.Context) (*box, error) {
-	ct, err := m.eng.Start(ctx)
+func (m *Manager) start(ctx context.Context, w Wait) (*box, error) {
+	ct, err := m.eng.Start(ctx, w)
 	if err != nil {
 		return nil, err
 	}
-	init := python.Init{}
+	init := protocol.Init{}
 	if m.opts.Sessions {
 		init.Preload = m.opts.Preload
 	}
@@ -602,7 +641,7 @@ func (m *Manager) refill(ctx context.Context) {
 func (m *Manager) fill(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	b, err := m.start(sctx)
+	b, err := m.start(sctx, Wait{})
 	m.mu.Lock()
 	m.filling--
 	ok := err == nil && !m.closed
@@ -642,8 +681,15 @@ func (m *Manager) watch(ctx context.Context, b *box) {
 	m.refill(ctx)
 }
 
-func failed(kind python.FailureKind, msg string) *Result {
-	return &Result{Result: &python.Result{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}}}
+func failed(kind protocol.FailureKind, msg string) *Result {
+	return &Result{Result: &python.Result{ExitCode: -1, Error: &protocol.Failure{Kind: kind, Message: msg}}}
+}
+
+// unavailable is the Result of a run the sandbox could not run, for err.
+func unavailable(err error) *Result {
+	res := failed(protocol.FailUnavailable, err.Error())
+	res.Cause = err
+	return res
 }
 
 func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {

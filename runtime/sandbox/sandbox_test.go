@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // fakeEngine starts "containers" that are python3 processes on this host
@@ -34,6 +36,9 @@ type fakeEngine struct {
 	t       testing.TB
 	started atomic.Int64
 	fail    atomic.Bool // Start fails while set
+	// preparing, when set before the first Start, is the progress line every
+	// Start reports to its caller's Wait, as if it waited 1 ms for it.
+	preparing string
 
 	mu   sync.Mutex
 	live map[*fakeContainer]bool
@@ -53,9 +58,15 @@ func newFakeEngine(t testing.TB) *fakeEngine {
 	return e
 }
 
-func (e *fakeEngine) Start(ctx context.Context) (Container, error) {
+func (e *fakeEngine) Start(ctx context.Context, w Wait) (Container, error) {
 	if e.fail.Load() {
 		return nil, errors.New("podman is not installed")
+	}
+	if e.preparing != "" && w.Progress != nil {
+		w.Progress(e.preparing)
+	}
+	if e.preparing != "" && w.Waited != nil {
+		w.Waited(time.Millisecond)
 	}
 	argv := python.Command()
 	cmd := exec.Command("python3", argv[1:]...)
@@ -265,7 +276,7 @@ func TestTimeoutKeepsOrEndsSession(t *testing.T) {
 		// Whether the interrupt lands before the code starts or in it, the
 		// run ends interrupted.
 		res := run(t, m, "a", "import time\nwhile True: time.sleep(1)", 100*time.Millisecond)
-		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+		if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != "" {
 			t.Fatalf("interruptible timeout: %+v %+v", res.Error, res.Session)
 		}
 		if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "1\n" || r.Session.ID != first.Session.ID {
@@ -279,7 +290,7 @@ func TestTimeoutKeepsOrEndsSession(t *testing.T) {
 		// A stopped process answers no interrupt, however long it is given.
 		eng.signal(syscall.SIGSTOP)
 		res := run(t, m, "a", "print('never')", 100*time.Millisecond)
-		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != ReasonTimeout {
+		if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != ReasonTimeout {
 			t.Fatalf("stuck code: %+v %+v", res.Error, res.Session)
 		}
 		waitFor(t, func() bool { return eng.running() == 0 }) // removed in the background
@@ -295,14 +306,14 @@ func TestCrashEndsSession(t *testing.T) {
 	m := newManager(t, eng, Options{Memory: 64 << 20})
 	run(t, m, "a", "x = 1", time.Minute)
 	res := run(t, m, "a", "import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)", time.Minute)
-	if res.Error == nil || res.Error.Kind != python.FailOOM || res.Session.Ended != ReasonOOM {
+	if res.Error == nil || res.Error.Kind != protocol.FailOOM || res.Session.Ended != ReasonOOM {
 		t.Fatalf("killed: %+v %+v %q", res.Error, res.Session, res.Stdout)
 	}
 	if !strings.Contains(res.Error.Message, "64 MiB") {
 		t.Errorf("message %q does not name the limit", res.Error.Message)
 	}
 	res = run(t, m, "a", "import os\nos._exit(3)", time.Minute)
-	if res.Error == nil || res.Error.Kind != python.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
+	if res.Error == nil || res.Error.Kind != protocol.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
 		t.Errorf("os._exit(3): %+v exit %d %+v", res.Error, res.ExitCode, res.Session)
 	}
 	if r := run(t, m, "a", "print(1)", time.Minute); r.Stdout != "1\n" || r.Session.Reason != ReasonCrash {
@@ -348,8 +359,10 @@ func TestAllSessionsBusy(t *testing.T) {
 	go func() { done <- run(t, m, "a", mark+"go.wait(60)", time.Minute) }()
 	started()
 	r := run(t, m, "b", "print(1)", time.Minute)
-	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
-		t.Errorf("with every session busy: %+v", r.Error)
+	var limit *SessionLimitError
+	if r.Error == nil || r.Error.Kind != protocol.FailUnavailable || !errors.As(r.Cause, &limit) || *limit != (SessionLimitError{Limit: 1, Busy: true}) ||
+		r.Error.Message != limit.Error() {
+		t.Errorf("with every session busy: %+v, cause %#v", r.Error, r.Cause)
 	}
 	eng.signal(syscall.SIGINT)
 	<-done
@@ -382,7 +395,7 @@ func TestWarmContainerUsed(t *testing.T) {
 	if r := run(t, m, "b", "print(2)", time.Minute); r.Stdout != "2\n" {
 		t.Errorf("run on the warm container: %q %+v", r.Stdout, r.Error)
 	}
-	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
+	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != protocol.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
 		t.Errorf("with no container to be had: %+v", r.Error)
 	}
 }
@@ -465,45 +478,48 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 	}
 }
 
-// runRecorder is a host that records which session and run each request
-// came from.
+// runRecorder builds the hosts of runs and records which session and run each
+// request came from.
 type runRecorder struct {
 	mu   sync.Mutex
 	seen []SessionInfo
 }
 
-func (h *runRecorder) Call(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+func (r *runRecorder) host(run SessionInfo) python.Host { return runHost{r, run} }
+
+type runHost struct {
+	r   *runRecorder
+	run SessionInfo
+}
+
+func (h runHost) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
 	if method != "call_tool" {
 		return nil, nil // the tool's docs, which the sandbox asks for first: none
 	}
-	id, run, ok := RunFrom(ctx)
-	if !ok {
-		return nil, errors.New("no run in the context")
-	}
-	h.mu.Lock()
-	h.seen = append(h.seen, SessionInfo{ID: id, Run: run})
-	h.mu.Unlock()
+	h.r.mu.Lock()
+	h.r.seen = append(h.r.seen, SessionInfo{ID: h.run.ID, Run: h.run.Run})
+	h.r.mu.Unlock()
 	return "ok", nil
 }
 
-// TestRunFromHostCalls: a host call knows its session and run, in a session
+// TestRunHost: the host of a run is told its session and run, in a session
 // and in a one-off container alike.
-func TestRunFromHostCalls(t *testing.T) {
+func TestRunHost(t *testing.T) {
 	const code = "from mcp import runtime\nprint(runtime.call_tool_sync('s', 't', raw=True))"
 	for _, sessions := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
 			m := newManager(t, newFakeEngine(t), Options{})
 			m.opts.Sessions = sessions
-			h := &runRecorder{}
+			r := &runRecorder{}
 			var want []SessionInfo
 			for range 2 {
-				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: h, Timeout: time.Minute})
+				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: r.host, Timeout: time.Minute})
 				if err != nil || res.Error != nil || res.Stdout != "ok\n" {
 					t.Fatalf("run: %v %+v %q", err, res.Error, res.Stdout)
 				}
 				want = append(want, SessionInfo{ID: res.Session.ID, Run: res.Session.Run})
 			}
-			if diff := cmp.Diff(want, h.seen); diff != "" {
+			if diff := cmp.Diff(want, r.seen); diff != "" {
 				t.Errorf("host calls' runs (-want +got):\n%s", diff)
 			}
 			if sessions && (want[0].ID != want[1].ID || want[1].Run != 2) {
@@ -511,8 +527,28 @@ func TestRunFromHostCalls(t *testing.T) {
 			}
 		})
 	}
-	if _, _, ok := RunFrom(t.Context()); ok {
-		t.Error("RunFrom outside a run reports one")
+}
+
+// TestRunWait: a run that starts a container waits for the engine as its
+// Wait says, in a session and in a one-off container alike.
+func TestRunWait(t *testing.T) {
+	for _, sessions := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
+			eng := newFakeEngine(t)
+			eng.preparing = "pulling the image"
+			m := newManager(t, eng, Options{})
+			m.opts.Sessions = sessions
+			var lines []string
+			var waited time.Duration
+			w := Wait{Progress: func(line string) { lines = append(lines, line) }, Waited: func(d time.Duration) { waited += d }}
+			res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: "print(1)"}, Timeout: time.Minute, Wait: w})
+			if err != nil || res.Error != nil {
+				t.Fatalf("run: %v %+v", err, res.Error)
+			}
+			if !slices.Equal(lines, []string{"pulling the image"}) || waited != time.Millisecond {
+				t.Errorf("the run saw %q and waited %v; want the engine's line and its 1 ms", lines, waited)
+			}
+		})
 	}
 }
 
@@ -558,7 +594,7 @@ func TestEndOrCloseWhileRunning(t *testing.T) {
 				t.Error(err)
 			}
 			res := <-first
-			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != tt.ended {
+			if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != tt.ended {
 				t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 			}
 			waitFor(t, func() bool { return eng.running() == 0 })
@@ -587,7 +623,7 @@ func TestEndWaitsForRun(t *testing.T) {
 	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" || res.Session.Ended != "" {
 		t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 	}
-	if res := <-queued; res.Error == nil || res.Error.Kind != python.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
+	if res := <-queued; res.Error == nil || res.Error.Kind != protocol.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
 		t.Errorf("the queued run: %q %+v", res.Stdout, res.Error)
 	}
 	<-ended
