@@ -31,6 +31,8 @@ func commands() []command {
 			summary: "see and remove what agents stored (memory --help)"},
 		{name: "audit", synopsis: "[-n N] [--server S]", help: auditHelp, flags: auditCommand,
 			summary: "the tool calls code made, most recent last (audit --help)"},
+		{name: "secret", synopsis: "set|check|rm SERVICE/ACCOUNT", help: secretHelp, flags: noFlags(secretCmd), operands: true, bare: true,
+			summary: "keep a server's token in the OS keyring, for ${keyring:...}"},
 		{name: "setup", synopsis: "[--yes]", help: setupHelp, flags: setupCommand,
 			summary: "install Podman and build the sandbox image (setup --help)"},
 		{name: "doctor", help: doctorHelp, flags: noFlags(doctorCmd),
