@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"go/token"
 	"log/slog"
 	"net"
@@ -51,7 +52,7 @@ type Config struct {
 	MaxQueued     int           // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
 
 	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
-	HTTPToken     Secret        // bearer token HTTP clients send; "" generates one in StateDir
+	HTTPToken     secret.Value  // bearer token HTTP clients send; empty generates one in StateDir
 	HTTPAuth      bool          // require the bearer token; false is allowed on loopback only
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
@@ -206,7 +207,12 @@ var settings = []setting{
 			return nil
 		}},
 	{key: "http_token", def: "", help: "Bearer token HTTP clients must send (at least 16 characters). Unset: one is generated, kept in the state folder (http-token, mode 0600) and printed at start.", secret: true,
-		apply: func(c *Config, v string) error { c.HTTPToken = Secret(v); return nil }},
+		apply: func(c *Config, v string) error {
+			if v != "" {
+				c.HTTPToken = secret.New(v)
+			}
+			return nil
+		}},
 	{key: "http_auth", def: "token", help: "token requires the bearer token on /mcp; none turns that off, which is refused unless ADDR is a loopback address.",
 		apply: func(c *Config, v string) error {
 			switch v {

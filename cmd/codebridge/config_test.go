@@ -56,8 +56,12 @@ func TestConfigCommand(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", key, got, want)
 		}
 	}
-	if len(rows) != 37 {
-		t.Errorf("%d settings listed, want 37:\n%s", len(rows), out)
+	defaults, err := settings.Load(settings.Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(defaults.Values) {
+		t.Errorf("%d settings listed, want every one of the %d:\n%s", len(rows), len(defaults.Values), out)
 	}
 
 	out, stderr, code = runInProcess(t, "config", "--json")
