@@ -24,6 +24,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -95,7 +96,9 @@ func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOption
 	if timeout <= 0 {
 		timeout = cfg.Timeout
 	}
-	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: att.Host(rt.dir.Host(nil)), Timeout: timeout})
+	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: func(run sandbox.SessionInfo) python.Host {
+		return att.Host(rt.dir.Host(host.Run{Session: run.ID, Run: run.Run}))
+	}, Timeout: timeout})
 	if err != nil {
 		return 1, err
 	}
@@ -115,7 +118,7 @@ func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOption
 		}
 	}
 	if f := res.Error; f != nil {
-		if f.Kind == python.FailUnavailable {
+		if f.Kind == protocol.FailUnavailable {
 			return 1, errors.New(f.Message)
 		}
 		msg := f.Traceback
@@ -150,7 +153,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 		if err != nil {
 			return front.Backend{}, err
 		}
-		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close}, nil
+		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready}, nil
 	}, opts)
 }
 
@@ -240,7 +243,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 	if len(conf.Problems) > 0 {
 		fmt.Fprintf(opts.Out, "\nproblems in %s:\n", cfg.ConfigDir)
 		for _, prob := range conf.Problems {
-			fmt.Fprintf(opts.Out, "  %s\n", prob)
+			fmt.Fprintf(opts.Out, "  %s\n", settings.ExplainProblem(prob))
 		}
 	}
 	var found []string

@@ -18,6 +18,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -141,7 +142,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 	}()
 	res, err := ct.Run(ctx, sandbox.Request{
 		Program: python.Program{Code: "import sys, codebridge_runner\nprint('ok', sys.version.split()[0], codebridge_runner.STREAM)", OutputLimit: cfg.OutputLimit},
-		Host:    host.NoServers{}, Timeout: cfg.Timeout,
+		Host:    func(sandbox.SessionInfo) python.Host { return protocol.Server{Handler: host.NoServers} }, Timeout: cfg.Timeout,
 	})
 	switch {
 	case err != nil:
@@ -185,7 +186,7 @@ func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		if p.Warning {
 			level = findWarn
 		}
-		out = append(out, finding{level, "config file", p.String(), "edit " + filepath.Base(p.Path) + " as the message says"})
+		out = append(out, finding{level, "config file", settings.ExplainProblem(p).String(), "edit " + filepath.Base(p.Path) + " as the message says"})
 	}
 
 	p, closePool := newListingPool(ctx, cfg, logger)

@@ -31,6 +31,8 @@ type sandboxRuntime interface {
 	server.Runner
 	// Warm prepares containers ahead of time; it returns when done or when ctx ends.
 	Warm(ctx context.Context) error
+	// Ready reports whether the sandbox answers.
+	Ready(ctx context.Context) error
 	// Close removes every container and waits for background work.
 	Close(ctx context.Context) error
 }
@@ -107,7 +109,7 @@ func newAuditLog(cfg settings.Config, logger *slog.Logger) *audit.Log {
 // is gone, then runs see the new snapshot.
 func (p *parts) apply(cfg *discovery.Config) {
 	for _, prob := range cfg.Problems {
-		p.logger.Warn("config problem", "problem", prob.String())
+		p.logger.Warn("config problem", "problem", settings.ExplainProblem(prob).String())
 	}
 	p.pool.Update(cfg.Servers)
 	p.dir.Update(cfg)
@@ -177,6 +179,10 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 			Pids:    cfg.Pids,
 		},
 		Logger: logger.With("component", "podman"),
+		Declined: func(container, reason string) {
+			logger.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
+				"component", "podman", "container", container, "reason", reason)
+		},
 	})
 	idle := cfg.SessionIdle
 	if idle == 0 {
@@ -186,6 +192,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 		Warm:        cfg.WarmSandboxes,
 		Sessions:    cfg.Sessions,
 		MaxSessions: cfg.MaxSessions,
+		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
 		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
 		Prelude:     host.SavedHelpers(memory.New(cfg.StateDir), logger),
@@ -203,17 +210,29 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 
 // Warm connects to Podman and starts the warm containers.
 func (c *containers) Warm(ctx context.Context) error {
-	if err := c.engine.Ready(ctx); err != nil {
-		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", err)
+	if err := c.engine.Ready(ctx, podman.ImageWatch{}); err != nil {
+		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", settings.Explain(err))
 		return err
 	}
 	c.Manager.Warm(ctx)
 	return nil
 }
 
+// Run runs req.Program in the sandbox; when the sandbox could not run it,
+// the result's message names the setting that would help.
+func (c *containers) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	res, err := c.Manager.Run(ctx, req)
+	if res != nil && res.Cause != nil && res.Error != nil {
+		res.Error.Message = settings.Explain(res.Cause)
+	}
+	return res, err
+}
+
 // Ready reports whether Podman answers and the image is there, connecting
 // first if needed.
-func (c *containers) Ready(ctx context.Context) error { return c.engine.Ready(ctx) }
+func (c *containers) Ready(ctx context.Context) error {
+	return c.engine.Ready(ctx, podman.ImageWatch{})
+}
 
 // Close ends every session and removes every container, then closes the
 // Podman connection (and a service codebridge started).
@@ -237,8 +256,8 @@ func preload(cfg settings.Config, logger *slog.Logger) []string {
 // podmanEngine adapts runtime/podman's engine to the sandbox manager's.
 type podmanEngine struct{ e *podman.Engine }
 
-func (e podmanEngine) Start(ctx context.Context) (sandbox.Container, error) {
-	b, err := e.e.Start(ctx)
+func (e podmanEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.e.Start(ctx, podman.ImageWatch(w)) // the engine prepares by resolving the image
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}

@@ -10,6 +10,10 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -34,6 +38,8 @@ func (f *fakeSandbox) Warm(ctx context.Context) error {
 	f.mu.Unlock()
 	return ctx.Err()
 }
+
+func (f *fakeSandbox) Ready(context.Context) error { return nil }
 
 func (f *fakeSandbox) Close(context.Context) error {
 	f.mu.Lock()
@@ -74,5 +80,25 @@ func TestPartsCloseStopsWarmUp(t *testing.T) {
 	}
 	if got := logs.String(); !strings.Contains(got, "podman is gone") {
 		t.Errorf("the sandbox's Close error is not reported; logs:\n%s", got)
+	}
+}
+
+// noImage is a sandbox engine for which no image can be pulled.
+type noImage struct{}
+
+func (noImage) Start(context.Context, sandbox.Wait) (sandbox.Container, error) {
+	return nil, &podman.ImageError{Image: "localhost/x:1", Err: errors.New("manifest unknown")}
+}
+
+// TestContainersWordCause: when the sandbox cannot run code, the result
+// names the setting that would help.
+func TestContainersWordCause(t *testing.T) {
+	c := &containers{Manager: sandbox.New(noImage{}, sandbox.Options{})}
+	t.Cleanup(func() { c.Manager.Close(context.Background()) })
+	res, err := c.Run(t.Context(), sandbox.Request{Program: python.Program{Code: "print(1)"}})
+	if err != nil || res.Error == nil || res.Error.Kind != protocol.FailUnavailable ||
+		!strings.Contains(res.Error.Message, "cannot start a sandbox container: sandbox image localhost/x:1 (MCP_BRIDGE_IMAGE) does not exist") ||
+		!strings.HasSuffix(res.Error.Message, "or set MCP_BRIDGE_IMAGE to a local image with python3") {
+		t.Errorf("Run = %+v, %v; want the image's failure naming MCP_BRIDGE_IMAGE", res.Error, err)
 	}
 }

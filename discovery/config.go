@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,7 +67,8 @@ func (c *Config) Equal(o *Config) bool {
 
 // Equal reports whether s and o define the same server: every field but
 // Source, since moving a definition to another file changes nothing about how
-// to reach it. Nil and empty Args, Env and Headers are equal.
+// to reach it, and Secrets, which are written into the other fields. Nil and
+// empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
 	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools))
 }
@@ -130,7 +132,14 @@ type Problem struct {
 	Column  int    // 1-based column (in characters); 0 when unknown
 	Message string // what is wrong and how to fix it
 	Warning bool   // true when nothing is broken but something was skipped or shadowed
+	// Err is the cause, for a caller that words it, when Message repeats a
+	// typed error such as [ErrSelfServer]; nil otherwise.
+	Err error
 }
+
+// ErrSelfServer is the cause of the warning that skips an entry that would
+// start codebridge itself (see [Options.AllowSelf]).
+var ErrSelfServer = errors.New("it would start codebridge inside codebridge; remove it, or allow servers that start codebridge to nest bridges on purpose")
 
 // String formats p like a compiler message:
 // "path:line:col: server "name": message".

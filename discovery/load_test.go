@@ -192,8 +192,8 @@ func TestLoadProblems(t *testing.T) {
 }}`,
 			servers: []string{"other"},
 			want: []Problem{
-				{Server: "bin", Line: 2, Column: 3, Message: "would start codebridge inside codebridge", Warning: true},
-				{Server: "gorun", Line: 3, Column: 3, Message: "MCP_BRIDGE_ALLOW_SELF_SERVER=1", Warning: true},
+				{Server: "bin", Line: 2, Column: 3, Message: "would start codebridge inside codebridge", Warning: true, Err: ErrSelfServer},
+				{Server: "gorun", Line: 3, Column: 3, Message: "nest bridges on purpose", Warning: true, Err: ErrSelfServer},
 			},
 		},
 		{
@@ -233,7 +233,7 @@ func checkProblems(t *testing.T, got []Problem, path string, want []Problem) {
 		if w.Path == "" {
 			w.Path = path
 		}
-		if diff := cmp.Diff(w, g); diff != "" {
+		if diff := cmp.Diff(w, g, cmpopts.EquateErrors()); diff != "" {
 			t.Errorf("problem %d mismatch (-want +got):\n%s", i, diff)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
 // Transport names how codebridge reaches a server.
@@ -16,7 +18,8 @@ const (
 	SSE        Transport = "sse"             // the older HTTP+SSE transport at URL
 )
 
-// Server is one configured MCP server, with ${VAR} references already expanded.
+// Server is one configured MCP server, with ${VAR} references already expanded
+// and secret references resolved.
 // A Server is never modified after the [Config] holding it is published.
 type Server struct {
 	Name        string            // key in the file's "mcpServers" (or "servers") object
@@ -31,6 +34,12 @@ type Server struct {
 	URL         string            // HTTP transports only
 	Headers     map[string]string // HTTP transports only
 	Tools       ToolPolicy        // "tools" and "readOnly": which tools code may see and call
+
+	// Secrets are the values that ${keyring:...} and ${cmd:...} references
+	// resolved to, already written into Command, Args, Env, Cwd, URL and
+	// Headers (which only the code that starts or reaches the server
+	// reads); what the server sends back is masked with them.
+	Secrets secret.List
 }
 
 // ToolPolicy is what a server's entry says about its tools:
@@ -41,8 +50,8 @@ type Server struct {
 // deny match always wins; an empty Allow admits every tool. ReadOnly admits
 // only tools annotated readOnlyHint: true and not destructiveHint: true; nil
 // leaves it to codebridge's global setting. The entry refines the global
-// settings (MCP_BRIDGE_TOOLS_ALLOW, _DENY, _READ_ONLY): its deny adds to
-// theirs, its allow and readOnly replace theirs.
+// policy (its allow, deny and read-only settings): its deny adds to theirs,
+// its allow and readOnly replace theirs.
 type ToolPolicy struct {
 	Allow    []string
 	Deny     []string

@@ -13,11 +13,12 @@ import (
 // Backend is what [ListenAndServe] serves: the runner and servers behind the
 // MCP server, and how to stop them.
 type Backend struct {
-	// Runner runs the code. If it has a Ready(ctx) error method, the
-	// health endpoint reports whether the sandbox answers.
 	Runner  server.Runner
 	Servers server.Directory // the configured MCP servers
 	Close   func()           // stops what was started, and waits for it
+	// Ready reports whether the sandbox answers, for the health endpoint;
+	// nil leaves it out.
+	Ready func(ctx context.Context) error
 }
 
 // Starter starts the [Backend], once the address is bound.

@@ -316,11 +316,11 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 // secret.
 func (f *front) health(w http.ResponseWriter, r *http.Request) {
 	podman := "ok"
-	if p, ok := f.rt.Runner.(interface{ Ready(context.Context) error }); ok {
+	if f.rt.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		if err := p.Ready(ctx); err != nil {
+		if err := f.rt.Ready(ctx); err != nil {
 			podman = "unreachable"
-			f.logger.Warn("health: podman not ready", "err", err)
+			f.logger.Warn("health: podman not ready", "err", settings.Explain(err))
 		}
 		cancel()
 	}
@@ -335,7 +335,8 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 		MaxSessions int    `json:"max_sessions"`
 		Runs        int    `json:"runs"`
 		MaxRuns     int    `json:"max_runs"`
-	}{status, podman, f.sessions(), f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns})
+		MaxQueued   int    `json:"max_queued"`
+	}{status, podman, f.sessions(), f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
@@ -399,7 +400,7 @@ func (s *statusRecorder) code() int {
 // the one kept in the state folder, generated on first use. path is the
 // file's, "" for the setting.
 func bearerToken(cfg settings.Config) (token, path string, err error) {
-	if t := cfg.HTTPToken; t != "" {
+	if t := cfg.HTTPToken.Reveal(); t != "" {
 		if len(t) < minTokenLen || strings.ContainsAny(t, " \t\r\n") {
 			return "", "", fmt.Errorf("%sHTTP_TOKEN is too weak: it must be at least %d characters without spaces; generate one with 'openssl rand -hex 32', or unset it to have codebridge generate one",
 				settings.EnvPrefix, minTokenLen)

@@ -3,6 +3,8 @@ package front
 import (
 	"context"
 	"errors"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
+	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
@@ -27,12 +30,12 @@ func TestIsLoopbackAddr(t *testing.T) {
 
 func TestBearerToken(t *testing.T) {
 	t.Run("setting", func(t *testing.T) {
-		tok, path, err := bearerToken(settings.Config{HTTPToken: "0123456789abcdef", StateDir: t.TempDir()})
+		tok, path, err := bearerToken(settings.Config{HTTPToken: secret.New("0123456789abcdef"), StateDir: t.TempDir()})
 		if err != nil || tok != "0123456789abcdef" || path != "" {
 			t.Errorf("got %q %q %v", tok, path, err)
 		}
 		for _, weak := range []string{"short", "0123456789 abcdef"} {
-			if _, _, err := bearerToken(settings.Config{HTTPToken: weak}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
+			if _, _, err := bearerToken(settings.Config{HTTPToken: secret.New(weak)}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
 				t.Errorf("token %q: %v, want a refusal that does not repeat it", weak, err)
 			}
 		}
@@ -115,6 +118,30 @@ func TestFrontChecks(t *testing.T) {
 			}
 			if tt.want == 401 && w.Header().Get("WWW-Authenticate") == "" {
 				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+}
+
+// TestHealthReady: the health endpoint reports whether the sandbox answers
+// through Backend.Ready, and leaves the check out without one.
+func TestHealthReady(t *testing.T) {
+	cfg := bridgetest.Config(t)
+	for _, tt := range []struct {
+		name  string
+		ready func(context.Context) error
+		want  string
+	}{
+		{"answers", func(context.Context) error { return nil }, `"podman":"ok"`},
+		{"does not answer", func(context.Context) error { return errors.New("podman API not reachable") }, `"podman":"unreachable"`},
+		{"no check", nil, `"podman":"ok"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: tt.ready}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+			rec := httptest.NewRecorder()
+			f.health(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
+			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {
+				t.Errorf("health = %d %s, want 200 with %s", rec.Code, rec.Body, tt.want)
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package host
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Attachment kinds: images come back as MCP image content, files as embedded
@@ -62,12 +62,12 @@ func NewAttachments(cfg settings.Config) *Attachments {
 
 // add keeps p, or records it as dropped and returns an error the sandbox
 // raises as MCPError(too_large) naming the limit.
-func (a *Attachments) add(p python.AttachParams) error {
+func (a *Attachments) add(p protocol.AttachParams) error {
 	switch {
 	case p.Kind != kindImage && p.Kind != kindFile:
-		return &rpcError{code: "bad_arguments", msg: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
+		return &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("attachment kind %q: want image or file", p.Kind)}
 	case p.Data == nil && p.Bytes <= a.max:
-		return &rpcError{code: "bad_arguments", msg: "attachment without data: the sandbox omits only data over the limit"}
+		return &protocol.Error{Code: protocol.CodeBadArguments, Message: "attachment without data: the sandbox omits only data over the limit"}
 	}
 	if p.Data != nil {
 		p.Bytes = len(p.Data)
@@ -101,7 +101,7 @@ func (a *Attachments) add(p python.AttachParams) error {
 	} else {
 		a.more++
 	}
-	return &rpcError{code: "too_large", msg: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
+	return &protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf("%s %q not returned: %s. %s", p.Kind, info.Name, why, shrinkHint(p.Kind))}
 }
 
 // unique returns name, or name with a number before its extension when the
@@ -169,24 +169,20 @@ func isText(mimeType string) bool {
 	return false
 }
 
-// Host answers the sandbox's attach requests of one run into a, and passes
-// every other request on to h.
-func (a *Attachments) Host(h python.Host) python.Host { return attachHost{Host: h, att: a} }
+// Host answers the requests of one run: attach into a, every other method
+// with h.
+func (a *Attachments) Host(h protocol.Handler) python.Host {
+	return protocol.Server{Handler: attachHost{Handler: h, att: a}}
+}
 
 // attachHost answers the sandbox's attach requests for one run and passes
 // every other request on.
 type attachHost struct {
-	python.Host
+	protocol.Handler
 	att *Attachments
 }
 
-func (h attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if method != python.MethodAttach {
-		return h.Host.Call(ctx, method, params)
-	}
-	var p python.AttachParams
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed attachment: %v", err)}
-	}
-	return nil, h.att.add(p)
+// Attach implements [protocol.Handler].
+func (h attachHost) Attach(_ context.Context, p protocol.AttachParams) (protocol.NoResult, error) {
+	return protocol.NoResult{}, h.att.add(p)
 }

@@ -11,26 +11,31 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
-type recordingHost struct{ methods []string }
+// recordingHost records the tools called through it and refuses the rest.
+type recordingHost struct {
+	protocol.Refuse
+	tools []string
+}
 
-func (h *recordingHost) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
-	h.methods = append(h.methods, method)
-	return "passed on", nil
+func (h *recordingHost) CallTool(_ context.Context, p protocol.CallToolParams) (protocol.CallToolResult, error) {
+	h.tools = append(h.tools, *p.Tool)
+	return protocol.CallToolResult{RawMessage: json.RawMessage(`"passed on"`)}, nil
 }
 
 func TestAttachmentLimits(t *testing.T) {
 	inner := &recordingHost{}
 	att := NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
-	h := attachHost{Host: inner, att: att}
+	h := att.Host(inner)
 	ctx := context.Background()
-	if got, err := h.Call(ctx, python.MethodCallTool, nil); got != "passed on" || err != nil {
+	got, err := h.Call(ctx, protocol.MethodCallTool, json.RawMessage(`{"server":"s","tool":"t"}`))
+	if res, ok := got.(protocol.CallToolResult); !ok || string(res.RawMessage) != `"passed on"` || err != nil {
 		t.Fatalf("call_tool through attachHost: %v %v", got, err)
 	}
-	if len(inner.methods) != 1 {
-		t.Fatalf("inner host saw %v", inner.methods)
+	if len(inner.tools) != 1 {
+		t.Fatalf("inner host saw %v", inner.tools)
 	}
 	steps := []struct {
 		params   json.RawMessage
@@ -45,22 +50,22 @@ func TestAttachmentLimits(t *testing.T) {
 		{bridgetest.AttachParams("image", "late.png", "image/png", []byte{1}, 0), "MCP_BRIDGE_MAX_ATTACHMENTS)", "late.png"},
 	}
 	for i, st := range steps {
-		_, err := h.Call(ctx, python.MethodAttach, st.params)
+		_, err := h.Call(ctx, protocol.MethodAttach, st.params)
 		if st.wantErr == "" {
 			if err != nil {
 				t.Fatalf("step %d: %v", i, err)
 			}
 			continue
 		}
-		var rpc *rpcError
-		if !errors.As(err, &rpc) || rpc.code != "too_large" || !strings.Contains(rpc.msg, st.wantErr) || !strings.Contains(rpc.msg, st.wantName) {
+		var rpc *protocol.Error
+		if !errors.As(err, &rpc) || rpc.Code != "too_large" || !strings.Contains(rpc.Message, st.wantErr) || !strings.Contains(rpc.Message, st.wantName) {
 			t.Fatalf("step %d: error %v, want too_large naming %s and %s", i, err, st.wantErr, st.wantName)
 		}
 	}
-	if _, err := h.Call(ctx, python.MethodAttach, bridgetest.AttachParams("video", "x", "", []byte{1}, 0)); err == nil {
+	if _, err := h.Call(ctx, protocol.MethodAttach, bridgetest.AttachParams("video", "x", "", []byte{1}, 0)); err == nil {
 		t.Error("an unknown kind was accepted")
 	}
-	if _, err := h.Call(ctx, python.MethodAttach, bridgetest.AttachParams("image", "x", "", nil, 10)); err == nil {
+	if _, err := h.Call(ctx, protocol.MethodAttach, bridgetest.AttachParams("image", "x", "", nil, 10)); err == nil {
 		t.Error("an attachment under the limit without data was accepted")
 	}
 
@@ -101,9 +106,9 @@ func TestIsText(t *testing.T) {
 // makes the result list the first maxDropped and count the rest.
 func TestAttachmentDropsBounded(t *testing.T) {
 	att := NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
-	h := attachHost{Host: &recordingHost{}, att: att}
+	h := att.Host(&recordingHost{})
 	for range 1000 {
-		if _, err := h.Call(context.Background(), python.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {
+		if _, err := h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {
 			t.Fatal("an oversized attachment was accepted")
 		}
 	}

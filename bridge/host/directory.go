@@ -20,7 +20,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Downstream is what the directory needs from the pool of MCP clients
@@ -146,10 +146,10 @@ func (s *snapshot) blocked(server string, t *mcp.Tool) string {
 }
 
 // visible lists the snapshot's servers for the sandbox.
-func (s *snapshot) visible() []python.ServerInfo {
-	out := make([]python.ServerInfo, len(s.servers))
+func (s *snapshot) visible() []protocol.ServerInfo {
+	out := make([]protocol.ServerInfo, len(s.servers))
 	for i, srv := range s.servers {
-		out[i] = python.ServerInfo{Name: srv.Name, Alias: s.alias[srv.Name], Description: srv.Description}
+		out[i] = protocol.ServerInfo{Name: srv.Name, Alias: s.alias[srv.Name], Description: srv.Description}
 	}
 	return out
 }
@@ -160,22 +160,22 @@ func (s *snapshot) resolve(key string) (*discovery.Server, error) {
 		return srv, nil
 	}
 	if why := s.unusable[key]; why != "" {
-		return nil, &rpcError{code: "unknown_server", msg: why}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownServer, Message: why}
 	}
 	names := make([]string, len(s.servers))
 	for i, srv := range s.servers {
 		names[i] = srv.Name
 	}
 	if len(names) == 0 {
-		return nil, &rpcError{code: "unknown_server", msg: fmt.Sprintf("unknown MCP server %q: no servers are configured; add a JSON file to the config folder", key)}
+		return nil, &protocol.Error{Code: protocol.CodeUnknownServer, Message: fmt.Sprintf("unknown MCP server %q: no servers are configured; add a JSON file to the config folder", key)}
 	}
-	return nil, unknownName("unknown_server", "MCP server", key, names, "discovered_servers() lists them")
+	return nil, unknownName(protocol.CodeUnknownServer, "MCP server", key, names, "discovered_servers() lists them")
 }
 
 // Prepare implements bridge/server.Directory: every name must be a configured server
 // (name or alias); those are started and their tools listed, in parallel, and
 // come back marked loaded with their tools.
-func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error) {
+func (d *Directory) Prepare(ctx context.Context, names []string) ([]protocol.ServerInfo, error) {
 	s := d.snap.Load()
 	infos := s.visible()
 	loaded := map[string]bool{}
@@ -205,7 +205,7 @@ func (d *Directory) Prepare(ctx context.Context, names []string) ([]python.Serve
 				return nil
 			}
 			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, l.tools), time.Time{}, "summary", false) {
-				info.Tools = append(info.Tools, python.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
+				info.Tools = append(info.Tools, protocol.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil
 		})
@@ -347,14 +347,28 @@ func listedNote(saved time.Time) string {
 	return fmt.Sprintf("from the tool list the server gave %s ago (it is not running; calling a tool starts it)", age)
 }
 
+// Run is what the host of one run knows about the run.
+type Run struct {
+	// Session and Run name the run's sandbox session and the run's number
+	// in it, for the audit log.
+	Session string
+	Run     int
+	// Progress, if non-nil, receives progress from downstream calls.
+	Progress func(message string, progress, total float64)
+}
+
 // Host implements bridge/server.Directory: it answers one run's requests.
-func (d *Directory) Host(progress func(message string, progress, total float64)) python.Host {
-	return &host{dir: d, snap: d.snap.Load(), progress: progress}
+func (d *Directory) Host(run Run) protocol.Handler {
+	return d.host(run)
+}
+
+func (d *Directory) host(run Run) *host {
+	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress}
 }
 
 // unknownName is an error for a name that is not among known, suggesting the
 // closest ones.
-func unknownName(code, what, name string, known []string, how string) *rpcError {
+func unknownName(code protocol.Code, what, name string, known []string, how string) *protocol.Error {
 	close := closest(name, known, 3)
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown %s %q", what, name)
@@ -367,16 +381,5 @@ func unknownName(code, what, name string, known []string, how string) *rpcError 
 	if how != "" {
 		fmt.Fprintf(&b, " (%s)", how)
 	}
-	return &rpcError{code: code, msg: b.String(), data: map[string]any{"suggestions": close}}
+	return &protocol.Error{Code: code, Message: b.String(), Data: map[string]any{"suggestions": close}}
 }
-
-// rpcError is an error the sandbox sees as MCPError with a code it can branch on.
-type rpcError struct {
-	code string
-	msg  string
-	data any
-}
-
-func (e *rpcError) Error() string   { return e.msg }
-func (e *rpcError) RPCCode() string { return e.code }
-func (e *rpcError) RPCData() any    { return e.data }

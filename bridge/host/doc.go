@@ -1,5 +1,5 @@
 // Package host is the host side of the sandbox protocol: it answers the
-// requests a run's Python code sends (python.Host) from the configured MCP
+// requests a run's Python code sends (a [protocol.Handler]) from the configured MCP
 // servers. [Directory] holds the servers of the current configuration, swapped
 // whole on every reload; each run gets a host that sees the configuration it
 // started with. The host lists, documents, searches and calls downstream

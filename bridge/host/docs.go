@@ -9,7 +9,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // docsFor describes tools the way the sandbox helpers return them: summary is
@@ -17,16 +17,16 @@ import (
 // description, the schemas and a Python signature. withSchema forces the
 // schemas in (list_tools). saved is when the tools' manifest was written, zero
 // when the running server listed them.
-func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, saved time.Time, detail string, withSchema bool) []python.ToolDoc {
+func docsFor(s *snapshot, srv *discovery.Server, tools []*mcp.Tool, saved time.Time, detail string, withSchema bool) []protocol.ToolDoc {
 	names := make([]string, len(tools))
 	for i, t := range tools {
 		names[i] = t.Name
 	}
 	aliases := discovery.Aliases(names)
 	full := strings.EqualFold(detail, "full")
-	out := make([]python.ToolDoc, len(tools))
+	out := make([]protocol.ToolDoc, len(tools))
 	for i, t := range tools {
-		d := python.ToolDoc{
+		d := protocol.ToolDoc{
 			Server: srv.Name, ServerAlias: s.alias[srv.Name],
 			Tool: t.Name, ToolAlias: aliases[t.Name],
 			Name: t.Name, Alias: aliases[t.Name],

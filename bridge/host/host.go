@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -24,8 +23,8 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
-	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // host answers one run's requests from the sandbox. It sees the configuration
@@ -33,6 +32,8 @@ import (
 type host struct {
 	dir      *Directory
 	snap     *snapshot
+	session  string // the run's sandbox session and its number there
+	run      int
 	progress func(message string, progress, total float64)
 }
 
@@ -44,149 +45,36 @@ const (
 	searchStartTimeout = 30 * time.Second
 )
 
-// handler answers one request method with its parameters decoded.
-type handler func(h *host, ctx context.Context, raw json.RawMessage) (any, error)
-
-// method makes a handler that decodes the parameters into P first.
-func method[P any](f func(h *host, ctx context.Context, p P) (any, error)) handler {
-	return func(h *host, ctx context.Context, raw json.RawMessage) (any, error) {
-		var p P
-		if len(raw) > 0 && string(raw) != "null" {
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("malformed parameters: %v", err)}
-			}
-		}
-		return f(h, ctx, p)
+// ListTools implements [protocol.Handler].
+func (h *host) ListTools(ctx context.Context, p protocol.ServerParams) (protocol.ToolDocs, error) {
+	srv, l, err := h.tools(ctx, p.Server, true)
+	if err != nil {
+		return nil, err
 	}
+	return docsFor(h.snap, srv, l.tools, l.saved, "full", true), nil
 }
 
-// methods is the dispatch table of the sandbox's requests.
-var methods = map[string]handler{
-	python.MethodListServers: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
-		names := make([]string, len(h.snap.servers))
-		for i, s := range h.snap.servers {
-			names[i] = s.Name
-		}
-		return names, nil
-	}),
-	python.MethodDescribeServer: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
-		return h.describeServer(ctx, p.Server)
-	}),
-	python.MethodListTools: method(func(h *host, ctx context.Context, p python.ServerParams) (any, error) {
-		srv, l, err := h.tools(ctx, p.Server, true)
-		if err != nil {
-			return nil, err
-		}
-		return docsFor(h.snap, srv, l.tools, l.saved, "full", true), nil
-	}),
-	python.MethodQueryToolDocs: method(func(h *host, ctx context.Context, p python.QueryToolDocsParams) (any, error) {
-		return h.queryToolDocs(ctx, p.Server, p.Tool, p.Detail)
-	}),
-	python.MethodSearchToolDocs: method(func(h *host, ctx context.Context, p python.SearchToolDocsParams) (any, error) {
-		return h.searchToolDocs(ctx, p.Query, p.Limit, p.Detail)
-	}),
-	python.MethodCallTool: method(func(h *host, ctx context.Context, p python.CallToolParams) (any, error) {
-		if p.Tool == nil {
-			return nil, &rpcError{code: "bad_arguments", msg: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
-		}
-		return h.callTool(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed)
-	}),
+// Attach implements [protocol.Handler]: a run's attachments are collected
+// by its [Attachments], whose host answers attach before this one.
+func (h *host) Attach(context.Context, protocol.AttachParams) (protocol.NoResult, error) {
+	return protocol.NoResult{}, &protocol.Error{Code: protocol.CodeInternal, Message: "attach: this run does not collect attachments"}
 }
-
-// The memory and saved-helper methods, added to the table by init.
-var memoryMethods = map[string]handler{
-	python.MethodMemorySave: method(func(h *host, _ context.Context, p python.MemorySaveParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		if p.IfRev != nil {
-			return nil, st.SaveIf(p.Key, p.Value, p.Metadata, *p.IfRev)
-		}
-		return nil, st.Save(p.Key, p.Value, p.Metadata)
-	}),
-	python.MethodMemoryLoad: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		m, ok, err := st.Load(p.Key)
-		if !ok || err != nil {
-			return python.MemoryLoadResult{}, err
-		}
-		return python.MemoryLoadResult{Found: true, MemoryInfo: memoryInfo(m), Value: m.Value, Rev: m.Rev}, nil
-	}),
-	python.MethodMemoryDelete: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return st.Delete(p.Key)
-	}),
-	python.MethodMemoryExists: method(func(h *host, _ context.Context, p python.KeyParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return st.Exists(p.Key)
-	}),
-	python.MethodMemoryList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		list, err := st.List()
-		out := make([]*python.MemoryInfo, len(list))
-		for i, m := range list {
-			out[i] = memoryInfo(m)
-		}
-		return out, err
-	}),
-	python.MethodToolSave: method(func(h *host, _ context.Context, p python.ToolSaveParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return nil, st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature})
-	}),
-	python.MethodToolList: method(func(h *host, _ context.Context, _ python.NoParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		tools, err := st.Tools()
-		out := make([]python.SavedToolInfo, len(tools))
-		for i, t := range tools {
-			out[i] = python.SavedToolInfo{Name: t.Name, Description: t.Description, Signature: t.Signature, UpdatedAt: epoch(t.Updated)}
-		}
-		return out, err
-	}),
-	python.MethodToolDelete: method(func(h *host, _ context.Context, p python.NameParams) (any, error) {
-		st, err := h.store()
-		if err != nil {
-			return nil, err
-		}
-		return st.DeleteTool(p.Name)
-	}),
-}
-
-func init() { maps.Copy(methods, memoryMethods) }
 
 // memoryInfo describes a memory as the sandbox's helpers return it.
-func memoryInfo(m memory.Memory) *python.MemoryInfo {
-	return &python.MemoryInfo{Key: m.Key, Metadata: m.Metadata, Bytes: m.Bytes, CreatedAt: epoch(m.Created), UpdatedAt: epoch(m.Updated)}
+func memoryInfo(m memory.Memory) *protocol.MemoryInfo {
+	return &protocol.MemoryInfo{Key: m.Key, Metadata: m.Metadata, Bytes: m.Bytes, CreatedAt: epoch(m.Created), UpdatedAt: epoch(m.Updated)}
 }
 
 // SavedHelpers gives a new session the helpers agents saved with save_tool.
-func SavedHelpers(st *memory.Store, logger *slog.Logger) func() []python.Source {
-	return func() []python.Source {
+func SavedHelpers(st *memory.Store, logger *slog.Logger) func() []protocol.Source {
+	return func() []protocol.Source {
 		tools, err := st.Tools()
 		if err != nil {
 			logger.Warn("reading saved helpers; new sessions start without them", "err", err)
 		}
-		out := make([]python.Source, len(tools))
+		out := make([]protocol.Source, len(tools))
 		for i, t := range tools {
-			out[i] = python.Source{Name: t.Name, Source: t.Source}
+			out[i] = protocol.Source{Name: t.Name, Source: t.Source}
 		}
 		return out
 	}
@@ -198,23 +86,9 @@ func epoch(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 // store is the memory store, or an error saying it is not available.
 func (h *host) store() (*memory.Store, error) {
 	if h.dir.store == nil {
-		return nil, &rpcError{code: "internal", msg: "memory is not available in this codebridge (no state directory)"}
+		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: "memory is not available in this codebridge (no state directory)"}
 	}
 	return h.dir.store, nil
-}
-
-// Call implements python.Host.
-func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	f, ok := methods[method]
-	if !ok {
-		return nil, &rpcError{code: "internal", msg: fmt.Sprintf("unknown request %q (the sandbox helper and codebridge disagree; update both)", method)}
-	}
-	res, err := f(h, ctx, params)
-	var re *rpcError
-	if errors.As(err, &re) && strings.HasPrefix(re.msg, "malformed parameters") {
-		re.msg = method + ": " + re.msg
-	}
-	return res, err
 }
 
 // tools resolves a server and lists the tools its policy admits, starting
@@ -236,7 +110,7 @@ func (h *host) allTools(ctx context.Context, key string, docs bool) (*discovery.
 	}
 	l, err := h.dir.listTools(ctx, srv, docs)
 	if err != nil {
-		return nil, l, poolError(srv.Name, err)
+		return nil, l, poolError(srv, err)
 	}
 	return srv, l, nil
 }
@@ -254,7 +128,7 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 	if err != nil {
 		if hidden, herr := findTool(srv, l.tools, name); herr == nil {
 			if why := h.snap.blocked(srv.Name, hidden); why != "" {
-				return srv, hidden, l.saved, &rpcError{code: codePolicyDenied, msg: why}
+				return srv, hidden, l.saved, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 			}
 		}
 		if held, herr := findTool(srv, l.held, name); herr == nil {
@@ -265,31 +139,26 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 	return srv, t, l.saved, nil
 }
 
-// The MCPError codes of a tool the policy blocks, and of one quarantined.
-const (
-	codePolicyDenied = "policy_denied"
-	codeQuarantined  = "quarantined"
-)
-
 // quarantined is the refusal of a quarantined tool; unvetted says it is new
 // rather than changed.
-func quarantined(server, tool string, unvetted bool) *rpcError {
+func quarantined(server, tool string, unvetted bool) *protocol.Error {
 	why := "its definition changed since it was pinned"
 	if unvetted {
 		why = "it is new, and MCP_BRIDGE_QUARANTINE_NEW=1 holds new tools back"
 	}
-	return &rpcError{code: codeQuarantined, msg: fmt.Sprintf(
+	return &protocol.Error{Code: protocol.CodeQuarantined, Message: fmt.Sprintf(
 		"tool %s.%s is quarantined: %s, so it is hidden and refused until a person approves it. "+
 			"Ask them to run 'codebridge tools review %s' to see the change, then 'codebridge tools approve %s %s' if it is expected.",
 		server, tool, why, server, server, tool)}
 }
 
-func (h *host) describeServer(ctx context.Context, key string) (any, error) {
-	srv, l, err := h.tools(ctx, key, true)
+// DescribeServer implements [protocol.Handler].
+func (h *host) DescribeServer(ctx context.Context, p protocol.ServerParams) (protocol.ServerDescription, error) {
+	srv, l, err := h.tools(ctx, p.Server, true)
 	if err != nil {
-		return nil, err
+		return protocol.ServerDescription{}, err
 	}
-	return python.ServerDescription{
+	return protocol.ServerDescription{
 		Name:        srv.Name,
 		Alias:       h.snap.alias[srv.Name],
 		Description: srv.Description,
@@ -297,24 +166,27 @@ func (h *host) describeServer(ctx context.Context, key string) (any, error) {
 	}, nil
 }
 
-func (h *host) queryToolDocs(ctx context.Context, key string, tool *string, detail string) (any, error) {
-	if tool != nil {
-		srv, t, saved, err := h.tool(ctx, key, *tool, true)
+// QueryToolDocs implements [protocol.Handler].
+func (h *host) QueryToolDocs(ctx context.Context, p protocol.QueryToolDocsParams) (protocol.ToolDocs, error) {
+	if p.Tool != nil {
+		srv, t, saved, err := h.tool(ctx, p.Server, *p.Tool, true)
 		if err != nil {
 			return nil, err
 		}
-		return docsFor(h.snap, srv, []*mcp.Tool{t}, saved, detail, false), nil
+		return docsFor(h.snap, srv, []*mcp.Tool{t}, saved, p.Detail, false), nil
 	}
-	srv, l, err := h.tools(ctx, key, true)
+	srv, l, err := h.tools(ctx, p.Server, true)
 	if err != nil {
 		return nil, err
 	}
-	return docsFor(h.snap, srv, l.tools, l.saved, detail, false), nil
+	return docsFor(h.snap, srv, l.tools, l.saved, p.Detail, false), nil
 }
 
-func (h *host) searchToolDocs(ctx context.Context, query string, limit int, detail string) (any, error) {
+// SearchToolDocs implements [protocol.Handler].
+func (h *host) SearchToolDocs(ctx context.Context, p protocol.SearchToolDocsParams) (protocol.SearchResult, error) {
+	query, limit, detail := p.Query, p.Limit, p.Detail
 	if strings.TrimSpace(query) == "" {
-		return nil, &rpcError{code: "bad_arguments", msg: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
+		return protocol.SearchResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "search_tool_docs needs a query, e.g. search_tool_docs(\"read a file\")"}
 	}
 	if limit <= 0 {
 		limit = 5
@@ -329,10 +201,10 @@ func (h *host) searchToolDocs(ctx context.Context, query string, limit int, deta
 		saved time.Time
 	}
 	refs := map[[2]string]ref{}
-	out := python.SearchResult{Results: []python.ToolDoc{}, Unavailable: []python.Unavailable{}}
+	out := protocol.SearchResult{Results: []protocol.ToolDoc{}, Unavailable: []protocol.Unavailable{}}
 	for _, srv := range h.snap.servers {
 		if err := failed[srv.Name]; err != nil {
-			out.Unavailable = append(out.Unavailable, python.Unavailable{Server: srv.Name, Error: typed.FirstLine(err.Error())})
+			out.Unavailable = append(out.Unavailable, protocol.Unavailable{Server: srv.Name, Error: typed.FirstLine(err.Error())})
 			continue
 		}
 		l := all[srv.Name]
@@ -390,41 +262,49 @@ func (h *host) everyServer(ctx context.Context) (map[string]listing, map[string]
 	return all, failed
 }
 
-// callTool calls a tool for the sandbox's code, the one way code reaches a
-// downstream tool (call_tool, the mcp_<alias> proxies and tool functions all
-// send call_tool): the policy is checked here, and the call is audited.
-func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool) (any, error) {
-	if h.dir.audit == nil {
-		res, err := h.call(ctx, key, tool, args, startFailed, &audit.Record{})
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
+// CallTool implements [protocol.Handler]: it calls a tool for the sandbox's
+// code, the one way code reaches a downstream tool (call_tool, the
+// mcp_<alias> proxies and tool functions all send call_tool): the policy is
+// checked here, and the call is audited.
+func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protocol.CallToolResult, error) {
+	if p.Tool == nil {
+		return protocol.CallToolResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 	}
-	rec := audit.Record{Time: time.Now(), Server: key, Tool: tool, ArgBytes: len(args)}
-	rec.Session, rec.Run, _ = sandbox.RunFrom(ctx)
-	res, err := h.call(ctx, key, tool, args, startFailed, &rec)
+	var secrets secret.List // the server's, masked in its errors and audit record
+	if srv, err := h.snap.resolve(p.Server); err == nil {
+		secrets = srv.Secrets
+	}
+	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
+	rec.Session, rec.Run = h.session, h.run
+	res, err := h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed, &rec)
+	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
-	var out any
+	var out protocol.CallToolResult
+	if err == nil {
+		// Encoded once here, for its size, and handed on as it is.
+		out.RawMessage, err = json.Marshal(res)
+		if err != nil {
+			err = &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, err)}
+		}
+	}
+	if h.dir.audit != nil {
+		args, _ := secrets.MaskJSON(p.Arguments)
+		h.record(ctx, rec, res, out.RawMessage, args, err)
+	}
+	return out, err
+}
+
+// record audits a call: rec with its outcome, the sizes and, when the audit
+// keeps contents, the arguments and the result.
+func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolResult, raw, args json.RawMessage, err error) {
 	switch {
 	case err != nil:
-		rec.Outcome, rec.Error = "internal", err.Error()
-		var coded interface{ RPCCode() string }
-		if errors.As(err, &coded) {
-			rec.Outcome = coded.RPCCode()
-		}
+		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
 		if ctx.Err() != nil {
 			rec.Outcome = audit.OutcomeCancelled
 		}
 	default:
-		// Encoded once here, for its size, and handed on as it is.
-		raw, merr := json.Marshal(res)
-		if merr != nil {
-			err = &rpcError{code: "internal", msg: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, merr)}
-			rec.Outcome, rec.Error = "internal", err.Error()
-			break
-		}
-		rec.Outcome, rec.ResultBytes, out = audit.OutcomeOK, len(raw), json.RawMessage(raw)
+		rec.Outcome, rec.ResultBytes = audit.OutcomeOK, len(raw)
 		if res.IsError {
 			rec.Outcome = audit.OutcomeToolError
 		}
@@ -436,7 +316,6 @@ func (h *host) callTool(ctx context.Context, key, tool string, args json.RawMess
 		rec.Arguments = args
 	}
 	h.dir.audit.Record(rec)
-	return out, err
 }
 
 // call is callTool without the audit; it fills rec's Server and Tool with
@@ -454,7 +333,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			name = srv.Name
 		}
 		rec.Server = name
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf(
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
 			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
 			name, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
@@ -463,7 +342,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		if srv, err := h.snap.resolve(key); err == nil {
 			if failure := h.dir.pool.LastFailure(srv.Name); failure != nil {
 				rec.Server = srv.Name
-				return nil, poolError(srv.Name, failure)
+				return nil, poolError(srv, failure)
 			}
 		}
 	}
@@ -481,13 +360,13 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	// since then applies at once: the tool must be admitted now too.
 	if cur := h.dir.snap.Load(); cur != h.snap {
 		if why := cur.blocked(srv.Name, t); why != "" {
-			return nil, &rpcError{code: codePolicyDenied, msg: why}
+			return nil, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 		}
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
 	if h.progress != nil {
@@ -499,7 +378,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 				msg += fmt.Sprintf(" %g", p.Progress)
 			}
 			if p.Message != "" {
-				msg += ": " + p.Message
+				msg += ": " + srv.Secrets.Mask(p.Message)
 			}
 			h.progress(msg, p.Progress, p.Total)
 		}
@@ -507,11 +386,14 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	res, err := h.dir.pool.Call(ctx, srv.Name, t.Name, args, progress)
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
-		return nil, &rpcError{code: "bad_arguments", msg: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
+		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
 			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
 	}
 	if err != nil {
-		return nil, poolError(srv.Name, err)
+		return nil, poolError(srv, err)
+	}
+	if res, err = maskResult(srv, res); err != nil {
+		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
 	}
 	if !res.IsError && t.OutputSchema == nil {
 		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
@@ -524,8 +406,8 @@ const savedServer = "saved_tools"
 
 // savedDoc describes a saved helper as a search result: a global function of
 // every session, not a tool to call through call_tool.
-func savedDoc(t memory.Tool, score *float64) python.ToolDoc {
-	return python.ToolDoc{
+func savedDoc(t memory.Tool, score *float64) protocol.ToolDoc {
+	return protocol.ToolDoc{
 		Server: savedServer, ServerAlias: savedServer, Tool: t.Name, ToolAlias: t.Name, Name: t.Name, Alias: t.Name,
 		Description: "saved helper, already defined as a global: call " + t.Name + "(...) directly. " + typed.FirstLine(t.Description),
 		Signature:   cmp.Or(t.Signature, t.Name+"(...)"), Score: score,
@@ -547,22 +429,66 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 			return t, nil
 		}
 	}
-	return nil, unknownName("unknown_tool", "tool of server "+srv.Name+":", key, names,
+	return nil, unknownName(protocol.CodeUnknownTool, "tool of server "+srv.Name+":", key, names,
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
 }
 
-// poolError turns a pool failure into an error the sandbox can branch on.
-func poolError(server string, err error) error {
+// poolError turns a pool failure of srv into an error the sandbox can branch
+// on, srv's secrets masked: a transport's error can quote a URL, and a start
+// error the server's stderr.
+func poolError(srv *discovery.Server, err error) error {
 	var se *pool.StartError
+	e := &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
 	switch {
 	case errors.As(err, &se):
-		return &rpcError{code: "server_failed", msg: err.Error()}
+		e.Code = protocol.CodeServerFailed
 	case errors.Is(err, context.DeadlineExceeded):
-		return &rpcError{code: "timeout", msg: fmt.Sprintf("MCP server %q did not answer in time: %v", server, err)}
+		e.Code, e.Message = protocol.CodeTimeout, fmt.Sprintf("MCP server %q did not answer in time: %v", srv.Name, err)
 	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
-		return &rpcError{code: "server_failed", msg: err.Error()}
+		e.Code = protocol.CodeServerFailed
 	}
-	return &rpcError{code: "internal", msg: err.Error()}
+	e.Message = srv.Secrets.Mask(e.Message)
+	return e
+}
+
+// maskError returns err with secrets masked in its message: a server's
+// JSON-RPC error can quote what it was given.
+func maskError(secrets secret.List, err error) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	masked := secrets.Mask(msg)
+	if masked == msg {
+		return err
+	}
+	if e, ok := errors.AsType[*protocol.Error](err); ok {
+		return &protocol.Error{Code: e.Code, Message: masked, Data: e.Data}
+	}
+	return &protocol.Error{Code: protocol.CodeOf(err), Message: masked}
+}
+
+// maskResult returns res with every secret of srv that it holds replaced by
+// [secret.Placeholder], so a server that echoes its token back does not
+// hand it to the code, the audit log or the result types learnt from it.
+// Secrets shorter than [secret.MinMasked] are left, and so is base64 data.
+func maskResult(srv *discovery.Server, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	if len(srv.Secrets) == 0 {
+		return res, nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result of %s: %w", srv.Name, err)
+	}
+	masked, changed := srv.Secrets.MaskJSON(raw)
+	if !changed {
+		return res, nil
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal(masked, out); err != nil {
+		return nil, fmt.Errorf("decoding the masked result of %s: %w", srv.Name, err)
+	}
+	return out, nil
 }
 
 // ByteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".
@@ -580,10 +506,8 @@ func ByteSize(n int) string {
 	return strconv.FormatFloat(v, 'f', -1, 64) + " " + unit
 }
 
-// NoServers is the python.Host of a run when no servers are configured.
-type NoServers struct{}
-
-// Call refuses every request, saying how to configure a server.
-func (NoServers) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
-	return nil, fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
-}
+// NoServers is the handler of a run when no servers are configured: it
+// refuses every request, saying how to configure a server.
+var NoServers protocol.Handler = protocol.Refuse(func(method string) error {
+	return fmt.Errorf("no MCP servers are configured (%s): add a JSON file with an \"mcpServers\" object to the config folder", method)
+})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestArgumentLimitKeepsServerAlive(t *testing.T) {
 	p.Update(cfg.Servers)
 	d := newDirectory(p, 4<<20, nil)
 	d.Update(cfg)
-	h := d.Host(nil)
+	h := d.host(Run{})
 
 	echo := func(msg string) (any, error) {
 		return hostCall(t, h, "call_tool", map[string]any{"server": "everything", "tool": "echo", "arguments": map[string]any{"message": msg}})
@@ -51,7 +52,7 @@ func TestArgumentLimitKeepsServerAlive(t *testing.T) {
 	}
 
 	_, err := echo(strings.Repeat("x", 20<<20))
-	var re *rpcError
+	var re *protocol.Error
 	if !errors.As(err, &re) || re.RPCCode() != "bad_arguments" || !strings.Contains(re.Error(), "MCP_BRIDGE_MAX_ARGUMENT_SIZE") {
 		t.Fatalf("20 MiB argument: err = %v, want bad_arguments naming MCP_BRIDGE_MAX_ARGUMENT_SIZE", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 type sumArgs struct {
@@ -98,6 +99,12 @@ func testDirectory(t *testing.T, servers ...*discovery.Server) *Directory {
 	return d
 }
 
+// Call answers a request as the run's host does, through the protocol's
+// dispatch table.
+func (h *host) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return protocol.Dispatch(ctx, h, method, params)
+}
+
 func hostCall(t *testing.T, h interface {
 	Call(context.Context, string, json.RawMessage) (any, error)
 }, method string, params map[string]any) (any, error) {
@@ -125,7 +132,7 @@ func TestHostDocsAndCalls(t *testing.T) {
 	if got, _ := d.Prepare(t.Context(), nil); len(got) != 1 || got[0].Name != "my-math" || got[0].Alias != "my_math" {
 		t.Fatalf("Visible = %+v, want only my-math aliased my_math (disabled servers are hidden)", got)
 	}
-	h := d.Host(nil)
+	h := d.host(Run{})
 
 	t.Run("describe_server by alias", func(t *testing.T) {
 		v, err := hostCall(t, h, "describe_server", map[string]any{"server": "my_math"})
@@ -209,8 +216,8 @@ func TestHostDocsAndCalls(t *testing.T) {
 	for _, tt := range errCases {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := hostCall(t, h, tt.method, tt.params)
-			var re *rpcError
-			if !errors.As(err, &re) || re.RPCCode() != tt.code || !strings.Contains(re.Error(), tt.text) {
+			var re *protocol.Error
+			if !errors.As(err, &re) || string(re.RPCCode()) != tt.code || !strings.Contains(re.Error(), tt.text) {
 				t.Fatalf("err = %v, want code %s containing %q", err, tt.code, tt.text)
 			}
 		})
@@ -222,12 +229,12 @@ func TestHostProgress(t *testing.T) {
 	d := testDirectory(t, &discovery.Server{Name: "m", Transport: discovery.Streamable, URL: mathServerAcked(t, acks)})
 	var mu sync.Mutex
 	var msgs []string
-	h := d.Host(func(msg string, _, _ float64) {
+	h := d.host(Run{Progress: func(msg string, _, _ float64) {
 		mu.Lock()
 		msgs = append(msgs, msg)
 		mu.Unlock()
 		acks <- struct{}{} // the tool goes on once its notification has been seen
-	})
+	}})
 	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "m", "tool": "slow_count"}); err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +269,7 @@ func TestSearchReportsServersThatFail(t *testing.T) {
 		&discovery.Server{Name: "math", Transport: discovery.Streamable, URL: mathServer(t)},
 		&discovery.Server{Name: "down", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"},
 	)
-	v, err := hostCall(t, d.Host(nil), "search_tool_docs", map[string]any{"query": "echo the input"})
+	v, err := hostCall(t, d.host(Run{}), "search_tool_docs", map[string]any{"query": "echo the input"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,14 +315,14 @@ func TestCallToolArgumentLimit(t *testing.T) {
 	fp := &recordingPool{}
 	d := newDirectory(fp, 1000, nil)
 	d.Update(&discovery.Config{Servers: []*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"}}})
-	h := d.Host(nil)
+	h := d.host(Run{})
 
 	// {"message":"..."} is 14 bytes around the message.
 	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "echo", "arguments": map[string]any{"message": strings.Repeat("x", 1000-14)}}); err != nil {
 		t.Fatalf("arguments of exactly the limit: %v", err)
 	}
 	_, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "echo", "arguments": map[string]any{"message": strings.Repeat("x", 1000-13)}})
-	var re *rpcError
+	var re *protocol.Error
 	if !errors.As(err, &re) || re.RPCCode() != "bad_arguments" {
 		t.Fatalf("arguments one byte over the limit: err = %v, want code bad_arguments", err)
 	}
@@ -362,14 +369,14 @@ func TestUnusableServerNamed(t *testing.T) {
 		"other": {`unknown MCP server "other"`},
 	} {
 		_, err := snap.resolve(key)
-		var rpc *rpcError
-		if !errors.As(err, &rpc) || rpc.code != "unknown_server" {
+		var rpc *protocol.Error
+		if !errors.As(err, &rpc) || rpc.Code != "unknown_server" {
 			t.Errorf("%s: %v, want unknown_server", key, err)
 			continue
 		}
 		for _, w := range want {
-			if !strings.Contains(rpc.msg, w) {
-				t.Errorf("%s: %q does not say %q", key, rpc.msg, w)
+			if !strings.Contains(rpc.Message, w) {
+				t.Errorf("%s: %q does not say %q", key, rpc.Message, w)
 			}
 		}
 	}

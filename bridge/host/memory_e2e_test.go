@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -18,7 +19,7 @@ func memoryHost(t *testing.T) (*Directory, func(t *testing.T, it *python.Interpr
 	d.store = memory.New(t.TempDir())
 	run := func(t *testing.T, it *python.Interpreter, code string) string {
 		t.Helper()
-		res, err := it.Run(t.Context(), python.Program{Code: code}, d.Host(nil), time.Minute)
+		res, err := it.Run(t.Context(), python.Program{Code: code}, d.host(Run{}), time.Minute)
 		if err != nil || res.Error != nil {
 			t.Fatalf("run %q: %v %+v\nstderr: %s", code, err, res.Error, res.Stderr)
 		}
@@ -28,7 +29,7 @@ func memoryHost(t *testing.T) (*Directory, func(t *testing.T, it *python.Interpr
 }
 
 func localInterp(t *testing.T) *python.Interpreter {
-	it := python.Start(testenv.LocalPython(t, python.Command()), python.Init{}, python.Limits{})
+	it := python.Start(testenv.LocalPython(t, python.Command()), protocol.Init{}, python.Limits{})
 	t.Cleanup(func() { it.Close() })
 	return it
 }
@@ -68,7 +69,7 @@ True False
 	res, err := it2.Run(t.Context(), python.Program{
 		Code:    `print(clean([1, 0, 2]), clean.__doc__, load_memory("plan"))`,
 		Prelude: SavedHelpers(d.store, slog.New(slog.DiscardHandler))(),
-	}, d.Host(nil), time.Minute)
+	}, d.host(Run{}), time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "[1, 2] Drops empty rows from a table. {'steps': [1, 2], 'done': True}\n" {
 		t.Errorf("new session after restart: %q %+v %v", res.Stdout, res.Error, err)
 	}
@@ -132,7 +133,7 @@ assert not errors, errors
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, err := it2.Run(t.Context(), python.Program{Code: code}, d.Host(nil), time.Minute)
+		res, err := it2.Run(t.Context(), python.Program{Code: code}, d.host(Run{}), time.Minute)
 		if err != nil || res.Error != nil {
 			t.Errorf("second session: %v %+v %s", err, res.Error, res.Stderr)
 		}
@@ -199,7 +200,7 @@ def counter(start=0):
 def fact(n):
     return 1 if n < 2 else n * fact(n - 1)
 `)
-	res, err := it.Run(t.Context(), python.Program{Code: `print(save_tool(dump, name="to_json", description="JSON text of x."), save_tool(counter), save_tool(fact))`}, d.Host(nil), time.Minute)
+	res, err := it.Run(t.Context(), python.Program{Code: `print(save_tool(dump, name="to_json", description="JSON text of x."), save_tool(counter), save_tool(fact))`}, d.host(Run{}), time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "to_json counter fact\n" {
 		t.Fatalf("save: %q %+v %v", res.Stdout, res.Error, err)
 	}
@@ -214,7 +215,7 @@ def fact(n):
 	res, err = it2.Run(t.Context(), python.Program{
 		Code:    `import json, sys; helper = lambda x: x; print(to_json([1]), counter(3), fact(5), 'dump' in globals())`,
 		Prelude: SavedHelpers(d.store, slog.New(slog.DiscardHandler))(),
-	}, d.Host(nil), time.Minute)
+	}, d.host(Run{}), time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "[1] 3 120 True\n" || res.Stderr != "" {
 		t.Errorf("a new session: %q %q %+v %v", res.Stdout, res.Stderr, res.Error, err)
 	}

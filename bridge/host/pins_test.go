@@ -14,6 +14,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // changingPool is annotatedPool whose write_file description can change; a
@@ -77,12 +78,12 @@ func TestQuarantineHidesAndRefuses(t *testing.T) {
 			}
 		}
 	}
-	h := d.Host(nil)
+	h := d.host(Run{})
 	for _, method := range []string{"call_tool", "query_tool_docs"} {
 		_, err := hostCall(t, h, method, map[string]any{"server": "fs", "tool": "write_file"})
-		var re *rpcError
-		if !errors.As(err, &re) || re.code != codeQuarantined || !strings.Contains(re.msg, "'codebridge tools review fs'") ||
-			!strings.Contains(re.msg, "'codebridge tools approve fs write_file'") {
+		var re *protocol.Error
+		if !errors.As(err, &re) || re.Code != protocol.CodeQuarantined || !strings.Contains(re.Message, "'codebridge tools review fs'") ||
+			!strings.Contains(re.Message, "'codebridge tools approve fs write_file'") {
 			t.Errorf("%s write_file: %v, want quarantined naming the review command", method, err)
 		}
 	}
@@ -98,7 +99,7 @@ func TestQuarantineHidesAndRefuses(t *testing.T) {
 		switch {
 		case r.Kind == audit.KindPin && r.Outcome == audit.OutcomeQuarantined && r.Tool == "write_file" && strings.Contains(r.Error, "description"):
 			pins++
-		case r.Kind == "" && r.Outcome == codeQuarantined && r.Tool == "write_file":
+		case r.Kind == "" && r.Outcome == string(protocol.CodeQuarantined) && r.Tool == "write_file":
 			refused++
 		default:
 			t.Errorf("unexpected record %+v", r)
@@ -117,7 +118,7 @@ func TestQuarantineHidesAndRefuses(t *testing.T) {
 			t.Errorf("after approval: %s shows %v, want %v", way, got, all)
 		}
 	}
-	if _, err := hostCall(t, d.Host(nil), "call_tool", map[string]any{"server": "fs", "tool": "write_file"}); err != nil {
+	if _, err := hostCall(t, d.host(Run{}), "call_tool", map[string]any{"server": "fs", "tool": "write_file"}); err != nil {
 		t.Errorf("call after approval: %v", err)
 	}
 }
@@ -132,9 +133,9 @@ func TestQuarantineNew(t *testing.T) {
 			t.Errorf("%s shows %v of a new server", way, got)
 		}
 	}
-	_, err := hostCall(t, d.Host(nil), "call_tool", map[string]any{"server": "fs", "tool": "read_file"})
-	var re *rpcError
-	if !errors.As(err, &re) || re.code != codeQuarantined || !strings.Contains(re.msg, "MCP_BRIDGE_QUARANTINE_NEW") {
+	_, err := hostCall(t, d.host(Run{}), "call_tool", map[string]any{"server": "fs", "tool": "read_file"})
+	var re *protocol.Error
+	if !errors.As(err, &re) || re.Code != protocol.CodeQuarantined || !strings.Contains(re.Message, "MCP_BRIDGE_QUARANTINE_NEW") {
 		t.Errorf("call of a new server's tool: %v", err)
 	}
 	tools, _ := fp.Tools(t.Context(), "fs")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // annotatedPool is a downstream whose one server has tools with the
@@ -53,7 +54,7 @@ func policyConfig(entry discovery.ToolPolicy) *discovery.Config {
 // visibleEverywhere lists the tools each way of looking at the server shows.
 func visibleEverywhere(t *testing.T, d *Directory) map[string][]string {
 	t.Helper()
-	h := d.Host(nil)
+	h := d.host(Run{})
 	names := func(v any, key string) []string {
 		var out []string
 		for _, e := range v.([]any) {
@@ -170,7 +171,7 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 					t.Errorf("%s shows %v, want %v", way, got, tt.visible)
 				}
 			}
-			h := d.Host(nil)
+			h := d.host(Run{})
 			for _, tool := range all {
 				_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": tool})
 				_, qerr := hostCall(t, h, "query_tool_docs", map[string]any{"server": "fs", "tool": tool})
@@ -185,14 +186,14 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 					continue
 				}
 				for what, err := range map[string]error{"call_tool": err, "query_tool_docs": qerr} {
-					var re *rpcError
-					if !errors.As(err, &re) || re.code != codePolicyDenied {
+					var re *protocol.Error
+					if !errors.As(err, &re) || re.Code != protocol.CodePolicyDenied {
 						t.Errorf("%s %s: err = %v, want policy_denied", what, tool, err)
 						continue
 					}
 					for _, w := range want {
-						if !strings.Contains(re.msg, w) {
-							t.Errorf("%s %s: %q does not say %q", what, tool, re.msg, w)
+						if !strings.Contains(re.Message, w) {
+							t.Errorf("%s %s: %q does not say %q", what, tool, re.Message, w)
 						}
 					}
 				}
@@ -202,12 +203,12 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 			}
 			// A misspelt name suggests admitted tools only.
 			_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": "read_secrt"})
-			var re *rpcError
-			if !errors.As(err, &re) || (re.code != "unknown_tool" && re.code != codePolicyDenied) {
+			var re *protocol.Error
+			if !errors.As(err, &re) || (re.Code != "unknown_tool" && re.Code != protocol.CodePolicyDenied) {
 				t.Fatalf("misspelt tool: %v", err)
 			}
-			if re.code == "unknown_tool" && !slices.Contains(tt.visible, "read_secret") && strings.Contains(re.msg, `"read_secret"`) {
-				t.Errorf("the unknown-tool message names a blocked tool: %s", re.msg)
+			if re.Code == "unknown_tool" && !slices.Contains(tt.visible, "read_secret") && strings.Contains(re.Message, `"read_secret"`) {
+				t.Errorf("the unknown-tool message names a blocked tool: %s", re.Message)
 			}
 		})
 	}
@@ -217,7 +218,7 @@ func TestPolicyHidesAndRefuses(t *testing.T) {
 // but a tool the policy blocks since then is refused at once.
 func TestPolicyEditAppliesToRunningRun(t *testing.T) {
 	d, fp := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{})
-	h := d.Host(nil) // a run in progress
+	h := d.host(Run{}) // a run in progress
 	call := func() error {
 		_, err := hostCall(t, h, "call_tool", map[string]any{"server": "fs", "tool": "write_file"})
 		return err
@@ -226,8 +227,8 @@ func TestPolicyEditAppliesToRunningRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Update(policyConfig(discovery.ToolPolicy{Deny: []string{"write_file"}}))
-	var re *rpcError
-	if err := call(); !errors.As(err, &re) || re.code != codePolicyDenied {
+	var re *protocol.Error
+	if err := call(); !errors.As(err, &re) || re.Code != protocol.CodePolicyDenied {
 		t.Fatalf("after the edit: %v, want policy_denied", err)
 	}
 	if n := len(fp.callSizes()); n != 1 {
@@ -246,7 +247,7 @@ func TestAuditOneLinePerCall(t *testing.T) {
 		d, _ := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{Deny: []string{"wipe_file"}})
 		dir := t.TempDir()
 		d.audit = audit.New(dir, audit.Options{Contents: contents})
-		h := d.Host(nil)
+		h := d.host(Run{Session: "s1", Run: 2})
 		calls := []struct {
 			server, tool, outcome string
 			args                  map[string]any
@@ -275,7 +276,7 @@ func TestAuditOneLinePerCall(t *testing.T) {
 			if c.tool == "READ_FILE" {
 				wantTool = "read_file"
 			}
-			if r.Server != c.server || r.Tool != wantTool || r.Outcome != c.outcome || r.DurationMS < 0 || r.Time.IsZero() {
+			if r.Server != c.server || r.Tool != wantTool || r.Outcome != c.outcome || r.DurationMS < 0 || r.Time.IsZero() || r.Session != "s1" || r.Run != 2 {
 				t.Errorf("record %d = %+v, want %s.%s %s", i, r, c.server, wantTool, c.outcome)
 			}
 			if (r.Outcome == "ok" || r.Outcome == "tool_error") != (r.ResultBytes > 0) || (r.Outcome != "ok" && r.Outcome != "tool_error") != (r.Error != "") {

@@ -78,7 +78,7 @@ func TestReloadWhileRunsRead(t *testing.T) {
 		})
 	}
 	read(func() { // a run's view: its snapshot's definition, and the server it reaches
-		h := d.Host(nil).(*host)
+		h := d.host(Run{})
 		for _, srv := range h.snap.servers {
 			_ = clone(srv)
 		}

@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Limits on what is stored, and the defaults of [Limits].
@@ -55,19 +56,21 @@ type Limits struct {
 // Error is a failure the sandbox sees as MCPError with Code: bad_arguments,
 // too_large or conflict.
 type Error struct {
-	Code string
+	Code protocol.Code
 	Msg  string
 }
 
-func (e *Error) Error() string   { return e.Msg }
-func (e *Error) RPCCode() string { return e.Code }
+func (e *Error) Error() string { return e.Msg }
+
+// RPCCode implements [protocol.CodedError].
+func (e *Error) RPCCode() protocol.Code { return e.Code }
 
 func bad(format string, args ...any) error {
-	return &Error{Code: "bad_arguments", Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: protocol.CodeBadArguments, Msg: fmt.Sprintf(format, args...)}
 }
 
 func tooLarge(format string, args ...any) error {
-	return &Error{Code: "too_large", Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: protocol.CodeTooLarge, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Store is the memories and saved helpers under one directory. Its methods
@@ -196,7 +199,7 @@ func (s *Store) save(key string, value, metadata json.RawMessage, ifRev int64) e
 		m.Created, m.Rev = old.Created, old.Rev+1
 	}
 	if ifRev >= 0 && ifRev != m.Rev-1 {
-		return &Error{Code: "conflict", Msg: fmt.Sprintf("memory %q changed meanwhile (revision %d, expected %d): load it again and retry", key, m.Rev-1, ifRev)}
+		return &Error{Code: protocol.CodeConflict, Msg: fmt.Sprintf("memory %q changed meanwhile (revision %d, expected %d): load it again and retry", key, m.Rev-1, ifRev)}
 	}
 	rec, err := json.Marshal(m)
 	if err != nil {

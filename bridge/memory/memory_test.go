@@ -16,7 +16,7 @@ import (
 func code(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
-		return e.Code
+		return string(e.Code)
 	}
 	return ""
 }

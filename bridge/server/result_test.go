@@ -11,6 +11,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // TestResultAttachments: a run's result is its text first, then the images
@@ -18,7 +19,7 @@ import (
 // structuredContent. (The host's tests check which are kept and why.)
 func TestResultAttachments(t *testing.T) {
 	att := host.NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
-	h := att.Host(host.NoServers{})
+	h := att.Host(host.NoServers)
 	for _, p := range []struct {
 		kind, name, mime string
 		data             []byte
@@ -31,7 +32,7 @@ func TestResultAttachments(t *testing.T) {
 		{"file", "blob.bin", "application/octet-stream", []byte{0xff, 0, 1}, 0},
 		{"image", "late.png", "image/png", []byte{1}, 0},
 	} {
-		h.Call(t.Context(), python.MethodAttach, bridgetest.AttachParams(p.kind, p.name, p.mime, p.data, p.size))
+		h.Call(t.Context(), protocol.MethodAttach, bridgetest.AttachParams(p.kind, p.name, p.mime, p.data, p.size))
 	}
 	// The result: text first, then the attachments in order, a note for each
 	// dropped one, and both lists in structuredContent.
@@ -56,9 +57,9 @@ func TestResultAttachments(t *testing.T) {
 // a result that lists the first ones dropped and counts the rest.
 func TestResultDropsBounded(t *testing.T) {
 	att := host.NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
-	h := att.Host(host.NoServers{})
+	h := att.Host(host.NoServers)
 	for range 1000 {
-		h.Call(context.Background(), python.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11))
+		h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11))
 	}
 	r := formatResult(&python.Result{}, nil, att)
 	if text := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "and 980 more not returned.") {

@@ -10,14 +10,15 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -40,10 +41,9 @@ type Options struct {
 type Directory interface {
 	// Prepare lists the enabled servers for a run, after starting the named
 	// ones (an unknown name is an error) so the run's first call finds them warm.
-	Prepare(ctx context.Context, names []string) ([]python.ServerInfo, error)
-	// Host answers one run's requests. progress, if non-nil, receives progress
-	// from downstream calls.
-	Host(progress func(message string, progress, total float64)) python.Host
+	Prepare(ctx context.Context, names []string) ([]protocol.ServerInfo, error)
+	// Host answers one run's requests (see [host.Run]).
+	Host(run host.Run) protocol.Handler
 }
 
 // Server is codebridge's MCP server.
@@ -110,10 +110,6 @@ func (c *Counter) Wait(ctx context.Context) bool {
 		return false
 	}
 }
-
-// failBusy is the failure kind of a run refused because codebridge is at its
-// limit of runs in progress, or stopping.
-const failBusy python.FailureKind = "busy"
 
 // NewServer builds the MCP server with its one tool and the manual resource.
 func NewServer(cfg settings.Config, opts Options) *Server {
@@ -204,17 +200,17 @@ func (s *Server) Drain(ctx context.Context) {
 // Runs is the number of run_python calls in progress or waiting their turn.
 func (s *Server) Runs() int { return s.runs.Count() }
 
-// startRun counts a run in, or says why it cannot start: MaxRuns are in
-// progress, or the server is draining. The run's ctx ends with ctx or when
+// startRun counts a run in, or says why it cannot start: MaxQueued are in
+// progress or waiting, or the server is draining. The run's ctx ends with ctx or when
 // the server quits; done counts the run out.
 func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func(), refused *mcp.CallToolResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch n := s.runs.Count(); {
 	case s.draining || s.quitting:
-		return nil, nil, toolError(failBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
-	case s.cfg.MaxRuns > 0 && n >= s.cfg.MaxRuns:
-		return nil, nil, toolError(failBusy, "%d run_python calls are already in progress, the most codebridge runs at once (MCP_BRIDGE_MAX_RUNS): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_RUNS.", n)
+		return nil, nil, toolError(protocol.FailBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
+	case s.cfg.MaxQueued > 0 && n >= s.cfg.MaxQueued:
+		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (MCP_BRIDGE_MAX_QUEUED): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_QUEUED.", n)
 	}
 	s.runs.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -260,27 +256,36 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	att := host.NewAttachments(s.cfg)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
-	var h python.Host = host.NoServers{}
+	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
 			return inputError("%v", err), nil
 		}
 		prog.Servers = servers
-		h = d.Host(progress)
+		runHost = func(run sandbox.SessionInfo) python.Host {
+			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress}))
+		}
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
 	}
 
 	// The first run may wait while Podman pulls the sandbox image: it sees the
 	// pull's progress, and waits no longer than its own time limit.
-	watch := &podman.ImageWatch{Limit: timeout}
-	if progress != nil {
-		watch.Progress = func(line string) { progress("sandbox image: "+line, 0, 0) }
+	var pulled atomic.Bool
+	var waited atomic.Int64
+	wait := sandbox.Wait{
+		Limit: timeout,
+		Progress: func(line string) {
+			pulled.Store(true)
+			if progress != nil {
+				progress("sandbox image: "+line, 0, 0)
+			}
+		},
+		Waited: func(d time.Duration) { waited.Add(int64(d)) },
 	}
-	ctx = podman.WithImageWatch(ctx, watch)
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: att.Host(h), Timeout: timeout,
+		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
 	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
@@ -289,8 +294,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
 		"exit", res.ExitCode, "error", res.Error != nil)
 	result := formatResult(res.Result, &res.Session, att)
-	if watch.Pulled() && (res.Error == nil || res.Error.Kind != python.FailUnavailable) {
-		w := watch.Waited()
+	if pulled.Load() && (res.Error == nil || res.Error.Kind != protocol.FailUnavailable) {
+		w := time.Duration(waited.Load())
 		text := result.Content[0].(*mcp.TextContent)
 		text.Text = fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.\n", w.Round(100*time.Millisecond)) + text.Text
 	}
@@ -380,15 +385,15 @@ func (s *Server) progressFunc(ctx context.Context, req *mcp.CallToolRequest) (pr
 
 // output is run_python's structuredContent.
 type output struct {
-	Stdout          string          `json:"stdout"`
-	Stderr          string          `json:"stderr"`
-	ExitCode        int             `json:"exit_code"`
-	DurationMS      int64           `json:"duration_ms"`
-	StdoutBytes     int64           `json:"stdout_bytes"`
-	StderrBytes     int64           `json:"stderr_bytes"`
-	StdoutTruncated bool            `json:"stdout_truncated,omitempty"`
-	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
-	Error           *python.Failure `json:"error,omitempty"`
+	Stdout          string            `json:"stdout"`
+	Stderr          string            `json:"stderr"`
+	ExitCode        int               `json:"exit_code"`
+	DurationMS      int64             `json:"duration_ms"`
+	StdoutBytes     int64             `json:"stdout_bytes"`
+	StderrBytes     int64             `json:"stderr_bytes"`
+	StdoutTruncated bool              `json:"stdout_truncated,omitempty"`
+	StderrTruncated bool              `json:"stderr_truncated,omitempty"`
+	Error           *protocol.Failure `json:"error,omitempty"`
 	// Session says which sandbox session ran the code; absent for input errors.
 	Session *sandbox.SessionInfo `json:"session,omitempty"`
 	// Background is output that code left running wrote since the last run.
@@ -497,11 +502,11 @@ func inputError(format string, args ...any) *mcp.CallToolResult {
 }
 
 // toolError is a run_python result that ran no code, failed for reason kind.
-func toolError(kind python.FailureKind, format string, args ...any) *mcp.CallToolResult {
+func toolError(kind protocol.FailureKind, format string, args ...any) *mcp.CallToolResult {
 	msg := fmt.Sprintf(format, args...)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: msg}},
-		StructuredContent: output{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}},
+		StructuredContent: output{ExitCode: -1, Error: &protocol.Failure{Kind: kind, Message: msg}},
 		IsError:           true,
 	}
 }

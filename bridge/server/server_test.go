@@ -18,8 +18,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -149,21 +151,21 @@ func TestRunPythonResults(t *testing.T) {
 			wantText: []string{"hello\n"}},
 		{name: "no output", result: &python.Result{},
 			wantText: []string{"(no output)"}},
-		{name: "exception", result: &python.Result{Stdout: "before\n", ExitCode: 1, Error: &python.Failure{
-			Kind: python.FailException, Type: "ZeroDivisionError", Message: "division by zero",
+		{name: "exception", result: &python.Result{Stdout: "before\n", ExitCode: 1, Error: &protocol.Failure{
+			Kind: protocol.FailException, Type: "ZeroDivisionError", Message: "division by zero",
 			Traceback: "Traceback (most recent call last):\n  File \"<run_python>\", line 2\nZeroDivisionError: division by zero\n"}},
 			wantText: []string{"before\n", "[exception]\nTraceback", "ZeroDivisionError"}, wantError: true, wantKind: "exception", wantExit: 1},
-		{name: "timeout", result: &python.Result{Stdout: "tick\n", ExitCode: -1, Error: &python.Failure{
-			Kind: python.FailTimeout, Message: "timed out after 2 seconds"}},
+		{name: "timeout", result: &python.Result{Stdout: "tick\n", ExitCode: -1, Error: &protocol.Failure{
+			Kind: protocol.FailTimeout, Message: "timed out after 2 seconds"}},
 			wantText: []string{"tick\n", "[timeout]\ntimed out after 2 seconds"}, wantError: true, wantKind: "timeout", wantExit: -1},
 		{name: "stderr and exit", result: &python.Result{Stderr: "warn\n", ExitCode: 3},
 			wantText: []string{"[stderr]\nwarn\n", "[exit]\nexit status 3"}, wantError: true, wantExit: 3},
-		{name: "sandbox unavailable", result: &python.Result{ExitCode: -1, Error: &python.Failure{
-			Kind: python.FailUnavailable, Message: "podman is not installed"}},
+		{name: "sandbox unavailable", result: &python.Result{ExitCode: -1, Error: &protocol.Failure{
+			Kind: protocol.FailUnavailable, Message: "podman is not installed"}},
 			wantText: []string{"[sandbox_unavailable]\npodman is not installed"}, wantError: true, wantKind: "sandbox_unavailable", wantExit: -1},
 		// A failure whose status never came back must not read as exit 0.
-		{name: "failure without status", result: &python.Result{Error: &python.Failure{
-			Kind: python.FailUnavailable, Message: "the sandbox process ended without reporting a result"}},
+		{name: "failure without status", result: &python.Result{Error: &protocol.Failure{
+			Kind: protocol.FailUnavailable, Message: "the sandbox process ended without reporting a result"}},
 			wantText: []string{"[sandbox_unavailable]"}, wantError: true, wantKind: "sandbox_unavailable", wantExit: -1},
 	}
 	for _, tt := range tests {
@@ -292,41 +294,48 @@ func TestTimeoutRange(t *testing.T) {
 // host, for tests that drive progress themselves.
 type progressDirectory struct{}
 
-func (progressDirectory) Prepare(context.Context, []string) ([]python.ServerInfo, error) {
+func (progressDirectory) Prepare(context.Context, []string) ([]protocol.ServerInfo, error) {
 	return nil, nil
 }
 
-func (progressDirectory) Host(progress func(string, float64, float64)) python.Host {
-	return progressHost{progress}
+func (progressDirectory) Host(run host.Run) protocol.Handler {
+	return progressHost{progress: run.Progress}
 }
 
+// progressHost reports progress from every tool call with the run's progress
+// func; it refuses every other request.
 type progressHost struct {
+	protocol.Refuse
 	progress func(string, float64, float64)
 }
 
-// Call answers any request with the run's progress func, which reaches it
-// through the attachments' host.
-func (h progressHost) Call(context.Context, string, json.RawMessage) (any, error) {
-	return h.progress, nil
+func (h progressHost) CallTool(_ context.Context, p protocol.CallToolParams) (protocol.CallToolResult, error) {
+	if h.progress == nil {
+		return protocol.CallToolResult{}, errors.New("no progress func: the client asked for progress")
+	}
+	h.progress(*p.Tool, 1, 2)
+	return protocol.CallToolResult{RawMessage: json.RawMessage("{}")}, nil
 }
 
-// concurrentProgressRunner reports progress from n goroutines at once, as n
-// concurrent tool calls of one run do.
+// concurrentProgressRunner makes n concurrent tool calls, each reporting
+// progress, as n concurrent tool calls of one run do.
 type concurrentProgressRunner struct{ n int }
 
 func (concurrentProgressRunner) End(context.Context, string) {}
 
 func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
-	v, err := req.Host.Call(ctx, "progress", nil)
-	progress, _ := v.(func(string, float64, float64))
-	if err != nil || progress == nil {
-		return nil, errors.New("no progress func: the client asked for progress")
-	}
+	errs := make([]error, r.n)
+	h := req.Host(sandbox.SessionInfo{ID: "s1", Run: 1})
 	var wg sync.WaitGroup
 	for i := range r.n {
-		wg.Go(func() { progress(fmt.Sprint("call ", i), 1, 2) })
+		wg.Go(func() {
+			_, errs[i] = h.Call(ctx, protocol.MethodCallTool, json.RawMessage(fmt.Sprintf(`{"server":"s","tool":"call %d"}`, i)))
+		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	return &sandbox.Result{Result: &python.Result{}}, nil
 }
 
@@ -423,12 +432,12 @@ func TestShutdownCancelsRuns(t *testing.T) {
 	}
 }
 
-// TestRunLimitAndDrain: past MaxRuns a run fails at once with a busy error;
+// TestRunLimitAndDrain: past MaxQueued a run fails at once with a busy error;
 // Drain refuses new runs, waits for the one in progress, and cancels it when
 // its ctx ends first.
 func TestRunLimitAndDrain(t *testing.T) {
 	cfg := bridgetest.Config(t)
-	cfg.MaxRuns = 1
+	cfg.MaxQueued = 1
 	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
 	s := NewServer(cfg, Options{Runner: r})
 	cs := connect(t, s)
@@ -439,8 +448,8 @@ func TestRunLimitAndDrain(t *testing.T) {
 	}()
 	<-r.started
 	res, out := call(t, cs, map[string]any{"code": "print(1)"})
-	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_RUNS") {
-		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_RUNS", text(res))
+	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "MCP_BRIDGE_MAX_QUEUED") {
+		t.Errorf("second run: %s, want a busy error naming MCP_BRIDGE_MAX_QUEUED", text(res))
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -491,5 +500,29 @@ func TestCloseWaitsForSessionEnds(t *testing.T) {
 	}
 	if _, _, refused := s.startRun(t.Context(), &mcp.CallToolRequest{}); refused == nil {
 		t.Error("a run after Close was not refused")
+	}
+}
+
+// pullRunner is a runner whose run first waits for an image pull through the
+// request's Wait.
+type pullRunner struct{ fakeRunner }
+
+func (p *pullRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	req.Wait.Progress("pulling the sandbox image")
+	req.Wait.Waited(1500 * time.Millisecond)
+	return p.fakeRunner.Run(ctx, req)
+}
+
+// TestRunPythonImageWait: a run that waited for the sandbox image says how
+// long, and waits no longer than its time limit.
+func TestRunPythonImageWait(t *testing.T) {
+	r := &pullRunner{}
+	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: r}))
+	res, _ := call(t, cs, map[string]any{"code": "print('x')", "timeout": 7})
+	if got := text(res); !strings.HasPrefix(got, "[sandbox] this run first waited 1.5s for Podman to pull the sandbox image") {
+		t.Errorf("text %q does not say how long the run waited", got)
+	}
+	if r.req.Wait.Limit != 7*time.Second {
+		t.Errorf("Wait.Limit = %v, want the run's 7s", r.req.Wait.Limit)
 	}
 }

@@ -3,28 +3,26 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"go/token"
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/knadh/koanf/v2"
-
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
 // EnvPrefix starts every environment variable codebridge reads. The names match
 // the reference Python bridge's, so users can switch without editing configs.
 const EnvPrefix = "MCP_BRIDGE_"
 
-// Config is codebridge's settings, resolved once at start-up.
+// Config is codebridge's settings, resolved once at start-up by [Load]: a
+// snapshot, passed by value and never edited after it is made (a command-line
+// flag is a layer of Load, not an edit afterwards); new settings make a new
+// Config.
 type Config struct {
 	Image         string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
 	Timeout       time.Duration // default run_python time limit
@@ -50,10 +48,11 @@ type Config struct {
 	SessionIdle   time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions   int           // live sandbox sessions at most
 	Preload       []string      // modules a session's interpreter imports before its first run
-	MaxRuns       int           // run_python calls in progress (or waiting their turn) at once, at most
+	MaxRuns       int           // runs executing in sandboxes at once, at most; more wait for a slot
+	MaxQueued     int           // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
 
 	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
-	HTTPToken     string        // bearer token HTTP clients send; "" generates one in StateDir
+	HTTPToken     secret.Value  // bearer token HTTP clients send; empty generates one in StateDir
 	HTTPAuth      bool          // require the bearer token; false is allowed on loopback only
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
@@ -67,28 +66,33 @@ type Config struct {
 	QuarantineNew bool  // hold back tools without a pinned definition until approved
 }
 
-// setting describes one environment variable: its koanf key, default and parser.
+// A setting is one row of the settings table: its key in the settings file
+// (and, upper-cased after [EnvPrefix], its environment variable), its default,
+// its help on the generated docs/settings.md, and how its text sets [Config].
 type setting struct {
-	key   string // lower-case name without the prefix, e.g. "max_timeout"
-	def   string
-	help  string
-	apply func(c *Config, v string) error
+	key    string // lower-case name, e.g. "max_timeout": the file key; MCP_BRIDGE_MAX_TIMEOUT in the environment
+	def    string
+	help   string // Markdown, for docs/settings.md
+	apply  func(c *Config, v string) error
+	flag   string        // the command-line flag that sets it, if any, e.g. "http"
+	secret bool          // its value is never shown
+	unset  func() string // the value used when it is empty, where that depends on the machine
 }
 
 // settings is the table behind [LoadConfig] and the README's settings table.
 var settings = []setting{
-	{"image", "", "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
-		func(c *Config, v string) error { c.Image = v; return nil }},
-	{"timeout", "30", "Default run_python time limit, in seconds (or a Go duration such as 45s).",
-		func(c *Config, v string) (err error) { c.Timeout, err = ParseSeconds(v); return err }},
-	{"max_timeout", "120", "Largest timeout a caller may ask for; a larger one is capped to it.",
-		func(c *Config, v string) (err error) { c.MaxTimeout, err = ParseSeconds(v); return err }},
-	{"memory", "512m", "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
-		func(c *Config, v string) (err error) { c.Memory, err = podman.ParseSize(v); return err }},
-	{"pids", "128", "Container process limit.",
-		func(c *Config, v string) (err error) { c.Pids, err = parsePositive(v); return err }},
-	{"cpus", "", "Container CPU limit, e.g. 1.5. Unset: no limit.",
-		func(c *Config, v string) error {
+	{key: "image", def: "", help: "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
+		apply: func(c *Config, v string) error { c.Image = v; return nil }},
+	{key: "timeout", def: "30", help: "Default run_python time limit, in seconds (or a Go duration such as 45s).",
+		apply: func(c *Config, v string) (err error) { c.Timeout, err = ParseSeconds(v); return err }},
+	{key: "max_timeout", def: "120", help: "Largest timeout a caller may ask for; a larger one is capped to it.",
+		apply: func(c *Config, v string) (err error) { c.MaxTimeout, err = ParseSeconds(v); return err }},
+	{key: "memory", def: "512m", help: "Container memory limit (bytes, or with k, m, g); swap is not added on top.",
+		apply: func(c *Config, v string) (err error) { c.Memory, err = ParseSize(v); return err }},
+	{key: "pids", def: "128", help: "Container process limit.",
+		apply: func(c *Config, v string) (err error) { c.Pids, err = parsePositive(v); return err }},
+	{key: "cpus", def: "", help: "Container CPU limit, e.g. 1.5. Unset: no limit.",
+		apply: func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -99,8 +103,8 @@ var settings = []setting{
 			c.CPUs = f
 			return nil
 		}},
-	{"container_user", "65534:65534", "uid:gid the code runs as inside the container; uid 0 (root) is refused.",
-		func(c *Config, v string) error {
+	{key: "container_user", def: "65534:65534", help: "uid:gid the code runs as inside the container; uid 0 (root) is refused.",
+		apply: func(c *Config, v string) error {
 			uidText, gidText, ok := strings.Cut(v, ":")
 			uid, uerr := strconv.ParseUint(uidText, 10, 32)
 			gid, gerr := strconv.ParseUint(gidText, 10, 32)
@@ -113,31 +117,31 @@ var settings = []setting{
 			c.ContainerUser = fmt.Sprintf("%d:%d", uid, gid)
 			return nil
 		}},
-	{"state_dir", "", "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.",
-		func(c *Config, v string) error { c.StateDir = v; return nil }},
-	{"log_level", "info", "debug, info, warn or error; logs go to stderr.",
-		func(c *Config, v string) error {
+	{key: "state_dir", def: "", help: "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.", unset: defaultStateDir,
+		apply: func(c *Config, v string) error { c.StateDir = v; return nil }},
+	{key: "log_level", def: "info", help: "debug, info, warn or error; logs go to stderr.",
+		apply: func(c *Config, v string) error {
 			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 				return errors.New("want debug, info, warn or error")
 			}
 			return nil
 		}},
-	{"config_dir", "", "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.",
-		func(c *Config, v string) error { c.ConfigDir = v; return nil }},
-	{"output_limit", "64k", "Cap on each of stdout and stderr returned from a run.",
-		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.OutputLimit = int(n); return err }},
-	{"max_code_size", "1m", "Largest code run_python accepts.",
-		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxCodeSize = int(n); return err }},
-	{"max_argument_size", "4m", "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
-		func(c *Config, v string) error { n, err := podman.ParseSize(v); c.MaxArgSize = int(n); return err }},
-	{"max_attachment_size", "2m", "Largest image or file one run returns (show_image, return_file, figures); at most 16m.",
-		func(c *Config, v string) (err error) { c.MaxAttachment, err = sizeAtMost(v, 16<<20); return err }},
-	{"max_attachments", "10", "Images and files one run returns, at most; later ones are dropped with a note.",
-		func(c *Config, v string) (err error) { c.MaxAttachN, err = intBetween(v, 0, 100); return err }},
-	{"max_attachments_total", "8m", "Bytes of images and files one run returns, at most (before base64); at most 64m.",
-		func(c *Config, v string) (err error) { c.MaxAttachSum, err = sizeAtMost(v, 64<<20); return err }},
-	{"preload", "numpy,pandas,matplotlib.pyplot", "Modules a session's Python imports in the background while it waits for its first run (comma-separated; empty for none). Makes a session's first data import instant; costs each session about 75 MiB, so it is skipped when MCP_BRIDGE_MEMORY is under 384m. Missing ones are skipped.",
-		func(c *Config, v string) error {
+	{key: "config_dir", def: "", help: "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.", flag: "config-dir", unset: defaultConfigDir,
+		apply: func(c *Config, v string) error { c.ConfigDir = v; return nil }},
+	{key: "output_limit", def: "64k", help: "Cap on each of stdout and stderr returned from a run.",
+		apply: func(c *Config, v string) error { n, err := ParseSize(v); c.OutputLimit = int(n); return err }},
+	{key: "max_code_size", def: "1m", help: "Largest code run_python accepts.",
+		apply: func(c *Config, v string) error { n, err := ParseSize(v); c.MaxCodeSize = int(n); return err }},
+	{key: "max_argument_size", def: "4m", help: "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
+		apply: func(c *Config, v string) error { n, err := ParseSize(v); c.MaxArgSize = int(n); return err }},
+	{key: "max_attachment_size", def: "2m", help: "Largest image or file one run returns (show_image, return_file, figures); at most 16m.",
+		apply: func(c *Config, v string) (err error) { c.MaxAttachment, err = sizeAtMost(v, 16<<20); return err }},
+	{key: "max_attachments", def: "10", help: "Images and files one run returns, at most; later ones are dropped with a note.",
+		apply: func(c *Config, v string) (err error) { c.MaxAttachN, err = intBetween(v, 0, 100); return err }},
+	{key: "max_attachments_total", def: "8m", help: "Bytes of images and files one run returns, at most (before base64); at most 64m.",
+		apply: func(c *Config, v string) (err error) { c.MaxAttachSum, err = sizeAtMost(v, 64<<20); return err }},
+	{key: "preload", def: "numpy,pandas,matplotlib.pyplot", help: "Modules a session's Python imports in the background while it waits for its first run (comma-separated; empty for none). Makes a session's first data import instant; costs each session about 75 MiB, so it is skipped when MCP_BRIDGE_MEMORY is under 384m. Missing ones are skipped.",
+		apply: func(c *Config, v string) error {
 			c.Preload = nil
 			for _, m := range strings.Split(v, ",") {
 				m = strings.TrimSpace(m)
@@ -153,10 +157,10 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{"allow_self_server", "0", "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
-		func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
-	{"server_idle_timeout", "600", "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",
-		func(c *Config, v string) (err error) {
+	{key: "allow_self_server", def: "0", help: "1 lets a config entry launch codebridge itself (skipped by default to avoid recursion).",
+		apply: func(c *Config, v string) (err error) { c.AllowSelf, err = strconv.ParseBool(v); return err }},
+	{key: "server_idle_timeout", def: "600", help: "Stop a downstream MCP server unused this long, in seconds; 0 keeps it running.",
+		apply: func(c *Config, v string) (err error) {
 			if v == "0" {
 				c.ServerIdle = 0
 				return nil
@@ -164,10 +168,10 @@ var settings = []setting{
 			c.ServerIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{"warm_containers", "1", "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
-		func(c *Config, v string) (err error) { c.WarmSandboxes, err = intBetween(v, 0, 16); return err }},
-	{"sandbox_stream", "socket", "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when Podman runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by Podman).",
-		func(c *Config, v string) error {
+	{key: "warm_containers", def: "1", help: "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
+		apply: func(c *Config, v string) (err error) { c.WarmSandboxes, err = intBetween(v, 0, 16); return err }},
+	{key: "sandbox_stream", def: "socket", help: "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when Podman runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by Podman).",
+		apply: func(c *Config, v string) error {
 			switch v {
 			case "socket", "attach":
 				c.SocketStream = v == "socket"
@@ -175,10 +179,10 @@ var settings = []setting{
 			}
 			return errors.New("want socket or attach")
 		}},
-	{"sessions", "1", "1 keeps each MCP session's Python interpreter (variables, imports, files) between run_python calls; 0 gives every call a fresh container.",
-		func(c *Config, v string) (err error) { c.Sessions, err = strconv.ParseBool(v); return err }},
-	{"session_idle_timeout", "900", "End a sandbox session unused this long, in seconds, and remove its container; 0 keeps it until its MCP session ends.",
-		func(c *Config, v string) (err error) {
+	{key: "sessions", def: "1", help: "1 keeps each MCP session's Python interpreter (variables, imports, files) between run_python calls; 0 gives every call a fresh container.",
+		apply: func(c *Config, v string) (err error) { c.Sessions, err = strconv.ParseBool(v); return err }},
+	{key: "session_idle_timeout", def: "900", help: "End a sandbox session unused this long, in seconds, and remove its container; 0 keeps it until its MCP session ends.",
+		apply: func(c *Config, v string) (err error) {
 			if v == "0" {
 				c.SessionIdle = 0
 				return nil
@@ -186,12 +190,14 @@ var settings = []setting{
 			c.SessionIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{"max_sessions", "16", "Live sandbox sessions at most; past that the session idle longest is ended. Over HTTP also the MCP sessions open at once: one more is refused (503) until one ends.",
-		func(c *Config, v string) (err error) { c.MaxSessions, err = intBetween(v, 1, 1024); return err }},
-	{"max_runs", "16", "run_python calls in progress (or waiting for their session) at once, at most; past that a call fails at once with a busy error.",
-		func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, 1024); return err }},
-	{"http", "", "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.",
-		func(c *Config, v string) error {
+	{key: "max_sessions", def: "16", help: "Live sandbox sessions at most; past that the session idle longest is ended. Over HTTP also the MCP sessions open at once: one more is refused (503) until one ends.",
+		apply: func(c *Config, v string) (err error) { c.MaxSessions, err = intBetween(v, 1, 1024); return err }},
+	{key: "max_runs", def: "16", help: "Runs executing in sandboxes at once, at most. A run past it waits for a slot, in turn with the other sessions' runs, for at most its time limit, then fails with a busy error. A session's own runs take turns and count once.",
+		apply: func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, 1024); return err }},
+	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error.",
+		apply: func(c *Config, v string) (err error) { c.MaxQueued, err = intBetween(v, 1, 65536); return err }},
+	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
+		apply: func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -201,10 +207,15 @@ var settings = []setting{
 			c.HTTP = v
 			return nil
 		}},
-	{"http_token", "", "Bearer token HTTP clients must send (at least 16 characters). Unset: one is generated, kept in the state folder (http-token, mode 0600) and printed at start.",
-		func(c *Config, v string) error { c.HTTPToken = v; return nil }},
-	{"http_auth", "token", "token requires the bearer token on /mcp; none turns that off, which is refused unless ADDR is a loopback address.",
-		func(c *Config, v string) error {
+	{key: "http_token", def: "", help: "Bearer token HTTP clients must send (at least 16 characters). Unset: one is generated, kept in the state folder (http-token, mode 0600) and printed at start.", secret: true,
+		apply: func(c *Config, v string) error {
+			if v != "" {
+				c.HTTPToken = secret.New(v)
+			}
+			return nil
+		}},
+	{key: "http_auth", def: "token", help: "token requires the bearer token on /mcp; none turns that off, which is refused unless ADDR is a loopback address.",
+		apply: func(c *Config, v string) error {
 			switch v {
 			case "token":
 				c.HTTPAuth = true
@@ -215,8 +226,8 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{"http_allowed_origins", "", "Browser origins allowed to call /mcp besides loopback ones, comma-separated, e.g. https://agent.example.com. A request from another Origin is refused (403).",
-		func(c *Config, v string) error {
+	{key: "http_allowed_origins", def: "", help: "Browser origins allowed to call /mcp besides loopback ones, comma-separated, e.g. https://agent.example.com. A request from another Origin is refused (403).",
+		apply: func(c *Config, v string) error {
 			c.HTTPOrigins = nil
 			for _, o := range strings.Split(v, ",") {
 				if o = strings.TrimSpace(o); o == "" {
@@ -230,34 +241,34 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{"http_shutdown_grace", "20", "When an HTTP server is stopped (SIGTERM), how long runs in progress may finish before they are cancelled, in seconds.",
-		func(c *Config, v string) (err error) { c.ShutdownGrace, err = ParseSeconds(v); return err }},
-	{"tools_allow", "", "Tool names or globs (comma-separated, Go path.Match syntax) that code may use on every server; unset admits all. A server's \"tools\": {\"allow\"} replaces it. See Policy.",
-		func(c *Config, v string) (err error) { c.Tools.Allow, err = patterns(v); return err }},
-	{"tools_deny", "", "Tool names or globs that code may never see or call, on any server; added to each server's \"tools\": {\"deny\"}. Deny wins over allow.",
-		func(c *Config, v string) (err error) { c.Tools.Deny, err = patterns(v); return err }},
-	{"read_only", "0", "1 admits only tools annotated readOnlyHint: true (and not destructiveHint: true), on every server whose entry has no \"readOnly\".",
-		func(c *Config, v string) error {
+	{key: "http_shutdown_grace", def: "20", help: "When an HTTP server is stopped (SIGTERM), how long runs in progress may finish before they are cancelled, in seconds.",
+		apply: func(c *Config, v string) (err error) { c.ShutdownGrace, err = ParseSeconds(v); return err }},
+	{key: "tools_allow", def: "", help: "Tool names or globs (comma-separated, Go path.Match syntax) that code may use on every server; unset admits all. A server's `\"tools\": {\"allow\"}` replaces it. See [Policy](security.md#policy-which-tools-code-may-use).",
+		apply: func(c *Config, v string) (err error) { c.Tools.Allow, err = patterns(v); return err }},
+	{key: "tools_deny", def: "", help: "Tool names or globs that code may never see or call, on any server; added to each server's `\"tools\": {\"deny\"}`. Deny wins over allow.",
+		apply: func(c *Config, v string) (err error) { c.Tools.Deny, err = patterns(v); return err }},
+	{key: "read_only", def: "0", help: "1 admits only tools annotated readOnlyHint: true (and not destructiveHint: true), on every server whose entry has no `\"readOnly\"`.",
+		apply: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
 			c.Tools.ReadOnly = &b
 			return err
 		}},
-	{"quarantine_new", "0", "1 quarantines every tool that has no pinned definition yet (a newly added server's, a new tool of a known one) until `codebridge tools approve`; 0 pins them as first seen. Tools whose definition changed are always quarantined. See Pinned tool definitions.",
-		func(c *Config, v string) (err error) { c.QuarantineNew, err = strconv.ParseBool(v); return err }},
-	{"audit", "1", "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see Audit); 0 records nothing.",
-		func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
-	{"audit_contents", "0", "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",
-		func(c *Config, v string) (err error) { c.AuditContents, err = strconv.ParseBool(v); return err }},
-	{"audit_max_size", "10m", "Size at which the audit log is rotated (calls.jsonl becomes calls.jsonl.1).",
-		func(c *Config, v string) (err error) {
-			c.AuditMaxSize, err = podman.ParseSize(v)
+	{key: "quarantine_new", def: "0", help: "1 quarantines every tool that has no pinned definition yet (a newly added server's, a new tool of a known one) until `codebridge tools approve`; 0 pins them as first seen. Tools whose definition changed are always quarantined. See [Pinned tool definitions](security.md#pinned-tool-definitions).",
+		apply: func(c *Config, v string) (err error) { c.QuarantineNew, err = strconv.ParseBool(v); return err }},
+	{key: "audit", def: "1", help: "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see [Audit](security.md#audit-what-code-called)); 0 records nothing.",
+		apply: func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
+	{key: "audit_contents", def: "0", help: "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",
+		apply: func(c *Config, v string) (err error) { c.AuditContents, err = strconv.ParseBool(v); return err }},
+	{key: "audit_max_size", def: "10m", help: "Size at which the audit log is rotated (calls.jsonl becomes calls.jsonl.1).",
+		apply: func(c *Config, v string) (err error) {
+			c.AuditMaxSize, err = ParseSize(v)
 			if err == nil && c.AuditMaxSize < 4<<10 {
 				err = errors.New("want 4k or more")
 			}
 			return err
 		}},
-	{"audit_keep", "5", "Rotated audit logs kept besides the current one; older ones are deleted.",
-		func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
+	{key: "audit_keep", def: "5", help: "Rotated audit logs kept besides the current one; older ones are deleted.",
+		apply: func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
 }
 
 // patterns parses a comma-separated list of tool names or globs.
@@ -286,7 +297,7 @@ func intBetween(v string, lo, hi int) (int, error) {
 
 // sizeAtMost parses a size in bytes (or with k, m, g) no larger than limit.
 func sizeAtMost(v string, limit int64) (int, error) {
-	n, err := podman.ParseSize(v)
+	n, err := ParseSize(v)
 	if err != nil {
 		return 0, err
 	}
@@ -294,69 +305,4 @@ func sizeAtMost(v string, limit int64) (int, error) {
 		return 0, fmt.Errorf("want a size from 1 byte to %dm", limit>>20)
 	}
 	return int(n), nil
-}
-
-// ignored are the reference bridge's variables that have no meaning here; they are
-// accepted so an existing config keeps working.
-var ignored = map[string]bool{"runtime": true, "runtime_idle_timeout": true, "output_mode": true}
-
-// LoadConfig resolves the settings from defaults and the environment (environ is
-// in os.Environ form). An invalid value is an error naming the variable.
-func LoadConfig(environ []string, logger *slog.Logger) (Config, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	// Defaults, then the environment over them. The values are set key by
-	// key: no koanf provider module is needed for maps already in memory.
-	k := koanf.New(".")
-	known := make(map[string]bool, len(settings))
-	for _, s := range settings {
-		known[s.key] = true
-		if err := k.Set(s.key, s.def); err != nil {
-			return Config{}, fmt.Errorf("loading defaults: %w", err)
-		}
-	}
-	var unknown []string
-	for _, kv := range environ {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(name, EnvPrefix) {
-			continue
-		}
-		switch key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix)); {
-		case known[key]:
-			if err := k.Set(key, strings.TrimSpace(val)); err != nil {
-				return Config{}, fmt.Errorf("reading %s: %w", name, err)
-			}
-		case !ignored[key]:
-			unknown = append(unknown, name)
-		}
-	}
-	sort.Strings(unknown)
-	for _, name := range unknown {
-		logger.Warn("ignoring unknown setting; see the settings table in the README", "variable", name)
-	}
-
-	var c Config
-	for _, s := range settings {
-		v := k.String(s.key)
-		if err := s.apply(&c, v); err != nil {
-			return Config{}, fmt.Errorf("invalid %s%s=%q: %v", EnvPrefix, strings.ToUpper(s.key), v, err)
-		}
-	}
-	if c.Timeout > c.MaxTimeout {
-		return Config{}, fmt.Errorf("invalid %sTIMEOUT=%s: larger than %sMAX_TIMEOUT=%s; raise the maximum or lower the default",
-			EnvPrefix, c.Timeout, EnvPrefix, c.MaxTimeout)
-	}
-	home, _ := os.UserHomeDir()
-	if c.ConfigDir == "" {
-		c.ConfigDir = filepath.Join(home, "MCPs")
-	}
-	if c.StateDir == "" {
-		state := os.Getenv("XDG_STATE_HOME")
-		if state == "" {
-			state = filepath.Join(home, ".local", "state")
-		}
-		c.StateDir = filepath.Join(state, "codebridge")
-	}
-	return c, nil
 }

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,20 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
+
+// TestMain points the user's config folder at an empty one, so no settings
+// file of the machine's reaches a test.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "settings-test")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Setenv("HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func TestLoadConfigDefaults(t *testing.T) {
 	t.Setenv("HOME", "/home/u")
@@ -22,7 +37,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
 		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
-		MaxRuns: 16, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
+		MaxRuns: 16, MaxQueued: 256, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -66,7 +81,7 @@ func TestLoadConfigHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP != "127.0.0.1:8080" || c.HTTPToken != "t0ken-t0ken-t0ken" || c.HTTPAuth || c.ShutdownGrace != time.Minute || c.MaxRuns != 4 ||
+	if c.HTTP != "127.0.0.1:8080" || c.HTTPToken.Reveal() != "t0ken-t0ken-t0ken" || c.HTTPAuth || c.ShutdownGrace != time.Minute || c.MaxRuns != 4 ||
 		!reflect.DeepEqual(c.HTTPOrigins, []string{"https://agent.example.com", "http://b.example:8443"}) {
 		t.Errorf("got %+v", c)
 	}
@@ -77,7 +92,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
 		{"MCP_BRIDGE_SANDBOX_STREAM=pipe", "invalid MCP_BRIDGE_SANDBOX_STREAM=\"pipe\": want socket or attach"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
-		{"MCP_BRIDGE_TIMEOUT=500", "larger than MCP_BRIDGE_MAX_TIMEOUT"},
+		{"MCP_BRIDGE_TIMEOUT=500", "timeout 8m20s (MCP_BRIDGE_TIMEOUT) is larger than max_timeout 2m0s (default)"},
 		// Whole seconds past time.Duration's range must not wrap around to a
 		// positive or negative duration.
 		{"MCP_BRIDGE_MAX_TIMEOUT=20000000000", "invalid MCP_BRIDGE_MAX_TIMEOUT=\"20000000000\": want at most"},

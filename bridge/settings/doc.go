@@ -1,5 +1,8 @@
 // Package settings is codebridge's configuration: the [Config] every other
-// part reads, the table of MCP_BRIDGE_* settings behind [LoadConfig] (and the
-// README's settings table, which a test keeps in step), and the parsers of
-// their values such as [ParseSeconds].
+// part reads, and the one table of settings it is made from. [Load] reads the
+// table's defaults, the settings file config.toml, the MCP_BRIDGE_*
+// environment variables and the command-line flags as koanf layers, each
+// winning over the ones before, and records where each value came from.
+// docs/settings.md is generated from the same table, and the parsers of the
+// values, such as [ParseSize] and [ParseSeconds], live here.
 package settings

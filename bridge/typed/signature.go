@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // schema is the part of a JSON Schema that Python signatures need.
@@ -97,7 +97,7 @@ func ParamNames(t *mcp.Tool) []string {
 // signature names, then the function with its docstring).
 type Doc struct {
 	Signature string
-	Params    []python.Param
+	Params    []protocol.Param
 	Stub      string
 }
 
@@ -127,7 +127,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) Doc {
 			p := in.Properties.byKey[name]
 			pa := discovery.Alias(name)
 			ty := r.typ(p, camel(pa), 0)
-			param := python.Param{Name: name, Alias: pa, Type: ty, Required: required[name]}
+			param := protocol.Param{Name: name, Alias: pa, Type: ty, Required: required[name]}
 			text := pa + ": " + ty
 			switch {
 			case required[name]:

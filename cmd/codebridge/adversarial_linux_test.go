@@ -463,7 +463,12 @@ func TestAdversarialDownstream(t *testing.T) {
 	script, _ := filepath.Abs(filepath.Join("testdata", "crashy_server.mjs"))
 	dir := t.TempDir()
 	writeServers(t, dir, "c.json", map[string]any{"crashy": map[string]any{"command": node, "args": []string{script}}})
-	b := startBridge(t, bridgeEnv(t, dir, "MCP_BRIDGE_MAX_TIMEOUT=2", "MCP_BRIDGE_TIMEOUT=2"))
+	// The time limit is generous: a crashed server starts again within the
+	// run, and node takes its time on a loaded machine. The caps have their
+	// own codebridge below.
+	b := startBridge(t, bridgeEnv(t, dir, "MCP_BRIDGE_MAX_TIMEOUT=120", "MCP_BRIDGE_TIMEOUT=120"))
+	// "servers" starts the server before the code runs, outside its time limit.
+	runPython(t, b.cs, map[string]any{"code": "pass", "servers": []string{"crashy"}})
 	mustRun(t, b.cs, `await mcp_crashy.echo(message="warm")`)
 
 	attacks := []attack{
@@ -488,15 +493,22 @@ print(await mcp_crashy.echo(message="back"))`,
 					t.Errorf("the server after a call it never answered: %q", out)
 				}
 			}},
-		{name: "timeout of 1e10 is capped", timeout: 1e10, code: "import time\ntime.sleep(30)",
-			want: wantFailure("timeout", "timed out after 2 seconds")},
-		{name: "timeout of 1e300 is capped", timeout: 1e300, code: "import time\ntime.sleep(30)",
-			want: wantFailure("timeout", "timed out after 2 seconds")},
 	}
 	for _, tt := range attacks {
 		t.Run(tt.name, func(t *testing.T) { b.attack(t, tt) })
 	}
 	b.sigterm(t)
+
+	capped := startBridge(t, bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_MAX_TIMEOUT=2", "MCP_BRIDGE_TIMEOUT=2"))
+	for _, tt := range []attack{
+		{name: "timeout of 1e10 is capped", timeout: 1e10, code: "import time\ntime.sleep(30)",
+			want: wantFailure("timeout", "timed out after 2 seconds")},
+		{name: "timeout of 1e300 is capped", timeout: 1e300, code: "import time\ntime.sleep(30)",
+			want: wantFailure("timeout", "timed out after 2 seconds")},
+	} {
+		t.Run(tt.name, func(t *testing.T) { capped.attack(t, tt) })
+	}
+	capped.sigterm(t)
 }
 
 // TestSIGTERMDuringToolCalls: SIGTERM while a run has thousands of tool calls

@@ -45,10 +45,11 @@ func noFlags(run runFunc) func(*flag.FlagSet) runFunc {
 // reads and writes.
 type call struct {
 	name   string
-	args   []string        // the operands after the flags
-	pin    string          // the version to show in install lines
-	cfg    settings.Config // zero for a bare command
-	logger *slog.Logger    // nil for a bare command
+	args   []string           // the operands after the flags
+	pin    string             // the version to show in install lines
+	cfg    settings.Config    // zero for a bare command
+	layers *settings.Resolved // where cfg's values came from; nil for a bare command
+	logger *slog.Logger       // nil for a bare command
 	stdin  *os.File
 	stdout io.Writer
 	stderr io.Writer
@@ -90,6 +91,7 @@ type invocation struct {
 	run       runFunc
 	args      []string
 	configDir string
+	flags     *flag.FlagSet // the command's, for those that set a setting
 	pin       string
 }
 
@@ -127,6 +129,7 @@ func parse(args []string, stdout, stderr io.Writer) (inv invocation, code int, d
 		return inv, 2, true
 	}
 	fs := newFlags(name, &inv.configDir)
+	inv.flags = fs
 	inv.run = inv.cmd.flags(fs)
 	if code, done := parseFlags(fs, args, inv.cmd.help, stdout, stderr); done {
 		return inv, code, true
@@ -149,16 +152,19 @@ func parse(args []string, stdout, stderr io.Writer) (inv invocation, code int, d
 func (inv invocation) start(ctx context.Context, stdin *os.File, stdout, stderr io.Writer) int {
 	c := &call{name: inv.cmd.name, args: inv.args, pin: inv.pin, stdin: stdin, stdout: stdout, stderr: stderr}
 	if !inv.cmd.bare {
-		cfg, err := settings.LoadConfig(os.Environ(), slog.New(slog.NewTextHandler(stderr, nil)))
+		// The flags that were set are the top layer of the settings.
+		flags := map[string]string{}
+		inv.flags.Visit(func(f *flag.Flag) { flags[f.Name] = f.Value.String() })
+		if inv.configDir != "" { // given before or after the command
+			flags["config-dir"] = inv.configDir
+		}
+		r, err := settings.Load(settings.Sources{Environ: os.Environ(), Flags: flags, Logger: slog.New(slog.NewTextHandler(stderr, nil))})
 		if err != nil {
 			fmt.Fprintf(stderr, "codebridge: %v\n", err)
 			return 2
 		}
-		if inv.configDir != "" {
-			cfg.ConfigDir = inv.configDir
-		}
-		c.cfg = cfg
-		c.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(c.name, cfg)}))
+		c.cfg, c.layers = r.Config, r
+		c.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel(c.name, r)}))
 	}
 	return inv.run(ctx, c)
 }
@@ -197,14 +203,15 @@ func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.
 	return 0, false
 }
 
-// logLevel is the stderr log level of cmd: the setting when given; otherwise
+// logLevel is the stderr log level of cmd: the setting when given (in the
+// settings file or the environment); otherwise
 // info for serve, whose stderr an agent keeps as a log, and warn for the
 // commands a person runs, who wants the output and problems only.
-func logLevel(cmd string, cfg settings.Config) slog.Level {
-	if cmd != "serve" && os.Getenv(settings.EnvPrefix+"LOG_LEVEL") == "" {
+func logLevel(cmd string, r *settings.Resolved) slog.Level {
+	if cmd != "serve" && r.Origin("log_level").Layer == settings.LayerDefault {
 		return slog.LevelWarn
 	}
-	return cfg.LogLevel
+	return r.Config.LogLevel
 }
 
 // commandNames are the names of the commands, in the table's order.
@@ -245,7 +252,9 @@ ready at once (go run compiles on a first start, for up to a minute):
 Configure servers by dropping files into ~/MCPs (picked up while running), e.g.
   {"mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}}
 
-Settings are MCP_BRIDGE_* environment variables; see the README.
+Settings come from defaults, then ~/.config/codebridge/config.toml, then
+MCP_BRIDGE_* environment variables; codebridge config shows each and where it
+came from, and docs/settings.md lists them.
 `)
 	return b.String()
 }

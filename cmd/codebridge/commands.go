@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -34,10 +33,14 @@ func commands() []command {
 			summary: "the tool calls code made, most recent last (audit --help)"},
 		{name: "tools", synopsis: "review|approve [S]", help: toolsHelp, flags: noFlags(toolsCmd), operands: true,
 			summary: "see and approve tools whose definition changed (tools --help)"},
+		{name: "secret", synopsis: "set|check|rm SERVICE/ACCOUNT", help: secretHelp, flags: noFlags(secretCmd), operands: true, bare: true,
+			summary: "keep a server's token in the OS keyring, for ${keyring:...}"},
 		{name: "setup", synopsis: "[--yes]", help: setupHelp, flags: setupCommand,
 			summary: "install Podman and build the sandbox image (setup --help)"},
 		{name: "doctor", help: doctorHelp, flags: noFlags(doctorCmd),
 			summary: "check everything codebridge needs and say how to fix it"},
+		{name: "config", synopsis: "[--json]", help: configHelp, flags: configCommand,
+			summary: "print every setting, its value and where it came from"},
 		{name: "import", synopsis: "[--write]", help: importHelp, flags: importCommand,
 			summary: "bring the MCP servers of your agents' configs into ~/MCPs"},
 		{name: "version", help: versionHelp, flags: noFlags(versionCmd), bare: true,
@@ -65,9 +68,9 @@ when the command line or a setting is wrong.
 
 // serveCommand defines serve's flags and returns its run function.
 func serveCommand(fs *flag.FlagSet) runFunc {
-	addr := fs.String("http", "", "serve MCP over streamable HTTP on HOST:PORT")
+	// --http is the top layer of the http setting: c.cfg.HTTP has it.
+	fs.String("http", "", "serve MCP over streamable HTTP on HOST:PORT")
 	return func(ctx context.Context, c *call) int {
-		c.cfg.HTTP = cmp.Or(*addr, c.cfg.HTTP)
 		if c.cfg.HTTP != "" {
 			return c.exit(bridge.ListenAndServe(ctx, c.cfg, bridge.HTTPOptions{Logger: c.logger, Version: version(), Notice: c.stderr}))
 		}

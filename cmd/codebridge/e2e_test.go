@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
@@ -93,7 +94,13 @@ func recordSources() {
 func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 	t.Helper()
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "MCP_BRIDGE_") })
+	// An empty settings file, so the machine's own does not reach the test.
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return append(env, append([]string{
+		settings.FileEnv + "=" + file,
 		"MCP_BRIDGE_CONFIG_DIR=" + configDir,
 		"MCP_BRIDGE_STATE_DIR=" + t.TempDir(),
 		"MCP_BRIDGE_IMAGE=" + testenv.Image(),

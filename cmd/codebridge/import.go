@@ -95,7 +95,7 @@ func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr i
 		failed = true
 		fmt.Fprintln(stdout, "Could not read:")
 		for _, p := range plan.Problems {
-			fmt.Fprintf(stdout, "  %s: %s\n", short(p.Path), p.Message)
+			fmt.Fprintf(stdout, "  %s: %s\n", short(p.Path), settings.ExplainProblem(p).Message)
 		}
 	}
 	if !f.write {

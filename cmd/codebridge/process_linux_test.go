@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -209,4 +210,28 @@ func TestNoOrphans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConcurrentCallsOfOneSession: twenty concurrent run_python calls from
+// one client all run, one after another in their session, with default
+// settings: a call waiting for its session's turn is not refused as busy.
+func TestConcurrentCallsOfOneSession(t *testing.T) {
+	requirePodman(t)
+	b := startBridge(t, bridgeEnv(t, t.TempDir()))
+	mustRun(t, b.cs, "n = 0")
+	var wg sync.WaitGroup
+	results := make([]runResult, 20)
+	for i := range results {
+		wg.Go(func() { results[i] = runPython(t, b.cs, map[string]any{"code": "n += 1\nprint('ok')"}) })
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.IsError || r.Out.Stdout != "ok\n" {
+			t.Errorf("call %d: %s", i, r.Text)
+		}
+	}
+	if out := mustRun(t, b.cs, "print(n)"); out != "20\n" {
+		t.Errorf("n = %q after 20 calls, want 20", out)
+	}
+	b.sigterm(t)
 }

@@ -134,7 +134,11 @@ func (ct *Container) negotiate() {
 			reason := strings.TrimSpace(string(b[1:]))
 			ct.stderr.Write(b[1:])
 			ct.c.declined.Do(func() {
-				ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
+				if ct.c.onDeclined != nil {
+					ct.c.onDeclined(shortID(ct.ID), reason)
+					return
+				}
+				ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower",
 					"container", shortID(ct.ID), "reason", reason)
 			})
 			b = nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // stream; the container is removed when t ends.
 func startChannel(t *testing.T, e *Engine) *Box {
 	t.Helper()
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +176,39 @@ func TestChannelFallback(t *testing.T) {
 	}
 }
 
+// TestChannelDeclinedTold: with Declined set, a container that cannot
+// connect to its socket is reported to it, with why, instead of logged.
+func TestChannelDeclinedTold(t *testing.T) {
+	bootstrap := python.Command()[4]
+	var (
+		mu   sync.Mutex
+		told []string
+	)
+	e := newTestEngine(t, EngineOptions{
+		Spec: Spec{Command: []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, Channel: python.ChannelEnv},
+		Declined: func(container, reason string) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, container+": "+reason)
+		},
+	})
+	b := startChannel(t, e)
+	if _, err := python.Exec(t.Context(), b.Stream(), python.Program{Code: "print(1)"}, nil, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || !strings.Contains(told[0], shortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
+		t.Errorf("Declined was told %q; want once, the container and why", told)
+	}
+}
+
 // TestChannelClosedBeforeConnect closes a stream whose container has not
 // connected (its process only sleeps): a read waiting for the container
 // ends, a write fails, and the socket's folder is removed.
 func TestChannelClosedBeforeConnect(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

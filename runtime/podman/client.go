@@ -68,6 +68,11 @@ type Options struct {
 	StateDir string
 	// Logger receives progress and diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Declined, if non-nil, is told, once per connection, that a container
+	// could not connect to its socket ([Spec.Channel]) and talks through
+	// Podman's attach stream instead, which makes its requests slower: its
+	// short ID and the reason it gave. nil logs that as a warning.
+	Declined func(container, reason string)
 }
 
 // Client talks to one Podman API service. Its methods are safe for
@@ -82,7 +87,8 @@ type Client struct {
 	host       string
 	pid        int
 
-	declined sync.Once // a container could not connect to its socket; warned once
+	declined   sync.Once // a container could not connect to its socket; told once
+	onDeclined func(container, reason string)
 }
 
 // Connect finds a Podman API and returns a client for it. In order it tries:
@@ -97,6 +103,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := newClient(log)
+	c.onDeclined = opts.Declined
 
 	dest, err := explicitDest(ctx, opts.URI)
 	if err != nil {
@@ -291,7 +298,7 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 		select {
 		case <-svc.exited:
 			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
-				svc.diagnostics(), svc.uri(), setupHint)
+				svc.diagnostics(), svc.uri(), SetupHint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err

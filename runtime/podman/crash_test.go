@@ -30,7 +30,7 @@ func init() {
 		Command: python.Command(),
 		Env:     map[string]string{python.WaitLimitEnv: "3"},
 	}})
-	b, err := e.Start(context.Background())
+	b, err := e.Start(context.Background(), ImageWatch{})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

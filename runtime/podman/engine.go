@@ -15,11 +15,12 @@ import (
 type EngineOptions struct {
 	URI      string // Podman API; see [Options.URI]
 	StateDir string // see [Options.StateDir]
-	Image    string // MCP_BRIDGE_IMAGE; "" lets [Client.EnsureImage] choose
+	Image    string // the configured image; "" lets [Client.EnsureImage] choose
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required.
-	Spec   Spec
-	Logger *slog.Logger // nil discards
+	Spec     Spec
+	Logger   *slog.Logger                   // nil discards
+	Declined func(container, reason string) // see [Options.Declined]
 }
 
 // Engine starts containers from one spec on a Podman it connects to on first
@@ -145,15 +146,17 @@ func (s boxStream) Close() error {
 
 // Ready connects to Podman, removes what dead codebridge processes left
 // behind and resolves the image. Start calls it; servers call it at start-up
-// to fail early, and only log its error.
-func (e *Engine) Ready(ctx context.Context) error {
-	_, _, err := e.ready(ctx)
+// to fail early, and only log its error. w says how the caller waits for an
+// image being pulled.
+func (e *Engine) Ready(ctx context.Context, w ImageWatch) error {
+	_, _, err := e.ready(ctx, w)
 	return err
 }
 
 // Start starts a container from the engine's spec with its streams attached.
-func (e *Engine) Start(ctx context.Context) (*Box, error) {
-	c, img, err := e.ready(ctx)
+// w says how the caller waits for an image being pulled.
+func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
+	c, img, err := e.ready(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +299,7 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 // ready returns a connected client and the image, connecting first if needed.
-func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
+func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, error) {
 	e.mu.Lock()
 	c, img, closed := e.client, e.image, e.closed
 	e.mu.Unlock()
@@ -311,7 +314,7 @@ func (e *Engine) ready(ctx context.Context) (*Client, string, error) {
 	if err != nil || job == nil {
 		return c, img, err
 	}
-	if img, err = job.wait(ctx); err != nil {
+	if img, err = job.wait(ctx, w); err != nil {
 		return nil, "", err
 	}
 	return c, img, nil
@@ -332,7 +335,7 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 	}
 	if c == nil {
 		var err error
-		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log})
+		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
 		if err != nil {
 			return nil, "", nil, err
 		}

@@ -69,7 +69,7 @@ func countOwned(t testing.TB, clientLabel string) int {
 // runOnce runs code in a fresh container of e and removes it.
 func runOnce(t testing.TB, e *Engine, code string) (*python.Result, error) {
 	t.Helper()
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func TestEngineRunAndClose(t *testing.T) {
 	if err != nil || res.Error != nil || res.Stdout != "hello\n" || res.Stderr != "oops\n" {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestEngineRunAndClose(t *testing.T) {
 	default:
 		t.Error("podman service still running after Close")
 	}
-	if _, err := e.Start(t.Context()); err == nil {
+	if _, err := e.Start(t.Context(), ImageWatch{}); err == nil {
 		t.Error("Start after Close succeeded")
 	}
 }
@@ -128,7 +128,7 @@ func TestEngineUnavailableThenRecovers(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	path := os.Getenv("PATH")
 	t.Setenv("PATH", "")
-	if _, err := e.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "podman is not installed") {
+	if _, err := e.Start(t.Context(), ImageWatch{}); err == nil || !strings.Contains(err.Error(), "podman is not installed") {
 		t.Fatalf("without podman: %v", err)
 	}
 	os.Setenv("PATH", path) // "podman gets installed"; t.Setenv restores it
@@ -143,7 +143,7 @@ func TestEngineUnavailableThenRecovers(t *testing.T) {
 // the container left running under the old service is removed.
 func TestEngineServiceDies(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,9 @@ import (
 // release binary and have no checkout: they name codebridge setup and the
 // README, not scripts.
 const (
-	setupHint   = "run codebridge setup, which installs Podman and builds the sandbox image, and codebridge doctor, which checks each piece (https://github.com/codebridge-mcp/codebridge#two-commands)"
-	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + setupHint
+	// SetupHint is how to install what the sandbox needs and check it.
+	SetupHint   = "run codebridge setup, which installs Podman and builds the sandbox image, and codebridge doctor, which checks each piece (https://github.com/codebridge-mcp/codebridge#two-commands)"
+	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + SetupHint
 )
 
 // Images [Client.EnsureImage] falls back to.
@@ -29,10 +30,10 @@ const (
 )
 
 // EnsureImage returns the image sandboxes should use. A configured image
-// (MCP_BRIDGE_IMAGE) must exist or be pullable; otherwise [DefaultImage] is
+// must exist or be pullable; otherwise [DefaultImage] is
 // used if present, else [FallbackImage] is pulled. Pull progress is logged and,
 // if progress is non-nil, passed to it line by line. When nothing works the
-// error matches [ErrUnavailable] and names the fix.
+// error is an [*ImageError].
 func (c *Client) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -45,10 +46,9 @@ func (c *Client) EnsureImage(ctx context.Context, configured string, progress fu
 		if ok {
 			return configured, nil
 		}
-		progress(fmt.Sprintf("the sandbox image %s (MCP_BRIDGE_IMAGE) is not here: pulling it; only the first run waits", configured))
+		progress(fmt.Sprintf("the configured sandbox image %s is not here: pulling it; only the first run waits", configured))
 		if err := c.pull(ctx, configured, progress); err != nil {
-			return "", unavailable(err, "sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (%s) or set MCP_BRIDGE_IMAGE to a local image with python3",
-				configured, err, setupHint)
+			return "", &ImageError{Image: configured, Err: err}
 		}
 		return configured, nil
 	}
@@ -62,11 +62,33 @@ func (c *Client) EnsureImage(ctx context.Context, configured string, progress fu
 	c.log.Info("sandbox image missing, pulling a fallback", "missing", DefaultImage, "pulling", FallbackImage)
 	progress(fmt.Sprintf("the sandbox image %s is not here (codebridge setup builds it): pulling %s instead; only the first run waits", DefaultImage, FallbackImage))
 	if err := c.pull(ctx, FallbackImage, progress); err != nil {
-		return "", unavailable(err, "no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
-			DefaultImage, FallbackImage, err, setupHint)
+		return "", &ImageError{Err: err}
 	}
 	return FallbackImage, nil
 }
+
+// ImageError is why there is no sandbox image: the configured one does not
+// exist and could not be pulled, or, with none configured, neither
+// [DefaultImage] exists nor could [FallbackImage] be pulled. It matches
+// [ErrUnavailable].
+type ImageError struct {
+	Image string // the configured image; "" when none is configured
+	Err   error  // why the pull failed
+}
+
+func (e *ImageError) Error() string {
+	if e.Image != "" {
+		return fmt.Sprintf("sandbox image %s does not exist and could not be pulled: %v: build it (%s) or configure a local image with python3",
+			e.Image, e.Err, SetupHint)
+	}
+	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or configure another image",
+		DefaultImage, FallbackImage, e.Err, SetupHint)
+}
+
+func (e *ImageError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrUnavailable].
+func (e *ImageError) Is(target error) bool { return target == ErrUnavailable }
 
 // ImageExists reports whether the image is present in Podman's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {

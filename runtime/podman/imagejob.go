@@ -3,14 +3,14 @@ package podman
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// ImageWatch is how one caller of [Engine.Start] waits for the sandbox image
-// when it is not there yet and Podman pulls it: the pull runs once for the
-// engine, in the background, and every caller waiting on it sees its
-// progress. Attach it to the caller's context with [WithImageWatch].
+// ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
+// the sandbox image when it is not there yet and Podman pulls it: the pull
+// runs once for the engine, in the background, and every caller waiting on
+// it sees its progress. The zero value waits as long as the context lets it
+// and ignores the progress.
 type ImageWatch struct {
 	// Progress receives what Podman reports while this caller waits, line
 	// by line. When the pull started earlier, it first receives the line
@@ -20,23 +20,9 @@ type ImageWatch struct {
 	// Start fails with an error that explains the wait. 0 waits as long as
 	// the context lets it.
 	Limit time.Duration
-
-	waited atomic.Int64 // nanoseconds spent waiting
-	lines  atomic.Int64 // progress lines seen
-}
-
-// Waited is how long the caller waited for the image.
-func (w *ImageWatch) Waited() time.Duration { return time.Duration(w.waited.Load()) }
-
-// Pulled reports whether the caller waited while Podman pulled the image.
-func (w *ImageWatch) Pulled() bool { return w.lines.Load() > 0 }
-
-type imageWatchKey struct{}
-
-// WithImageWatch returns a context whose Start calls wait for the image as w
-// says.
-func WithImageWatch(ctx context.Context, w *ImageWatch) context.Context {
-	return context.WithValue(ctx, imageWatchKey{}, w)
+	// Waited, if non-nil, is told how long the caller waited for the image
+	// when it had to wait, once the wait ends.
+	Waited func(time.Duration)
 }
 
 // imageJob resolves the sandbox image once for an engine's connection,
@@ -101,38 +87,38 @@ func (j *imageJob) report(line string) {
 	}
 }
 
-// wait waits for the job as ctx's [ImageWatch] says.
-func (j *imageJob) wait(ctx context.Context) (string, error) {
+// wait waits for the job as watch says.
+func (j *imageJob) wait(ctx context.Context, watch ImageWatch) (string, error) {
 	select {
 	case <-j.done:
 		return j.img, j.err
 	default:
 	}
-	w, _ := ctx.Value(imageWatchKey{}).(*ImageWatch)
-	var limit <-chan time.Time
-	if w != nil {
+	w := &watch // this caller's subscription
+	if w.Waited != nil {
 		start := time.Now()
-		defer func() { w.waited.Add(int64(time.Since(start))) }()
-		if w.Limit > 0 {
-			t := time.NewTimer(w.Limit)
-			defer t.Stop()
-			limit = t.C
-		}
+		defer func() { w.Waited(time.Since(start)) }()
+	}
+	var limit <-chan time.Time
+	if w.Limit > 0 {
+		t := time.NewTimer(w.Limit)
+		defer t.Stop()
+		limit = t.C
+	}
+	j.mu.Lock()
+	j.subs[w] = struct{}{}
+	first, last := j.first, j.last
+	j.mu.Unlock()
+	defer func() {
 		j.mu.Lock()
-		j.subs[w] = struct{}{}
-		first, last := j.first, j.last
+		delete(j.subs, w)
 		j.mu.Unlock()
-		defer func() {
-			j.mu.Lock()
-			delete(j.subs, w)
-			j.mu.Unlock()
-		}()
-		if first != "" {
-			w.see(first)
-		}
-		if last != first {
-			w.see(last)
-		}
+	}()
+	if first != "" {
+		w.see(first)
+	}
+	if last != first {
+		w.see(last)
 	}
 	select {
 	case <-j.done:
@@ -149,7 +135,6 @@ func (j *imageJob) wait(ctx context.Context) (string, error) {
 }
 
 func (w *ImageWatch) see(line string) {
-	w.lines.Add(1)
 	if w.Progress != nil {
 		w.Progress(line)
 	}

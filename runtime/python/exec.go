@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 //go:embed sandbox/*.py sandbox/mcp/*.py sandbox/mcp/servers/*.py
@@ -62,7 +64,7 @@ func Command() []string {
 // Exec runs p once in a fresh interpreter over s and closes it: the
 // single-use form of [Start] and [Interpreter.Run].
 func Exec(ctx context.Context, s Stream, p Program, h Host, timeout time.Duration) (*Result, error) {
-	it := Start(s, Init{}, Limits{})
+	it := Start(s, protocol.Init{}, Limits{})
 	defer it.Close()
 	return it.Run(ctx, p, h, timeout)
 }

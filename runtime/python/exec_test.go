@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -15,22 +13,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// python3 returns the host's python3 ($CODEBRIDGE_TEST_PYTHON if set, to try
-// other versions: the sandbox code must run on 3.9 and later), or skips the test.
-func python3(t testing.TB) string {
-	t.Helper()
-	name := "python3"
-	if p := os.Getenv("CODEBRIDGE_TEST_PYTHON"); p != "" {
-		name = p
-	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skip("python3 is not installed: these tests drive the real bootstrap with the host's python3")
-	}
-	return p
-}
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
 
 // run drives the real bootstrap in a python3 subprocess, as a container would.
 func run(t testing.TB, p Program, h Host) (*Result, error) {
@@ -40,7 +26,7 @@ func run(t testing.TB, p Program, h Host) (*Result, error) {
 
 func runCtx(t testing.TB, ctx context.Context, p Program, h Host) (*Result, error) {
 	t.Helper()
-	it := startInterp(t, Init{}, Limits{})
+	it := startInterp(t, protocol.Init{}, Limits{})
 	defer it.Close()
 	if h == nil {
 		h = &fakeHost{}
@@ -48,54 +34,10 @@ func runCtx(t testing.TB, ctx context.Context, p Program, h Host) (*Result, erro
 	return it.Run(ctx, p, h, time.Minute)
 }
 
-// procStream is a python3 subprocess's stdin and stdout as a [Stream].
-type procStream struct {
-	io.Reader
-	io.WriteCloser
-	cmd *exec.Cmd
-}
-
-func (s *procStream) Close() error {
-	s.WriteCloser.Close()
-	s.cmd.Process.Kill()
-	return nil
-}
-
-// startProc starts the real bootstrap in a python3 subprocess.
-func startProc(t testing.TB) *procStream {
-	t.Helper()
-	py := python3(t)
-	argv := Command()
-	cmd := exec.Command(py, argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		if s := stderr.String(); s != "" {
-			t.Logf("python3 stderr outside the protocol: %s", s)
-		}
-	})
-	return &procStream{Reader: stdout, WriteCloser: stdin, cmd: cmd}
-}
-
 // startInterp starts an interpreter in a python3 subprocess.
-func startInterp(t testing.TB, init Init, limits Limits) *Interpreter {
+func startInterp(t testing.TB, init protocol.Init, limits Limits) *Interpreter {
 	t.Helper()
-	it := Start(startProc(t), init, limits)
+	it := Start(testenv.LocalPython(t, Command()), init, limits)
 	t.Cleanup(func() { it.Close() })
 	return it
 }
@@ -123,7 +65,7 @@ func TestPlainCode(t *testing.T) {
 		stdout     string // exact, unless contains is set
 		stderr     string // substring
 		exitCode   int
-		kind       FailureKind
+		kind       protocol.FailureKind
 		errType    string
 		errMessage string   // substring
 		traceback  []string // substrings
@@ -134,50 +76,50 @@ func TestPlainCode(t *testing.T) {
 		{name: "stderr", code: "import sys\nprint('oops', file=sys.stderr)", stderr: "oops\n"},
 		{
 			name: "exception", code: "x = 1\ndef f():\n    return x / 0\nf()\n",
-			exitCode: 1, kind: FailException, errType: "ZeroDivisionError", errMessage: "division by zero",
+			exitCode: 1, kind: protocol.FailException, errType: "ZeroDivisionError", errMessage: "division by zero",
 			traceback: []string{`File "<run_python #1>", line 4, in <module>`, "    f()", `line 3, in f`, "return x / 0", "ZeroDivisionError: division by zero"},
 			notInTB:   []string{"codebridge", "asyncio"},
 		},
 		{
 			name: "syntax error", code: "x = 1\ny = (2 +\n",
-			exitCode: 1, kind: FailException, errType: "SyntaxError",
+			exitCode: 1, kind: protocol.FailException, errType: "SyntaxError",
 			traceback: []string{`File "<run_python #1>", line 2`, "y = (2 +", "SyntaxError"},
 			notInTB:   []string{"codebridge"},
 		},
 		{
 			name: "chained exception", code: "try:\n    {}['k']\nexcept KeyError as e:\n    raise ValueError('bad') from e\n",
-			exitCode: 1, kind: FailException, errType: "ValueError", errMessage: "bad",
+			exitCode: 1, kind: protocol.FailException, errType: "ValueError", errMessage: "bad",
 			traceback: []string{"KeyError: 'k'", "direct cause", "ValueError: bad", "raise ValueError('bad') from e"},
 			notInTB:   []string{"codebridge"},
 		},
 		{name: "top-level await", code: "import asyncio\nawait asyncio.sleep(0.01)\nprint(await asyncio.gather(*(asyncio.sleep(0, r) for r in range(3))))", stdout: "[0, 1, 2]\n"},
 		{
 			name: "exception after await", code: "import asyncio\nawait asyncio.sleep(0)\nraise RuntimeError('late')\n",
-			exitCode: 1, kind: FailException, errType: "RuntimeError", errMessage: "late",
+			exitCode: 1, kind: protocol.FailException, errType: "RuntimeError", errMessage: "late",
 			traceback: []string{`File "<run_python #1>", line 3`, "raise RuntimeError('late')"}, notInTB: []string{"asyncio", "codebridge"},
 		},
 		{
 			name: "recursion", code: "def f(n):\n    return f(n + 1)\nf(0)",
-			exitCode: 1, kind: FailException, errType: "RecursionError",
+			exitCode: 1, kind: protocol.FailException, errType: "RecursionError",
 			traceback: []string{"Previous line repeated", "return f(n + 1)"},
 		},
 		{
 			name: "str() of the exception fails", code: "class E(Exception):\n    def __str__(self):\n        raise ValueError()\nraise E()",
-			exitCode: 1, kind: FailException, errType: "E", errMessage: "str() failed",
+			exitCode: 1, kind: protocol.FailException, errType: "E", errMessage: "str() failed",
 		},
 		{
 			name: "huge message is clipped", code: "raise ValueError('m' * 10_000_000)",
-			exitCode: 1, kind: FailException, errType: "ValueError", errMessage: "characters cut]", traceback: []string{"characters cut]"},
+			exitCode: 1, kind: protocol.FailException, errType: "ValueError", errMessage: "characters cut]", traceback: []string{"characters cut]"},
 		},
 		{name: "sys.exit()", code: "import sys\nprint('a')\nsys.exit()", stdout: "a\n"},
 		{name: "sys.exit(0)", code: "import sys\nsys.exit(0)"},
-		{name: "sys.exit(3)", code: "import sys\nsys.exit(3)", exitCode: 3, kind: FailExit, errMessage: "exit status 3"},
-		{name: "sys.exit(str)", code: "import sys\nsys.exit('goodbye')", exitCode: 1, kind: FailExit, stderr: "goodbye\n", errMessage: "exit status 1: goodbye"},
-		{name: "exit in await", code: "import asyncio, sys\nawait asyncio.sleep(0)\nsys.exit(4)", exitCode: 4, kind: FailExit},
-		{name: "sys.exit(True)", code: "import sys\nsys.exit(True)", exitCode: 1, kind: FailExit, errMessage: "exit status 1"},
+		{name: "sys.exit(3)", code: "import sys\nsys.exit(3)", exitCode: 3, kind: protocol.FailExit, errMessage: "exit status 3"},
+		{name: "sys.exit(str)", code: "import sys\nsys.exit('goodbye')", exitCode: 1, kind: protocol.FailExit, stderr: "goodbye\n", errMessage: "exit status 1: goodbye"},
+		{name: "exit in await", code: "import asyncio, sys\nawait asyncio.sleep(0)\nsys.exit(4)", exitCode: 4, kind: protocol.FailExit},
+		{name: "sys.exit(True)", code: "import sys\nsys.exit(True)", exitCode: 1, kind: protocol.FailExit, errMessage: "exit status 1"},
 		{name: "raise SystemExit(None)", code: "raise SystemExit(None)"},
 		{
-			name: "memory error", code: "raise MemoryError()", exitCode: 1, kind: FailOOM, errType: "MemoryError",
+			name: "memory error", code: "raise MemoryError()", exitCode: 1, kind: protocol.FailOOM, errType: "MemoryError",
 		},
 		{name: "input gets EOF", code: "try:\n    input()\nexcept EOFError:\n    print('eof')\nimport sys\nprint(repr(sys.stdin.read()))", stdout: "eof\n''\n"},
 		{name: "os.write", code: "import os\nos.write(1, b'raw\\n')\nos.write(2, b'err\\n')", stdout: "raw\n", stderr: "err\n"},
@@ -308,7 +250,7 @@ func TestOutputCap(t *testing.T) {
 // session lives on. The cancel happens when the code says it has started (a
 // request), not after a guessed delay.
 func TestContextCancel(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{InterruptGrace: time.Minute})
+	it := startInterp(t, protocol.Init{}, Limits{InterruptGrace: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	h := &fakeHost{handle: func(context.Context, string, json.RawMessage) (any, error) {
 		cancel()
@@ -316,7 +258,7 @@ func TestContextCancel(t *testing.T) {
 	}}
 	res, err := it.Run(ctx, Program{Code: "x = 41\nprint('before', flush=True)\ncall_tool_sync('s', 'started')\nimport time\ntime.sleep(600)",
 		Servers: testServers}, h, time.Hour)
-	if err != nil || res.Error == nil || res.Error.Kind != FailTimeout || !strings.Contains(res.Error.Message, "cancelled") {
+	if err != nil || res.Error == nil || res.Error.Kind != protocol.FailTimeout || !strings.Contains(res.Error.Message, "cancelled") {
 		t.Fatalf("Run = %+v, %v; want a cancelled run and a live interpreter", res.Error, err)
 	}
 	if res.Stdout != "before\n" {
@@ -332,7 +274,7 @@ func TestContextCancel(t *testing.T) {
 // still holds its stdout; the next run finds that process still running, so
 // the first did not wait for it.
 func TestBackgroundProcessHoldingPipe(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{})
+	it := startInterp(t, protocol.Init{}, Limits{})
 	res, err := it.Run(t.Context(), Program{Code: "import subprocess\np = subprocess.Popen(['sleep', '30'])\nprint('done')"}, nil, time.Minute)
 	if err != nil || res.Stdout != "done\n" {
 		t.Fatalf("run 1 = %+v, %v", res, err)
@@ -344,7 +286,7 @@ func TestBackgroundProcessHoldingPipe(t *testing.T) {
 }
 
 func TestSessionState(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{})
+	it := startInterp(t, protocol.Init{}, Limits{})
 	steps := []struct{ code, want string }{
 		{"x = 41\nimport json\ndef f(a):\n    \"\"\"Doubles.\"\"\"\n    return 2 * a\nopen('/tmp/kept', 'w').write('file')", ""},
 		{"print(x + 1, json.dumps([f(2)]), open('/tmp/kept').read())", "42 [4] file\n"},
@@ -371,7 +313,7 @@ func TestSessionState(t *testing.T) {
 // TestTracebackNamesRun: each run's code has its own file name, so a
 // function defined earlier shows where it came from.
 func TestTracebackNamesRun(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{})
+	it := startInterp(t, protocol.Init{}, Limits{})
 	it.Run(t.Context(), Program{Code: "def g():\n    return 1 / 0"}, nil, time.Minute)
 	res, err := it.Run(t.Context(), Program{Code: "g()"}, nil, time.Minute)
 	if err != nil || res.Error == nil {
@@ -385,12 +327,12 @@ func TestTracebackNamesRun(t *testing.T) {
 }
 
 func TestInterruptAtTimeLimit(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{InterruptGrace: time.Minute})
+	it := startInterp(t, protocol.Init{}, Limits{InterruptGrace: time.Minute})
 	if _, err := it.Run(t.Context(), Program{Code: "x = 1"}, nil, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	res, err := it.Run(t.Context(), Program{Code: "import time\nwhile True: time.sleep(1)"}, nil, 100*time.Millisecond)
-	if err != nil || res.Error == nil || res.Error.Kind != FailTimeout || !strings.Contains(res.Error.Message, "variables are kept") {
+	if err != nil || res.Error == nil || res.Error.Kind != protocol.FailTimeout || !strings.Contains(res.Error.Message, "variables are kept") {
 		t.Fatalf("Run = %+v, %v; want an interrupted run", res.Error, err)
 	}
 	res, err = it.Run(t.Context(), Program{Code: "print(x)"}, nil, time.Minute)
@@ -400,7 +342,7 @@ func TestInterruptAtTimeLimit(t *testing.T) {
 }
 
 func TestStuckCodeEndsInterpreter(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{InterruptGrace: 200 * time.Millisecond})
+	it := startInterp(t, protocol.Init{}, Limits{InterruptGrace: 200 * time.Millisecond})
 	// The code ignores SIGINT and then waits in a tool call; the run is
 	// cancelled only once that call has reached the host, so the outcome does
 	// not depend on how fast python3 starts.
@@ -419,8 +361,8 @@ func TestStuckCodeEndsInterpreter(t *testing.T) {
 		cancel()
 	}()
 	code := "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nawait call_tool('s', 't')\nwhile True: pass"
-	res, err := it.Run(ctx, Program{Code: code, Servers: []ServerInfo{{Name: "s", Alias: "s"}}}, h, time.Hour)
-	if !errors.Is(err, context.Canceled) || res.Error == nil || res.Error.Kind != FailTimeout || !strings.Contains(res.Error.Message, "did not stop") {
+	res, err := it.Run(ctx, Program{Code: code, Servers: []protocol.ServerInfo{{Name: "s", Alias: "s"}}}, h, time.Hour)
+	if !errors.Is(err, context.Canceled) || res.Error == nil || res.Error.Kind != protocol.FailTimeout || !strings.Contains(res.Error.Message, "did not stop") {
 		t.Fatalf("Run = %+v, %v; want a cancelled run that did not stop", res.Error, err)
 	}
 	select {
@@ -434,20 +376,20 @@ func TestStuckCodeEndsInterpreter(t *testing.T) {
 }
 
 func TestLiveServers(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{})
-	res, _ := it.Run(t.Context(), Program{Code: "print(discovered_servers(), 'mcp_a' in globals())", Servers: []ServerInfo{{Name: "a", Alias: "a"}}}, nil, time.Minute)
+	it := startInterp(t, protocol.Init{}, Limits{})
+	res, _ := it.Run(t.Context(), Program{Code: "print(discovered_servers(), 'mcp_a' in globals())", Servers: []protocol.ServerInfo{{Name: "a", Alias: "a"}}}, nil, time.Minute)
 	if res.Stdout != "('a',) True\n" {
 		t.Errorf("run 1 = %q", res.Stdout)
 	}
-	res, _ = it.Run(t.Context(), Program{Code: "print(discovered_servers(), 'mcp_a' in globals(), mcp_b.name, sorted(mcp_servers))", Servers: []ServerInfo{{Name: "b", Alias: "b"}}}, nil, time.Minute)
+	res, _ = it.Run(t.Context(), Program{Code: "print(discovered_servers(), 'mcp_a' in globals(), mcp_b.name, sorted(mcp_servers))", Servers: []protocol.ServerInfo{{Name: "b", Alias: "b"}}}, nil, time.Minute)
 	if res.Stdout != "('b',) False b ['b']\n" {
 		t.Errorf("run 2 = %q (%+v)", res.Stdout, res.Error)
 	}
 }
 
 func TestPrelude(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{})
-	res, err := it.Run(t.Context(), Program{Code: "import inspect\nprint(double(21), inspect.getdoc(double))", Prelude: []Source{
+	it := startInterp(t, protocol.Init{}, Limits{})
+	res, err := it.Run(t.Context(), Program{Code: "import inspect\nprint(double(21), inspect.getdoc(double))", Prelude: []protocol.Source{
 		{Name: "double", Source: "def double(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"},
 		{Name: "broken", Source: "def broken(:\n"},
 	}}, nil, time.Minute)
@@ -473,7 +415,7 @@ func TestNoExitFrame(t *testing.T) {
 }
 
 func TestBootstrapQuietOnEOF(t *testing.T) {
-	py := python3(t)
+	py := testenv.Python(t)
 	for _, tt := range []struct {
 		name  string
 		env   []string
@@ -507,27 +449,17 @@ type fakeHost struct {
 
 func (h *fakeHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	if h.handle == nil {
-		return nil, rpcErr{code: "internal", msg: "no host in this test"}
+		return nil, &protocol.Error{Code: "internal", Message: "no host in this test"}
 	}
 	return h.handle(ctx, method, params)
 }
-
-type rpcErr struct {
-	code string
-	msg  string
-	data any
-}
-
-func (e rpcErr) Error() string   { return e.msg }
-func (e rpcErr) RPCCode() string { return e.code }
-func (e rpcErr) RPCData() any    { return e.data }
 
 // TestWarmRunLatency measures a run in a process started ahead of time, as the
 // pool of pre-started containers does: from the start frame to the exit frame.
 // BenchmarkSessionRun measures a run of print('ok') in a live interpreter:
 // the run frame out, the output and exit frames back.
 func BenchmarkSessionRun(b *testing.B) {
-	it := startInterp(b, Init{}, Limits{})
+	it := startInterp(b, protocol.Init{}, Limits{})
 	if _, err := it.Run(b.Context(), Program{Code: "pass"}, nil, time.Minute); err != nil {
 		b.Fatal(err) // the interpreter's start is not part of a run in a live session
 	}
@@ -574,7 +506,7 @@ func TestRequestsBounded(t *testing.T) {
 import asyncio
 r = await asyncio.gather(*(call_tool("s", "t") for _ in range(200)))
 print(len(r), set(r))
-`, Servers: []ServerInfo{{Name: "s", Alias: "s"}}}, h)
+`, Servers: []protocol.ServerInfo{{Name: "s", Alias: "s"}}}, h)
 	if err != nil || res.Error != nil {
 		t.Fatalf("run: %v %+v", err, res.Error)
 	}
@@ -612,7 +544,7 @@ func BenchmarkRequestRoundTrip(b *testing.B) {
 		{"sync", `call_tool_sync("s", "t", {"message": "x"})`},
 	} {
 		b.Run(form.name, func(b *testing.B) {
-			it := startInterp(b, Init{}, Limits{})
+			it := startInterp(b, protocol.Init{}, Limits{})
 			code := "import time\nstart = time.perf_counter()\nfor i in range(1000):\n    " + form.call + "\nprint(int((time.perf_counter() - start) * 1e6 / 1000))"
 			var us []int
 			for b.Loop() {
@@ -633,7 +565,7 @@ func BenchmarkRequestRoundTrip(b *testing.B) {
 // background before the first run, a missing one is skipped quietly, and the
 // run's namespace is not touched.
 func TestPreload(t *testing.T) {
-	it := startInterp(t, Init{Preload: []string{"colorsys", "no_such_module_here", "xml.dom.minidom"}}, Limits{})
+	it := startInterp(t, protocol.Init{Preload: []string{"colorsys", "no_such_module_here", "xml.dom.minidom"}}, Limits{})
 	res, err := it.Run(t.Context(), Program{Code: `
 import sys, threading
 for t in threading.enumerate():
@@ -662,7 +594,7 @@ builtins._pyplot_gate.wait()
 def get_fignums():
     return []
 `
-	it := startInterp(t, Init{Files: files, Preload: []string{"matplotlib.pyplot"}}, Limits{})
+	it := startInterp(t, protocol.Init{Files: files, Preload: []string{"matplotlib.pyplot"}}, Limits{})
 	first, err := it.Run(t.Context(), Program{Code: `
 import builtins, sys, time
 while not hasattr(builtins, "_pyplot_gate"):

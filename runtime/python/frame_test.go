@@ -3,7 +3,6 @@ package python
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,86 +13,25 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 func frameBytes(kind byte, payload string) []byte {
-	b := make([]byte, headerLen, headerLen+len(payload))
-	b[0] = kind
-	binary.BigEndian.PutUint32(b[1:], uint32(len(payload)))
-	return append(b, payload...)
+	b, err := protocol.Encode(kind, []byte(payload))
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func cat(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
 
-func TestFrameReader(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      []byte
-		max     int
-		kinds   string // kinds read before the error
-		wantErr error
-	}{
-		{name: "empty", in: nil, wantErr: io.EOF},
-		{name: "two frames", in: cat(frameBytes('O', "ab"), frameBytes('X', "{}")), kinds: "OX", wantErr: io.EOF},
-		{name: "empty payload", in: frameBytes('E', ""), kinds: "E", wantErr: io.EOF},
-		{name: "partial header", in: []byte{'O', 0, 0}, wantErr: io.ErrUnexpectedEOF},
-		{name: "partial payload", in: frameBytes('O', "abcdef")[:8], wantErr: io.ErrUnexpectedEOF},
-		{name: "header only", in: frameBytes('O', "abc")[:5], wantErr: io.ErrUnexpectedEOF},
-		{name: "too large", in: []byte{'Q', 0xff, 0xff, 0xff, 0xff}, max: MaxFrame, wantErr: ErrFrameTooLarge},
-		{name: "just over a small limit", in: frameBytes('O', "12345"), max: 4, wantErr: ErrFrameTooLarge},
-		{name: "at a small limit", in: frameBytes('O', "1234"), max: 4, kinds: "O", wantErr: io.EOF},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			max := tt.max
-			if max == 0 {
-				max = MaxFrame
-			}
-			fr := newFrameReader(bytes.NewReader(tt.in), func(byte) int { return max })
-			var kinds []byte
-			for {
-				kind, _, err := fr.next()
-				if err != nil {
-					if !errors.Is(err, tt.wantErr) {
-						t.Errorf("error = %v, want %v", err, tt.wantErr)
-					}
-					break
-				}
-				kinds = append(kinds, kind)
-			}
-			if string(kinds) != tt.kinds {
-				t.Errorf("kinds = %q, want %q", kinds, tt.kinds)
-			}
-		})
-	}
-}
-
-// FuzzFrameReader checks the reader never panics and returns what the headers say.
-func FuzzFrameReader(f *testing.F) {
-	f.Add(cat(frameBytes('O', "hello"), frameBytes('X', `{"exit_code":0}`)))
-	f.Add([]byte{'Q', 0xff, 0xff, 0xff, 0xff, 1, 2})
-	f.Add([]byte{'O', 0, 0, 0})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fr := newFrameReader(bytes.NewReader(data), func(byte) int { return 1 << 16 })
-		read := 0
-		for {
-			_, payload, err := fr.next()
-			if err != nil {
-				return
-			}
-			read += headerLen + len(payload)
-			if read > len(data) {
-				t.Fatalf("read %d bytes of frames from %d bytes of input", read, len(data))
-			}
-		}
-	})
-}
-
 // hostKinds is the frame limit for reading what the host sends.
 func hostKinds(kind byte) int {
 	switch kind {
-	case KindStart, KindRun, KindReply, KindInterrupt:
-		return MaxFrame
+	case protocol.KindStart, protocol.KindRun, protocol.KindReply, protocol.KindInterrupt:
+		return protocol.MaxFrame
 	}
 	return 0
 }
@@ -113,7 +51,7 @@ func (s pipeStream) Close() error {
 // fakeBox is a scripted sandbox: tests read what the host sends with next
 // and write frames with send.
 type fakeBox struct {
-	in  *frameReader
+	in  *protocol.Reader
 	out *io.PipeWriter
 }
 
@@ -122,7 +60,7 @@ func newFakeBox(t *testing.T) (*fakeBox, Stream) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	t.Cleanup(func() { inR.Close(); outW.Close() })
-	return &fakeBox{in: newFrameReader(inR, hostKinds), out: outW}, pipeStream{PipeReader: outR, w: inW}
+	return &fakeBox{in: protocol.NewReader(inR, hostKinds), out: outW}, pipeStream{PipeReader: outR, w: inW}
 }
 
 func (b *fakeBox) send(frames ...[]byte) { b.out.Write(cat(frames...)) }
@@ -130,7 +68,7 @@ func (b *fakeBox) send(frames ...[]byte) { b.out.Write(cat(frames...)) }
 // expect reads the next host frame and decodes it into v; it reports the kind.
 func (b *fakeBox) expect(t *testing.T, kind byte, v any) {
 	t.Helper()
-	k, payload, err := b.in.next()
+	k, payload, err := b.in.Next()
 	if err != nil || k != kind {
 		t.Errorf("host sent %q (%v), want %q", k, err, kind)
 		return
@@ -144,21 +82,21 @@ func (b *fakeBox) expect(t *testing.T, kind byte, v any) {
 
 // fakeRun runs a program against a scripted sandbox that reads the start and
 // run frames, then writes out and closes its stdout.
-func fakeRun(t *testing.T, out []byte, h Host) (*Result, error, *Init, *RunFrame) {
+func fakeRun(t *testing.T, out []byte, h Host) (*Result, error, *protocol.Init, *protocol.RunFrame) {
 	t.Helper()
 	box, s := newFakeBox(t)
-	var init Init
-	var rf RunFrame
+	var init protocol.Init
+	var rf protocol.RunFrame
 	go func() {
-		box.expect(t, KindStart, &init)
-		box.expect(t, KindRun, &rf)
+		box.expect(t, protocol.KindStart, &init)
+		box.expect(t, protocol.KindRun, &rf)
 		box.send(out)
 		box.out.Close()
 	}()
 	if h == nil {
 		h = &fakeHost{}
 	}
-	it := Start(s, Init{}, Limits{})
+	it := Start(s, protocol.Init{}, Limits{})
 	defer it.Close()
 	res, err := it.Run(t.Context(), Program{Code: "print(1)", Servers: testServers}, h, time.Minute)
 	it.Close()
@@ -172,23 +110,23 @@ func TestRunFraming(t *testing.T) {
 		name     string
 		out      []byte
 		wantErr  error
-		wantKind FailureKind
+		wantKind protocol.FailureKind
 		stdout   string
 	}{
 		{name: "clean", out: cat(frameBytes('O', "a"), frameBytes('E', "b"), frameBytes('O', "c"), frameBytes('X', exit0)), stdout: "ac"},
 		{name: "frames after exit are not this run's", out: cat(frameBytes('X', exit0), []byte("garbage"))},
-		{name: "exit with failure", out: frameBytes('X', `{"run":1,"exit_code":3,"error":{"kind":"exit","message":"exit status 3"}}`), wantKind: FailExit},
+		{name: "exit with failure", out: frameBytes('X', `{"run":1,"exit_code":3,"error":{"kind":"exit","message":"exit status 3"}}`), wantKind: protocol.FailExit},
 		{name: "eof without exit", out: frameBytes('O', "partial"), wantErr: ErrNoExit, stdout: "partial"},
 		{name: "eof inside a frame", out: frameBytes('O', "partial")[:7], wantErr: ErrNoExit},
 		{name: "no output at all", out: nil, wantErr: ErrNoExit},
-		{name: "unknown kind", out: cat(frameBytes('O', "x"), frameBytes('Z', "")), wantErr: ErrProtocol, wantKind: FailProtocol, stdout: "x"},
-		{name: "host kind from sandbox", out: frameBytes('S', "{}"), wantErr: ErrProtocol, wantKind: FailProtocol},
-		{name: "text instead of frames", out: []byte("Traceback (most recent call last):\n"), wantErr: ErrProtocol, wantKind: FailProtocol},
-		{name: "forged 4 GiB request header", out: []byte{'Q', 0xff, 0xff, 0xff, 0xff}, wantErr: ErrFrameTooLarge, wantKind: FailProtocol},
-		{name: "output frame over 64 KiB", out: []byte{'O', 0, 1, 0, 1}, wantErr: ErrFrameTooLarge, wantKind: FailProtocol},
-		{name: "exit frame over 1 MiB", out: []byte{'X', 0, 0x10, 0, 1}, wantErr: ErrFrameTooLarge, wantKind: FailProtocol},
-		{name: "malformed exit", out: frameBytes('X', `{"run":1,"exit_code":"zero"}`), wantErr: ErrProtocol, wantKind: FailProtocol},
-		{name: "malformed request", out: frameBytes('Q', `{"id":`), wantErr: ErrProtocol, wantKind: FailProtocol},
+		{name: "unknown kind", out: cat(frameBytes('O', "x"), frameBytes('Z', "")), wantErr: ErrProtocol, wantKind: protocol.FailProtocol, stdout: "x"},
+		{name: "host kind from sandbox", out: frameBytes('S', "{}"), wantErr: ErrProtocol, wantKind: protocol.FailProtocol},
+		{name: "text instead of frames", out: []byte("Traceback (most recent call last):\n"), wantErr: ErrProtocol, wantKind: protocol.FailProtocol},
+		{name: "forged 4 GiB request header", out: []byte{'Q', 0xff, 0xff, 0xff, 0xff}, wantErr: protocol.ErrFrameTooLarge, wantKind: protocol.FailProtocol},
+		{name: "output frame over 64 KiB", out: []byte{'O', 0, 1, 0, 1}, wantErr: protocol.ErrFrameTooLarge, wantKind: protocol.FailProtocol},
+		{name: "exit frame over 1 MiB", out: []byte{'X', 0, 0x10, 0, 1}, wantErr: protocol.ErrFrameTooLarge, wantKind: protocol.FailProtocol},
+		{name: "malformed exit", out: frameBytes('X', `{"run":1,"exit_code":"zero"}`), wantErr: ErrProtocol, wantKind: protocol.FailProtocol},
+		{name: "malformed request", out: frameBytes('Q', `{"id":`), wantErr: ErrProtocol, wantKind: protocol.FailProtocol},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,7 +140,7 @@ func TestRunFraming(t *testing.T) {
 			if tt.wantKind == "" && res.Error != nil || tt.wantKind != "" && (res.Error == nil || res.Error.Kind != tt.wantKind) {
 				t.Errorf("Result.Error = %+v, want kind %q", res.Error, tt.wantKind)
 			}
-			if res.Error != nil && res.Error.Kind == FailProtocol && strings.Count(res.Error.Message, "frame protocol") != 1 {
+			if res.Error != nil && res.Error.Kind == protocol.FailProtocol && strings.Count(res.Error.Message, "frame protocol") != 1 {
 				t.Errorf("message %q: want it to say once that the sandbox broke the frame protocol", res.Error.Message)
 			}
 			if res.Stdout != tt.stdout {
@@ -223,18 +161,18 @@ func TestRunFraming(t *testing.T) {
 
 func TestRunReplies(t *testing.T) {
 	box, s := newFakeBox(t)
-	replies := make(chan map[int64]Reply, 1)
+	replies := make(chan map[int64]protocol.Reply, 1)
 	go func() {
-		box.expect(t, KindStart, nil)
-		box.expect(t, KindRun, nil)
+		box.expect(t, protocol.KindStart, nil)
+		box.expect(t, protocol.KindRun, nil)
 		// Three requests at once, answered out of order by the host.
 		for i, method := range []string{"slow", "fail", "ok"} {
 			box.send(frameBytes('Q', `{"id":`+string(rune('1'+i))+`,"method":"`+method+`","params":{"x":1}}`))
 		}
-		got := map[int64]Reply{}
+		got := map[int64]protocol.Reply{}
 		for len(got) < 3 {
-			var r Reply
-			box.expect(t, KindReply, &r)
+			var r protocol.Reply
+			box.expect(t, protocol.KindReply, &r)
 			got[r.ID] = r
 		}
 		replies <- got
@@ -248,11 +186,11 @@ func TestRunReplies(t *testing.T) {
 			return json.RawMessage(params), nil
 		case "fail":
 			defer close(release)
-			return nil, rpcErr{code: "unknown_tool", msg: "no such tool", data: []string{"a", "b"}}
+			return nil, &protocol.Error{Code: "unknown_tool", Message: "no such tool", Data: []string{"a", "b"}}
 		}
 		return nil, nil
 	}}
-	it := Start(s, Init{}, Limits{})
+	it := Start(s, protocol.Init{}, Limits{})
 	defer it.Close()
 	res, err := it.Run(t.Context(), Program{}, h, time.Minute)
 	if err != nil || res.Error != nil {
@@ -274,15 +212,15 @@ func TestRunReplies(t *testing.T) {
 
 func TestRunNilHost(t *testing.T) {
 	box, s := newFakeBox(t)
-	var reply Reply
+	var reply protocol.Reply
 	go func() {
-		box.expect(t, KindStart, nil)
-		box.expect(t, KindRun, nil)
+		box.expect(t, protocol.KindStart, nil)
+		box.expect(t, protocol.KindRun, nil)
 		box.send(frameBytes('Q', `{"id":7,"method":"list_tools","params":{}}`))
-		box.expect(t, KindReply, &reply)
+		box.expect(t, protocol.KindReply, &reply)
 		box.send(frameBytes('X', exit0))
 	}()
-	it := Start(s, Init{}, Limits{})
+	it := Start(s, protocol.Init{}, Limits{})
 	defer it.Close()
 	if _, err := it.Run(t.Context(), Program{}, nil, time.Minute); err != nil {
 		t.Fatal(err)
@@ -300,15 +238,15 @@ func TestOutputBetweenRuns(t *testing.T) {
 	box, s := newFakeBox(t)
 	between := make(chan struct{})
 	go func() {
-		box.expect(t, KindStart, nil)
-		box.expect(t, KindRun, nil)
+		box.expect(t, protocol.KindStart, nil)
+		box.expect(t, protocol.KindRun, nil)
 		box.send(frameBytes('O', "own 1\n"), frameBytes('X', exit0))
 		<-between // run 1 has returned
 		box.send(frameBytes('O', "late\n"), frameBytes('E', "late err\n"))
-		box.expect(t, KindRun, nil)
+		box.expect(t, protocol.KindRun, nil)
 		box.send(frameBytes('O', "own 2\n"), frameBytes('X', `{"run":2,"exit_code":0}`))
 	}()
-	it := Start(s, Init{}, Limits{})
+	it := Start(s, protocol.Init{}, Limits{})
 	defer it.Close()
 	r1, err := it.Run(t.Context(), Program{}, nil, time.Minute)
 	if err != nil || r1.Stdout != "own 1\n" {
@@ -341,8 +279,8 @@ func TestFloodWithoutReading(t *testing.T) {
 	const n = MaxRequests + MaxQueuedRequests + 500
 	sent := make(chan error, 1)
 	go func() {
-		box.expect(t, KindStart, nil)
-		box.expect(t, KindRun, nil)
+		box.expect(t, protocol.KindStart, nil)
+		box.expect(t, protocol.KindRun, nil)
 		var err error
 		for i := range n {
 			if _, err = box.out.Write(frameBytes('Q', fmt.Sprintf(`{"id":%d,"method":"m","params":{}}`, i+1))); err != nil {
@@ -357,7 +295,7 @@ func TestFloodWithoutReading(t *testing.T) {
 		<-ctx.Done() // a downstream call that outlives the run
 		return nil, ctx.Err()
 	}}
-	it := Start(s, Init{}, Limits{InterruptGrace: 10 * time.Millisecond})
+	it := Start(s, protocol.Init{}, Limits{InterruptGrace: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		if err := <-sent; err != nil {
@@ -366,7 +304,7 @@ func TestFloodWithoutReading(t *testing.T) {
 		cancel() // all sent: now end the run as a client would
 	}()
 	res, err := it.Run(ctx, Program{}, h, time.Hour)
-	if !errors.Is(err, context.Canceled) || res.Error == nil || res.Error.Kind != FailTimeout {
+	if !errors.Is(err, context.Canceled) || res.Error == nil || res.Error.Kind != protocol.FailTimeout {
 		t.Errorf("Run = %+v, %v; want a cancelled run whose sandbox was killed", res.Error, err)
 	}
 	it.Close() // returns only when the reader, the writer and the host calls have stopped
@@ -383,15 +321,15 @@ func TestTooManyRequests(t *testing.T) {
 	refused := make(chan []int64, 1)
 	release := make(chan struct{})
 	go func() {
-		box.expect(t, KindStart, nil)
-		box.expect(t, KindRun, nil)
+		box.expect(t, protocol.KindStart, nil)
+		box.expect(t, protocol.KindRun, nil)
 		for i := range n {
 			box.send(frameBytes('Q', fmt.Sprintf(`{"id":%d,"method":"m","params":{}}`, i+1)))
 		}
 		var ids []int64
 		for len(ids) < 3 {
-			var r Reply
-			box.expect(t, KindReply, &r)
+			var r protocol.Reply
+			box.expect(t, protocol.KindReply, &r)
 			if r.Error == nil || r.Error.Code != "too_many_requests" {
 				t.Errorf("first replies should be refusals, got %+v", r)
 				break
@@ -401,7 +339,7 @@ func TestTooManyRequests(t *testing.T) {
 		refused <- ids
 		close(release)
 		for range n - 3 {
-			box.expect(t, KindReply, nil)
+			box.expect(t, protocol.KindReply, nil)
 		}
 		box.send(frameBytes('X', exit0))
 	}()
@@ -409,7 +347,7 @@ func TestTooManyRequests(t *testing.T) {
 		<-release
 		return "ok", nil
 	}}
-	it := Start(s, Init{}, Limits{})
+	it := Start(s, protocol.Init{}, Limits{})
 	defer it.Close()
 	res, err := it.Run(t.Context(), Program{}, h, time.Minute)
 	if err != nil || res.Error != nil {
@@ -434,7 +372,7 @@ func FuzzRun(f *testing.F) {
 		if errors.Is(err, ErrStuck) {
 			t.Fatal("a run over a stream that ended did not return")
 		}
-		if res.Error != nil && res.Error.Kind == FailProtocol && !errors.Is(err, ErrProtocol) {
+		if res.Error != nil && res.Error.Kind == protocol.FailProtocol && !errors.Is(err, ErrProtocol) {
 			t.Errorf("protocol failure without ErrProtocol: %v", err)
 		}
 	})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Stream is a sandbox's standard input (Write) and output (Read). Close must
@@ -23,8 +25,8 @@ type Stream interface {
 // Limits bound what one interpreter may make the host hold. The zero value
 // means the defaults; see the package documentation for the figures.
 type Limits struct {
-	MaxRequest     int           // largest request frame; 0 means DefaultMaxRequestFrame
-	MaxAttachment  int           // largest image or file a run may return; see [Init.MaxAttachment]
+	MaxRequest     int           // largest request frame; 0 means protocol.DefaultMaxRequestFrame
+	MaxAttachment  int           // largest image or file a run may return; see [protocol.Init.MaxAttachment]
 	InterruptGrace time.Duration // how long interrupted code has to stop; 0 means DefaultInterruptGrace
 }
 
@@ -87,7 +89,7 @@ type Interpreter struct {
 
 // Start sends the start frame over s and returns the interpreter. It does not
 // wait for the sandbox: a failure shows in the first [Interpreter.Run].
-func Start(s Stream, st Init, limits Limits) *Interpreter {
+func Start(s Stream, st protocol.Init, limits Limits) *Interpreter {
 	it := &Interpreter{
 		s:      s,
 		limits: limits,
@@ -97,7 +99,7 @@ func Start(s Stream, st Init, limits Limits) *Interpreter {
 		stray:  capped{limit: strayLimit},
 	}
 	if it.maxReq <= 0 {
-		it.maxReq = DefaultMaxRequestFrame
+		it.maxReq = protocol.DefaultMaxRequestFrame
 	}
 	if it.grace <= 0 {
 		it.grace = DefaultInterruptGrace
@@ -111,7 +113,7 @@ func Start(s Stream, st Init, limits Limits) *Interpreter {
 	it.wg.Add(2)
 	go func() { defer it.wg.Done(); it.out.loop(it.done) }()
 	go func() { defer it.wg.Done(); it.read() }()
-	it.send(KindStart, st)
+	it.send(protocol.KindStart, st)
 	return it
 }
 
@@ -168,7 +170,7 @@ func (it *Interpreter) send(kind byte, v any) {
 }
 
 func (it *Interpreter) sendRaw(kind byte, payload []byte) {
-	frame, err := encodeFrame(kind, payload)
+	frame, err := protocol.Encode(kind, payload)
 	if err == nil {
 		err = it.out.enqueue(frame)
 	}
@@ -185,10 +187,10 @@ type runState struct {
 	cancel context.CancelFunc
 	out    capped
 	errOut capped
-	exit   chan Exit // the exit frame, once
+	exit   chan protocol.Exit // the exit frame, once
 
-	inFlight    int       // requests being served
-	queue       []Request // requests waiting for a place
+	inFlight    int                // requests being served
+	queue       []protocol.Request // requests waiting for a place
 	queuedBytes int
 	calls       sync.WaitGroup
 }
@@ -210,14 +212,14 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 		limit = DefaultOutputLimit
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &runState{host: h, ctx: rctx, cancel: cancel, out: capped{limit: limit}, errOut: capped{limit: limit}, exit: make(chan Exit, 1)}
+	r := &runState{host: h, ctx: rctx, cancel: cancel, out: capped{limit: limit}, errOut: capped{limit: limit}, exit: make(chan protocol.Exit, 1)}
 
 	it.mu.Lock()
 	if it.err != nil {
 		err := it.err
 		it.mu.Unlock()
 		cancel()
-		return &Result{Error: &Failure{Kind: FailExit, Message: "the interpreter has ended: " + err.Error()}}, err
+		return &Result{Error: &protocol.Failure{Kind: protocol.FailExit, Message: "the interpreter has ended: " + err.Error()}}, err
 	}
 	if it.cur != nil {
 		it.mu.Unlock()
@@ -230,11 +232,11 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 	background := it.stray.take()
 	it.mu.Unlock()
 
-	it.send(KindRun, RunFrame{Run: r.n, Code: p.Code, Servers: p.Servers, Prelude: p.Prelude})
+	it.send(protocol.KindRun, protocol.RunFrame{Run: r.n, Code: p.Code, Servers: p.Servers, Prelude: p.Prelude})
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var exit *Exit
+	var exit *protocol.Exit
 	var runErr error
 	cause := ""
 	select {
@@ -248,7 +250,7 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 	}
 	if exit == nil && cause != "" {
 		// Interrupt, then give the code a moment to stop.
-		it.send(KindInterrupt, Interrupt{Run: r.n})
+		it.send(protocol.KindInterrupt, protocol.Interrupt{Run: r.n})
 		grace := time.NewTimer(it.grace)
 		select {
 		case x := <-r.exit:
@@ -291,7 +293,7 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 		res.ExitCode = -1
 		if errors.Is(dead, ErrProtocol) {
 			what := strings.TrimPrefix(dead.Error(), ErrProtocol.Error()+": ") // every protocol error wraps it first
-			res.Error = &Failure{Kind: FailProtocol, Message: "the " + ErrProtocol.Error() + ": " + what}
+			res.Error = &protocol.Failure{Kind: protocol.FailProtocol, Message: "the " + ErrProtocol.Error() + ": " + what}
 			return res, dead
 		}
 		if dead == nil {
@@ -306,34 +308,37 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 
 // interrupted is the Failure of a run stopped at its time limit or by the
 // client; kept says whether the session's state survived.
-func interrupted(cause string, timeout time.Duration, kept bool) *Failure {
+func interrupted(cause string, timeout time.Duration, kept bool) *protocol.Failure {
 	what := "timed out after " + seconds(timeout)
 	if cause == "cancel" {
 		what = "cancelled by the client"
 	}
 	if kept {
-		return &Failure{Kind: FailTimeout, Type: "KeyboardInterrupt", Message: what + ": the code was interrupted; the session's variables are kept"}
+		return &protocol.Failure{Kind: protocol.FailTimeout, Type: "KeyboardInterrupt", Message: what + ": the code was interrupted; the session's variables are kept"}
 	}
-	return &Failure{Kind: FailTimeout, Message: what + ": the code did not stop when interrupted, so its sandbox was killed"}
+	return &protocol.Failure{Kind: protocol.FailTimeout, Message: what + ": the code did not stop when interrupted, so its sandbox was killed"}
 }
 
 // read is the reader goroutine: it reads frames until the stream ends and
 // never blocks on anything but the stream.
 func (it *Interpreter) read() {
-	fr := newFrameReader(it.s, it.frameLimit)
+	fr := protocol.NewReader(it.s, it.frameLimit)
 	for {
-		kind, payload, err := fr.next()
+		kind, payload, err := fr.Next()
+		if errors.Is(err, protocol.ErrFrameTooLarge) || errors.Is(err, protocol.ErrUnexpectedKind) {
+			err = fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
 		if err != nil {
 			it.fail(err)
 			return
 		}
 		switch kind {
-		case KindStdout, KindStderr:
+		case protocol.KindStdout, protocol.KindStderr:
 			it.output(kind, payload)
-		case KindRequest:
+		case protocol.KindRequest:
 			it.request(payload)
-		case KindExit:
-			var x Exit
+		case protocol.KindExit:
+			var x protocol.Exit
 			if err := json.Unmarshal(payload, &x); err != nil {
 				it.fail(fmt.Errorf("%w: malformed exit frame: %v", ErrProtocol, err))
 				return
@@ -353,12 +358,12 @@ func (it *Interpreter) read() {
 
 func (it *Interpreter) frameLimit(kind byte) int {
 	switch kind {
-	case KindStdout, KindStderr:
-		return MaxOutputFrame
-	case KindRequest:
+	case protocol.KindStdout, protocol.KindStderr:
+		return protocol.MaxOutputFrame
+	case protocol.KindRequest:
 		return it.maxReq
-	case KindExit:
-		return MaxExitFrame
+	case protocol.KindExit:
+		return protocol.MaxExitFrame
 	}
 	return 0
 }
@@ -369,7 +374,7 @@ func (it *Interpreter) output(kind byte, p []byte) {
 	switch r := it.cur; {
 	case r == nil:
 		it.stray.write(p)
-	case kind == KindStdout:
+	case kind == protocol.KindStdout:
 		r.out.write(p)
 	default:
 		r.errOut.write(p)
@@ -379,7 +384,7 @@ func (it *Interpreter) output(kind byte, p []byte) {
 // request queues or serves one request of the current run. It never blocks:
 // past the bounds the request is refused at once.
 func (it *Interpreter) request(payload []byte) {
-	var req Request
+	var req protocol.Request
 	if err := json.Unmarshal(payload, &req); err != nil {
 		it.fail(fmt.Errorf("%w: malformed request frame: %v", ErrProtocol, err))
 		return
@@ -389,7 +394,7 @@ func (it *Interpreter) request(payload []byte) {
 	switch {
 	case r == nil:
 		it.mu.Unlock()
-		it.reply(req.ID, nil, &ReplyError{Code: "internal", Message: "no run is in progress: code left running in the background cannot make requests between runs"})
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeInternal, Message: "no run is in progress: code left running in the background cannot make requests between runs"})
 		return
 	case r.inFlight < MaxRequests:
 		r.inFlight++
@@ -400,7 +405,7 @@ func (it *Interpreter) request(payload []byte) {
 	case len(r.queue) >= MaxQueuedRequests || r.queuedBytes+len(req.Params) > MaxQueuedRequestBytes:
 		serving, waiting := r.inFlight, len(r.queue) // read under the lock
 		it.mu.Unlock()
-		it.reply(req.ID, nil, &ReplyError{Code: "too_many_requests", Message: fmt.Sprintf(
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeTooManyRequests, Message: fmt.Sprintf(
 			"too many requests at once: %d are being served and %d are waiting (limits %d and %d, or %d MiB waiting); await some before sending more",
 			serving, waiting, MaxRequests, MaxQueuedRequests, MaxQueuedRequestBytes>>20)})
 		return
@@ -413,7 +418,7 @@ func (it *Interpreter) request(payload []byte) {
 
 // serve answers req and then the queued requests of r, one after another,
 // while places are free.
-func (it *Interpreter) serve(r *runState, req Request) {
+func (it *Interpreter) serve(r *runState, req protocol.Request) {
 	defer r.calls.Done()
 	for {
 		it.answer(r, req)
@@ -430,12 +435,12 @@ func (it *Interpreter) serve(r *runState, req Request) {
 	}
 }
 
-func (it *Interpreter) answer(r *runState, req Request) {
+func (it *Interpreter) answer(r *runState, req protocol.Request) {
 	if r.ctx.Err() != nil {
 		return // the run is over; nobody waits for the reply
 	}
 	if r.host == nil {
-		it.reply(req.ID, nil, &ReplyError{Code: "internal", Message: "this run has no host to answer requests"})
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeInternal, Message: "this run has no host to answer requests"})
 		return
 	}
 	result, err := r.host.Call(r.ctx, req.Method, req.Params)
@@ -443,7 +448,7 @@ func (it *Interpreter) answer(r *runState, req Request) {
 		return
 	}
 	if err != nil {
-		it.reply(req.ID, nil, replyError(err))
+		it.reply(req.ID, nil, protocol.ErrorOf(err))
 		return
 	}
 	it.reply(req.ID, result, nil)
@@ -451,40 +456,24 @@ func (it *Interpreter) answer(r *runState, req Request) {
 
 // reply sends the answer to request id; a result too big for a frame becomes
 // an error the code can act on.
-func (it *Interpreter) reply(id int64, result any, rerr *ReplyError) {
-	rep := Reply{ID: id, Error: rerr}
+func (it *Interpreter) reply(id int64, result any, rerr *protocol.Error) {
+	rep := protocol.Reply{ID: id, Error: rerr}
 	if rerr == nil {
 		b, err := json.Marshal(result)
 		if err != nil {
-			rep.Error = &ReplyError{Code: "internal", Message: "encoding the result: " + err.Error()}
+			rep.Error = &protocol.Error{Code: protocol.CodeInternal, Message: "encoding the result: " + err.Error()}
 		} else {
 			rep.Result = b
 		}
 	}
 	payload, err := json.Marshal(rep)
-	if err == nil && len(payload) > MaxFrame {
-		err = fmt.Errorf("the result is %d bytes, more than the %d MiB a reply may carry; ask the tool for less (a page, a range, a summary)", len(payload), MaxFrame>>20)
+	if err == nil && len(payload) > protocol.MaxFrame {
+		err = fmt.Errorf("the result is %d bytes, more than the %d MiB a reply may carry; ask the tool for less (a page, a range, a summary)", len(payload), protocol.MaxFrame>>20)
 	}
 	if err != nil {
-		payload, _ = json.Marshal(Reply{ID: id, Error: &ReplyError{Code: "too_large", Message: err.Error()}})
+		payload, _ = json.Marshal(protocol.Reply{ID: id, Error: &protocol.Error{Code: protocol.CodeTooLarge, Message: err.Error()}})
 	}
-	it.sendRaw(KindReply, payload)
-}
-
-// replyError maps a Host error to the wire: errors implementing
-// RPCCode() string (and optionally RPCData() any) keep their code and data;
-// anything else is "internal".
-func replyError(err error) *ReplyError {
-	e := &ReplyError{Code: "internal", Message: err.Error()}
-	var coded interface{ RPCCode() string }
-	if errors.As(err, &coded) {
-		e.Code = coded.RPCCode()
-		var withData interface{ RPCData() any }
-		if errors.As(err, &withData) {
-			e.Data = withData.RPCData()
-		}
-	}
-	return e
+	it.sendRaw(protocol.KindReply, payload)
 }
 
 // writer sends frames to the sandbox in order from one goroutine, so no

@@ -13,23 +13,25 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
-var testServers = []ServerInfo{
+var testServers = []protocol.ServerInfo{
 	{Name: "every-thing", Alias: "every_thing", Description: "test server"},
 	{Name: "mem", Alias: "mem", Description: "memory", Loaded: true,
-		Tools: []ToolSummary{{Name: "echo", Alias: "echo", Description: "Echo"}}},
+		Tools: []protocol.ToolSummary{{Name: "echo", Alias: "echo", Description: "Echo"}}},
 }
 
 var testTools = []map[string]any{
 	{"name": "echo", "alias": "echo", "description": "Echoes a message.", "inputSchema": map[string]any{
 		"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}, "additionalProperties": true},
 		"signature": "echo(*, message: str = None) -> Any",
-		"params":    []Param{{Name: "message", Alias: "message", Type: "str"}}},
+		"params":    []protocol.Param{{Name: "message", Alias: "message", Type: "str"}}},
 	{"name": "get-sum", "alias": "get_sum", "description": "Adds.", "inputSchema": map[string]any{
 		"type": "object", "properties": map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}},
 		"signature": "get_sum(*, a: float = None, b: float = None) -> Any",
-		"params":    []Param{{Name: "a", Alias: "a", Type: "float"}, {Name: "b", Alias: "b", Type: "float"}}},
+		"params":    []protocol.Param{{Name: "a", Alias: "a", Type: "float"}, {Name: "b", Alias: "b", Type: "float"}}},
 }
 
 // toolHost is a fake bridge: it resolves server and tool aliases like the real
@@ -50,13 +52,13 @@ func (h *toolHost) record(method string, params json.RawMessage) {
 	h.requests = append(h.requests, method+" "+string(params))
 }
 
-func resolveServer(name string) (ServerInfo, error) {
+func resolveServer(name string) (protocol.ServerInfo, error) {
 	for _, s := range testServers {
 		if s.Name == name || s.Alias == name {
 			return s, nil
 		}
 	}
-	return ServerInfo{}, rpcErr{code: "unknown_server", msg: fmt.Sprintf("no server %q", name), data: map[string]any{"suggestions": []string{"every-thing"}}}
+	return protocol.ServerInfo{}, &protocol.Error{Code: "unknown_server", Message: fmt.Sprintf("no server %q", name), Data: map[string]any{"suggestions": []string{"every-thing"}}}
 }
 
 func resolveTool(name string) (map[string]any, error) {
@@ -65,7 +67,7 @@ func resolveTool(name string) (map[string]any, error) {
 			return t, nil
 		}
 	}
-	return nil, rpcErr{code: "unknown_tool", msg: fmt.Sprintf("no tool %q", name), data: map[string]any{"suggestions": []string{"echo"}}}
+	return nil, &protocol.Error{Code: "unknown_tool", Message: fmt.Sprintf("no tool %q", name), Data: map[string]any{"suggestions": []string{"echo"}}}
 }
 
 func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -79,9 +81,9 @@ func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessa
 		Arguments map[string]any `json:"arguments"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, rpcErr{code: "bad_arguments", msg: err.Error()}
+		return nil, &protocol.Error{Code: "bad_arguments", Message: err.Error()}
 	}
-	doc := func(s ServerInfo, t map[string]any) map[string]any {
+	doc := func(s protocol.ServerInfo, t map[string]any) map[string]any {
 		d := map[string]any{"server": s.Name, "serverAlias": s.Alias, "tool": t["name"], "toolAlias": t["alias"], "description": t["description"]}
 		if p.Detail == "full" {
 			d["inputSchema"], d["signature"], d["params"] = t["inputSchema"], t["signature"], t["params"]
@@ -130,7 +132,7 @@ func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessa
 			return nil, err
 		}
 		if p.Tool == nil {
-			return nil, rpcErr{code: "bad_arguments", msg: "no tool"}
+			return nil, &protocol.Error{Code: "bad_arguments", Message: "no tool"}
 		}
 		if h.call != nil {
 			return h.call(ctx, *p.Tool, p.Arguments)
@@ -280,9 +282,9 @@ func TestHostErrors(t *testing.T) {
 		case "fail-plain":
 			return nil, errors.New("disk on fire")
 		case "fail-timeout":
-			return nil, fmt.Errorf("calling: %w", rpcErr{code: "timeout", msg: "tool timed out after 30s"})
+			return nil, fmt.Errorf("calling: %w", &protocol.Error{Code: "timeout", Message: "tool timed out after 30s"})
 		case "fail-server":
-			return nil, rpcErr{code: "server_failed", msg: `server "mem" exited`, data: map[string]string{"stderr": "boom"}}
+			return nil, &protocol.Error{Code: "server_failed", Message: `server "mem" exited`, Data: map[string]string{"stderr": "boom"}}
 		case "tool-error":
 			return json.RawMessage(`{"content":[{"type":"text","text":"bad input: x"}],"isError":true}`), nil
 		case "unmarshalable":
@@ -314,7 +316,7 @@ func TestHostErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := res.Error
-		if f == nil || f.Kind != FailException || f.Type != "MCPError" || f.Message != `no server "nope"` ||
+		if f == nil || f.Kind != protocol.FailException || f.Type != "MCPError" || f.Message != `no server "nope"` ||
 			!strings.Contains(f.Traceback, `File "<run_python #1>", line 2`) || strings.Contains(f.Traceback, "codebridge") {
 			t.Errorf("failure = %+v", f)
 		}
@@ -526,7 +528,7 @@ print(len(ch._pending), call_tool_sync("mem", "echo", {"message": "ok"})["args"]
 // in the sandbox with bad_arguments, and the interpreter lives on (the host
 // would otherwise end it for breaking the protocol).
 func TestRequestOverFrameLimit(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{MaxRequest: 4096})
+	it := startInterp(t, protocol.Init{}, Limits{MaxRequest: 4096})
 	res, err := it.Run(t.Context(), Program{Code: `
 try:
     call_tool_sync("mem", "echo", {"message": "x" * 5000})
@@ -543,14 +545,14 @@ print(call_tool_sync("mem", "echo", {"message": "small"})["args"])`, Servers: te
 type attachHost struct {
 	toolHost
 	mu  sync.Mutex
-	got []AttachParams
+	got []protocol.AttachParams
 }
 
 func (h *attachHost) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	if method != MethodAttach {
+	if method != protocol.MethodAttach {
 		return h.toolHost.Call(ctx, method, params)
 	}
-	var p AttachParams
+	var p protocol.AttachParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, err
 	}
@@ -558,7 +560,7 @@ func (h *attachHost) Call(ctx context.Context, method string, params json.RawMes
 	h.got = append(h.got, p)
 	h.mu.Unlock()
 	if p.Data == nil {
-		return nil, rpcErr{code: "too_large", msg: fmt.Sprintf("%s %q is over the limit", p.Kind, p.Name)}
+		return nil, &protocol.Error{Code: "too_large", Message: fmt.Sprintf("%s %q is over the limit", p.Kind, p.Name)}
 	}
 	return nil, nil
 }
@@ -567,7 +569,7 @@ func (h *attachHost) Call(ctx context.Context, method string, params json.RawMes
 // sniff image types, send only the size of what is over the limit per
 // attachment, and refuse what is not an image. matplotlib is not needed.
 func TestAttachHelpers(t *testing.T) {
-	it := startInterp(t, Init{}, Limits{MaxAttachment: 64})
+	it := startInterp(t, protocol.Init{}, Limits{MaxAttachment: 64})
 	defer it.Close()
 	h := &attachHost{}
 	res, err := it.Run(t.Context(), Program{Code: `
@@ -601,7 +603,7 @@ print(runtime.show_image is show_image, "return_file" in runtime.__all__)
 	if want := "big file: too_large\ntext: bad_arguments True\nint: bad_arguments\nTrue True\n"; res.Stdout != want {
 		t.Errorf("stdout %q, want %q", res.Stdout, want)
 	}
-	want := []AttachParams{
+	want := []protocol.AttachParams{
 		{Kind: "image", Name: "image", MIMEType: "image/png", Bytes: 16},
 		{Kind: "image", Name: "photo.jpg", MIMEType: "image/jpeg", Bytes: 8},
 		{Kind: "file", Name: "cb-attach.csv", MIMEType: "text/csv", Bytes: 8},
@@ -636,14 +638,14 @@ func (h *downHost) Call(ctx context.Context, method string, params json.RawMessa
 		return h.toolHost.Call(ctx, method, params)
 	}
 	h.record(method, params)
-	var p CallToolParams
+	var p protocol.CallToolParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, err
 	}
 	if !p.StartFailed {
 		h.starts.Add(1)
 	}
-	return nil, rpcErr{code: "server_failed", msg: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
+	return nil, &protocol.Error{Code: "server_failed", Message: fmt.Sprintf("MCP server \"mem\" failed to start (attempt %d)", h.starts.Load())}
 }
 
 // TestCallToDownServerStartsItOnce: the docs a call fetches for its argument

@@ -21,14 +21,35 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // Engine starts sandbox containers running [python.Command].
 type Engine interface {
-	Start(ctx context.Context) (Container, error)
+	// Start starts a container; w says how the caller waits when the engine
+	// must first prepare (Podman pulls the sandbox image).
+	Start(ctx context.Context, w Wait) (Container, error)
+}
+
+// Wait is how a run waits when its engine must prepare before a container
+// can start, such as Podman pulling the sandbox image: the preparation runs
+// once, for every run waiting on it. The zero value waits as long as the
+// context lets it and ignores the progress.
+type Wait struct {
+	// Progress receives what the engine reports while the run waits, line by
+	// line; nil ignores it.
+	Progress func(message string)
+	// Limit is how long the run waits for the preparation before the start
+	// fails with an error that explains the wait; 0 waits as long as the
+	// context lets it.
+	Limit time.Duration
+	// Waited, if non-nil, is told how long the run waited for the
+	// preparation when it had to wait, once the wait ends.
+	Waited func(time.Duration)
 }
 
 // Container is one started sandbox container.
@@ -71,6 +92,12 @@ type Options struct {
 	// MaxSessions bounds live sessions; 0 means DefaultMaxSessions. At the
 	// bound the session idle longest is ended to make room.
 	MaxSessions int
+	// MaxRuns bounds the runs executing at once, across sessions; 0 means no
+	// bound. A run past it waits for a slot, in arrival order with the other
+	// sessions' runs (each session queues its own runs behind its turn, so
+	// a burst from one session cannot starve the others), for at most its
+	// time limit; then it fails with a [RunLimitError].
+	MaxRuns int
 	// IdleTimeout ends a session unused this long; 0 means DefaultIdleTimeout,
 	// negative means never.
 	IdleTimeout time.Duration
@@ -78,10 +105,10 @@ type Options struct {
 	Memory int64
 	Limits python.Limits
 	// Preload names modules a session's interpreter imports ahead of its
-	// first run (see [python.Init.Preload]); used only with Sessions.
+	// first run (see [protocol.Init.Preload]); used only with Sessions.
 	Preload []string
 	// Prelude returns the saved helpers a new session defines; nil means none.
-	Prelude func() []python.Source
+	Prelude func() []protocol.Source
 	Logger  *slog.Logger // nil discards
 }
 
@@ -93,14 +120,59 @@ type Request struct {
 	// Reset discards the session's state first.
 	Reset   bool
 	Program python.Program
-	Host    python.Host
+	// Host returns what answers the run's requests, once the run knows its
+	// session and its number there; nil answers none.
+	Host    func(run SessionInfo) python.Host
 	Timeout time.Duration
+	// Wait says how the run waits if its container cannot start until the
+	// engine has prepared.
+	Wait Wait
+}
+
+// host returns the host of the run info names.
+func (r *Request) host(info SessionInfo) python.Host {
+	if r.Host == nil {
+		return nil
+	}
+	return r.Host(info)
 }
 
 // Result is a run's result with what happened to its session.
 type Result struct {
 	*python.Result
 	Session SessionInfo
+	// Cause is why the sandbox could not run the code, when Error says it
+	// was unavailable: an error such as a [*SessionLimitError] or the
+	// engine's, whose message Error repeats, for a caller that words it.
+	Cause error
+}
+
+// SessionLimitError is why a run that needs a new session cannot have one:
+// [Options.MaxSessions] sessions live and none can be ended to make room.
+type SessionLimitError struct {
+	Limit int
+	// Busy is true when every session is running code; otherwise one is
+	// only about to (a run holds its turn).
+	Busy bool
+}
+
+func (e *SessionLimitError) Error() string {
+	if e.Busy {
+		return fmt.Sprintf("all %d sandbox sessions are running code; try again when one finishes, or raise the session limit", e.Limit)
+	}
+	return fmt.Sprintf("all %d sandbox sessions are in use; try again in a moment, or raise the session limit", e.Limit)
+}
+
+// RunLimitError is why a run did not start: [Options.MaxRuns] runs were
+// executing for as long as its time limit.
+type RunLimitError struct {
+	Limit  int
+	Waited time.Duration
+}
+
+func (e *RunLimitError) Error() string {
+	return fmt.Sprintf("all %d run slots were busy for the whole %s of this run's time limit; try again when a run finishes, or raise the run limit",
+		e.Limit, e.Waited.Round(time.Millisecond))
 }
 
 // SessionInfo tells the caller which session a run used.
@@ -114,21 +186,6 @@ type SessionInfo struct {
 	// Ended is set when this run ended the session (e.g. "timeout"); the next
 	// run starts a new one.
 	Ended string `json:"ended,omitempty"`
-}
-
-// runKey is the context key of a run's [SessionInfo].
-type runKey struct{}
-
-func withRun(ctx context.Context, id string, run int) context.Context {
-	return context.WithValue(ctx, runKey{}, SessionInfo{ID: id, Run: run})
-}
-
-// RunFrom tells which session and run a host call belongs to: the Manager
-// puts them in the context of every run, and so of the run's requests to its
-// [python.Host]. ok is false outside a run.
-func RunFrom(ctx context.Context) (session string, run int, ok bool) {
-	info, ok := ctx.Value(runKey{}).(SessionInfo)
-	return info.ID, info.Run, ok
 }
 
 // Reasons a session starts or ends.
@@ -158,6 +215,11 @@ type Manager struct {
 	closed   bool
 
 	bg sync.WaitGroup // warm-container starts and removals in the background
+
+	// slots holds a token per executing run when MaxRuns bounds them; nil
+	// when it does not. Blocked senders are served in arrival order.
+	slots       chan struct{}
+	slotWaiting atomic.Int32 // runs waiting for a slot
 }
 
 // New returns a manager; nothing starts until [Manager.Warm] or a run.
@@ -174,7 +236,40 @@ func New(eng Engine, opts Options) *Manager {
 	if opts.WarmLimit <= 0 {
 		opts.WarmLimit = DefaultWarmLimit
 	}
-	return &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	m := &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	if opts.MaxRuns > 0 {
+		m.slots = make(chan struct{}, opts.MaxRuns)
+	}
+	return m
+}
+
+// slot waits for a place among the runs executing at once, for at most
+// timeout, and returns the function that gives it back.
+func (m *Manager) slot(ctx context.Context, timeout time.Duration) (release func(), res *Result, err error) {
+	if m.slots == nil {
+		return func() {}, nil, nil
+	}
+	select {
+	case m.slots <- struct{}{}: // the common case: a place is free
+		return func() { <-m.slots }, nil, nil
+	default:
+	}
+	began := time.Now()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	m.slotWaiting.Add(1)
+	defer m.slotWaiting.Add(-1)
+	select {
+	case m.slots <- struct{}{}:
+		return func() { <-m.slots }, nil, nil
+	case <-timer.C:
+		res := failed(protocol.FailBusy, "")
+		res.Cause = &RunLimitError{Limit: m.opts.MaxRuns, Waited: time.Since(began)}
+		res.Error.Message = res.Cause.Error()
+		return nil, res, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
 }
 
 // Warm starts the warm containers and waits for them.
@@ -194,7 +289,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	s, err := m.session(req.Session)
 	if err != nil {
-		return failed(python.FailUnavailable, err.Error()), nil
+		return failed(protocol.FailUnavailable, err.Error()), nil
 	}
 	// End and Close cancel the run through rctx when they cannot wait for it.
 	rctx, stop := context.WithCancel(ctx)
@@ -203,6 +298,11 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.runDone(rctx, s)
+	release, refused, err := m.slot(rctx, req.Timeout)
+	if refused != nil || err != nil {
+		return refused, err
+	}
+	defer release()
 	res, err := m.runTurn(rctx, s, req)
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
@@ -214,7 +314,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 // when the run did not finish (its Result says why).
 func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result, error) {
 	if s.current() == stateGone {
-		return failed(python.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
+		return failed(protocol.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
 	}
 	if s.it != nil {
 		s.endIfDead(ctx)
@@ -227,16 +327,16 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	info := SessionInfo{}
 	if s.it == nil {
 		if err := m.makeRoom(ctx, s); err != nil {
-			return failed(python.FailUnavailable, err.Error()), nil
+			return unavailable(err), nil
 		}
-		if res := m.startSession(ctx, s); res != nil {
+		if res := m.startSession(ctx, s, req.Wait); res != nil {
 			return res, ctx.Err()
 		}
 		info.New, info.Reason = true, s.reason
 		req.Program.Prelude = m.prelude()
 	}
 	// The session holds the turn, so this run is the interpreter's next.
-	res, err := s.it.Run(withRun(ctx, s.id, s.it.Runs()+1), req.Program, req.Host, req.Timeout)
+	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
 	info.ID, info.Run = s.id, s.it.Runs()
 	if err != nil && !errors.Is(err, python.ErrBusy) {
 		reason := m.explain(ctx, s.ct, res, err)
@@ -255,15 +355,20 @@ type box struct {
 
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
-	b, err := m.take(ctx)
+	release, refused, err := m.slot(ctx, req.Timeout)
+	if refused != nil || err != nil {
+		return refused, err
+	}
+	defer release()
+	b, err := m.take(ctx, req.Wait)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error()), ctx.Err()
+		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err)), ctx.Err()
 	}
 	defer m.refill(ctx)
 	ct := b.ct
 	req.Program.Prelude = m.prelude()
 	info := SessionInfo{ID: ct.ID()[:min(12, len(ct.ID()))], Run: 1, New: true, Reason: ReasonOneShot}
-	res, err := b.it.Run(withRun(ctx, info.ID, info.Run), req.Program, req.Host, req.Timeout)
+	res, err := b.it.Run(ctx, req.Program, req.host(info), req.Timeout)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		m.explain(ctx, ct, res, err)
 	}
@@ -294,7 +399,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	code, oom, werr := ct.Exit(wctx)
 	switch {
 	case werr != nil:
-		res.Error = &python.Failure{Kind: python.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
+		res.Error = &protocol.Failure{Kind: protocol.FailUnavailable, Message: "the sandbox process ended without reporting a result, and its exit status is unknown: " + werr.Error()}
 		return ReasonCrash
 	case oom:
 		res.ExitCode = code
@@ -302,7 +407,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 		if m.opts.Memory > 0 {
 			msg += " of " + mib(m.opts.Memory)
 		}
-		res.Error = &python.Failure{Kind: python.FailOOM, Message: msg}
+		res.Error = &protocol.Failure{Kind: protocol.FailOOM, Message: msg}
 		return ReasonOOM
 	}
 	res.ExitCode = code
@@ -313,7 +418,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 	if diag := strings.TrimSpace(ct.Stderr()); diag != "" {
 		msg += "; stderr: " + tail(diag, 2000)
 	}
-	res.Error = &python.Failure{Kind: python.FailExit, Message: msg}
+	res.Error = &protocol.Failure{Kind: protocol.FailExit, Message: msg}
 	return ReasonCrash
 }
 
@@ -447,10 +552,10 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 		return nil
 	}
 	if oldest == nil {
-		return fmt.Errorf("all %d sandbox sessions are running code; try again when one finishes, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+		return &SessionLimitError{Limit: m.opts.MaxSessions, Busy: true}
 	}
 	if !oldest.tryAcquire() {
-		return fmt.Errorf("all %d sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS", m.opts.MaxSessions)
+		return &SessionLimitError{Limit: m.opts.MaxSessions}
 	}
 	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
 	oldest.end(ctx, ReasonEvicted)
@@ -460,10 +565,10 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 
 // startSession starts s's container and interpreter; on failure it returns
 // the Result to answer with.
-func (m *Manager) startSession(ctx context.Context, s *session) *Result {
-	b, err := m.take(ctx)
+func (m *Manager) startSession(ctx context.Context, s *session, w Wait) *Result {
+	b, err := m.take(ctx, w)
 	if err != nil {
-		return failed(python.FailUnavailable, "cannot start a sandbox container: "+err.Error())
+		return unavailable(fmt.Errorf("cannot start a sandbox container: %w", err))
 	}
 	s.ct, s.it = b.ct, b.it
 	s.id = newID()
@@ -499,15 +604,16 @@ func (m *Manager) expire(s *session) {
 	s.end(ctx, ReasonIdle)
 }
 
-func (m *Manager) prelude() []python.Source {
+func (m *Manager) prelude() []protocol.Source {
 	if m.opts.Prelude == nil {
 		return nil
 	}
 	return m.opts.Prelude()
 }
 
-// take returns a warm box if one is ready, else starts one.
-func (m *Manager) take(ctx context.Context) (*box, error) {
+// take returns a warm box if one is ready, else starts one, waiting for the
+// engine as w says.
+func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -531,16 +637,16 @@ func (m *Manager) take(ctx context.Context) (*box, error) {
 	if b != nil {
 		return b, nil
 	}
-	return m.start(ctx)
+	return m.start(ctx, w)
 }
 
 // start starts a container and its interpreter.
-func (m *Manager) start(ctx context.Context) (*box, error) {
-	ct, err := m.eng.Start(ctx)
+func (m *Manager) start(ctx context.Context, w Wait) (*box, error) {
+	ct, err := m.eng.Start(ctx, w)
 	if err != nil {
 		return nil, err
 	}
-	init := python.Init{}
+	init := protocol.Init{}
 	if m.opts.Sessions {
 		init.Preload = m.opts.Preload
 	}
@@ -602,7 +708,7 @@ func (m *Manager) refill(ctx context.Context) {
 func (m *Manager) fill(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	b, err := m.start(sctx)
+	b, err := m.start(sctx, Wait{})
 	m.mu.Lock()
 	m.filling--
 	ok := err == nil && !m.closed
@@ -642,8 +748,15 @@ func (m *Manager) watch(ctx context.Context, b *box) {
 	m.refill(ctx)
 }
 
-func failed(kind python.FailureKind, msg string) *Result {
-	return &Result{Result: &python.Result{ExitCode: -1, Error: &python.Failure{Kind: kind, Message: msg}}}
+func failed(kind protocol.FailureKind, msg string) *Result {
+	return &Result{Result: &python.Result{ExitCode: -1, Error: &protocol.Failure{Kind: kind, Message: msg}}}
+}
+
+// unavailable is the Result of a run the sandbox could not run, for err.
+func unavailable(err error) *Result {
+	res := failed(protocol.FailUnavailable, err.Error())
+	res.Cause = err
+	return res
 }
 
 func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // fakeEngine starts "containers" that are python3 processes on this host
@@ -32,8 +35,12 @@ import (
 // for real, in milliseconds and without Podman.
 type fakeEngine struct {
 	t       testing.TB
+	python  string // the host's python3
 	started atomic.Int64
 	fail    atomic.Bool // Start fails while set
+	// preparing, when set before the first Start, is the progress line every
+	// Start reports to its caller's Wait, as if it waited 1 ms for it.
+	preparing string
 
 	mu   sync.Mutex
 	live map[*fakeContainer]bool
@@ -41,10 +48,7 @@ type fakeEngine struct {
 
 func newFakeEngine(t testing.TB) *fakeEngine {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed: these tests run the real bootstrap with the host's python3")
-	}
-	e := &fakeEngine{t: t, live: map[*fakeContainer]bool{}}
+	e := &fakeEngine{t: t, python: testenv.Python(t), live: map[*fakeContainer]bool{}}
 	t.Cleanup(func() {
 		if n := e.running(); n != 0 {
 			t.Errorf("%d fake containers left running", n)
@@ -53,13 +57,19 @@ func newFakeEngine(t testing.TB) *fakeEngine {
 	return e
 }
 
-func (e *fakeEngine) Start(ctx context.Context) (Container, error) {
+func (e *fakeEngine) Start(ctx context.Context, w Wait) (Container, error) {
 	if e.fail.Load() {
 		return nil, errors.New("podman is not installed")
 	}
+	if e.preparing != "" && w.Progress != nil {
+		w.Progress(e.preparing)
+	}
+	if e.preparing != "" && w.Waited != nil {
+		w.Waited(time.Millisecond)
+	}
 	argv := python.Command()
-	cmd := exec.Command("python3", argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	cmd := exec.Command(e.python, argv[1:]...)
+	cmd.Env = testenv.PythonEnv
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -265,7 +275,7 @@ func TestTimeoutKeepsOrEndsSession(t *testing.T) {
 		// Whether the interrupt lands before the code starts or in it, the
 		// run ends interrupted.
 		res := run(t, m, "a", "import time\nwhile True: time.sleep(1)", 100*time.Millisecond)
-		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != "" {
+		if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != "" {
 			t.Fatalf("interruptible timeout: %+v %+v", res.Error, res.Session)
 		}
 		if r := run(t, m, "a", "print(x)", time.Minute); r.Stdout != "1\n" || r.Session.ID != first.Session.ID {
@@ -279,7 +289,7 @@ func TestTimeoutKeepsOrEndsSession(t *testing.T) {
 		// A stopped process answers no interrupt, however long it is given.
 		eng.signal(syscall.SIGSTOP)
 		res := run(t, m, "a", "print('never')", 100*time.Millisecond)
-		if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != ReasonTimeout {
+		if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != ReasonTimeout {
 			t.Fatalf("stuck code: %+v %+v", res.Error, res.Session)
 		}
 		waitFor(t, func() bool { return eng.running() == 0 }) // removed in the background
@@ -295,14 +305,14 @@ func TestCrashEndsSession(t *testing.T) {
 	m := newManager(t, eng, Options{Memory: 64 << 20})
 	run(t, m, "a", "x = 1", time.Minute)
 	res := run(t, m, "a", "import os, signal\nprint('bye', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)", time.Minute)
-	if res.Error == nil || res.Error.Kind != python.FailOOM || res.Session.Ended != ReasonOOM {
+	if res.Error == nil || res.Error.Kind != protocol.FailOOM || res.Session.Ended != ReasonOOM {
 		t.Fatalf("killed: %+v %+v %q", res.Error, res.Session, res.Stdout)
 	}
 	if !strings.Contains(res.Error.Message, "64 MiB") {
 		t.Errorf("message %q does not name the limit", res.Error.Message)
 	}
 	res = run(t, m, "a", "import os\nos._exit(3)", time.Minute)
-	if res.Error == nil || res.Error.Kind != python.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
+	if res.Error == nil || res.Error.Kind != protocol.FailExit || res.ExitCode != 3 || res.Session.Ended != ReasonCrash || res.Session.Reason != ReasonOOM {
 		t.Errorf("os._exit(3): %+v exit %d %+v", res.Error, res.ExitCode, res.Session)
 	}
 	if r := run(t, m, "a", "print(1)", time.Minute); r.Stdout != "1\n" || r.Session.Reason != ReasonCrash {
@@ -348,8 +358,10 @@ func TestAllSessionsBusy(t *testing.T) {
 	go func() { done <- run(t, m, "a", mark+"go.wait(60)", time.Minute) }()
 	started()
 	r := run(t, m, "b", "print(1)", time.Minute)
-	if r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "MCP_BRIDGE_MAX_SESSIONS") {
-		t.Errorf("with every session busy: %+v", r.Error)
+	var limit *SessionLimitError
+	if r.Error == nil || r.Error.Kind != protocol.FailUnavailable || !errors.As(r.Cause, &limit) || *limit != (SessionLimitError{Limit: 1, Busy: true}) ||
+		r.Error.Message != limit.Error() {
+		t.Errorf("with every session busy: %+v, cause %#v", r.Error, r.Cause)
 	}
 	eng.signal(syscall.SIGINT)
 	<-done
@@ -382,7 +394,7 @@ func TestWarmContainerUsed(t *testing.T) {
 	if r := run(t, m, "b", "print(2)", time.Minute); r.Stdout != "2\n" {
 		t.Errorf("run on the warm container: %q %+v", r.Stdout, r.Error)
 	}
-	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != python.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
+	if r := run(t, m, "c", "print(3)", time.Minute); r.Error == nil || r.Error.Kind != protocol.FailUnavailable || !strings.Contains(r.Error.Message, "podman is not installed") {
 		t.Errorf("with no container to be had: %+v", r.Error)
 	}
 }
@@ -465,45 +477,48 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 	}
 }
 
-// runRecorder is a host that records which session and run each request
-// came from.
+// runRecorder builds the hosts of runs and records which session and run each
+// request came from.
 type runRecorder struct {
 	mu   sync.Mutex
 	seen []SessionInfo
 }
 
-func (h *runRecorder) Call(ctx context.Context, method string, _ json.RawMessage) (any, error) {
+func (r *runRecorder) host(run SessionInfo) python.Host { return runHost{r, run} }
+
+type runHost struct {
+	r   *runRecorder
+	run SessionInfo
+}
+
+func (h runHost) Call(_ context.Context, method string, _ json.RawMessage) (any, error) {
 	if method != "call_tool" {
 		return nil, nil // the tool's docs, which the sandbox asks for first: none
 	}
-	id, run, ok := RunFrom(ctx)
-	if !ok {
-		return nil, errors.New("no run in the context")
-	}
-	h.mu.Lock()
-	h.seen = append(h.seen, SessionInfo{ID: id, Run: run})
-	h.mu.Unlock()
+	h.r.mu.Lock()
+	h.r.seen = append(h.r.seen, SessionInfo{ID: h.run.ID, Run: h.run.Run})
+	h.r.mu.Unlock()
 	return "ok", nil
 }
 
-// TestRunFromHostCalls: a host call knows its session and run, in a session
+// TestRunHost: the host of a run is told its session and run, in a session
 // and in a one-off container alike.
-func TestRunFromHostCalls(t *testing.T) {
+func TestRunHost(t *testing.T) {
 	const code = "from mcp import runtime\nprint(runtime.call_tool_sync('s', 't', raw=True))"
 	for _, sessions := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
 			m := newManager(t, newFakeEngine(t), Options{})
 			m.opts.Sessions = sessions
-			h := &runRecorder{}
+			r := &runRecorder{}
 			var want []SessionInfo
 			for range 2 {
-				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: h, Timeout: time.Minute})
+				res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: code}, Host: r.host, Timeout: time.Minute})
 				if err != nil || res.Error != nil || res.Stdout != "ok\n" {
 					t.Fatalf("run: %v %+v %q", err, res.Error, res.Stdout)
 				}
 				want = append(want, SessionInfo{ID: res.Session.ID, Run: res.Session.Run})
 			}
-			if diff := cmp.Diff(want, h.seen); diff != "" {
+			if diff := cmp.Diff(want, r.seen); diff != "" {
 				t.Errorf("host calls' runs (-want +got):\n%s", diff)
 			}
 			if sessions && (want[0].ID != want[1].ID || want[1].Run != 2) {
@@ -511,8 +526,28 @@ func TestRunFromHostCalls(t *testing.T) {
 			}
 		})
 	}
-	if _, _, ok := RunFrom(t.Context()); ok {
-		t.Error("RunFrom outside a run reports one")
+}
+
+// TestRunWait: a run that starts a container waits for the engine as its
+// Wait says, in a session and in a one-off container alike.
+func TestRunWait(t *testing.T) {
+	for _, sessions := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
+			eng := newFakeEngine(t)
+			eng.preparing = "pulling the image"
+			m := newManager(t, eng, Options{})
+			m.opts.Sessions = sessions
+			var lines []string
+			var waited time.Duration
+			w := Wait{Progress: func(line string) { lines = append(lines, line) }, Waited: func(d time.Duration) { waited += d }}
+			res, err := m.Run(t.Context(), Request{Session: "a", Program: python.Program{Code: "print(1)"}, Timeout: time.Minute, Wait: w})
+			if err != nil || res.Error != nil {
+				t.Fatalf("run: %v %+v", err, res.Error)
+			}
+			if !slices.Equal(lines, []string{"pulling the image"}) || waited != time.Millisecond {
+				t.Errorf("the run saw %q and waited %v; want the engine's line and its 1 ms", lines, waited)
+			}
+		})
 	}
 }
 
@@ -558,7 +593,7 @@ func TestEndOrCloseWhileRunning(t *testing.T) {
 				t.Error(err)
 			}
 			res := <-first
-			if res.Error == nil || res.Error.Kind != python.FailTimeout || res.Session.Ended != tt.ended {
+			if res.Error == nil || res.Error.Kind != protocol.FailTimeout || res.Session.Ended != tt.ended {
 				t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 			}
 			waitFor(t, func() bool { return eng.running() == 0 })
@@ -587,12 +622,55 @@ func TestEndWaitsForRun(t *testing.T) {
 	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" || res.Session.Ended != "" {
 		t.Errorf("the run in progress: %+v %+v", res.Error, res.Session)
 	}
-	if res := <-queued; res.Error == nil || res.Error.Kind != python.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
+	if res := <-queued; res.Error == nil || res.Error.Kind != protocol.FailUnavailable || !strings.Contains(res.Error.Message, "session has ended") {
 		t.Errorf("the queued run: %q %+v", res.Stdout, res.Error)
 	}
 	<-ended
 	waitFor(t, func() bool { return eng.running() == 0 })
 	if n := eng.started.Load(); n != 1 {
 		t.Errorf("%d containers started, want 1", n)
+	}
+}
+
+// TestRunSlots: with MaxRuns 1, a second session's run waits for the slot
+// instead of failing, and gets it before a burst queued behind the first
+// session's turn; a run that waits longer than its time limit fails busy.
+func TestRunSlots(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{MaxRuns: 1})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
+	run(t, m, "b", "pass", time.Minute)
+
+	// a holds the only slot.
+	first := make(chan *Result)
+	mark, started := running(t)
+	go func() { first <- run(t, m, "a", mark+"go.wait()", time.Minute) }()
+	started()
+
+	// b waits for the slot past a short limit: busy, naming the limit.
+	r := run(t, m, "b", "print('never')", 50*time.Millisecond)
+	var limit *RunLimitError
+	if r.Error == nil || r.Error.Kind != protocol.FailBusy || !errors.As(r.Cause, &limit) || limit.Limit != 1 || r.Stdout != "" {
+		t.Fatalf("a run that waited past its limit for a slot: %+v, cause %#v", r.Error, r.Cause)
+	}
+
+	// A burst of three more runs of a queues behind a's turn; then b's run
+	// queues for the slot. When a's run ends, b's run executes first: runs
+	// execute one at a time, each appending its session to the log.
+	log := filepath.Join(t.TempDir(), "log")
+	appendLog := func(who string) string { return fmt.Sprintf("open(%q, 'a').write(%q)", log, who) }
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { run(t, m, "a", appendLog("a"), time.Minute) })
+	}
+	s, _ := m.session("a")
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 3 })
+	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
+	waitFor(t, func() bool { return m.slotWaiting.Load() == 1 })
+	eng.signal(syscall.SIGINT) // a's first run ends
+	<-first
+	wg.Wait()
+	if got, _ := os.ReadFile(log); string(got) != "baaa" {
+		t.Errorf("runs executed in the order %q, want b's first (it waited for the slot while a's burst waited for a's turn)", got)
 	}
 }

@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 
-	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // AttachParams is the attach request the sandbox sends for data, or for its
 // size alone when data is nil.
 func AttachParams(kind, name, mime string, data []byte, size int) json.RawMessage {
-	p := python.AttachParams{Kind: kind, Name: name, MIMEType: mime, Data: data, Bytes: size}
+	p := protocol.AttachParams{Kind: kind, Name: name, MIMEType: mime, Data: data, Bytes: size}
 	if data != nil {
 		p.Bytes = len(data)
 	}
@@ -22,12 +22,9 @@ func AttachParams(kind, name, mime string, data []byte, size int) json.RawMessag
 	return raw
 }
 
-// Config is the settings of an empty environment: every default.
+// Config is the settings of an empty environment and no settings file: every
+// default.
 func Config(t *testing.T) settings.Config {
 	t.Helper()
-	c, err := settings.LoadConfig(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return settings.Defaults()
 }

@@ -41,8 +41,9 @@ class MCPError(Exception):
     """A failed request or tool call.
 
     code is one of unknown_server, unknown_tool, policy_denied, bad_arguments,
-    server_failed, timeout, internal, too_large, conflict (from codebridge) or tool_error
-    (the tool reported an error); message is codebridge's or the tool's text;
+    server_failed, timeout, internal, too_large, conflict, too_many_requests,
+    quarantined
+    (from codebridge) or tool_error (the tool reported an error); message is codebridge's or the tool's text;
     data holds details such as suggestions for a misspelt name, or the tool's
     raw result.
     """

@@ -10,26 +10,6 @@ import (
 	"unicode"
 )
 
-// TestREADMESettings keeps the settings table of docs/settings.md in step with
-// the code: every variable codebridge reads is documented with its default.
-func TestREADMESettings(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "settings.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range settings {
-		name := EnvPrefix + strings.ToUpper(s.key)
-		def := "(unset)"
-		if s.def != "" {
-			def = "`" + s.def + "`"
-		}
-		row := "| `" + name + "` | " + def + " |"
-		if !strings.Contains(string(doc), row) {
-			t.Errorf("docs/settings.md has no settings row starting %q", row)
-		}
-	}
-}
-
 // repoRoot is the folder of go.mod above the test's package, so these tests
 // find README.md and docs/ from whichever package holds them.
 func repoRoot(t *testing.T) string {

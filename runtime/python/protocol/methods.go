@@ -1,23 +1,28 @@
-package python
+package protocol
 
 import "encoding/json"
 
-// The methods a sandbox's requests name, with one parameter struct each. The
-// host dispatches on the method through a table and decodes the parameters
-// into the method's struct; replies are the result types below, or an MCP
-// CallToolResult for call_tool.
+// The methods a sandbox's requests name, each with one parameter type and one
+// result type. [Dispatch] decodes the parameters into the method's type and
+// calls the [Handler] method of the same name; the table in handler.go lists
+// them all.
 const (
-	MethodListServers    = "list_servers"     // no parameters → []string
 	MethodDescribeServer = "describe_server"  // [ServerParams] → [ServerDescription]
-	MethodListTools      = "list_tools"       // [ServerParams] → []ToolDoc (full)
-	MethodQueryToolDocs  = "query_tool_docs"  // [QueryToolDocsParams] → []ToolDoc
+	MethodListTools      = "list_tools"       // [ServerParams] → [ToolDocs] (full)
+	MethodQueryToolDocs  = "query_tool_docs"  // [QueryToolDocsParams] → [ToolDocs]
 	MethodSearchToolDocs = "search_tool_docs" // [SearchToolDocsParams] → [SearchResult]
-	MethodCallTool       = "call_tool"        // [CallToolParams] → MCP CallToolResult
-	MethodAttach         = "attach"           // [AttachParams] → nothing
+	MethodCallTool       = "call_tool"        // [CallToolParams] → [CallToolResult]
+	MethodAttach         = "attach"           // [AttachParams] → [NoResult]
 )
 
 // NoParams is the parameters of a method that takes none.
 type NoParams struct{}
+
+// NoResult is the result of a method that returns nothing: JSON null.
+type NoResult struct{}
+
+// MarshalJSON encodes nothing as null, which the sandbox ignores.
+func (NoResult) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 
 // ServerParams names a server, by name or alias.
 type ServerParams struct {
@@ -50,6 +55,13 @@ type CallToolParams struct {
 	StartFailed bool `json:"start_failed,omitempty"`
 }
 
+// CallToolResult answers call_tool: the downstream tool's MCP
+// CallToolResult (content, structuredContent?, isError?) as JSON, encoded
+// once by the host, which audits its size, and sent on as it is.
+type CallToolResult struct {
+	json.RawMessage
+}
+
 // AttachParams returns an image or a file with the run's result. Data is
 // absent when it is over [Init.MaxAttachment]: the sandbox does not send it,
 // and the host records the attachment as dropped. Bytes is the size of the
@@ -61,6 +73,9 @@ type AttachParams struct {
 	Data     []byte `json:"data"` // base64 in JSON
 	Bytes    int    `json:"bytes"`
 }
+
+// ToolDocs answers list_tools and query_tool_docs.
+type ToolDocs []ToolDoc
 
 // ToolDoc documents one tool. Summary docs carry the first line of the
 // description; full docs the whole description, the schemas and a Python
@@ -129,15 +144,19 @@ type Unavailable struct {
 
 // Memory and saved-helper methods (persisted by the host; see bridge/memory).
 const (
-	MethodMemorySave   = "memory_save"   // [MemorySaveParams] → null
+	MethodMemorySave   = "memory_save"   // [MemorySaveParams] → [NoResult]
 	MethodMemoryLoad   = "memory_load"   // [KeyParams] → [MemoryLoadResult]
-	MethodMemoryDelete = "memory_delete" // [KeyParams] → bool (existed)
-	MethodMemoryExists = "memory_exists" // [KeyParams] → bool
-	MethodMemoryList   = "memory_list"   // no parameters → [][MemoryInfo]
-	MethodToolSave     = "tool_save"     // [ToolSaveParams] → null
-	MethodToolList     = "tool_list"     // no parameters → [][SavedToolInfo]
-	MethodToolDelete   = "tool_delete"   // [NameParams] → bool (existed)
+	MethodMemoryDelete = "memory_delete" // [KeyParams] → [Found] (it existed)
+	MethodMemoryExists = "memory_exists" // [KeyParams] → [Found]
+	MethodMemoryList   = "memory_list"   // [NoParams] → [MemoryList]
+	MethodToolSave     = "tool_save"     // [ToolSaveParams] → [NoResult]
+	MethodToolList     = "tool_list"     // [NoParams] → [SavedTools]
+	MethodToolDelete   = "tool_delete"   // [NameParams] → [Found] (it existed)
 )
+
+// Found answers memory_exists, memory_delete and tool_delete: whether the
+// memory or helper was there (before the delete).
+type Found bool
 
 // KeyParams names a memory.
 type KeyParams struct {
@@ -158,6 +177,9 @@ type MemorySaveParams struct {
 	Metadata json.RawMessage `json:"metadata,omitempty"`
 	IfRev    *int64          `json:"if_rev,omitempty"`
 }
+
+// MemoryList answers memory_list.
+type MemoryList []*MemoryInfo
 
 // MemoryInfo describes a stored memory, in the reference bridge's shape
 // (times are seconds since the epoch) plus its size.
@@ -185,6 +207,9 @@ type ToolSaveParams struct {
 	Description string `json:"description"`
 	Signature   string `json:"signature,omitempty"` // e.g. "clean(rows, drop_empty=True)"
 }
+
+// SavedTools answers tool_list.
+type SavedTools []SavedToolInfo
 
 // SavedToolInfo describes a saved helper in tool_list.
 type SavedToolInfo struct {

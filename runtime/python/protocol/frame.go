@@ -1,4 +1,4 @@
-package python
+package protocol
 
 import (
 	"bufio"
@@ -21,7 +21,8 @@ const (
 	KindExit      byte = 'X' // sandbox → host: [Exit]
 )
 
-const headerLen = 5
+// HeaderLen is the length of a frame's header: its kind and its payload's length.
+const HeaderLen = 5
 
 // Limits on what the sandbox may send in one frame, by kind. The reader checks
 // a frame's length against its kind's limit before allocating anything, so a
@@ -31,7 +32,7 @@ const headerLen = 5
 const (
 	MaxOutputFrame = 64 << 10
 	MaxExitFrame   = 1 << 20
-	// DefaultMaxRequestFrame bounds a request when [Limits.MaxRequest] is 0.
+	// DefaultMaxRequestFrame bounds a request when python.Limits.MaxRequest is 0.
 	DefaultMaxRequestFrame = 4<<20 + 64<<10
 	// MaxFrame bounds a frame the host sends (a reply or a start frame).
 	MaxFrame = 64 << 20
@@ -80,7 +81,7 @@ type Interrupt struct {
 	Run int `json:"run"`
 }
 
-// Request is the payload of a 'Q' frame: a call the sandbox makes to the [Host].
+// Request is the payload of a 'Q' frame: a call the sandbox makes to the host.
 type Request struct {
 	ID     int64           `json:"id"`
 	Method string          `json:"method"`
@@ -92,15 +93,7 @@ type Request struct {
 type Reply struct {
 	ID     int64           `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
-	Error  *ReplyError     `json:"error,omitempty"`
-}
-
-// ReplyError is a failed [Request]. The sandbox raises it as MCPError with the
-// same code, message and data.
-type ReplyError struct {
-	Code    string `json:"code"` // unknown_server, unknown_tool, bad_arguments, server_failed, timeout, too_many_requests, internal, ...
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
 }
 
 // Exit is the payload of the 'X' frame: how one run's code ended. The
@@ -111,24 +104,30 @@ type Exit struct {
 	Error    *Failure `json:"error"` // nil when the code ran to the end or exited with status 0
 }
 
-// ErrFrameTooLarge is returned by the frame reader for a frame longer than its
-// kind allows.
-var ErrFrameTooLarge = errors.New("frame too large")
+// Errors of a frame the reader refuses; the stream cannot be read further.
+var (
+	// ErrFrameTooLarge: a frame is longer than its kind allows.
+	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrUnexpectedKind: a frame of a kind the reader does not accept.
+	ErrUnexpectedKind = errors.New("unexpected frame kind")
+)
 
-// frameReader reads frames from the sandbox's stdout.
-type frameReader struct {
+// Reader reads frames from a stream.
+type Reader struct {
 	r     *bufio.Reader
 	limit func(kind byte) int // largest payload of a kind; 0 means the kind is not allowed
 }
 
-func newFrameReader(r io.Reader, limit func(kind byte) int) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
+// NewReader returns a reader of the frames on r; limit gives the largest
+// payload of each kind, 0 for a kind that is not allowed.
+func NewReader(r io.Reader, limit func(kind byte) int) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
 }
 
-// next returns the next frame. It returns io.EOF only at a frame boundary;
+// Next returns the next frame. It returns io.EOF only at a frame boundary;
 // a stream that ends inside a frame gives io.ErrUnexpectedEOF.
-func (fr *frameReader) next() (kind byte, payload []byte, err error) {
-	var head [headerLen]byte
+func (fr *Reader) Next() (kind byte, payload []byte, err error) {
+	var head [HeaderLen]byte
 	if _, err := io.ReadFull(fr.r, head[:]); err != nil {
 		return 0, nil, err
 	}
@@ -136,10 +135,10 @@ func (fr *frameReader) next() (kind byte, payload []byte, err error) {
 	n := binary.BigEndian.Uint32(head[1:])
 	max := fr.limit(kind)
 	if max <= 0 {
-		return kind, nil, fmt.Errorf("%w: unexpected frame kind %q", ErrProtocol, kind)
+		return kind, nil, fmt.Errorf("%w %q", ErrUnexpectedKind, kind)
 	}
 	if uint64(n) > uint64(max) {
-		return kind, nil, fmt.Errorf("%w: %w: kind %q, %d bytes (limit %d)", ErrProtocol, ErrFrameTooLarge, kind, n, max)
+		return kind, nil, fmt.Errorf("%w: kind %q, %d bytes (limit %d)", ErrFrameTooLarge, kind, n, max)
 	}
 	payload = make([]byte, n)
 	if _, err := io.ReadFull(fr.r, payload); err != nil {
@@ -151,12 +150,12 @@ func (fr *frameReader) next() (kind byte, payload []byte, err error) {
 	return kind, payload, nil
 }
 
-// encodeFrame returns the bytes of one frame.
-func encodeFrame(kind byte, payload []byte) ([]byte, error) {
+// Encode returns the bytes of one frame.
+func Encode(kind byte, payload []byte) ([]byte, error) {
 	if len(payload) > MaxFrame {
 		return nil, fmt.Errorf("%w: kind %q, %d bytes (limit %d)", ErrFrameTooLarge, kind, len(payload), MaxFrame)
 	}
-	buf := make([]byte, headerLen, headerLen+len(payload))
+	buf := make([]byte, HeaderLen, HeaderLen+len(payload))
 	buf[0] = kind
 	binary.BigEndian.PutUint32(buf[1:], uint32(len(payload)))
 	return append(buf, payload...), nil

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
+)
+
+const configHelp = `Usage: codebridge config [--json]
+
+Prints every setting, its value and where the value came from: default, the
+settings file (its path), an MCP_BRIDGE_* environment variable (its name) or a
+flag (--config-dir). Each of these layers wins over the ones before it. A
+secret, such as http_token, shows only that it is set.
+
+The settings file is ~/.config/codebridge/config.toml (the user config folder:
+os.UserConfigDir), or the file MCP_BRIDGE_SETTINGS_FILE names; its keys are the
+KEY column. docs/settings.md describes every setting.
+
+Flags:
+  --json            print a JSON object for programs: {"file", "file_found",
+                    "settings": [{"key", "env", "value", "origin": {"layer", "name"}}]}
+  --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
+
+Exit status: 0 when every setting is valid; 2 when the command line or a
+setting is wrong (the message names the file and key, or the variable).
+`
+
+// configCommand defines the flags of config and returns its run function.
+func configCommand(fs *flag.FlagSet) runFunc {
+	asJSON := fs.Bool("json", false, "print JSON")
+	return func(_ context.Context, c *call) int {
+		if *asJSON {
+			return c.exit(printSettingsJSON(c))
+		}
+		return c.exit(printSettings(c))
+	}
+}
+
+// printSettings prints the settings as an aligned table, after the settings
+// file's path.
+func printSettings(c *call) error {
+	r := c.layers
+	state := "read"
+	if !r.FileFound {
+		state = "not found; none is needed"
+	}
+	fmt.Fprintf(c.stdout, "settings file: %s (%s)\n\n", r.File, state)
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "KEY\tVALUE\tFROM")
+	for _, v := range r.Values {
+		text := v.Text
+		if text == "" {
+			text = "(unset)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", v.Key, text, v.Origin)
+	}
+	return w.Flush()
+}
+
+// printSettingsJSON prints the settings as one JSON object.
+func printSettingsJSON(c *call) error {
+	r := c.layers
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		File      string           `json:"file"`
+		FileFound bool             `json:"file_found"`
+		Settings  []settings.Value `json:"settings"`
+	}{r.File, r.FileFound, r.Values})
+}

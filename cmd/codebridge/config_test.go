@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
+)
+
+// runInProcess runs codebridge's command line in this process, with the
+// environment the test set.
+func runInProcess(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(t.Context(), args, os.Stdin, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// TestConfigCommand: codebridge config prints every setting with its value
+// and origin, as a table or as JSON, and never a secret.
+func TestConfigCommand(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, []byte("max_runs = 4\nmemory = \"1g\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(settings.FileEnv, file)
+	t.Setenv("MCP_BRIDGE_MEMORY", "2g")
+	t.Setenv("MCP_BRIDGE_HTTP_TOKEN", "s3cret-s3cret-s3cret")
+
+	out, stderr, code := runInProcess(t, "config", "--config-dir", "/srv/mcps")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if !strings.HasPrefix(out, "settings file: "+file+" (read)\n") {
+		t.Errorf("the first line does not name the file:\n%s", out)
+	}
+	rows := map[string][]string{} // key -> value, origin
+	for _, line := range strings.Split(out, "\n")[3:] {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = f[1:]
+		}
+	}
+	for key, want := range map[string]string{
+		"pids":       "128 default",
+		"max_runs":   "4 " + file,
+		"memory":     "2g MCP_BRIDGE_MEMORY",
+		"config_dir": "/srv/mcps --config-dir",
+		"http_token": "(set, 20 characters) MCP_BRIDGE_HTTP_TOKEN",
+		"image":      "(unset) default",
+	} {
+		if got := strings.Join(rows[key], " "); got != want {
+			t.Errorf("%s: got %q, want %q", key, got, want)
+		}
+	}
+	defaults, err := settings.Load(settings.Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(defaults.Values) {
+		t.Errorf("%d settings listed, want every one of the %d:\n%s", len(rows), len(defaults.Values), out)
+	}
+
+	out, stderr, code = runInProcess(t, "config", "--json")
+	if code != 0 {
+		t.Fatalf("--json: exit %d, stderr %q", code, stderr)
+	}
+	var got struct {
+		File      string           `json:"file"`
+		FileFound bool             `json:"file_found"`
+		Settings  []settings.Value `json:"settings"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("--json: %v:\n%s", err, out)
+	}
+	if got.File != file || !got.FileFound || len(got.Settings) != len(rows) {
+		t.Errorf("--json: file %q (found %v), %d settings", got.File, got.FileFound, len(got.Settings))
+	}
+	for _, v := range got.Settings {
+		if v.Key == "memory" && (v.Text != "2g" || v.Env != "MCP_BRIDGE_MEMORY" || v.Origin != (settings.Origin{Layer: settings.LayerEnv, Name: "MCP_BRIDGE_MEMORY"})) {
+			t.Errorf("--json: memory = %+v", v)
+		}
+	}
+	if !strings.Contains(out, `"layer": "file"`) || strings.Contains(out, "s3cret") {
+		t.Errorf("--json: want layer names and no secret:\n%s", out)
+	}
+}
+
+// TestConfigCommandBadSetting: a bad value stops config, like every command,
+// with a message naming its file and key.
+func TestConfigCommandBadSetting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, []byte("max_runs = 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(settings.FileEnv, file)
+	_, stderr, code := runInProcess(t, "config")
+	if code != 2 || !strings.Contains(stderr, file+": invalid max_runs") {
+		t.Errorf("exit %d, stderr %q; want 2 and the file and key named", code, stderr)
+	}
+}
