@@ -27,6 +27,14 @@ func TestConfigCommand(t *testing.T) {
 	if err := os.WriteFile(file, []byte("max_runs = 4\nmemory = \"1g\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Only the variables set here: the suite runs with some of its own
+	// (MCP_BRIDGE_IMAGE for the minimal image).
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, settings.EnvPrefix) {
+			t.Setenv(k, v) // restored when the test ends
+			os.Unsetenv(k)
+		}
+	}
 	t.Setenv(settings.FileEnv, file)
 	t.Setenv("MCP_BRIDGE_MEMORY", "2g")
 	t.Setenv("MCP_BRIDGE_HTTP_TOKEN", "s3cret-s3cret-s3cret")
