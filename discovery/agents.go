@@ -105,6 +105,9 @@ func ReadAgentFile(f AgentFile, cwd string) ([]AgentServer, error) {
 			}
 			seen[name] = true
 			entry, note := normalize(f.Agent, raw)
+			if needsLogin(entry) {
+				note = joinNotes(note, "a remote server without headers signs in with OAuth, if at all: run codebridge login "+name+" once it is imported")
+			}
 			out = append(out, AgentServer{File: f, Name: name, Entry: entry, Note: note})
 		}
 	}
@@ -178,6 +181,9 @@ func normalize(agent string, raw map[string]any) (map[string]any, string) {
 			notes = append(notes, `"envFile" is not supported: copy its variables into "env"`)
 		}
 	}
+	if o := oauthEntry(raw["oauth"]); o != nil {
+		entry["oauth"] = o
+	}
 	if t, ok := entry["type"].(string); ok && t == "stdio" {
 		delete(entry, "type") // codebridge's default when there is a command
 	}
@@ -186,6 +192,43 @@ func normalize(agent string, raw map[string]any) (map[string]any, string) {
 		notes = append(notes, "uses ${input:...}, a value VS Code asks for: put the value or an ${ENV_VAR} in its place, then remove \"disabled\"")
 	}
 	return entry, strings.Join(notes, "; ")
+}
+
+// oauthEntry keeps the client an agent's entry signs in with (Gemini CLI's
+// and Claude Code's "oauth" objects: clientId, clientSecret, scopes), leaving
+// out what codebridge finds itself (endpoints, redirect URI, callback port).
+// It returns nil when there is none.
+func oauthEntry(v any) map[string]any {
+	raw, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range []string{"clientId", "clientSecret", "scopes"} {
+		if v, ok := raw[k]; ok {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// needsLogin reports whether a normalized entry is a remote server that
+// sends no headers: such a server, if it asks for credentials at all, asks
+// for an OAuth sign-in.
+func needsLogin(entry map[string]any) bool {
+	_, hasURL := entry["url"]
+	_, hasHeaders := entry["headers"]
+	return hasURL && !hasHeaders
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // containsInput reports whether a VS Code ${input:...} appears in v.

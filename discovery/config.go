@@ -88,7 +88,8 @@ func (s *Server) SameEndpoint(o *Server) bool {
 		maps.Equal(s.Env, o.Env) &&
 		s.Cwd == o.Cwd &&
 		s.URL == o.URL &&
-		maps.Equal(s.Headers, o.Headers)
+		maps.Equal(s.Headers, o.Headers) &&
+		s.OAuth.Equal(o.OAuth)
 }
 
 // Diff compares two snapshots by server name: added are in newCfg only,

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -397,6 +398,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	}
 	s.Env = strMap("env")
 	s.Headers = strMap("headers")
+	oauth := l.oauth(name, m, at)
 	s.Tools = l.toolPolicy(name, m, at)
 
 	hasCmd = hasCmd && strings.TrimSpace(command) != ""
@@ -437,6 +439,10 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	if s.Transport == Stdio {
 		s.Command = command
 		s.URL, s.Headers = "", nil
+		if oauth != nil {
+			l.problem(name, at("oauth"), `"oauth" is for servers reached by "url": remove it from a local server`, false)
+			return nil, false
+		}
 	} else {
 		s.URL = url
 		s.Args, s.Env, s.Cwd = nil, nil, ""
@@ -471,6 +477,16 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	for _, k := range sortedKeys(s.Headers) {
 		s.Headers[k] = expand(s.Headers[k], "headers."+k, "headers", k)
 	}
+	if oauth != nil {
+		s.OAuth = &OAuth{
+			ClientID:     expand(oauth.id, "oauth.clientId", "oauth", "clientId"),
+			ClientSecret: secret.New(expand(oauth.secret, "oauth.clientSecret", "oauth", "clientSecret")),
+			Scopes:       oauth.scopes,
+		}
+		if v := s.OAuth.ClientSecret; v.Reveal() != "" && !slices.ContainsFunc(s.Secrets, func(o secret.Value) bool { return o.Reveal() == v.Reveal() }) {
+			s.Secrets = append(s.Secrets, v)
+		}
+	}
 	if len(l.problems) > nProblems {
 		return nil, false
 	}
@@ -481,6 +497,63 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 		return nil, true
 	}
 	return s, true
+}
+
+// rawOAuth is an entry's "oauth" object as written, before expansion.
+type rawOAuth struct {
+	id, secret string
+	scopes     []string
+}
+
+// oauth reads an entry's "oauth" object; a problem with it makes the entry
+// invalid.
+func (l *fileLoader) oauth(name string, m map[string]any, at func(...string) []string) *rawOAuth {
+	v, present := m["oauth"]
+	if !present {
+		return nil
+	}
+	bad := func(msg string, keys ...string) { l.problem(name, at(keys...), msg, false) }
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		bad(fmt.Sprintf(`"oauth" must be an object like {"clientId": "...", "clientSecret": "${keyring:SERVICE/ACCOUNT}", "scopes": ["read"]}, found %s`, kind(v)), "oauth")
+		return nil
+	}
+	var o rawOAuth
+	for _, k := range sortedKeys(obj) {
+		switch k {
+		case "clientId", "clientSecret":
+			s, isStr := obj[k].(string)
+			if !isStr {
+				bad(fmt.Sprintf("oauth.%s must be a string, found %s", k, kind(obj[k])), "oauth", k)
+				continue
+			}
+			if k == "clientId" {
+				o.id = s
+			} else {
+				o.secret = s
+			}
+		case "scopes":
+			arr, isArr := obj[k].([]any)
+			if !isArr {
+				bad(fmt.Sprintf(`oauth.scopes must be an array of strings like ["read", "write"], found %s`, kind(obj[k])), "oauth", k)
+				continue
+			}
+			for i, e := range arr {
+				sc, isStr := e.(string)
+				if !isStr || strings.TrimSpace(sc) == "" || strings.ContainsAny(sc, " \t") {
+					bad(fmt.Sprintf("oauth.scopes[%d] must be one scope, a string without spaces", i), "oauth", k, fmt.Sprint(i))
+					continue
+				}
+				o.scopes = append(o.scopes, sc)
+			}
+		default:
+			bad(fmt.Sprintf(`unknown key %q in "oauth": use "clientId", "clientSecret" and "scopes"`, k), "oauth", k)
+		}
+	}
+	if o.secret != "" && o.id == "" {
+		bad(`oauth.clientSecret needs oauth.clientId: add the client's id`, "oauth")
+	}
+	return &o
 }
 
 // toolPolicy reads an entry's "tools" and "readOnly"; a problem with them

@@ -104,3 +104,59 @@ func TestLoadLeaveSecrets(t *testing.T) {
 		t.Errorf("the command ran")
 	}
 }
+
+// TestLoadOAuth: an entry's "oauth" object gives the client to sign in with,
+// its secret by reference kept in Server.Secrets; a malformed one makes the
+// entry invalid, saying what to write.
+func TestLoadOAuth(t *testing.T) {
+	keyring.MockInit()
+	const cs = "client-secret-789"
+	if err := secret.Set(secret.Ref{Service: "cb-test", Account: "oauth"}, secret.New(cs)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"s.json": `{"mcpServers": {
+  "hosted": {"url": "https://h/mcp", "oauth": {"clientId": "cb", "clientSecret": "${keyring:cb-test/oauth}", "scopes": ["read", "write"]}},
+  "public": {"url": "https://p/mcp", "oauth": {}},
+  "local": {"command": "srv", "oauth": {"clientId": "cb"}},
+  "typo": {"url": "https://t/mcp", "oauth": {"client_id": "cb"}},
+  "scopes": {"url": "https://s/mcp", "oauth": {"clientId": "cb", "scopes": "read write"}},
+  "orphan": {"url": "https://o/mcp", "oauth": {"clientSecret": "x"}}
+}}`})
+	cfg := Load(dir, nil, testEnv)
+	h := cfg.Server("hosted")
+	if h == nil || h.OAuth == nil {
+		t.Fatalf("hosted = %+v; want it with its oauth client (problems: %v)", h, cfg.Problems)
+	}
+	if h.OAuth.ClientID != "cb" || h.OAuth.ClientSecret.Reveal() != cs || strings.Join(h.OAuth.Scopes, " ") != "read write" {
+		t.Errorf("hosted.OAuth = {%q, %q, %v}; want {cb, %s, [read write]}", h.OAuth.ClientID, h.OAuth.ClientSecret.Reveal(), h.OAuth.Scopes, cs)
+	}
+	if h.Secrets.Mask(cs) != secret.Placeholder {
+		t.Errorf("the client secret is not in hosted's Secrets")
+	}
+	if p := cfg.Server("public"); p == nil || p.OAuth == nil || p.OAuth.ClientID != "" {
+		t.Errorf("public = %+v; want an empty oauth client (registered at login)", p)
+	}
+	problems := map[string]string{}
+	for _, p := range cfg.Problems {
+		problems[p.Server] = p.Message
+		if strings.Contains(p.Message, cs) {
+			t.Errorf("problem %q holds the secret", p.Message)
+		}
+	}
+	for name, want := range map[string]string{
+		"local":  `"oauth" is for servers reached by "url"`,
+		"typo":   `unknown key "client_id" in "oauth"`,
+		"scopes": "oauth.scopes must be an array",
+		"orphan": "oauth.clientSecret needs oauth.clientId",
+	} {
+		if !strings.Contains(problems[name], want) || cfg.Server(name) != nil {
+			t.Errorf("%s: problem %q, server %v; want it skipped with %q", name, problems[name], cfg.Server(name), want)
+		}
+	}
+	other := *h
+	other.OAuth = &OAuth{ClientID: "cb", ClientSecret: secret.New("other"), Scopes: h.OAuth.Scopes}
+	if h.SameEndpoint(&other) {
+		t.Error("a changed client secret leaves the server the same endpoint; want it restarted")
+	}
+}

@@ -33,6 +33,7 @@ type Server struct {
 	Cwd         string            // stdio only; empty means codebridge's working directory
 	URL         string            // HTTP transports only
 	Headers     map[string]string // HTTP transports only
+	OAuth       *OAuth            // HTTP transports only: "oauth", the client to sign in with; nil when absent
 	Tools       ToolPolicy        // "tools" and "readOnly": which tools code may see and call
 
 	// Secrets are the values that ${keyring:...} and ${cmd:...} references
@@ -40,6 +41,28 @@ type Server struct {
 	// Headers (which only the code that starts or reaches the server
 	// reads); what the server sends back is masked with them.
 	Secrets secret.List
+}
+
+// OAuth is an entry's "oauth" object, for a server that signs in with OAuth
+// through a client the user registered:
+//
+//	"oauth": {"clientId": "...", "clientSecret": "${keyring:github/oauth}", "scopes": ["repo"]}
+//
+// Without it codebridge registers itself with the server's authorization
+// server (`codebridge login NAME`). ClientSecret, when given, is also in
+// [Server.Secrets].
+type OAuth struct {
+	ClientID     string
+	ClientSecret secret.Value // empty for a public client
+	Scopes       []string     // asked for instead of those the server's challenge names
+}
+
+// Equal reports whether o and p say the same.
+func (o *OAuth) Equal(p *OAuth) bool {
+	if o == nil || p == nil {
+		return o == p
+	}
+	return o.ClientID == p.ClientID && o.ClientSecret.Reveal() == p.ClientSecret.Reveal() && slices.Equal(o.Scopes, p.Scopes)
 }
 
 // ToolPolicy is what a server's entry says about its tools:
