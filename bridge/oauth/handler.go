@@ -1,0 +1,187 @@
+package oauth
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/oauth2"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+// ErrAuthRequired matches (with [errors.Is]) the error of a request to a
+// server that needs the user to sign in: no sign-in is stored, the server
+// refused the stored token, or refreshing it failed.
+var ErrAuthRequired = errors.New("sign-in required")
+
+// An AuthRequiredError says that Server needs the user to sign in, why, and
+// the command that does it.
+type AuthRequiredError struct {
+	Server string
+	Reason string // e.g. "no sign-in is stored"
+	Err    error  // what failed, if anything (a refresh's error)
+}
+
+func (e *AuthRequiredError) Error() string {
+	return fmt.Sprintf("MCP server %q needs you to sign in (%s): run `codebridge login %s`, then call it again", e.Server, e.Reason, e.Server)
+}
+
+// Is makes an AuthRequiredError match [ErrAuthRequired].
+func (e *AuthRequiredError) Is(target error) bool { return target == ErrAuthRequired }
+
+func (e *AuthRequiredError) Unwrap() error { return e.Err }
+
+// Handler returns the [auth.OAuthHandler] of def, for
+// mcp.StreamableClientTransport: it sends def's stored access token,
+// refreshes it when it expires (saving the new one), and, where the server
+// asks for a sign-in codebridge cannot give without the user, fails with an
+// [AuthRequiredError]. It never opens a browser; `codebridge login` does.
+// httpClient (nil: http.DefaultClient) reaches the token endpoint.
+func (s *Store) Handler(def *discovery.Server, httpClient *http.Client, logger *slog.Logger) auth.OAuthHandler {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &handler{store: s, def: def, client: httpClient, logger: logger}
+}
+
+// handler is one server's [auth.OAuthHandler] at run time.
+type handler struct {
+	store  *Store
+	def    *discovery.Server
+	client *http.Client
+	logger *slog.Logger
+
+	mu     sync.Mutex         // protects following
+	rec    *Record            // the sign-in; nil when there is none
+	ts     oauth2.TokenSource // over rec's tokens; nil without tokens
+	failed error              // why the last refresh failed, if it did
+}
+
+var _ auth.OAuthHandler = (*handler)(nil)
+
+// TokenSource returns the source of def's access tokens, nil when it has no
+// sign-in (the request then goes without, and a server that wants one
+// answers 401, which Authorize turns into an AuthRequiredError).
+func (h *handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ts == nil {
+		// Read again while signed out: `codebridge login` may have
+		// signed in since. A sign-in already refused is not used again.
+		rec, err := h.store.Load(h.def.Name, h.def.URL)
+		if err != nil {
+			return nil, err
+		}
+		if h.rec == nil || rec.SignedInNow() && rec.AccessToken.Reveal() != h.rec.AccessToken.Reveal() {
+			h.failed = nil
+			h.setRecordLocked(rec)
+		}
+	}
+	if h.ts == nil {
+		return nil, nil
+	}
+	return tokenSource{h}, nil
+}
+
+// setRecordLocked makes rec the sign-in in use.
+func (h *handler) setRecordLocked(rec *Record) {
+	h.rec, h.ts = rec, nil
+	if !rec.SignedInNow() || rec.Resource != h.def.URL {
+		return
+	}
+	cfg := &oauth2.Config{
+		ClientID:     rec.ClientID,
+		ClientSecret: rec.ClientSecret.Reveal(),
+		Endpoint:     oauth2.Endpoint{AuthURL: rec.AuthURL, TokenURL: rec.TokenURL, AuthStyle: rec.authStyle()},
+		Scopes:       rec.Scopes,
+	}
+	// The refresh outlives any one request: a background context carrying
+	// the client, as go-sdk's own handler does.
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
+	h.ts = oauth2.ReuseTokenSource(nil, cfg.TokenSource(ctx, rec.token()))
+}
+
+// tokenSource gives the current token, saving a refreshed one; a refresh the
+// authorization server refuses forgets the tokens, so that the next request
+// asks for a sign-in at once instead of trying again.
+type tokenSource struct{ h *handler }
+
+func (t tokenSource) Token() (*oauth2.Token, error) {
+	h := t.h // the transport calls this under its own lock, not under h.mu
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ts == nil {
+		return nil, h.failedLocked()
+	}
+	before := h.rec.AccessToken.Reveal()
+	tok, err := h.ts.Token()
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re):
+		h.logger.Warn("the authorization server refused to refresh the token: sign in again", "server", h.def.Name,
+			"error", cmp.Or(re.ErrorCode, "none given"))
+		h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the authorization server refused to refresh the sign-in", Err: err}
+		h.rec.forgetTokens()
+		h.ts = nil
+		if _, serr := h.store.Save(h.rec); serr != nil {
+			h.logger.Warn("forgetting a refused sign-in", "server", h.def.Name, "err", serr)
+		}
+		return nil, h.failed
+	case err != nil:
+		return nil, fmt.Errorf("refreshing the sign-in of %s: %w", h.def.Name, err)
+	}
+	if tok.AccessToken != before {
+		h.rec.setToken(tok)
+		if _, err := h.store.Save(h.rec); err != nil {
+			h.logger.Warn("saving a refreshed token", "server", h.def.Name, "err", err)
+		} else {
+			h.logger.Info("refreshed the sign-in", "server", h.def.Name, "until", tok.Expiry)
+		}
+	}
+	return tok, nil
+}
+
+// failedLocked is the error of a request made without a usable sign-in.
+func (h *handler) failedLocked() error {
+	switch {
+	case h.failed != nil:
+		return h.failed
+	case h.rec != nil && h.rec.Resource != h.def.URL:
+		return &AuthRequiredError{Server: h.def.Name, Reason: "the sign-in stored was made for another URL"}
+	case h.rec.SignedInNow():
+		return &AuthRequiredError{Server: h.def.Name, Reason: "the server refused the stored sign-in"}
+	default:
+		return &AuthRequiredError{Server: h.def.Name, Reason: "no sign-in is stored"}
+	}
+}
+
+// Authorize is called when the server answered 401 or 403. codebridge cannot
+// ask the user to sign in in the middle of a run, so it fails the request
+// with an AuthRequiredError; `codebridge login` signs in.
+func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if resp.StatusCode == http.StatusForbidden && h.ts != nil {
+		return fmt.Errorf("MCP server %q refused the request (403 Forbidden) with the stored sign-in: it may need more scopes; run `codebridge login %s` to sign in again", h.def.Name, h.def.Name)
+	}
+	if h.ts != nil && h.failed == nil {
+		// A token the server refuses (revoked, or expired early) is not
+		// sent again: the next request goes without, straight to this.
+		h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the server refused the stored sign-in"}
+		h.ts = nil
+		return h.failed
+	}
+	return h.failedLocked()
+}

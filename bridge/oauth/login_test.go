@@ -1,0 +1,388 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
+)
+
+// fakeAS is an OAuth-protected MCP server on one httptest server: protected
+// resource metadata, authorization server metadata, dynamic registration, an
+// authorize endpoint that approves at once, a token endpoint that checks PKCE
+// and the resource parameter, and an MCP endpoint with one tool, whoami.
+type fakeAS struct {
+	t   *testing.T
+	srv *httptest.Server
+	ttl time.Duration // of access tokens
+
+	mu            sync.Mutex // protects following
+	clients       map[string][]string // client id → redirect URIs
+	codes         map[string]grant
+	access        map[string]time.Time // access token → expiry
+	refresh       map[string]bool
+	registrations int
+	refreshes     int
+	scopes        []string // asked for at the last authorization
+}
+
+type grant struct{ client, challenge, resource, redirect string }
+
+func newFakeAS(t *testing.T) *fakeAS {
+	t.Helper()
+	a := &fakeAS{t: t, ttl: time.Hour, clients: map[string][]string{}, codes: map[string]grant{},
+		access: map[string]time.Time{}, refresh: map[string]bool{}}
+	mux := http.NewServeMux()
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	base := a.srv.URL
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: base + "/mcp", AuthorizationServers: []string{base}, ScopesSupported: []string{"tools"},
+	}))
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{
+			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
+			"registration_endpoint": base + "/register", "code_challenge_methods_supported": []string{"S256"},
+			"response_types_supported": []string{"code"}, "token_endpoint_auth_methods_supported": []string{"none"},
+		})
+	})
+	mux.HandleFunc("POST /register", a.register)
+	mux.HandleFunc("GET /authorize", a.authorize)
+	mux.HandleFunc("POST /token", a.token)
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "whoami"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "demo-user"}}}, nil, nil
+	})
+	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		exp, ok := a.access[tok]
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Expiration: exp, Scopes: []string{"tools"}}, nil
+	}
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
+	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	return a
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func (a *fakeAS) register(w http.ResponseWriter, r *http.Request) {
+	var meta oauthex.ClientRegistrationMetadata
+	if err := json.NewDecoder(r.Body).Decode(&meta); err != nil || len(meta.RedirectURIs) == 0 {
+		writeJSON(w, 400, map[string]string{"error": "invalid_client_metadata"})
+		return
+	}
+	a.mu.Lock()
+	a.registrations++
+	id := fmt.Sprintf("client-%d", a.registrations)
+	a.clients[id] = meta.RedirectURIs
+	a.mu.Unlock()
+	writeJSON(w, 201, map[string]any{"client_id": id, "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"})
+}
+
+func (a *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	redirect := q.Get("redirect_uri")
+	switch {
+	case !slices.Contains(a.clients[q.Get("client_id")], redirect):
+		http.Error(w, "unknown client or redirect_uri", 400)
+		return
+	case q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
+		http.Error(w, "PKCE S256 required", 400)
+		return
+	case q.Get("resource") != a.srv.URL+"/mcp":
+		http.Error(w, "wrong resource "+q.Get("resource"), 400)
+		return
+	}
+	a.scopes = strings.Fields(q.Get("scope"))
+	code := rand.Text()
+	a.codes[code] = grant{q.Get("client_id"), q.Get("code_challenge"), q.Get("resource"), redirect}
+	http.Redirect(w, r, redirect+"?"+url.Values{"code": {code}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
+}
+
+func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	client := r.PostForm.Get("client_id")
+	if id, _, ok := r.BasicAuth(); ok {
+		client = id
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch r.PostForm.Get("grant_type") {
+	case "authorization_code":
+		g, ok := a.codes[r.PostForm.Get("code")]
+		delete(a.codes, r.PostForm.Get("code"))
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if !ok || g.client != client || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge ||
+			r.PostForm.Get("resource") != g.resource || r.PostForm.Get("redirect_uri") != g.redirect {
+			writeJSON(w, 400, map[string]string{"error": "invalid_grant"})
+			return
+		}
+	case "refresh_token":
+		a.refreshes++
+		if !a.refresh[r.PostForm.Get("refresh_token")] {
+			writeJSON(w, 400, map[string]string{"error": "invalid_grant", "error_description": "refresh token revoked"})
+			return
+		}
+		delete(a.refresh, r.PostForm.Get("refresh_token"))
+	default:
+		writeJSON(w, 400, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	at, rt := "at-"+rand.Text(), "rt-"+rand.Text()
+	a.access[at] = time.Now().Add(a.ttl)
+	a.refresh[rt] = true
+	writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds())})
+}
+
+// revoke forgets every token the server issued.
+func (a *fakeAS) revoke() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.access)
+	clear(a.refresh)
+}
+
+func (a *fakeAS) counts() (registrations, refreshes int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.registrations, a.refreshes
+}
+
+// follower is a browser that follows the authorization URL to the loopback
+// redirect; Wait waits for every visit it made.
+type follower struct {
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	visits int
+}
+
+func (f *follower) open(u string) error {
+	f.mu.Lock()
+	f.visits++
+	f.mu.Unlock()
+	f.wg.Go(func() {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+		}
+	})
+	return nil
+}
+
+func (f *follower) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.visits
+}
+
+// callWhoami connects to def as the pool does and calls whoami.
+func callWhoami(t *testing.T, store *Store, def *discovery.Server) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	transport := &mcp.StreamableClientTransport{Endpoint: def.URL, OAuthHandler: store.Handler(def, nil, nil)}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, transport, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"})
+	if err != nil {
+		return err
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "demo-user" {
+		t.Errorf("whoami = %q", got)
+	}
+	return nil
+}
+
+// TestLoginRefreshRevoke: codebridge login's flow against a fake
+// authorization server registers a client, signs in with PKCE and the
+// resource parameter, and saves the tokens; a call then uses them; an
+// expired token is refreshed without the browser and saved; a revoked
+// refresh token gives ErrAuthRequired naming the command, once, without
+// trying again; a new login reuses the registered client.
+func TestLoginRefreshRevoke(t *testing.T) {
+	as := newFakeAS(t)
+	store := NewStoreWith(t.TempDir(), newFakeKeyring())
+	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp", Source: "hosted.json"}
+
+	if err := callWhoami(t, store, def); !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "codebridge login hosted") {
+		t.Fatalf("call before login: %v; want ErrAuthRequired naming codebridge login hosted", err)
+	}
+
+	var browser follower
+	defer browser.wg.Wait()
+	var out bytes.Buffer
+	res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Out: &out, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Login: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), as.srv.URL+"/authorize?") || browser.count() != 1 {
+		t.Errorf("Login printed %q and opened the browser %d times; want the authorization URL, opened once", out.String(), browser.count())
+	}
+	rec := res.Record
+	if res.Tools != 1 || !rec.Registered || rec.Issuer != as.srv.URL || rec.AccessToken.Reveal() == "" || rec.RefreshToken.Reveal() == "" {
+		t.Fatalf("Login = %+v, record %+v; want 1 tool, a registered client and tokens", res, rec)
+	}
+	if !slices.Equal(as.scopes, []string{"tools"}) {
+		t.Errorf("asked for scopes %v; want those of the resource metadata, [tools]", as.scopes)
+	}
+	if s := fmt.Sprintf("%v %+v %#v", rec, rec, *rec); strings.Contains(s, rec.AccessToken.Reveal()) || strings.Contains(s, rec.RefreshToken.Reveal()) {
+		t.Errorf("a printed Record holds a token: %s", s)
+	}
+
+	if err := callWhoami(t, store, def); err != nil {
+		t.Fatalf("call after login: %v", err)
+	}
+
+	// Expired: refreshed without the browser, and the new token saved.
+	first := rec.AccessToken.Reveal()
+	rec.Expiry = time.Now().Add(-time.Minute)
+	if _, err := store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := callWhoami(t, store, def); err != nil {
+		t.Fatalf("call with an expired token: %v", err)
+	}
+	saved, _ := store.Load(def.Name, def.URL)
+	if _, refreshes := as.counts(); refreshes != 1 || saved.AccessToken.Reveal() == first || !saved.Expiry.After(time.Now()) || browser.count() != 1 {
+		t.Errorf("after expiry: %d refreshes, token changed %v, expiry %v, browser opened %d times; want 1 refresh, a new saved token, no browser",
+			refreshes, saved.AccessToken.Reveal() != first, saved.Expiry, browser.count())
+	}
+
+	// Revoked: auth_required naming the command, and no loop.
+	as.revoke()
+	saved.Expiry = time.Now().Add(-time.Minute)
+	store.Save(saved)
+	for i := range 2 {
+		err := callWhoami(t, store, def)
+		if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "codebridge login hosted") {
+			t.Fatalf("call %d after revocation: %v; want ErrAuthRequired naming codebridge login hosted", i, err)
+		}
+	}
+	if _, refreshes := as.counts(); refreshes != 2 {
+		t.Errorf("%d refreshes after revocation; want 2 (one refused, then none)", refreshes)
+	}
+	if forgotten, _ := store.Load(def.Name, def.URL); forgotten.SignedInNow() || forgotten.ClientID == "" {
+		t.Errorf("after a refused refresh the store holds tokens %v, client %q; want no tokens, the client kept", forgotten.SignedInNow(), forgotten.ClientID)
+	}
+
+	// Signing in again reuses the registered client.
+	if _, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second}); err != nil {
+		t.Fatalf("second Login: %v", err)
+	}
+	if registrations, _ := as.counts(); registrations != 1 {
+		t.Errorf("%d registrations after two logins; want the client registered once", registrations)
+	}
+	if err := callWhoami(t, store, def); err != nil {
+		t.Fatalf("call after the second login: %v", err)
+	}
+
+	// Another URL under the same name is not sent the token.
+	moved := *def
+	moved.URL = as.srv.URL + "/mcp?moved"
+	if r, _ := store.Load(moved.Name, moved.URL); r != nil {
+		t.Errorf("the sign-in of %s is used for %s", def.URL, moved.URL)
+	}
+}
+
+// TestLoginTimeout: a sign-in nobody completes ends at the timeout with a
+// message that says what to do, and saves nothing.
+func TestLoginTimeout(t *testing.T) {
+	as := newFakeAS(t)
+	store := NewStoreWith(t.TempDir(), newFakeKeyring())
+	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp"}
+	_, err := Login(t.Context(), def, LoginOptions{Store: store, Timeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no sign-in to hosted within") {
+		t.Fatalf("Login without a browser = %v; want a timeout that says what to do", err)
+	}
+	if r, _ := store.Load(def.Name, def.URL); r.SignedInNow() {
+		t.Error("a timed-out login saved tokens")
+	}
+}
+
+// TestLoginNotNeeded: a server that answers without a challenge has nothing
+// to sign in to.
+func TestLoginNotNeeded(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "open"}, nil)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	defer srv.Close()
+	def := &discovery.Server{Name: "open", Transport: discovery.Streamable, URL: srv.URL}
+	_, err := Login(t.Context(), def, LoginOptions{Store: NewStoreWith(t.TempDir(), newFakeKeyring()), Timeout: 5 * time.Second})
+	if !errors.Is(err, ErrNoSignInNeeded) {
+		t.Fatalf("Login = %v; want ErrNoSignInNeeded", err)
+	}
+}
+
+// fakeKeyring is an OS keyring in memory.
+type fakeKeyring struct {
+	mu sync.Mutex
+	m  map[secret.Ref]string
+}
+
+func newFakeKeyring() *fakeKeyring { return &fakeKeyring{m: map[secret.Ref]string{}} }
+
+func (k *fakeKeyring) Get(r secret.Ref) (secret.Value, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.m[r]
+	if !ok {
+		return secret.Value{}, secret.ErrNotFound
+	}
+	return secret.New(v), nil
+}
+
+func (k *fakeKeyring) Set(r secret.Ref, v secret.Value) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.m[r] = v.Reveal()
+	return nil
+}
+
+func (k *fakeKeyring) Delete(r secret.Ref) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.m[r]; !ok {
+		return secret.ErrNotFound
+	}
+	delete(k.m, r)
+	return nil
+}
+
+// noKeyring is a system without one.
+type noKeyring struct{}
+
+func (noKeyring) Get(secret.Ref) (secret.Value, error) { return secret.Value{}, secret.ErrNoKeyring }
+func (noKeyring) Set(secret.Ref, secret.Value) error   { return secret.ErrNoKeyring }
+func (noKeyring) Delete(secret.Ref) error              { return secret.ErrNoKeyring }
