@@ -35,7 +35,7 @@ type fakeAS struct {
 	srv *httptest.Server
 	ttl time.Duration // of access tokens
 
-	mu            sync.Mutex // protects following
+	mu            sync.Mutex          // protects following
 	clients       map[string][]string // client id → redirect URIs
 	codes         map[string]grant
 	access        map[string]time.Time // access token → expiry
