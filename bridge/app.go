@@ -278,7 +278,7 @@ func newListingPool(ctx context.Context, cfg settings.Config, logger *slog.Logge
 			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 		}
 		host.CheckPins(store, auditLog, cfg.QuarantineNew, def.Name, tools, logger)
-	}})
+	}, OAuth: oauthHandlers(cfg, logger)})
 	return p, func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()

@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
@@ -52,6 +54,13 @@ type parts struct {
 	closeOnce sync.Once
 }
 
+// oauthHandlers gives each streamable HTTP server's pool connection the
+// sign-in stored for it (codebridge login).
+func oauthHandlers(cfg settings.Config, logger *slog.Logger) func(*discovery.Server) auth.OAuthHandler {
+	store := oauth.NewStore(cfg.StateDir)
+	return func(def *discovery.Server) auth.OAuthHandler { return store.Handler(def, nil, logger) }
+}
+
 // start builds the parts. Nothing slow happens here: the config folder is read
 // and watched, Podman is contacted in the background, and no downstream server
 // starts until a run needs it.
@@ -63,7 +72,8 @@ func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*part
 func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
 	p := &parts{sandbox: sb, logger: logger}
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
-		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.SaveManifest(def, tools) }})
+		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.SaveManifest(def, tools) },
+		OAuth:   oauthHandlers(cfg, logger)})
 	p.dir = host.New(p.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
 		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: newAuditLog(cfg, logger), Logger: logger,

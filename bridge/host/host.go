@@ -19,6 +19,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -439,7 +440,10 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 func poolError(srv *discovery.Server, err error) error {
 	var se *pool.StartError
 	e := &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
+	var ae *oauth.AuthRequiredError
 	switch {
+	case errors.As(err, &ae):
+		e.Code, e.Message = protocol.CodeAuthRequired, ae.Error()
 	case errors.As(err, &se):
 		e.Code = protocol.CodeServerFailed
 	case errors.Is(err, context.DeadlineExceeded):

@@ -342,7 +342,11 @@ func (p *Pool) transport(def *discovery.Server, c *conn) (mcp.Transport, error) 
 		c.cmd = cmd
 		return &startedTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c}, nil
 	case discovery.Streamable:
-		return &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}, nil
+		t := &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}
+		if p.opts.OAuth != nil && !hasHeader(def.Headers, "Authorization") {
+			t.OAuthHandler = p.opts.OAuth(def)
+		}
+		return t, nil
 	case discovery.SSE:
 		return &mcp.SSEClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}, nil
 	default:
@@ -409,6 +413,16 @@ func httpClient(headers map[string]string) *http.Client {
 		return &http.Client{}
 	}
 	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: maps.Clone(headers)}}
+}
+
+// hasHeader reports whether headers has name, in any case.
+func hasHeader(headers map[string]string, name string) bool {
+	for k := range headers {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 type headerTransport struct {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
@@ -60,6 +61,10 @@ type Options struct {
 	// with the definition it was started from. It runs on the caller's
 	// goroutine, outside the pool's locks; it must not block for long.
 	OnTools func(def *discovery.Server, tools []*mcp.Tool)
+	// OAuth, if set, gives the OAuth handler of a streamable HTTP server
+	// that sends no Authorization header of its own: it adds the server's
+	// stored sign-in to its requests (bridge/oauth). Nil means none.
+	OAuth func(def *discovery.Server) auth.OAuthHandler
 }
 
 // A Pool keeps one MCP client session per configured downstream server. A

@@ -20,13 +20,14 @@ const (
 	CodeTimeout         Code = "timeout"           // the server did not answer in time
 	CodeTooManyRequests Code = "too_many_requests" // the run has too many requests waiting
 	CodeQuarantined     Code = "quarantined"       // the tool's definition changed since it was pinned (bridge/manifest)
+	CodeAuthRequired    Code = "auth_required"     // the server needs the user to sign in: codebridge login NAME (bridge/oauth)
 	CodeInternal        Code = "internal"          // anything else
 )
 
 // Codes lists every code the host sends.
 var Codes = []Code{
 	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeBadArguments, CodeTooLarge,
-	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeInternal,
+	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeAuthRequired, CodeInternal,
 }
 
 // CodedError is an error that carries the [Code] the sandbox sees. An error

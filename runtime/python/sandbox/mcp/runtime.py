@@ -42,7 +42,8 @@ class MCPError(Exception):
 
     code is one of unknown_server, unknown_tool, policy_denied, bad_arguments,
     server_failed, timeout, internal, too_large, conflict, too_many_requests,
-    quarantined
+    quarantined, auth_required (the server needs a sign-in: the message names
+    the command, codebridge login NAME, for the user to run)
     (from codebridge) or tool_error (the tool reported an error); message is codebridge's or the tool's text;
     data holds details such as suggestions for a misspelt name, or the tool's
     raw result.
