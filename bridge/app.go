@@ -197,6 +197,16 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 		}
 		w.Flush()
 	}
+	if states := signInStates(cfg, conf.Servers); len(states) > 0 {
+		fmt.Fprintf(opts.Out, "\nsign-in (OAuth; codebridge login NAME, codebridge logout NAME):\n")
+		w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+		for _, st := range status {
+			if state, ok := states[st.Name]; ok {
+				fmt.Fprintf(w, "  %s\t%s\n", st.Name, state)
+			}
+		}
+		w.Flush()
+	}
 	for _, st := range status {
 		if st.Err != "" {
 			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", st.Name, strings.ReplaceAll(strings.TrimSpace(st.Err), "\n", "\n  "))

@@ -189,6 +189,7 @@ func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		out = append(out, finding{level, "config file", settings.ExplainProblem(p).String(), "edit " + filepath.Base(p.Path) + " as the message says"})
 	}
 
+	signIn := signInStates(cfg, conf.Servers)
 	p, closePool := newListingPool(ctx, cfg, logger)
 	defer closePool()
 	p.Update(conf.Servers)
@@ -205,12 +206,20 @@ func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger
 			tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			defer cancel()
 			tools, err := p.Tools(tctx, s.Name)
+			if isAuthRequired(err) {
+				results[i] = finding{findFail, check, "needs a sign-in: " + signIn[s.Name], "run codebridge login " + s.Name}
+				return
+			}
 			if err != nil {
 				results[i] = finding{findFail, check, fmt.Sprintf("did not list its tools (%s): %s", since(start), oneLine(err.Error())),
 					"check its entry in " + s.Source + "; run its command by hand to see it start"}
 				return
 			}
-			results[i] = finding{findOK, check, fmt.Sprintf("%s, listed in %s", plural(len(tools), "tool"), since(start)), ""}
+			detail := fmt.Sprintf("%s, listed in %s", plural(len(tools), "tool"), since(start))
+			if st, ok := signIn[s.Name]; ok {
+				detail += "; " + st
+			}
+			results[i] = finding{findOK, check, detail, ""}
 		})
 	}
 	wg.Wait()
