@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// oauthServer is the TypeScript SDK's example OAuth-protected MCP server with
+// its demo authorization server (testdata/ts_oauth_server.mjs), on free
+// loopback ports.
+type oauthServer struct {
+	URL    string // of the MCP endpoint, as its metadata names it
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+}
+
+func startOAuthServer(t *testing.T) *oauthServer {
+	t.Helper()
+	clients := testenv.NPMClients(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testenv.Missing(t, "node", "install Node.js 20 or later")
+	}
+	port, authPort := freePort(t), freePort(t)
+	s := &oauthServer{URL: "http://localhost:" + port + "/mcp", stdout: new(syncBuffer)}
+	s.cmd = exec.Command(node, filepath.Join("testdata", "ts_oauth_server.mjs"))
+	s.cmd.Env = append(os.Environ(), "CODEBRIDGE_TEST_NPM_CLIENTS="+clients, "MCP_PORT="+port, "MCP_AUTH_PORT="+authPort)
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stdout
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		if t.Failed() {
+			t.Logf("OAuth server output:\n%s", s.stdout.String())
+		}
+	})
+	ready := func(u string) bool {
+		resp, err := http.Get(u)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+	testenv.Eventually(t, "the example OAuth server answers", func() bool {
+		return ready("http://localhost:"+port+"/.well-known/oauth-protected-resource/mcp") &&
+			ready("http://localhost:"+authPort+"/.well-known/oauth-authorization-server")
+	})
+	return s
+}
+
+// lines counts the lines the server printed that are exactly l.
+func (s *oauthServer) lines(l string) int {
+	n := 0
+	for _, line := range strings.Split(s.stdout.String(), "\n") {
+		if line == l {
+			n++
+		}
+	}
+	return n
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// storedSignIn reads and writes the sign-in codebridge keeps in the Secret
+// Service for server at url.
+type storedSignIn struct {
+	t        *testing.T
+	env      []string
+	account  string
+	lastSeen []string // every token read, for the leak checks
+}
+
+func (k *storedSignIn) read() map[string]any {
+	k.t.Helper()
+	cmd := exec.Command("secret-tool", "lookup", "service", "codebridge-oauth", "username", k.account)
+	cmd.Env = k.env
+	out, err := cmd.Output()
+	if err != nil {
+		return nil
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(out, &rec); err != nil {
+		k.t.Fatalf("the stored sign-in is not JSON: %v", err)
+	}
+	for _, f := range []string{"access_token", "refresh_token"} {
+		if v, _ := rec[f].(string); v != "" {
+			k.lastSeen = append(k.lastSeen, v)
+		}
+	}
+	return rec
+}
+
+func (k *storedSignIn) write(rec map[string]any) {
+	k.t.Helper()
+	data, _ := json.Marshal(rec)
+	cmd := exec.Command("secret-tool", "store", "--label=codebridge test", "service", "codebridge-oauth", "username", k.account)
+	cmd.Env = k.env
+	cmd.Stdin = strings.NewReader(string(data))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		k.t.Fatalf("secret-tool store: %v\n%s", err, out)
+	}
+}
+
+// expire makes the stored access token look expired.
+func (k *storedSignIn) expire() {
+	rec := k.read()
+	rec["expiry"] = time.Now().Add(-time.Hour).Format(time.RFC3339)
+	k.write(rec)
+}
+
+// TestOAuthEndToEnd: the TypeScript SDK's example OAuth server runs for real
+// on loopback and is configured in ~/MCPs by its URL alone. codebridge login,
+// with BROWSER set to a script that follows the sign-in page with curl,
+// registers codebridge, signs in and keeps the tokens in the Secret Service;
+// servers shows it signed in; code run through codebridge over stdio calls the
+// server's greet tool; an expired access token is refreshed without the
+// browser; once the server revokes the refresh token, calls fail with
+// auth_required naming codebridge login, and trying again does not refresh
+// again; doctor says to sign in; logout removes the sign-in. No token is
+// anywhere under ~/MCPs, the state directory, codebridge's logs and output,
+// or the sandbox container.
+func TestOAuthEndToEnd(t *testing.T) {
+	requirePodman(t)
+	busEnv := secretService(t)
+	srv := startOAuthServer(t)
+
+	dir := t.TempDir()
+	writeServers(t, dir, "remote.json", map[string]any{"demo": map[string]any{"url": srv.URL}})
+	visits := filepath.Join(t.TempDir(), "visits")
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	// The browser: follows the authorization URL to codebridge's loopback
+	// redirect URI, as a user's browser does once the user approves.
+	script := "#!/bin/sh\necho \"$1\" >> " + visits + "\nexec curl -fsSL -o /dev/null \"$1\"\n"
+	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := bridgeEnv(t, dir, append(busEnv, "BROWSER="+browser, "MCP_BRIDGE_AUDIT_CONTENTS=1")...)
+	var state string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "MCP_BRIDGE_STATE_DIR="); ok {
+			state = v
+		}
+	}
+	stored := &storedSignIn{t: t, env: env, account: "demo " + srv.URL}
+	browserVisits := func() int {
+		data, _ := os.ReadFile(visits)
+		return strings.Count(string(data), "\n")
+	}
+
+	var output strings.Builder // everything codebridge printed
+	cli := func(wantCode int, args ...string) string {
+		t.Helper()
+		out, errOut, code := runCLI(t, env, "", args...)
+		output.WriteString(out + errOut)
+		if code != wantCode {
+			t.Fatalf("codebridge %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, wantCode, out, errOut)
+		}
+		return out + errOut
+	}
+	greet := func(name string) (out string, pid int) {
+		t.Helper()
+		cs, stderr, proc := sessionProcWith(t, env, nil)
+		r := runPython(t, cs, map[string]any{"code": fmt.Sprintf(`
+for attempt in range(2):
+    try:
+        r = await call_tool("demo", "greet", {"name": %q})
+        print("OK", r)
+    except MCPError as e:
+        print("ERR", e.code, e.message)
+`, name)})
+		out = r.Out.Stdout + r.Out.Stderr
+		output.WriteString(r.Text + out)
+		if name == "leaks" {
+			checkContainerHides(t, proc.Process.Pid, stored.lastSeen, &output)
+		}
+		cs.Close()
+		output.WriteString(stderr.String())
+		return out, proc.Process.Pid
+	}
+
+	if out, _ := greet("before"); !strings.Contains(out, "ERR auth_required") || !strings.Contains(out, "codebridge login demo") {
+		t.Errorf("a call before login printed:\n%s\nwant auth_required naming codebridge login demo", out)
+	}
+
+	out := cli(0, "login", "demo")
+	if !strings.Contains(out, "demo: signed in at http://localhost:") || !strings.Contains(out, "until") ||
+		!strings.Contains(out, "The sign-in is kept in the OS keyring") || browserVisits() != 1 {
+		t.Fatalf("codebridge login demo (browser visits %d) printed:\n%s", browserVisits(), out)
+	}
+	t.Logf("codebridge login demo:\n%s", out)
+	rec := stored.read()
+	if rec == nil || rec["access_token"] == "" || rec["refresh_token"] == "" || rec["registered"] != true {
+		t.Fatalf("the Secret Service holds %v; want tokens and the registered client", rec != nil)
+	}
+	out = cli(0, "servers")
+	if !strings.Contains(out, "sign-in") || !strings.Contains(out, "demo  signed in at http://localhost:") {
+		t.Errorf("servers after login:\n%s", out)
+	}
+	t.Logf("codebridge servers:\n%s", out)
+
+	if out, _ := greet("leaks"); strings.Count(out, "OK Hello, leaks!") != 2 {
+		t.Errorf("calls after login printed:\n%s", out)
+	}
+
+	// An expired access token is refreshed without the browser.
+	first := stored.read()["access_token"]
+	stored.expire()
+	if out, _ := greet("refreshed"); strings.Count(out, "OK Hello, refreshed!") != 2 {
+		t.Errorf("calls with an expired token printed:\n%s", out)
+	}
+	after := stored.read()
+	if srv.lines("REFRESH ok") != 1 || after["access_token"] == first || browserVisits() != 1 {
+		t.Errorf("after expiry: %d refreshes, new token saved %v, browser visits %d; want 1 refresh, a new token, no visit",
+			srv.lines("REFRESH ok"), after["access_token"] != first, browserVisits())
+	}
+
+	// The server revokes the refresh token: auth_required, and no loop.
+	srv.cmd.Process.Signal(syscall.SIGUSR2)
+	testenv.Eventually(t, "the server revoked its refresh tokens", func() bool { return srv.lines("REVOKED") == 1 })
+	stored.expire()
+	out, _ = greet("revoked")
+	if strings.Count(out, "ERR auth_required") != 2 || !strings.Contains(out, "run `codebridge login demo`") {
+		t.Errorf("calls after revocation printed:\n%s\nwant auth_required naming codebridge login demo, twice", out)
+	}
+	if srv.lines("REFRESH refused") != 1 || browserVisits() != 1 {
+		t.Errorf("after revocation: %d refused refreshes, browser visits %d; want one refusal and no visit", srv.lines("REFRESH refused"), browserVisits())
+	}
+	if out := cli(0, "servers"); !strings.Contains(out, "demo  not signed in (if it asks for a sign-in: codebridge login demo)") {
+		t.Errorf("servers after revocation:\n%s", out)
+	}
+	if out := cli(1, "doctor"); !strings.Contains(out, "needs a sign-in") || !strings.Contains(out, "run codebridge login demo") {
+		t.Errorf("doctor after revocation:\n%s", out)
+	}
+
+	// Signing in again reuses the registered client, then logout forgets.
+	cli(0, "login", "demo")
+	if again := stored.read(); again["client_id"] != rec["client_id"] {
+		t.Errorf("the second login registered client %v; want %v again", again["client_id"], rec["client_id"])
+	}
+	if out, _ := greet("again"); strings.Count(out, "OK Hello, again!") != 2 {
+		t.Errorf("calls after the second login printed:\n%s", out)
+	}
+	if out := cli(0, "logout", "demo"); !strings.Contains(out, "signed out of demo") {
+		t.Errorf("logout printed:\n%s", out)
+	}
+	if stored.read() != nil {
+		t.Error("the sign-in is still in the Secret Service after logout")
+	}
+	if out, _ := greet("loggedout"); !strings.Contains(out, "ERR auth_required") {
+		t.Errorf("a call after logout printed:\n%s", out)
+	}
+
+	// No token anywhere but the keyring.
+	tokens := stored.lastSeen
+	if len(tokens) < 6 {
+		t.Fatalf("saw %d tokens; want the access and refresh tokens of each sign-in and refresh", len(tokens))
+	}
+	for _, root := range []string{dir, state} {
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			data, _ := os.ReadFile(path)
+			for _, tok := range tokens {
+				if strings.Contains(string(data), tok) {
+					t.Errorf("%s holds a token", path)
+				}
+			}
+			return nil
+		})
+	}
+	if audit, err := os.ReadFile(filepath.Join(state, "audit", "calls.jsonl")); err != nil || !strings.Contains(string(audit), "Hello, leaks!") {
+		t.Errorf("the audit log (%v) lacks the calls", err)
+	}
+	for _, tok := range tokens {
+		if strings.Contains(output.String(), tok) {
+			t.Error("a token is in codebridge's output, its log, or the container")
+		}
+	}
+}
+
+// checkContainerHides fails t if any of values is in the configuration, the
+// processes' environment or the files of the sandbox containers of the
+// codebridge process pid.
+func checkContainerHides(t *testing.T, pid int, values []string, output *strings.Builder) {
+	t.Helper()
+	ids := containersOf(t, pid)
+	if len(ids) == 0 {
+		t.Fatalf("no sandbox container of codebridge (pid %d)", pid)
+	}
+	for _, id := range ids {
+		inspect, _ := exec.Command("podman", "inspect", id).Output()
+		output.Write(inspect)
+		envs, _ := exec.Command("podman", "exec", id, "sh", "-c", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'").Output()
+		output.Write(envs)
+		for _, v := range values {
+			out, err := exec.Command("podman", "exec", id, "grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev", "-e", v, "/").Output()
+			var exit *exec.ExitError
+			if err != nil && (!errors.As(err, &exit) || exit.ExitCode() > 2) {
+				t.Fatalf("grep in container %s: %v", id, err)
+			}
+			if len(out) > 0 {
+				t.Errorf("a token is in container %s, in %s", id, out)
+			}
+		}
+	}
+}
