@@ -61,6 +61,9 @@ func loginCommand(fs *flag.FlagSet) runFunc {
 			return c.exit(err)
 		}
 		fmt.Fprintf(c.stdout, "%s: %s.\n", c.args[0], res.Record.Describe(time.Now()))
+		if res.Record.Subject == "" {
+			fmt.Fprintln(c.stdout, "(The authorization server did not say which account signed in: whichever you chose in the browser.)")
+		}
 		fmt.Fprintf(c.stdout, "It lists %d tools. The sign-in is kept in %s.\n", res.Tools, res.Where)
 		return 0
 	}

@@ -306,7 +306,9 @@ for attempt in range(2):
 
 // checkContainerHides fails t if any of values is in the configuration, the
 // processes' environment or the files of the sandbox containers of the
-// codebridge process pid.
+// codebridge process pid (what a run may have written included). What it
+// reads of the configuration and environment goes to output, for the caller
+// to search too.
 func checkContainerHides(t *testing.T, pid int, values []string, output *strings.Builder) {
 	t.Helper()
 	ids := containersOf(t, pid)
@@ -314,19 +316,89 @@ func checkContainerHides(t *testing.T, pid int, values []string, output *strings
 		t.Fatalf("no sandbox container of codebridge (pid %d)", pid)
 	}
 	for _, id := range ids {
-		inspect, _ := exec.Command("podman", "inspect", id).Output()
+		inspect, err := exec.Command("podman", "inspect", id).Output()
+		if err != nil {
+			t.Fatalf("podman inspect: %v", err)
+		}
 		output.Write(inspect)
 		envs, _ := exec.Command("podman", "exec", id, "sh", "-c", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'").Output()
 		output.Write(envs)
-		for _, v := range values {
+		// -F: a fixed string; grep's own argv is under /proc, which is
+		// skipped. Unreadable files make it exit 2 where it finds nothing.
+		grep := func(v string) string {
 			out, err := exec.Command("podman", "exec", id, "grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev", "-e", v, "/").Output()
 			var exit *exec.ExitError
 			if err != nil && (!errors.As(err, &exit) || exit.ExitCode() > 2) {
 				t.Fatalf("grep in container %s: %v", id, err)
 			}
-			if len(out) > 0 {
-				t.Errorf("a token is in container %s, in %s", id, out)
+			return string(out)
+		}
+		if found := grep("root:x:0:0"); !strings.Contains(found, "/etc/passwd") {
+			t.Fatalf("grep in container %s does not find what is there: %q", id, found)
+		}
+		for _, v := range values {
+			if found := grep(v); found != "" {
+				t.Errorf("a secret is in container %s, in %s", id, found)
 			}
 		}
+	}
+}
+
+// TestOAuthLoginWithoutKeyring: where there is no OS keyring (no D-Bus
+// session), codebridge login keeps the sign-in in a 0600 file under the
+// state directory's oauth folder, servers reads it from there, and logout
+// removes it; the token is in no other file and not in what codebridge
+// printed.
+func TestOAuthLoginWithoutKeyring(t *testing.T) {
+	srv := startOAuthServer(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "remote.json", map[string]any{"demo": map[string]any{"url": srv.URL}})
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nexec curl -fsSL -o /dev/null \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := bridgeEnv(t, dir, "BROWSER="+browser, "DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(t.TempDir(), "no-bus"))
+	var state string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "MCP_BRIDGE_STATE_DIR="); ok {
+			state = v
+		}
+	}
+	out, errOut, code := runCLI(t, env, "", "login", "demo")
+	if code != 0 || !strings.Contains(out, "The sign-in is kept in a 0600 file ("+filepath.Join(state, "oauth")) {
+		t.Fatalf("login without a keyring: exit %d\n%s%s", code, out, errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(state, "oauth", "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("sign-in files %v; want one", files)
+	}
+	fi, _ := os.Stat(files[0])
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v; want 0600", files[0], fi.Mode().Perm())
+	}
+	var rec map[string]any
+	data, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(data, &rec); err != nil || rec["access_token"] == "" {
+		t.Fatalf("the sign-in file holds no token (%v)", err)
+	}
+	token := rec["access_token"].(string)
+	servers, _, _ := runCLI(t, env, "", "servers")
+	if !strings.Contains(servers, "demo  signed in at http://localhost:") {
+		t.Errorf("servers:\n%s", servers)
+	}
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if data, err := os.ReadFile(path); err == nil && strings.Contains(string(data), token) {
+			t.Errorf("%s holds the token", path)
+		}
+		return nil
+	})
+	if strings.Contains(out+errOut+servers, token) {
+		t.Error("codebridge printed the token")
+	}
+	if out, _, code := runCLI(t, env, "", "logout", "demo"); code != 0 || !strings.Contains(out, "signed out of demo") {
+		t.Errorf("logout: exit %d\n%s", code, out)
+	}
+	if files, _ := filepath.Glob(filepath.Join(state, "oauth", "*.json")); len(files) != 0 {
+		t.Errorf("sign-in files %v after logout; want none", files)
 	}
 }
