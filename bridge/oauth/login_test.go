@@ -386,3 +386,63 @@ type noKeyring struct{}
 func (noKeyring) Get(secret.Ref) (secret.Value, error) { return secret.Value{}, secret.ErrNoKeyring }
 func (noKeyring) Set(secret.Ref, secret.Value) error   { return secret.ErrNoKeyring }
 func (noKeyring) Delete(secret.Ref) error              { return secret.ErrNoKeyring }
+
+// TestHandlerPicksUpNewSignIn: a handler whose sign-in was refused (a
+// running codebridge's warm connection) uses the next sign-in saved, without
+// being made again; until then it does not ask the token endpoint again.
+func TestHandlerPicksUpNewSignIn(t *testing.T) {
+	as := newFakeAS(t)
+	store := NewStoreWith(t.TempDir(), newFakeKeyring())
+	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp"}
+	var browser follower
+	defer browser.wg.Wait()
+	login := func() *Record {
+		t.Helper()
+		res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Record
+	}
+	rec := login()
+	h := store.Handler(def, nil, nil)
+	token := func() (string, error) {
+		ts, err := h.TokenSource(t.Context())
+		if err != nil || ts == nil {
+			return "", err
+		}
+		tok, err := ts.Token()
+		if err != nil {
+			return "", err
+		}
+		return tok.AccessToken, nil
+	}
+	if got, err := token(); got != rec.AccessToken.Reveal() || err != nil {
+		t.Fatalf("token = %v; want the stored one", err)
+	}
+	as.revoke()
+	rec.Expiry = time.Now().Add(-time.Minute)
+	store.Save(rec)
+	h = store.Handler(def, nil, nil)
+	if _, err := token(); !errors.Is(err, ErrAuthRequired) {
+		t.Fatalf("token after revocation: %v; want ErrAuthRequired", err)
+	}
+	if got, err := token(); got != "" || err != nil {
+		t.Fatalf("token again = %q, %v; want none (the request then goes without, and Authorize says auth required)", got, err)
+	}
+	if _, refreshes := as.counts(); refreshes != 1 {
+		t.Errorf("%d refreshes; want 1", refreshes)
+	}
+	again := login()
+	if got, err := token(); got != again.AccessToken.Reveal() || err != nil {
+		t.Errorf("token after a new login: %v; want the new sign-in's", err)
+	}
+
+	// An access token the server refuses before it expires is not sent
+	// again, and says so.
+	as.revoke()
+	err := callWhoami(t, store, def)
+	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "the server refused the stored sign-in") {
+		t.Errorf("call with a revoked access token: %v; want ErrAuthRequired, refused", err)
+	}
+}
