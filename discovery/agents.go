@@ -215,13 +215,14 @@ func oauthEntry(v any) map[string]any {
 	return out
 }
 
-// needsLogin reports whether a normalized entry is a remote server that
-// sends no headers: such a server, if it asks for credentials at all, asks
-// for an OAuth sign-in.
+// needsLogin reports whether a normalized entry is a streamable HTTP server
+// that sends no headers: such a server, if it asks for credentials at all,
+// asks for an OAuth sign-in, which codebridge login gives.
 func needsLogin(entry map[string]any) bool {
 	_, hasURL := entry["url"]
 	_, hasHeaders := entry["headers"]
-	return hasURL && !hasHeaders
+	typ, _ := entry["type"].(string)
+	return hasURL && !hasHeaders && !strings.EqualFold(typ, "sse")
 }
 
 func joinNotes(a, b string) string {

@@ -75,11 +75,11 @@ func TestPlanImport(t *testing.T) {
 	plan := PlanImport(places, filepath.Join(root, "mcps"), Options{})
 	got := describePlan(root, plan)
 	want := `write mcps/claude-desktop.json exists=false from Claude Desktop: filesystem, memory
-write mcps/claude-code.json exists=false from Claude Code: github, sqlite, brave, events (a remote server without headers signs in with OAuth, if at all: run codebridge login events once it is imported)
+write mcps/claude-code.json exists=false from Claude Code: github, sqlite, brave, events
 write mcps/cursor.json exists=false from Cursor: linear (a remote server without headers signs in with OAuth, if at all: run codebridge login linear once it is imported)
 write mcps/vscode.json exists=false from VS Code: gh (uses ${input:...}, a value VS Code asks for: put the value or an ${ENV_VAR} in its place, then remove "disabled"), playwright ("envFile" is not supported: copy its variables into "env")
 write mcps/windsurf.json exists=false from Windsurf: remote-docs (a remote server without headers signs in with OAuth, if at all: run codebridge login remote-docs once it is imported)
-write mcps/gemini.json exists=false from Gemini CLI: api, everything, hosted (a remote server without headers signs in with OAuth, if at all: run codebridge login hosted once it is imported), stream (a remote server without headers signs in with OAuth, if at all: run codebridge login stream once it is imported)
+write mcps/gemini.json exists=false from Gemini CLI: api, everything, hosted (a remote server without headers signs in with OAuth, if at all: run codebridge login hosted once it is imported), stream
 write mcps/codex.json exists=false from Codex: docs, figma, multi, off
 skip codebridge from home/.config/Claude/claude_desktop_config.json: codebridge itself
 skip mem2 from home/.cursor/mcp.json: the same server as "memory" in home/.config/Claude/claude_desktop_config.json

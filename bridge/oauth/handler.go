@@ -33,6 +33,9 @@ func (e *AuthRequiredError) Error() string {
 	return fmt.Sprintf("MCP server %q needs you to sign in (%s): run `codebridge login %s`, then call it again", e.Server, e.Reason, e.Server)
 }
 
+// Remedy is the command that signs in.
+func (e *AuthRequiredError) Remedy() string { return "codebridge login " + e.Server }
+
 // Is makes an AuthRequiredError match [ErrAuthRequired].
 func (e *AuthRequiredError) Is(target error) bool { return target == ErrAuthRequired }
 

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -311,6 +312,7 @@ func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServe
 type callback struct {
 	server  string
 	results chan url.Values // the redirects' queries, the first few
+	asked   atomic.Bool     // the user was sent to sign in
 }
 
 func newCallback(server string) *callback {
@@ -338,6 +340,11 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fetch shows the user authURL (printed, and opened with open when there is
 // one) and waits for the redirect that carries authURL's state.
 func (c *callback) fetch(ctx context.Context, authURL string, open func(string) error, out io.Writer) (*auth.AuthorizationResult, error) {
+	if c.asked.Swap(true) {
+		// The transport asks again when a request fails after the first
+		// attempt (closing the session, say): once per login is enough.
+		return nil, errors.New("the sign-in did not complete")
+	}
 	state := ""
 	if u, err := url.Parse(authURL); err == nil {
 		state = u.Query().Get("state")

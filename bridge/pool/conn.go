@@ -287,7 +287,7 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 		return nil, &StartError{
 			Server:     def.Name,
 			Source:     def.Source,
-			Err:        masked(def, fmt.Errorf("%w; %s", err, hint(def))),
+			Err:        masked(def, withHint(def, err)),
 			StderrTail: c.stderr.Tail(),
 		}
 	}

@@ -48,6 +48,21 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
+// A remedied error says itself what to do about it (e.g. bridge/oauth's
+// sign-in error names the command to run): no hint is added to it.
+type remedied interface {
+	error
+	Remedy() string
+}
+
+// withHint is err with what to check added, unless err says what to do.
+func withHint(def *discovery.Server, err error) error {
+	if _, ok := errors.AsType[remedied](err); ok {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, hint(def))
+}
+
 // hint says what to check when def fails to start.
 func hint(def *discovery.Server) string {
 	where := "its configuration"
