@@ -112,8 +112,13 @@ func (a *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	redirect := q.Get("redirect_uri")
+	anyPort := func(registered string) bool { // RFC 8252 7.3: a loopback redirect URI's port may vary
+		r, err1 := url.Parse(registered)
+		u, err2 := url.Parse(redirect)
+		return err1 == nil && err2 == nil && r.Port() == "" && r.Hostname() == u.Hostname() && r.Path == u.Path
+	}
 	switch {
-	case !slices.Contains(a.clients[q.Get("client_id")], redirect):
+	case !slices.Contains(a.clients[q.Get("client_id")], redirect) && !slices.ContainsFunc(a.clients[q.Get("client_id")], anyPort):
 		http.Error(w, "unknown client or redirect_uri", 400)
 		return
 	case q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "":
@@ -444,5 +449,32 @@ func TestHandlerPicksUpNewSignIn(t *testing.T) {
 	err := callWhoami(t, store, def)
 	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "the server refused the stored sign-in") {
 		t.Errorf("call with a revoked access token: %v; want ErrAuthRequired, refused", err)
+	}
+}
+
+// TestLoginConfiguredClient: an entry's "oauth" client is used as it is, not
+// registered, and its scopes replace those of the challenge.
+func TestLoginConfiguredClient(t *testing.T) {
+	as := newFakeAS(t)
+	as.mu.Lock()
+	as.clients["my-client"] = []string{"http://127.0.0.1/callback"}
+	as.mu.Unlock()
+	store := NewStoreWith(t.TempDir(), newFakeKeyring())
+	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp",
+		OAuth: &discovery.OAuth{ClientID: "my-client", Scopes: []string{"tools", "extra"}}}
+	var browser follower
+	defer browser.wg.Wait()
+	res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if registrations, _ := as.counts(); registrations != 0 || res.Record.ClientID != "my-client" || res.Record.Registered {
+		t.Errorf("%d registrations, client %q (registered %v); want the configured client, none registered", registrations, res.Record.ClientID, res.Record.Registered)
+	}
+	if !slices.Equal(as.scopes, []string{"tools", "extra"}) {
+		t.Errorf("asked for scopes %v; want the entry's [tools extra]", as.scopes)
+	}
+	if err := callWhoami(t, store, def); err != nil {
+		t.Errorf("call after login: %v", err)
 	}
 }

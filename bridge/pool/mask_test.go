@@ -42,3 +42,20 @@ func TestMaskServerSecrets(t *testing.T) {
 		t.Errorf("tools = %q, %q", tools[0].Description, tools[1].Description)
 	}
 }
+
+type remedyError struct{}
+
+func (remedyError) Error() string  { return "sign in: run codebridge login x" }
+func (remedyError) Remedy() string { return "codebridge login x" }
+
+// TestWithHint: a failed start gets what to check, unless its error says
+// itself what to do.
+func TestWithHint(t *testing.T) {
+	def := &discovery.Server{Name: "x", Transport: discovery.Streamable, URL: "https://h/mcp"}
+	if err := withHint(def, fmt.Errorf("calling: %w", remedyError{})); strings.Contains(err.Error(), "reachable") {
+		t.Errorf("withHint(remedied) = %q; want no hint", err)
+	}
+	if err := withHint(def, errors.New("EOF")); !strings.Contains(err.Error(), "check that https://h/mcp is reachable") {
+		t.Errorf("withHint(EOF) = %q; want the hint", err)
+	}
+}
