@@ -411,6 +411,7 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 		"Cwd":       func(s *discovery.Server) { s.Cwd = "/tmp" },
 		"URL":       func(s *discovery.Server) { s.URL = "v" },
 		"Headers":   func(s *discovery.Server) { s.Headers = nil },
+		"OAuth":     func(s *discovery.Server) { s.OAuth = &discovery.OAuth{ClientID: "c"} },
 	}
 	keeps := map[string]func(*discovery.Server){
 		"Source":      func(s *discovery.Server) { s.Source = "/other" },
