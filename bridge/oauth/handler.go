@@ -123,35 +123,61 @@ func (t tokenSource) Token() (*oauth2.Token, error) {
 	h := t.h // the transport calls this under its own lock, not under h.mu
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ts == nil {
-		return nil, h.failedLocked()
-	}
-	before := h.rec.AccessToken.Reveal()
-	tok, err := h.ts.Token()
-	var re *oauth2.RetrieveError
-	switch {
-	case errors.As(err, &re):
-		h.logger.Warn("the authorization server refused to refresh the token: sign in again", "server", h.def.Name,
-			"error", cmp.Or(re.ErrorCode, "none given"))
-		h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the authorization server refused to refresh the sign-in", Err: err}
-		h.rec.forgetTokens()
-		h.ts = nil
-		if _, serr := h.store.Save(h.rec); serr != nil {
-			h.logger.Warn("forgetting a refused sign-in", "server", h.def.Name, "err", serr)
+	for attempt := 0; ; attempt++ {
+		if h.ts == nil {
+			return nil, h.failedLocked()
 		}
-		return nil, h.failed
-	case err != nil:
-		return nil, fmt.Errorf("refreshing the sign-in of %s: %w", h.def.Name, err)
+		before := h.rec.AccessToken.Reveal()
+		tok, err := h.ts.Token()
+		re, refused := errors.AsType[*oauth2.RetrieveError](err)
+		switch {
+		case refused && attempt == 0 && h.reloadLocked():
+			continue // another codebridge refreshed (and rotated) it meanwhile
+		case refused:
+			return nil, h.refusedLocked(re)
+		case err != nil:
+			return nil, fmt.Errorf("refreshing the sign-in of %s: %w", h.def.Name, err)
+		}
+		if tok.AccessToken != before {
+			h.rec.setToken(tok)
+			if _, err := h.store.Save(h.rec); err != nil {
+				h.logger.Warn("saving a refreshed token", "server", h.def.Name, "err", err)
+			} else {
+				h.logger.Info("refreshed the sign-in", "server", h.def.Name, "until", tok.Expiry)
+			}
+		}
+		return tok, nil
 	}
-	if tok.AccessToken != before {
-		h.rec.setToken(tok)
-		if _, err := h.store.Save(h.rec); err != nil {
-			h.logger.Warn("saving a refreshed token", "server", h.def.Name, "err", err)
-		} else {
-			h.logger.Info("refreshed the sign-in", "server", h.def.Name, "until", tok.Expiry)
+}
+
+// reloadLocked takes the stored sign-in when it holds other tokens than
+// h's, and reports whether it did.
+func (h *handler) reloadLocked() bool {
+	rec, err := h.store.Load(h.def.Name, h.def.URL)
+	if err != nil || !rec.SignedInNow() || rec.RefreshToken.Reveal() == h.rec.RefreshToken.Reveal() && rec.AccessToken.Reveal() == h.rec.AccessToken.Reveal() {
+		return false
+	}
+	h.setRecordLocked(rec)
+	return h.ts != nil
+}
+
+// refusedLocked handles the authorization server's refusal to refresh: the
+// tokens are forgotten (in the store too, unless it holds others by now), so
+// that the next request asks for a sign-in at once instead of trying again.
+func (h *handler) refusedLocked(re *oauth2.RetrieveError) error {
+	h.logger.Warn("the authorization server refused to refresh the token: sign in again", "server", h.def.Name,
+		"error", cmp.Or(re.ErrorCode, "none given"))
+	h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the authorization server refused to refresh the sign-in", Err: re}
+	refused := h.rec.RefreshToken.Reveal()
+	h.rec.forgetTokens()
+	h.ts = nil
+	if rec, err := h.store.Load(h.def.Name, h.def.URL); err == nil && rec != nil && rec.RefreshToken.Reveal() == refused {
+		rec.forgetTokens()
+		if _, err := h.store.Save(rec); err != nil {
+			h.logger.Warn("forgetting a refused sign-in", "server", h.def.Name, "err", err)
 		}
 	}
-	return tok, nil
+	return h.failed
 }
 
 // failedLocked is the error of a request made without a usable sign-in.

@@ -478,3 +478,50 @@ func TestLoginConfiguredClient(t *testing.T) {
 		t.Errorf("call after login: %v", err)
 	}
 }
+
+// TestHandlersShareRotatedToken: two codebridge processes signed in to the
+// same server: when one has refreshed (and the authorization server rotated
+// the refresh token), the other's refresh is refused, and it takes the saved
+// tokens instead of forgetting the sign-in.
+func TestHandlersShareRotatedToken(t *testing.T) {
+	as := newFakeAS(t)
+	store := NewStoreWith(t.TempDir(), newFakeKeyring())
+	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp"}
+	var browser follower
+	defer browser.wg.Wait()
+	res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Record.Expiry = time.Now().Add(-time.Minute)
+	store.Save(res.Record)
+	first, second := store.Handler(def, nil, nil), store.Handler(def, nil, nil)
+	token := func(h auth.OAuthHandler) (string, error) {
+		ts, err := h.TokenSource(t.Context())
+		if err != nil || ts == nil {
+			return "", fmt.Errorf("no token source (%v)", err)
+		}
+		tok, err := ts.Token()
+		if err != nil {
+			return "", err
+		}
+		return tok.AccessToken, nil
+	}
+	// Both have loaded the expired sign-in before either refreshes.
+	first.TokenSource(t.Context())
+	second.TokenSource(t.Context())
+	a, err := token(first)
+	if err != nil {
+		t.Fatalf("first refresh: %v", err)
+	}
+	b, err := token(second)
+	if err != nil || b != a {
+		t.Fatalf("second handler: %q, %v; want the first's refreshed token %q", b, err, a)
+	}
+	if _, refreshes := as.counts(); refreshes != 2 {
+		t.Errorf("%d refreshes; want 2 (one refused for the rotated token)", refreshes)
+	}
+	if rec, _ := store.Load(def.Name, def.URL); !rec.SignedInNow() || rec.AccessToken.Reveal() != a {
+		t.Error("the store lost the refreshed sign-in")
+	}
+}
