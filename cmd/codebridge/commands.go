@@ -203,7 +203,8 @@ per check, with how to fix each problem:
                default shows here)
   config       the config folder is readable, and every server file in it valid
   server NAME  each enabled server starts and lists its tools, with the time
-               it took (all are started at once, then stopped)
+               it took (all are started at once, then stopped), and the
+               OAuth sign-in of a remote server (codebridge login NAME)
   state        the state directory can be written
 
 Flags:
