@@ -210,6 +210,47 @@ func (f *follower) count() int {
 	return f.visits
 }
 
+// fixture is a fake authorization server, a store, the server's entry and a
+// browser.
+type fixture struct {
+	as      *fakeAS
+	store   *Store
+	def     *discovery.Server
+	browser *follower
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	as := newFakeAS(t)
+	f := &fixture{as: as, store: NewStoreWith(t.TempDir(), newFakeKeyring()), browser: &follower{},
+		def: &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp", Source: "hosted.json"}}
+	t.Cleanup(f.browser.wg.Wait)
+	return f
+}
+
+// login signs in to f's server, through its browser.
+func (f *fixture) login(t *testing.T) *LoginResult {
+	t.Helper()
+	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	return res
+}
+
+// accessToken is the token h would send now.
+func accessToken(t *testing.T, h auth.OAuthHandler) (string, error) {
+	ts, err := h.TokenSource(t.Context())
+	if err != nil || ts == nil {
+		return "", err
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		return "", err
+	}
+	return tok.AccessToken, nil
+}
+
 // callWhoami connects to def as the pool does and calls whoami.
 func callWhoami(t *testing.T, store *Store, def *discovery.Server) error {
 	t.Helper()
@@ -238,16 +279,13 @@ func callWhoami(t *testing.T, store *Store, def *discovery.Server) error {
 // refresh token gives ErrAuthRequired naming the command, once, without
 // trying again; a new login reuses the registered client.
 func TestLoginRefreshRevoke(t *testing.T) {
-	as := newFakeAS(t)
-	store := NewStoreWith(t.TempDir(), newFakeKeyring())
-	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp", Source: "hosted.json"}
+	f := newFixture(t)
+	as, store, def, browser := f.as, f.store, f.def, f.browser
 
 	if err := callWhoami(t, store, def); !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "codebridge login hosted") {
 		t.Fatalf("call before login: %v; want ErrAuthRequired naming codebridge login hosted", err)
 	}
 
-	var browser follower
-	defer browser.wg.Wait()
 	var out bytes.Buffer
 	res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Out: &out, Timeout: 30 * time.Second})
 	if err != nil {
@@ -304,9 +342,7 @@ func TestLoginRefreshRevoke(t *testing.T) {
 	}
 
 	// Signing in again reuses the registered client.
-	if _, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second}); err != nil {
-		t.Fatalf("second Login: %v", err)
-	}
+	f.login(t)
 	if registrations, _ := as.counts(); registrations != 1 {
 		t.Errorf("%d registrations after two logins; want the client registered once", registrations)
 	}
@@ -396,57 +432,34 @@ func (noKeyring) Delete(secret.Ref) error              { return secret.ErrNoKeyr
 // running codebridge's warm connection) uses the next sign-in saved, without
 // being made again; until then it does not ask the token endpoint again.
 func TestHandlerPicksUpNewSignIn(t *testing.T) {
-	as := newFakeAS(t)
-	store := NewStoreWith(t.TempDir(), newFakeKeyring())
-	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp"}
-	var browser follower
-	defer browser.wg.Wait()
-	login := func() *Record {
-		t.Helper()
-		res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Record
-	}
-	rec := login()
-	h := store.Handler(def, nil, nil)
-	token := func() (string, error) {
-		ts, err := h.TokenSource(t.Context())
-		if err != nil || ts == nil {
-			return "", err
-		}
-		tok, err := ts.Token()
-		if err != nil {
-			return "", err
-		}
-		return tok.AccessToken, nil
-	}
-	if got, err := token(); got != rec.AccessToken.Reveal() || err != nil {
+	f := newFixture(t)
+	rec := f.login(t).Record
+	h := f.store.Handler(f.def, nil, nil)
+	if got, err := accessToken(t, h); got != rec.AccessToken.Reveal() || err != nil {
 		t.Fatalf("token = %v; want the stored one", err)
 	}
-	as.revoke()
+	f.as.revoke()
 	rec.Expiry = time.Now().Add(-time.Minute)
-	store.Save(rec)
-	h = store.Handler(def, nil, nil)
-	if _, err := token(); !errors.Is(err, ErrAuthRequired) {
+	f.store.Save(rec)
+	h = f.store.Handler(f.def, nil, nil)
+	if _, err := accessToken(t, h); !errors.Is(err, ErrAuthRequired) {
 		t.Fatalf("token after revocation: %v; want ErrAuthRequired", err)
 	}
-	if got, err := token(); got != "" || err != nil {
+	if got, err := accessToken(t, h); got != "" || err != nil {
 		t.Fatalf("token again = %q, %v; want none (the request then goes without, and Authorize says auth required)", got, err)
 	}
-	if _, refreshes := as.counts(); refreshes != 1 {
+	if _, refreshes := f.as.counts(); refreshes != 1 {
 		t.Errorf("%d refreshes; want 1", refreshes)
 	}
-	again := login()
-	if got, err := token(); got != again.AccessToken.Reveal() || err != nil {
+	again := f.login(t).Record
+	if got, err := accessToken(t, h); got != again.AccessToken.Reveal() || err != nil {
 		t.Errorf("token after a new login: %v; want the new sign-in's", err)
 	}
 
 	// An access token the server refuses before it expires is not sent
 	// again, and says so.
-	as.revoke()
-	err := callWhoami(t, store, def)
+	f.as.revoke()
+	err := callWhoami(t, f.store, f.def)
 	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "the server refused the stored sign-in") {
 		t.Errorf("call with a revoked access token: %v; want ErrAuthRequired, refused", err)
 	}
@@ -455,26 +468,19 @@ func TestHandlerPicksUpNewSignIn(t *testing.T) {
 // TestLoginConfiguredClient: an entry's "oauth" client is used as it is, not
 // registered, and its scopes replace those of the challenge.
 func TestLoginConfiguredClient(t *testing.T) {
-	as := newFakeAS(t)
-	as.mu.Lock()
-	as.clients["my-client"] = []string{"http://127.0.0.1/callback"}
-	as.mu.Unlock()
-	store := NewStoreWith(t.TempDir(), newFakeKeyring())
-	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp",
-		OAuth: &discovery.OAuth{ClientID: "my-client", Scopes: []string{"tools", "extra"}}}
-	var browser follower
-	defer browser.wg.Wait()
-	res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if registrations, _ := as.counts(); registrations != 0 || res.Record.ClientID != "my-client" || res.Record.Registered {
+	f := newFixture(t)
+	f.as.mu.Lock()
+	f.as.clients["my-client"] = []string{"http://127.0.0.1/callback"}
+	f.as.mu.Unlock()
+	f.def.OAuth = &discovery.OAuth{ClientID: "my-client", Scopes: []string{"tools", "extra"}}
+	res := f.login(t)
+	if registrations, _ := f.as.counts(); registrations != 0 || res.Record.ClientID != "my-client" || res.Record.Registered {
 		t.Errorf("%d registrations, client %q (registered %v); want the configured client, none registered", registrations, res.Record.ClientID, res.Record.Registered)
 	}
-	if !slices.Equal(as.scopes, []string{"tools", "extra"}) {
-		t.Errorf("asked for scopes %v; want the entry's [tools extra]", as.scopes)
+	if !slices.Equal(f.as.scopes, []string{"tools", "extra"}) {
+		t.Errorf("asked for scopes %v; want the entry's [tools extra]", f.as.scopes)
 	}
-	if err := callWhoami(t, store, def); err != nil {
+	if err := callWhoami(t, f.store, f.def); err != nil {
 		t.Errorf("call after login: %v", err)
 	}
 }
@@ -484,44 +490,26 @@ func TestLoginConfiguredClient(t *testing.T) {
 // the refresh token), the other's refresh is refused, and it takes the saved
 // tokens instead of forgetting the sign-in.
 func TestHandlersShareRotatedToken(t *testing.T) {
-	as := newFakeAS(t)
-	store := NewStoreWith(t.TempDir(), newFakeKeyring())
-	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: as.srv.URL + "/mcp"}
-	var browser follower
-	defer browser.wg.Wait()
-	res, err := Login(t.Context(), def, LoginOptions{Store: store, Open: browser.open, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Record.Expiry = time.Now().Add(-time.Minute)
-	store.Save(res.Record)
-	first, second := store.Handler(def, nil, nil), store.Handler(def, nil, nil)
-	token := func(h auth.OAuthHandler) (string, error) {
-		ts, err := h.TokenSource(t.Context())
-		if err != nil || ts == nil {
-			return "", fmt.Errorf("no token source (%v)", err)
-		}
-		tok, err := ts.Token()
-		if err != nil {
-			return "", err
-		}
-		return tok.AccessToken, nil
-	}
+	f := newFixture(t)
+	rec := f.login(t).Record
+	rec.Expiry = time.Now().Add(-time.Minute)
+	f.store.Save(rec)
+	first, second := f.store.Handler(f.def, nil, nil), f.store.Handler(f.def, nil, nil)
 	// Both have loaded the expired sign-in before either refreshes.
 	first.TokenSource(t.Context())
 	second.TokenSource(t.Context())
-	a, err := token(first)
-	if err != nil {
+	a, err := accessToken(t, first)
+	if err != nil || a == "" {
 		t.Fatalf("first refresh: %v", err)
 	}
-	b, err := token(second)
+	b, err := accessToken(t, second)
 	if err != nil || b != a {
 		t.Fatalf("second handler: %q, %v; want the first's refreshed token %q", b, err, a)
 	}
-	if _, refreshes := as.counts(); refreshes != 2 {
+	if _, refreshes := f.as.counts(); refreshes != 2 {
 		t.Errorf("%d refreshes; want 2 (one refused for the rotated token)", refreshes)
 	}
-	if rec, _ := store.Load(def.Name, def.URL); !rec.SignedInNow() || rec.AccessToken.Reveal() != a {
+	if rec, _ := f.store.Load(f.def.Name, f.def.URL); !rec.SignedInNow() || rec.AccessToken.Reveal() != a {
 		t.Error("the store lost the refreshed sign-in")
 	}
 }
