@@ -62,15 +62,9 @@ func (p *Policy) Blocked(server string, t *mcp.Tool) string {
 		return ""
 	}
 	what := fmt.Sprintf("tool %q of MCP server %q is blocked by policy", t.Name, server)
-	fix := func(where string) string {
-		if strings.HasPrefix(where, settings.EnvPrefix) {
-			return "that setting is codebridge's environment (a change needs a restart)"
-		}
-		return "edit that file to change it (no restart needed)"
-	}
 	for _, r := range p.deny {
 		if discovery.MatchTool(r.pattern, t.Name) {
-			return fmt.Sprintf("%s: it matches %q in %s; %s", what, r.pattern, r.where, fix(r.where))
+			return fmt.Sprintf("%s: it matches %q in %s; %s", what, r.pattern, r.where, fixHint(r.where))
 		}
 	}
 	if len(p.allow) > 0 {
@@ -81,19 +75,46 @@ func (p *Policy) Blocked(server string, t *mcp.Tool) string {
 			admitted = admitted || discovery.MatchTool(r.pattern, t.Name)
 		}
 		if !admitted {
-			return fmt.Sprintf("%s: it matches none of %s in %s; %s", what, QuoteList(pats), p.allowWhere, fix(p.allowWhere))
+			return fmt.Sprintf("%s: it matches none of %s in %s; %s", what, QuoteList(pats), p.allowWhere, fixHint(p.allowWhere))
 		}
 	}
 	if p.readOnly != "" {
 		a := t.Annotations
 		switch {
 		case a == nil || !a.ReadOnlyHint:
-			return fmt.Sprintf("%s: the server is read-only (%s) and the tool is not annotated readOnlyHint: true; %s", what, p.readOnly, fix(p.readOnly))
+			return fmt.Sprintf("%s: the server is read-only (%s) and the tool is not annotated readOnlyHint: true; %s", what, p.readOnly, fixHint(p.readOnly))
 		case a.DestructiveHint != nil && *a.DestructiveHint:
-			return fmt.Sprintf("%s: the server is read-only (%s) and the tool is annotated destructiveHint: true; %s", what, p.readOnly, fix(p.readOnly))
+			return fmt.Sprintf("%s: the server is read-only (%s) and the tool is annotated destructiveHint: true; %s", what, p.readOnly, fixHint(p.readOnly))
 		}
 	}
 	return ""
+}
+
+// Closed says why code may not use server at all, or "" when it may: a deny
+// rule "*" blocks every tool, and with them the server's resources and
+// prompts. Resources and prompts are not tools, so no other rule applies to
+// them: the allow and deny globs name tools, and read-only mode admits them
+// (reading a resource or getting a prompt changes nothing by the protocol's
+// definition). A nil policy closes nothing.
+func (p *Policy) Closed(server string) string {
+	if p == nil {
+		return ""
+	}
+	for _, r := range p.deny {
+		if r.pattern == "*" {
+			return fmt.Sprintf("MCP server %q is closed by policy: %q in %s denies every tool, and with them its resources and prompts; %s",
+				server, r.pattern, r.where, fixHint(r.where))
+		}
+	}
+	return ""
+}
+
+// fixHint says how to change the rule written in where.
+func fixHint(where string) string {
+	if strings.HasPrefix(where, settings.EnvPrefix) {
+		return "that setting is codebridge's environment (a change needs a restart)"
+	}
+	return "edit that file to change it (no restart needed)"
 }
 
 // Admitted returns the tools p admits; tools itself when it admits all.

@@ -54,3 +54,31 @@ func TestBlocked(t *testing.T) {
 		})
 	}
 }
+
+// TestClosed: only a deny rule "*" closes a server to resources and
+// prompts; other globs and read-only mode name tools only.
+func TestClosed(t *testing.T) {
+	const file = "/home/u/MCPs/fs.json"
+	tests := []struct {
+		name          string
+		global, entry discovery.ToolPolicy
+		why           string // a substring of the refusal; "" when open
+	}{
+		{name: "none"},
+		{name: "deny some", entry: discovery.ToolPolicy{Deny: []string{"write_*"}}},
+		{name: "allow some", entry: discovery.ToolPolicy{Allow: []string{"read_*"}}},
+		{name: "read-only", global: discovery.ToolPolicy{ReadOnly: new(true)}},
+		{name: "entry denies all", entry: discovery.ToolPolicy{Deny: []string{"*"}},
+			why: `MCP server "fs" is closed by policy: "*" in "tools.deny" of ` + file + ` denies every tool, and with them its resources and prompts; edit that file`},
+		{name: "global denies all", global: discovery.ToolPolicy{Deny: []string{"*"}},
+			why: `"*" in MCP_BRIDGE_TOOLS_DENY`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			why := New(tt.global, &discovery.Server{Name: "fs", Source: file, Tools: tt.entry}).Closed("fs")
+			if (why == "") != (tt.why == "") || !strings.Contains(why, tt.why) {
+				t.Errorf("Closed = %q, want %q", why, tt.why)
+			}
+		})
+	}
+}
