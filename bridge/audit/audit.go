@@ -1,7 +1,8 @@
-// Package audit records the tool calls that sandboxed code makes: one JSON
-// line per call ([Record]) in calls.jsonl, in the audit folder of the state
-// directory. The file is rotated by size (calls.jsonl.1 is the newest old
-// one) and written under the folder's lock ([dirlock]), so the runs of one
+// Package audit records the tool calls that sandboxed code makes, and its
+// reads of resources and gets of prompts: one JSON line per call ([Record])
+// in calls.jsonl, in the audit folder of the state directory. The file is
+// rotated by size (calls.jsonl.1 is the newest old one) and written under
+// the folder's lock ([dirlock]), so the runs of one
 // codebridge and several codebridge processes sharing a state directory
 // append whole lines and rotate once. Arguments and results are recorded by
 // size only, unless [Options.Contents] asks for them.
@@ -48,6 +49,14 @@ const (
 // OutcomeApproved, and Error says what changed.
 const KindPin = "pin"
 
+// KindResource and KindPrompt mark a read of a resource and a get of a
+// prompt by code; their Tool is the resource's URI or the prompt's name, and
+// their outcomes are those of a tool call.
+const (
+	KindResource = "resource"
+	KindPrompt   = "prompt"
+)
+
 // Outcomes of a [KindPin] record.
 const (
 	OutcomeQuarantined = "quarantined" // a tool's definition changed since it was pinned (or it is new, under MCP_BRIDGE_QUARANTINE_NEW): it is hidden and refused
@@ -60,7 +69,7 @@ type Record struct {
 	Session    string    `json:"session"`
 	Run        int       `json:"run"`
 	Server     string    `json:"server"` // the configured name, or what the code asked for if it is unknown
-	Tool       string    `json:"tool"`
+	Tool       string    `json:"tool"`   // or the URI of a KindResource record, the name of a KindPrompt one
 	DurationMS float64   `json:"duration_ms"`
 	// Outcome is ok, tool_error, cancelled, or the code of the error the
 	// code got (policy_denied, unknown_server, unknown_tool, bad_arguments,
@@ -71,7 +80,7 @@ type Record struct {
 	ResultBytes int             `json:"result_bytes"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"` // only with Options.Contents
 	Result      json.RawMessage `json:"result,omitempty"`    // only with Options.Contents
-	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin
+	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin, KindResource, KindPrompt
 }
 
 // maxError bounds Record.Error, in bytes.

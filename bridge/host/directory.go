@@ -30,6 +30,7 @@ type Downstream interface {
 	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 	Running(server string) bool
 	LastFailure(server string) error
+	Catalog
 }
 
 // Directory is run_python's view of the configured servers (what

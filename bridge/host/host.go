@@ -289,14 +289,15 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	}
 	if h.dir.audit != nil {
 		args, _ := secrets.MaskJSON(p.Arguments)
-		h.record(ctx, rec, res, out.RawMessage, args, err)
+		h.record(ctx, rec, res != nil && res.IsError, out.RawMessage, args, err)
 	}
 	return out, err
 }
 
 // record audits a call: rec with its outcome, the sizes and, when the audit
-// keeps contents, the arguments and the result.
-func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolResult, raw, args json.RawMessage, err error) {
+// keeps contents, the arguments and the result. toolError says the result is
+// a tool's marked isError.
+func (h *host) record(ctx context.Context, rec audit.Record, toolError bool, raw, args json.RawMessage, err error) {
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
@@ -305,7 +306,7 @@ func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolRe
 		}
 	default:
 		rec.Outcome, rec.ResultBytes = audit.OutcomeOK, len(raw)
-		if res.IsError {
+		if toolError {
 			rec.Outcome = audit.OutcomeToolError
 		}
 		if h.dir.audit.Contents() {
@@ -446,6 +447,8 @@ func poolError(srv *discovery.Server, err error) error {
 		e.Code, e.Message = protocol.CodeTimeout, fmt.Sprintf("MCP server %q did not answer in time: %v", srv.Name, err)
 	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
 		e.Code = protocol.CodeServerFailed
+	case errors.Is(err, pool.ErrUnsupported):
+		e.Code = protocol.CodeUnsupported
 	}
 	e.Message = srv.Secrets.Mask(e.Message)
 	return e
