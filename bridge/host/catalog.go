@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -131,6 +132,19 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 		h.record(ctx, *rec, false, raw, args, err)
 	}
 	return raw, err
+}
+
+// count is how many items list gives for a running server, for
+// describe_server: 0 when it offers none, nil when listing failed.
+func count[T any](ctx context.Context, server string, list func(context.Context, string) ([]T, error)) *int {
+	items, err := list(ctx, server)
+	switch {
+	case errors.Is(err, pool.ErrUnsupported):
+		return new(0)
+	case err != nil:
+		return nil
+	}
+	return new(len(items))
 }
 
 // catalogError is poolError for a resource or prompt request: a server that

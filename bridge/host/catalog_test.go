@@ -1,9 +1,11 @@
 package host
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -141,6 +144,29 @@ func TestCatalogRequests(t *testing.T) {
 	}
 }
 
+// TestDescribeServerCounts: describe_server counts resources, templates and
+// prompts of a running server, 0 for one without, and nothing for a server
+// not running.
+func TestDescribeServerCounts(t *testing.T) {
+	d := testDirectory(t,
+		&discovery.Server{Name: "rich", Transport: discovery.Streamable, URL: catalogURL(t)},
+		&discovery.Server{Name: "plain", Transport: discovery.Streamable, URL: mathServer(t)})
+	h := d.host(Run{})
+	for _, tt := range []struct{ server, want string }{
+		{"rich", `"prompts":1,"resourceTemplates":1,"resources":3`},
+		{"plain", `"prompts":0,"resourceTemplates":0,"resources":0`},
+	} {
+		res, err := hostCall(t, h, "describe_server", map[string]any{"server": tt.server})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(res)
+		if !strings.Contains(string(got), tt.want) {
+			t.Errorf("describe_server(%s) = %s, want %s", tt.server, got, tt.want)
+		}
+	}
+}
+
 // TestCatalogPolicyEdit: closing a server applies to a run in progress.
 func TestCatalogPolicyEdit(t *testing.T) {
 	url := catalogURL(t)
@@ -157,4 +183,32 @@ func TestCatalogPolicyEdit(t *testing.T) {
 	if _, err := hostCall(t, h, "list_prompts", map[string]any{"server": "rich"}); !errors.As(err, &re) || re.Code != protocol.CodePolicyDenied {
 		t.Fatalf("after the edit: %v, want policy_denied", err)
 	}
+}
+
+// noCatalog is the [Catalog] of a fake downstream whose server offers no
+// resources or prompts.
+type noCatalog struct{}
+
+func (noCatalog) Resources(_ context.Context, server string) ([]*mcp.Resource, error) {
+	return nil, unsupported(server)
+}
+
+func (noCatalog) ResourceTemplates(_ context.Context, server string) ([]*mcp.ResourceTemplate, error) {
+	return nil, unsupported(server)
+}
+
+func (noCatalog) ReadResource(_ context.Context, server, _ string) (*mcp.ReadResourceResult, error) {
+	return nil, unsupported(server)
+}
+
+func (noCatalog) Prompts(_ context.Context, server string) ([]*mcp.Prompt, error) {
+	return nil, unsupported(server)
+}
+
+func (noCatalog) GetPrompt(_ context.Context, server, _ string, _ map[string]string) (*mcp.GetPromptResult, error) {
+	return nil, unsupported(server)
+}
+
+func unsupported(server string) error {
+	return fmt.Errorf("MCP server %q does not offer them (%w)", server, pool.ErrUnsupported)
 }

@@ -158,12 +158,18 @@ func (h *host) DescribeServer(ctx context.Context, p protocol.ServerParams) (pro
 	if err != nil {
 		return protocol.ServerDescription{}, err
 	}
-	return protocol.ServerDescription{
+	desc := protocol.ServerDescription{
 		Name:        srv.Name,
 		Alias:       h.snap.alias[srv.Name],
 		Description: srv.Description,
 		Tools:       docsFor(h.snap, srv, l.tools, l.saved, "summary", true),
-	}, nil
+	}
+	if h.dir.pool.Running(srv.Name) && h.snap.policy[srv.Name].Closed(srv.Name) == "" {
+		desc.Resources = count(ctx, srv.Name, h.dir.pool.Resources)
+		desc.ResourceTemplates = count(ctx, srv.Name, h.dir.pool.ResourceTemplates)
+		desc.Prompts = count(ctx, srv.Name, h.dir.pool.Prompts)
+	}
+	return desc, nil
 }
 
 // QueryToolDocs implements [protocol.Handler].

@@ -285,9 +285,9 @@ func TestSearchReportsServersThatFail(t *testing.T) {
 
 // recordingPool is a downstream with one server whose one tool, echo, answers
 // every call and records the size of its arguments. It has no resources or
-// prompts: its Catalog is nil.
+// prompts.
 type recordingPool struct {
-	Catalog
+	noCatalog
 	mu    sync.Mutex
 	calls []int // size of each call's arguments in bytes
 }

@@ -168,12 +168,17 @@ type ToolSummary struct {
 	Description string `json:"description"`
 }
 
-// ServerDescription answers describe_server.
+// ServerDescription answers describe_server. The counts of resources,
+// resource templates and prompts are given when the server is running (so
+// counting them starts nothing); 0 when it offers none.
 type ServerDescription struct {
-	Name        string    `json:"name"`
-	Alias       string    `json:"alias"`
-	Description string    `json:"description"`
-	Tools       []ToolDoc `json:"tools"`
+	Name              string    `json:"name"`
+	Alias             string    `json:"alias"`
+	Description       string    `json:"description"`
+	Tools             []ToolDoc `json:"tools"`
+	Resources         *int      `json:"resources,omitempty"`
+	ResourceTemplates *int      `json:"resourceTemplates,omitempty"`
+	Prompts           *int      `json:"prompts,omitempty"`
 }
 
 // SearchResult answers search_tool_docs: the hits, best first, and the

@@ -131,7 +131,8 @@ def list_loaded_server_metadata():
 
 def describe_server(name):
     """{name, alias, description, tools: [{name, alias, description}]} of one
-    server (by name or alias). Blocks."""
+    server (by name or alias), and when it is running how many resources,
+    resourceTemplates and prompts it has. Blocks."""
     return _wait(_request("describe_server", {"server": name}))
 
 
@@ -619,7 +620,8 @@ Discover (nothing is loaded until you ask):
   discovered_servers(detailed=False)       tuple of server names, or of dicts {name, alias, description}
   list_servers() / list_servers_sync()     server names (await the first)
   list_loaded_server_metadata()            servers named in run_python's "servers", with their tools
-  describe_server(name)                    {name, alias, description, tools: [{name, alias, description}]}
+  describe_server(name)                    {name, alias, description, tools: [{name, alias, description}],
+                                           resources?, resourceTemplates?, prompts?} (counts, once it runs)
   list_tools(server) / list_tools_sync(server)   [{name, alias, description, inputSchema}]
   query_tool_docs(server, tool=None, detail="summary") / query_tool_docs_sync(...)   detail "summary" or "full"
                                            (full: typed signature, params, stub; help(mcp_x.tool) shows it too)
