@@ -101,6 +101,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 		{"read_resource_sync('mem', 5)", "MCPError bad_arguments read_resource needs a URI"},
 		{"read_resource_sync('mem', {'name': 'x'})", "MCPError bad_arguments read_resource needs a URI"},
 		{"get_prompt_sync('mem', 'greet', ['Ada'])", "MCPError bad_arguments prompt arguments must be a dict, not list"},
+		{"get_prompt_sync('mem', 'greet', {'name': object()})", "MCPError bad_arguments prompt arguments are strings, or values sent as JSON"},
 	}
 	var code strings.Builder
 	code.WriteString("import asyncio\n")

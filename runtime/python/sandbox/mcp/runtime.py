@@ -321,7 +321,10 @@ def _prompt_params(server, name, arguments):
     if not isinstance(arguments, dict):
         raise MCPError("prompt arguments must be a dict, not %s" % type(arguments).__name__, code="bad_arguments")
     # MCP's prompt arguments are strings: other values are sent as JSON.
-    args = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+    try:
+        args = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+    except (TypeError, ValueError) as e:
+        raise MCPError("prompt arguments are strings, or values sent as JSON: %s" % e, code="bad_arguments")
     return {"server": server, "name": name, "arguments": args}
 
 
