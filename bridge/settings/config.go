@@ -56,7 +56,8 @@ type Config struct {
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
 	// Tools is the tool policy of every server, which a server's entry
-	// refines (MCP_BRIDGE_TOOLS_ALLOW, _TOOLS_DENY, _READ_ONLY).
+	// refines (MCP_BRIDGE_TOOLS_ALLOW, _TOOLS_DENY, _READ_ONLY,
+	// _TOOLS_CONFIRM, _TOOLS_CONFIRM_WRITES).
 	Tools         discovery.ToolPolicy
 	Audit         bool  // record every tool call made from code in the audit log
 	AuditContents bool  // also record the calls' arguments and results
@@ -244,6 +245,14 @@ var settings = []setting{
 		apply: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
 			c.Tools.ReadOnly = &b
+			return err
+		}},
+	{key: "tools_confirm", def: "", help: "Tool names or globs whose every call waits for the person's approval, asked through the agent's client (MCP elicitation); added to each server's `\"tools\": {\"confirm\"}`. See [Approvals](security.md#approvals-calls-the-person-confirms).",
+		apply: func(c *Config, v string) (err error) { c.Tools.Confirm, err = patterns(v); return err }},
+	{key: "tools_confirm_writes", def: "0", help: "1 asks the person's approval, as for tools_confirm, before every call of a tool not annotated readOnlyHint: true, on every server whose entry has no `\"confirmWrites\"`.",
+		apply: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			c.Tools.ConfirmWrites = &b
 			return err
 		}},
 	{key: "audit", def: "1", help: "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see [Audit](security.md#audit-what-code-called)); 0 records nothing.",
