@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
@@ -34,6 +35,7 @@ type host struct {
 	session  string // the run's sandbox session and its number there
 	run      int
 	progress func(message string, progress, total float64)
+	ask      *elicit.Session // nil cannot ask
 }
 
 // SearchParallelism bounds how many servers a search starts at once, and
@@ -277,7 +279,7 @@ func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolRe
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && rec.Outcome != string(protocol.CodeDeclined) {
 			rec.Outcome = audit.OutcomeCancelled
 		}
 	default:
@@ -334,8 +336,10 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return nil, err
 	}
 	// The run sees the configuration it started with, but a policy edited
-	// since then applies at once: the tool must be admitted now too.
-	if cur := h.dir.snap.Load(); cur != h.snap {
+	// since then applies at once: the tool must be admitted now too, and
+	// asked about if the policy now says so.
+	cur := h.dir.snap.Load()
+	if cur != h.snap {
 		if why := cur.blocked(srv.Name, t); why != "" {
 			return nil, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 		}
@@ -344,6 +348,13 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+	}
+	if why := cur.confirm(srv.Name, t); why != "" {
+		answer, err := h.ask.Confirm(ctx, srv.Name, t.Name, args, why)
+		rec.Confirm = string(answer)
+		if !answer.Allowed() {
+			return nil, declined(srv.Name, t.Name, why, answer, err)
+		}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
 	if h.progress != nil {
@@ -405,6 +416,27 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 	}
 	return nil, unknownName(protocol.CodeUnknownTool, "tool of server "+srv.Name+":", key, names,
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
+}
+
+// declined is the refusal of a call the person did not approve.
+func declined(server, tool, why string, answer elicit.Answer, err error) error {
+	call := fmt.Sprintf("the call of tool %q of MCP server %q", tool, server)
+	var msg string
+	switch answer {
+	case elicit.CannotAsk:
+		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: it did not declare the MCP elicitation capability. "+
+			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports elicitation", call, why)
+	case elicit.NoAnswer:
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came before the run ended", call, why)
+	case elicit.Cancel:
+		msg = fmt.Sprintf("the person dismissed the question about %s without allowing it: do not retry it unless they ask you to", call)
+	default:
+		msg = fmt.Sprintf("the person declined %s: do not retry it unless they ask you to", call)
+	}
+	if err != nil {
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and asking failed: %v", call, why, err)
+	}
+	return &protocol.Error{Code: protocol.CodeDeclined, Message: msg, Data: map[string]any{"answer": string(answer)}}
 }
 
 // poolError turns a pool failure into an error the sandbox can branch on.
