@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -56,16 +57,18 @@ func choose(d elicit.Answer) *mcp.ElicitResult {
 func TestConfirmedCalls(t *testing.T) {
 	entry := discovery.ToolPolicy{Deny: []string{"wipe_*"}, Confirm: []string{"write_*", "wipe_*"}}
 	tests := []struct {
-		name    string
-		answer  *mcp.ElicitResult // nil: silence, until the run's ctx ends
-		outcome string
-		says    string // in the refusal
+		name     string
+		answer   *mcp.ElicitResult // nil: silence, until the run's ctx ends or its deadline nears
+		deadline time.Duration     // the run's time limit, if any
+		outcome  string
+		says     string // in the refusal
 	}{
-		{"allow once", choose(elicit.AllowOnce), "ok", ""},
-		{"decline", choose(elicit.Decline), "declined", `the person declined the call of tool "write_file" of MCP server "fs"`},
-		{"decline action", &mcp.ElicitResult{Action: "decline"}, "declined", "the person declined"},
-		{"cancel", &mcp.ElicitResult{Action: "cancel"}, "declined", "dismissed the question"},
-		{"silence", nil, "declined", "no answer came before the run ended"},
+		{"allow once", choose(elicit.AllowOnce), 0, "ok", ""},
+		{"decline", choose(elicit.Decline), 0, "declined", `the person declined the call of tool "write_file" of MCP server "fs"`},
+		{"decline action", &mcp.ElicitResult{Action: "decline"}, 0, "declined", "the person declined"},
+		{"cancel", &mcp.ElicitResult{Action: "cancel"}, 0, "declined", "dismissed the question"},
+		{"silence until the run ends", nil, 0, "declined", "no answer came within the run's time limit"},
+		{"silence until the time limit", nil, 300 * time.Millisecond, "declined", "no answer came within the run's time limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,9 +76,13 @@ func TestConfirmedCalls(t *testing.T) {
 			dir := t.TempDir()
 			d.audit = audit.New(dir, audit.Options{})
 			f := &fakeAsker{answer: tt.answer, out: make(chan struct{}, 3)}
-			h := d.host(Run{Session: "s", Run: 1, Ask: elicit.NewSession(f)})
+			run := Run{Session: "s", Run: 1, Ask: elicit.NewSession(f)}
+			if tt.deadline > 0 {
+				run.Deadline = time.Now().Add(tt.deadline)
+			}
+			h := d.host(run)
 			ctx := t.Context()
-			if tt.answer == nil {
+			if tt.answer == nil && tt.deadline == 0 {
 				var cancel func()
 				ctx, cancel = context.WithCancel(ctx)
 				go func() { <-f.out; cancel() }() // the run's time limit ends while the question waits

@@ -265,6 +265,10 @@ type Run struct {
 	// which outlives the run. Nil, like a client without elicitation,
 	// cannot ask, and such calls are refused.
 	Ask *elicit.Session
+	// Deadline is when the run's time limit ends; a question gets no answer
+	// after a moment before it, so the code learns it was declined while it
+	// can still act. Zero leaves the run's ctx alone to bound questions.
+	Deadline time.Time
 }
 
 // Host implements bridge/server.Directory: it answers one run's requests.
@@ -273,7 +277,7 @@ func (d *Directory) Host(run Run) protocol.Handler {
 }
 
 func (d *Directory) host(run Run) *host {
-	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress, ask: run.Ask}
+	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress, ask: run.Ask, deadline: run.Deadline}
 }
 
 // unknownName is an error for a name that is not among known, suggesting the

@@ -36,6 +36,7 @@ type host struct {
 	run      int
 	progress func(message string, progress, total float64)
 	ask      *elicit.Session // nil cannot ask
+	deadline time.Time       // when the run's time limit ends; zero if unknown
 }
 
 // SearchParallelism bounds how many servers a search starts at once, and
@@ -350,7 +351,9 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
 	}
 	if why := cur.confirm(srv.Name, t); why != "" {
-		answer, err := h.ask.Confirm(ctx, srv.Name, t.Name, args, why)
+		actx, cancel := h.questionContext(ctx)
+		answer, err := h.ask.Confirm(actx, srv.Name, t.Name, args, why)
+		cancel()
 		rec.Confirm = string(answer)
 		if !answer.Allowed() {
 			return nil, declined(srv.Name, t.Name, why, answer, err)
@@ -418,6 +421,21 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
 }
 
+// questionContext bounds a question to the person: it gives up a moment
+// (a tenth of the time left, at most questionMargin) before the run's time
+// limit, so that the code gets its refusal and can still act on it.
+func (h *host) questionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(h.deadline)
+	return context.WithDeadline(ctx, h.deadline.Add(-min(left/10, questionMargin)))
+}
+
+// questionMargin is the most time a run keeps, after a question to the
+// person went unanswered, to act on the refusal.
+const questionMargin = 2 * time.Second
+
 // declined is the refusal of a call the person did not approve.
 func declined(server, tool, why string, answer elicit.Answer, err error) error {
 	call := fmt.Sprintf("the call of tool %q of MCP server %q", tool, server)
@@ -427,7 +445,7 @@ func declined(server, tool, why string, answer elicit.Answer, err error) error {
 		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: it did not declare the MCP elicitation capability. "+
 			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports elicitation", call, why)
 	case elicit.NoAnswer:
-		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came before the run ended", call, why)
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came within the run's time limit", call, why)
 	case elicit.Cancel:
 		msg = fmt.Sprintf("the person dismissed the question about %s without allowing it: do not retry it unless they ask you to", call)
 	default:

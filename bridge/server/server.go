@@ -266,7 +266,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		prog.Servers = servers
 		runHost = func(run sandbox.SessionInfo) python.Host {
-			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress, Ask: sess.ask}))
+			// The run starts now: its time limit runs from here.
+			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress, Ask: sess.ask, Deadline: time.Now().Add(timeout)}))
 		}
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
