@@ -24,51 +24,77 @@ type Asker interface {
 	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 }
 
-// Client returns the asker of ss's client: ss itself when the client
-// declared form elicitation at initialize, nil when it cannot be asked.
-func Client(ss *mcp.ServerSession) Asker {
-	if ss == nil {
-		return nil
-	}
+// ForClient returns the session of ss's client. It cannot ask when the
+// client did not declare form elicitation at initialize, or speaks MCP
+// 2026-07-28 or later, where a server asks through multi-round-trip tool
+// results (input_required) instead of requests of its own.
+func ForClient(ss *mcp.ServerSession) *Session {
 	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		return nil
-	}
+	switch {
+	case ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil:
+		return NewSession(nil)
 	// A client that names neither mode supports form, as before modes existed.
-	if e := ip.Capabilities.Elicitation; e.Form == nil && e.URL != nil {
-		return nil
+	case ip.Capabilities.Elicitation.Form == nil && ip.Capabilities.Elicitation.URL != nil:
+		return cannotAsk("it declared MCP elicitation in URL mode only, and the question is a form")
+	case ip.ProtocolVersion >= multiRoundTrip:
+		return cannotAsk(fmt.Sprintf("it speaks MCP %s, where a server asks through multi-round-trip tool results, which codebridge does not support yet", ip.ProtocolVersion))
 	}
-	return ss
+	return NewSession(ss)
 }
+
+// multiRoundTrip is the first MCP version in which a server may not send
+// elicitation requests while it serves a tool call.
+const multiRoundTrip = "2026-07-28"
 
 // Session is the questions of one MCP session: its client's asker, one
 // question at a time, and the calls allowed for the rest of the session.
 type Session struct {
-	asker Asker // nil when the client cannot be asked
-	turn  chan struct{}
+	asker  Asker  // nil when the client cannot be asked
+	cannot string // why not, then
+	turn   chan struct{}
 
 	mu      sync.Mutex         // protects following
 	allowed map[[2]string]bool // server, tool → allowed for the session
 }
 
-// NewSession returns the session of a client asked through a; a nil a
-// cannot be asked.
+// NewSession returns the session of a client asked through a; with a nil
+// a, of a client that did not declare the elicitation capability.
 func NewSession(a Asker) *Session {
+	if a == nil {
+		return cannotAsk(noCapability)
+	}
 	return &Session{asker: a, turn: make(chan struct{}, 1), allowed: map[[2]string]bool{}}
 }
 
-// ErrCannotAsk is returned when the client did not declare the elicitation
-// capability.
-var ErrCannotAsk = errors.New("the agent's client cannot be asked: it did not declare the MCP elicitation capability")
+// cannotAsk is the session of a client that cannot be asked, for reason.
+func cannotAsk(reason string) *Session { return &Session{cannot: reason} }
+
+// noCapability is why a client that did not declare elicitation cannot be asked.
+const noCapability = "it did not declare the MCP elicitation capability"
+
+// ErrCannotAsk is returned when the client cannot be asked.
+var ErrCannotAsk = errors.New("the agent's client cannot be asked")
 
 // CanAsk reports whether the session's client can be asked. A nil session cannot.
 func (s *Session) CanAsk() bool { return s != nil && s.asker != nil }
+
+// WhyNot says why the session's client cannot be asked ("it did not
+// declare ..."), or "" when it can.
+func (s *Session) WhyNot() string {
+	switch {
+	case s == nil:
+		return noCapability
+	case s.asker == nil:
+		return s.cannot
+	}
+	return ""
+}
 
 // Elicit puts p to the person once no other question of the session is
 // waiting, and returns their answer; ctx bounds the wait and the question.
 func (s *Session) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if !s.CanAsk() {
-		return nil, ErrCannotAsk
+		return nil, fmt.Errorf("%w: %s", ErrCannotAsk, s.WhyNot())
 	}
 	if err := s.take(ctx); err != nil {
 		return nil, err

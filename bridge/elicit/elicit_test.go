@@ -124,3 +124,58 @@ func TestShorten(t *testing.T) {
 		t.Errorf("Shorten(long) = %q", got)
 	}
 }
+
+// connect returns the server side of a go-sdk session whose client speaks
+// version (the SDK's latest if "") and has handler as its elicitation
+// handler (nil: it declares no elicitation).
+func connect(t *testing.T, version string, handler func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ServerSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "codebridge"}, nil)
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "agent"}, &mcp.ClientOptions{ElicitationHandler: handler})
+	cs, err := cl.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return ss
+}
+
+// TestForClient: a go-sdk client with an elicitation handler declares the
+// capability and is asked, and its answer passes the SDK's check against
+// the form's schema; one without it, or one speaking a protocol version in
+// which a server may not ask during a call, cannot be asked, saying why.
+func TestForClient(t *testing.T) {
+	var seen *mcp.ElicitParams
+	answer := func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		seen = r.Params
+		return decision(AllowOnce), nil
+	}
+	for _, tt := range []struct {
+		version string
+		handler func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+		whyNot  string
+	}{
+		{"2025-11-25", nil, "it did not declare the MCP elicitation capability"},
+		{"2025-11-25", answer, ""},
+		{"2025-06-18", answer, ""},
+		{"2026-07-28", answer, "it speaks MCP 2026-07-28, where a server asks through multi-round-trip tool results"},
+	} {
+		s := ForClient(connect(t, tt.version, tt.handler))
+		if got := s.WhyNot(); !strings.HasPrefix(got, tt.whyNot) || (got == "") != (tt.whyNot == "") || s.CanAsk() != (got == "") {
+			t.Errorf("%s, handler %v: WhyNot = %q, want %q", tt.version, tt.handler != nil, got, tt.whyNot)
+		}
+		if !s.CanAsk() {
+			continue
+		}
+		seen = nil
+		got, err := s.Confirm(t.Context(), "memory", "create_entities", json.RawMessage(`{}`), "why")
+		if err != nil || got != AllowOnce || seen == nil || seen.Mode != "form" {
+			t.Errorf("%s: Confirm = %q, %v; the client saw %+v", tt.version, got, err, seen)
+		}
+	}
+}

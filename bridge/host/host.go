@@ -356,7 +356,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		cancel()
 		rec.Confirm = string(answer)
 		if !answer.Allowed() {
-			return nil, declined(srv.Name, t.Name, why, answer, err)
+			return nil, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
 		}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
@@ -437,13 +437,13 @@ func (h *host) questionContext(ctx context.Context) (context.Context, context.Ca
 const questionMargin = 2 * time.Second
 
 // declined is the refusal of a call the person did not approve.
-func declined(server, tool, why string, answer elicit.Answer, err error) error {
+func declined(server, tool, why string, answer elicit.Answer, whyNot string, err error) error {
 	call := fmt.Sprintf("the call of tool %q of MCP server %q", tool, server)
 	var msg string
 	switch answer {
 	case elicit.CannotAsk:
-		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: it did not declare the MCP elicitation capability. "+
-			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports elicitation", call, why)
+		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: %s. "+
+			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports MCP elicitation", call, why, whyNot)
 	case elicit.NoAnswer:
 		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came within the run's time limit", call, why)
 	case elicit.Cancel:

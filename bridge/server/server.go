@@ -325,7 +325,7 @@ func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 	if ok {
 		return sess
 	}
-	sess = mcpSession{key: fmt.Sprintf("mcp-%p", ss), ask: elicit.NewSession(elicit.Client(ss))}
+	sess = mcpSession{key: fmt.Sprintf("mcp-%p", ss), ask: elicit.ForClient(ss)}
 	s.sessions[ss] = sess
 	s.ended.Add(1)
 	go func() {
