@@ -242,19 +242,11 @@ var settings = []setting{
 	{key: "tools_deny", def: "", help: "Tool names or globs that code may never see or call, on any server; added to each server's `\"tools\": {\"deny\"}`. Deny wins over allow.",
 		apply: func(c *Config, v string) (err error) { c.Tools.Deny, err = patterns(v); return err }},
 	{key: "read_only", def: "0", help: "1 admits only tools annotated readOnlyHint: true (and not destructiveHint: true), on every server whose entry has no `\"readOnly\"`.",
-		apply: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			c.Tools.ReadOnly = &b
-			return err
-		}},
+		apply: func(c *Config, v string) (err error) { c.Tools.ReadOnly, err = optionalBool(v); return err }},
 	{key: "tools_confirm", def: "", help: "Tool names or globs whose every call waits for the person's approval, asked through the agent's client (MCP elicitation); added to each server's `\"tools\": {\"confirm\"}`. See [Approvals](security.md#approvals-calls-the-person-confirms).",
 		apply: func(c *Config, v string) (err error) { c.Tools.Confirm, err = patterns(v); return err }},
 	{key: "tools_confirm_writes", def: "0", help: "1 asks the person's approval, as for tools_confirm, before every call of a tool not annotated readOnlyHint: true, on every server whose entry has no `\"confirmWrites\"`.",
-		apply: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			c.Tools.ConfirmWrites = &b
-			return err
-		}},
+		apply: func(c *Config, v string) (err error) { c.Tools.ConfirmWrites, err = optionalBool(v); return err }},
 	{key: "audit", def: "1", help: "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see [Audit](security.md#audit-what-code-called)); 0 records nothing.",
 		apply: func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
 	{key: "audit_contents", def: "0", help: "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",
@@ -269,6 +261,13 @@ var settings = []setting{
 		}},
 	{key: "audit_keep", def: "5", help: "Rotated audit logs kept besides the current one; older ones are deleted.",
 		apply: func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
+}
+
+// optionalBool parses a setting that a server's entry can override: set,
+// even to false, it is the global default.
+func optionalBool(v string) (*bool, error) {
+	b, err := strconv.ParseBool(v)
+	return &b, err
 }
 
 // patterns parses a comma-separated list of tool names or globs.
