@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,9 +44,9 @@ const multiRoundTrip = "2026-07-28"
 type Session struct {
 	asker  Asker  // nil when the client cannot be asked
 	cannot string // why not, then
-	turn   chan struct{}
-
-	mu      sync.Mutex         // protects following
+	// turn is held by the one question being asked; allowed is read and
+	// written only by whoever holds it.
+	turn    chan struct{}
 	allowed map[[2]string]bool // server, tool → allowed for the session
 }
 
@@ -160,10 +159,7 @@ func (s *Session) Confirm(ctx context.Context, server, tool string, args json.Ra
 	}
 	defer s.give()
 	key := [2]string{server, tool}
-	s.mu.Lock()
-	remembered := s.allowed[key]
-	s.mu.Unlock()
-	if remembered {
+	if s.allowed[key] {
 		return Remembered, nil
 	}
 	res, err := s.asker.Elicit(ctx, &mcp.ElicitParams{
@@ -186,9 +182,7 @@ func (s *Session) Confirm(ctx context.Context, server, tool string, args json.Ra
 	case AllowOnce:
 		return AllowOnce, nil
 	case AllowSession:
-		s.mu.Lock()
 		s.allowed[key] = true
-		s.mu.Unlock()
 		return AllowSession, nil
 	}
 	return Decline, nil
