@@ -204,8 +204,12 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 	}
 	if opts.Tools {
 		policies := map[string]*policy.Policy{}
+		states := map[string]map[string]manifest.State{}
+		store := manifest.New(manifest.Dir(cfg.StateDir))
 		for _, srv := range conf.Servers {
 			policies[srv.Name] = policy.New(cfg.Tools, srv)
+			pins, _, _ := store.LoadPins(srv.Name)
+			states[srv.Name] = pins.States(tools[srv.Name])
 		}
 		for _, st := range status {
 			if len(tools[st.Name]) == 0 {
@@ -216,6 +220,9 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 				mark := ""
 				if policies[st.Name].Blocked(st.Name, t) != "" {
 					mark = "[blocked by policy] "
+				}
+				if s := states[st.Name][t.Name]; s == manifest.Changed || s == manifest.Unpinned && cfg.QuarantineNew {
+					mark += "[quarantined: codebridge tools review " + st.Name + "] "
 				}
 				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, typed.FirstLine(t.Description))
 			}
@@ -260,14 +267,17 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 
 // newListingPool is the pool of a command that starts servers to list their
 // tools (servers --tools, doctor): every list is saved as the server's
-// manifest, for the next codebridge to answer docs and search from. The
-// returned func stops the servers, giving them 10 s even after ctx ended.
+// manifest, for the next codebridge to answer docs and search from, and
+// checked against the server's pins (host.CheckPins). The returned func
+// stops the servers, giving them 10 s even after ctx ended.
 func newListingPool(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*pool.Pool, func()) {
 	store := manifest.New(manifest.Dir(cfg.StateDir))
+	auditLog := newAuditLog(cfg, logger)
 	p := pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
 		if err := store.Save(def, tools); err != nil {
 			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 		}
+		host.CheckPins(store, auditLog, cfg.QuarantineNew, def.Name, tools, logger)
 	}})
 	return p, func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

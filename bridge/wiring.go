@@ -64,15 +64,10 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 	p := &parts{sandbox: sb, logger: logger}
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.SaveManifest(def, tools) }})
-	var auditLog *audit.Log // nil records none
-	if cfg.Audit {
-		auditLog = audit.New(audit.Dir(cfg.StateDir), audit.Options{
-			MaxSize: cfg.AuditMaxSize, Keep: cfg.AuditKeep, Contents: cfg.AuditContents, Logger: logger.With("component", "audit"),
-		})
-	}
 	p.dir = host.New(p.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
-		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: auditLog, Logger: logger,
+		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: newAuditLog(cfg, logger), Logger: logger,
+		QuarantineNew: cfg.QuarantineNew,
 	})
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
@@ -98,6 +93,16 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 		}()
 	}
 	return p, nil
+}
+
+// newAuditLog is the audit log the settings ask for; nil records none.
+func newAuditLog(cfg settings.Config, logger *slog.Logger) *audit.Log {
+	if !cfg.Audit {
+		return nil
+	}
+	return audit.New(audit.Dir(cfg.StateDir), audit.Options{
+		MaxSize: cfg.AuditMaxSize, Keep: cfg.AuditKeep, Contents: cfg.AuditContents, Logger: logger.With("component", "audit"),
+	})
 }
 
 // apply publishes a configuration: the pool starts what is new and stops what

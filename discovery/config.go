@@ -67,7 +67,8 @@ func (c *Config) Equal(o *Config) bool {
 
 // Equal reports whether s and o define the same server: every field but
 // Source, since moving a definition to another file changes nothing about how
-// to reach it. Nil and empty Args, Env and Headers are equal.
+// to reach it, and Secrets, which are written into the other fields. Nil and
+// empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
 	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools))
 }

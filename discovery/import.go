@@ -41,6 +41,7 @@ func PlanImport(places AgentPlaces, configDir string, opts Options) ImportPlan {
 	var plan ImportPlan
 	// What the folder has, whichever variables are set now.
 	opts.LookupEnv = func(string) (string, bool) { return "set", true }
+	opts.LeaveSecrets = true // and without asking the keyring or running commands
 	existing := Load(configDir, nil, opts)
 	taken := map[string]string{} // name → where it comes from
 	var endpoints []*Server

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,12 +13,19 @@ import (
 	"strings"
 
 	"github.com/knadh/koanf/v2"
+
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
 // Options control how [Load] reads a folder.
 type Options struct {
 	// LookupEnv resolves ${VAR} and ${env:VAR}. Nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
+
+	// LeaveSecrets leaves ${keyring:...} and ${cmd:...} references as
+	// written: no keyring is asked and no command run. For what only looks
+	// at definitions, such as planning an import.
+	LeaveSecrets bool
 
 	// AllowSelf loads entries that would start codebridge itself (command
 	// "codebridge", or args naming the codebridge-mcp/codebridge/cmd/codebridge
@@ -434,10 +442,15 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 		s.Args, s.Env, s.Cwd = nil, nil, ""
 	}
 
-	// Expand ${VAR}. A disabled server keeps unresolved references as
-	// written: it will not start, so a missing token is no error yet.
+	// Expand ${VAR} and resolve secrets. A disabled server keeps unresolved
+	// references as written: it will not start, so a missing token is no
+	// error yet, and no keyring is asked nor command run for it.
+	found := &s.Secrets
+	if s.Disabled || l.opts.LeaveSecrets {
+		found = nil
+	}
 	expand := func(v, label string, keys ...string) string {
-		out, err := expandVars(v, l.opts.lookup)
+		out, err := expandVars(v, l.opts.lookup, found)
 		if err != nil {
 			if !s.Disabled {
 				l.problem(name, at(keys...), fmt.Sprintf("%s: %v", label, err), false)
@@ -560,8 +573,11 @@ func isSelf(s *Server) bool {
 	return false
 }
 
-// expandVars replaces ${VAR}, ${env:VAR} and ${VAR:-default} in s.
-func expandVars(s string, lookup func(string) (string, bool)) (string, error) {
+// expandVars replaces ${VAR}, ${env:VAR}, ${VAR:-default},
+// ${keyring:SERVICE/ACCOUNT} and ${cmd:COMMAND ARGS} in s. The values of the
+// last two are secrets: each is added to found, for masking, and no error
+// holds one. A nil found leaves them as written.
+func expandVars(s string, lookup func(string) (string, bool), found *secret.List) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -580,9 +596,22 @@ func expandVars(s string, lookup func(string) (string, bool)) (string, error) {
 		ref := s[i+2 : i+end]
 		s = s[i+end+1:]
 
+		if kind, rest, ok := strings.Cut(ref, ":"); ok && (kind == "keyring" || kind == "cmd") {
+			if found == nil {
+				b.WriteString("${" + ref + "}")
+				continue
+			}
+			v, err := resolveSecret(kind, rest)
+			if err != nil {
+				return "", fmt.Errorf("${%s}: %w", ref, err)
+			}
+			*found = append(*found, v)
+			b.WriteString(v.Reveal())
+			continue
+		}
 		name, def, hasDef := strings.Cut(strings.TrimPrefix(ref, "env:"), ":-")
 		if !validVarName(name) {
-			return "", fmt.Errorf("unsupported reference ${%s}: only ${VAR}, ${env:VAR} and ${VAR:-default} are expanded", ref)
+			return "", fmt.Errorf("unsupported reference ${%s}: only ${VAR}, ${env:VAR}, ${VAR:-default}, ${keyring:SERVICE/ACCOUNT} and ${cmd:COMMAND} are expanded", ref)
 		}
 		v, ok := lookup(name)
 		switch {
@@ -594,6 +623,27 @@ func expandVars(s string, lookup func(string) (string, bool)) (string, error) {
 			return "", fmt.Errorf("undefined variable ${%s}: set %s in codebridge's environment, or give a default with ${%s:-value}", ref, name, name)
 		}
 	}
+}
+
+// resolveSecret reads the secret of a ${keyring:REF} or ${cmd:REF}
+// reference, with an error that says what to do.
+func resolveSecret(kind, ref string) (secret.Value, error) {
+	if kind == "cmd" {
+		// Load has no context: a command is bounded by its timeout alone.
+		return secret.Command(context.Background(), ref, secret.CommandTimeout)
+	}
+	r, err := secret.ParseRef(ref)
+	if err != nil {
+		return secret.Value{}, err
+	}
+	v, err := secret.Get(r)
+	switch {
+	case errors.Is(err, secret.ErrNotFound):
+		return v, fmt.Errorf("%w: run 'codebridge secret set %s' to store it", secret.ErrNotFound, r)
+	case errors.Is(err, secret.ErrNoKeyring):
+		return v, fmt.Errorf("%w: the reference cannot resolve here; use ${cmd:...} with a password manager's CLI, or ${env:NAME}", err)
+	}
+	return v, err
 }
 
 func validVarName(n string) bool {

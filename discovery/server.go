@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
 // Transport names how codebridge reaches a server.
@@ -16,7 +18,8 @@ const (
 	SSE        Transport = "sse"             // the older HTTP+SSE transport at URL
 )
 
-// Server is one configured MCP server, with ${VAR} references already expanded.
+// Server is one configured MCP server, with ${VAR} references already expanded
+// and secret references resolved.
 // A Server is never modified after the [Config] holding it is published.
 type Server struct {
 	Name        string            // key in the file's "mcpServers" (or "servers") object
@@ -31,6 +34,12 @@ type Server struct {
 	URL         string            // HTTP transports only
 	Headers     map[string]string // HTTP transports only
 	Tools       ToolPolicy        // "tools", "readOnly" and "confirmWrites": which tools code may see and call, and which need the person's approval
+
+	// Secrets are the values that ${keyring:...} and ${cmd:...} references
+	// resolved to, already written into Command, Args, Env, Cwd, URL and
+	// Headers (which only the code that starts or reaches the server
+	// reads); what the server sends back is masked with them.
+	Secrets secret.List
 }
 
 // ToolPolicy is what a server's entry says about its tools:

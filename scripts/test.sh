@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf 'test: %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 scripts/setup.sh
 # The suite also runs the sandbox in the minimal image (python3 only), which
@@ -19,9 +20,18 @@ scripts/setup.sh --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
 # in inetd mode; the package's service is not used).
 if ! command -v sshd >/dev/null && [ ! -x /usr/sbin/sshd ]; then
   log "installing openssh-server for the ssh test"
-  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openssh-server >/dev/null
+fi
+
+# A Secret Service for the keyring test (it starts gnome-keyring in a private
+# D-Bus session of its own). Never dbus-x11: with it, keyring libraries
+# autolaunch a bus and a daemon that stay behind.
+if ! command -v gnome-keyring-daemon >/dev/null || ! command -v dbus-run-session >/dev/null || ! command -v dbus-send >/dev/null; then
+  log "installing gnome-keyring and dbus for the keyring test"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends \
+    gnome-keyring dbus dbus-daemon libsecret-tools >/dev/null
 fi
 
 # npm packages for the integration tests: the whole trees are pinned by the

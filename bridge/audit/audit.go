@@ -43,6 +43,17 @@ const (
 	OutcomeCancelled = "cancelled"  // the run ended (time limit, client, crash) while the call was in progress
 )
 
+// KindPin marks a record that is not a tool call but a change to the tools
+// code may use (bridge/manifest's pins); its Outcome is OutcomeQuarantined or
+// OutcomeApproved, and Error says what changed.
+const KindPin = "pin"
+
+// Outcomes of a [KindPin] record.
+const (
+	OutcomeQuarantined = "quarantined" // a tool's definition changed since it was pinned (or it is new, under MCP_BRIDGE_QUARANTINE_NEW): it is hidden and refused
+	OutcomeApproved    = "approved"    // a person accepted a tool's current definition (codebridge tools approve)
+)
+
 // Record is one tool call, as one line of the log.
 type Record struct {
 	Time       time.Time `json:"time"` // when the call began, UTC, RFC 3339 with nanoseconds
@@ -64,6 +75,7 @@ type Record struct {
 	ResultBytes int             `json:"result_bytes"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"` // only with Options.Contents
 	Result      json.RawMessage `json:"result,omitempty"`    // only with Options.Contents
+	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin
 }
 
 // maxError bounds Record.Error, in bytes.

@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"errors"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,12 +30,12 @@ func TestIsLoopbackAddr(t *testing.T) {
 
 func TestBearerToken(t *testing.T) {
 	t.Run("setting", func(t *testing.T) {
-		tok, path, err := bearerToken(settings.Config{HTTPToken: "0123456789abcdef", StateDir: t.TempDir()})
+		tok, path, err := bearerToken(settings.Config{HTTPToken: secret.New("0123456789abcdef"), StateDir: t.TempDir()})
 		if err != nil || tok != "0123456789abcdef" || path != "" {
 			t.Errorf("got %q %q %v", tok, path, err)
 		}
 		for _, weak := range []string{"short", "0123456789 abcdef"} {
-			if _, _, err := bearerToken(settings.Config{HTTPToken: settings.Secret(weak)}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
+			if _, _, err := bearerToken(settings.Config{HTTPToken: secret.New(weak)}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
 				t.Errorf("token %q: %v, want a refusal that does not repeat it", weak, err)
 			}
 		}

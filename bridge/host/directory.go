@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,21 @@ type Directory struct {
 	results   *typed.Results // the shapes of the tools' structured results
 	logger    *slog.Logger
 	snap      atomic.Pointer[snapshot]
+
+	// quarantineNew holds back tools without a pin in manifests
+	// (MCP_BRIDGE_QUARANTINE_NEW).
+	quarantineNew bool
+
+	statesMu sync.Mutex             // protects following
+	states   map[string]pinnedState // by server: the last listing's states, so a call hashes nothing
+}
+
+// pinnedState is where the tools of one listing stand against one version
+// of their server's pins.
+type pinnedState struct {
+	pins   *manifest.Pins
+	tools  []*mcp.Tool
+	states map[string]manifest.State
 }
 
 // snapshot is the configured, enabled servers of one configuration, with the
@@ -189,13 +205,13 @@ func (d *Directory) Prepare(ctx context.Context, names []string) ([]protocol.Ser
 		}
 		info.Loaded = true
 		g.Go(func() error {
-			tools, err := d.pool.Tools(ctx, info.Name)
+			l, err := d.listTools(ctx, s.byKey[info.Name], false)
 			if err != nil {
 				// Not fatal: the run's first call reports it with the server's stderr.
 				d.logger.Warn("starting a server named in run_python's servers", "server", info.Name, "err", err)
 				return nil
 			}
-			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, tools), time.Time{}, "summary", false) {
+			for _, doc := range docsFor(s, s.byKey[info.Name], s.admitted(info.Name, l.tools), time.Time{}, "summary", false) {
 				info.Tools = append(info.Tools, protocol.ToolSummary{Name: doc.Tool, Alias: doc.ToolAlias, Description: doc.Description})
 			}
 			return nil
@@ -209,29 +225,115 @@ func (d *Directory) Prepare(ctx context.Context, names []string) ([]protocol.Ser
 type listing struct {
 	tools []*mcp.Tool
 	saved time.Time // when the manifest they came from was written; zero when the running server listed them
+	// held are the tools quarantined, left out of tools: changed since
+	// pinned, or without a pin under quarantineNew (those also in unvetted).
+	held     []*mcp.Tool
+	unvetted map[string]bool
 }
 
 // listTools lists srv's tools. For docs and search (docs), a server that is
 // not running answers from its manifest, if its definition has one, so
 // nothing starts; otherwise the server is started and lists them, and that
-// fresh listing is saved as its manifest (the pool's OnTools).
+// fresh listing is saved as its manifest (the pool's OnTools). Quarantined
+// tools are moved to the listing's held.
 func (d *Directory) listTools(ctx context.Context, srv *discovery.Server, docs bool) (listing, error) {
 	if docs && d.manifests != nil && !d.pool.Running(srv.Name) {
 		if m, ok := d.manifests.Load(srv); ok {
-			return listing{tools: m.Tools, saved: m.Written}, nil
+			return d.hold(srv.Name, listing{tools: m.Tools, saved: m.Written}), nil
 		}
 	}
 	tools, err := d.pool.Tools(ctx, srv.Name)
-	return listing{tools: tools}, err
+	return d.hold(srv.Name, listing{tools: tools}), err
 }
 
-// SaveManifest records a server's fresh tool list; the pool calls it.
+// hold moves the quarantined tools of l, server's listing, to l.held. A pin
+// file that cannot be read holds every tool: without it nothing is vetted.
+func (d *Directory) hold(server string, l listing) listing {
+	if d.manifests == nil || len(l.tools) == 0 {
+		return l
+	}
+	pins, _, err := d.manifests.LoadPins(server)
+	if err != nil {
+		d.logger.Warn("reading pinned tool definitions; the server's tools are quarantined", "server", server, "err", err)
+		l.held, l.tools = l.tools, nil
+		return l
+	}
+	states := d.pinStates(server, pins, l.tools)
+	use := make([]*mcp.Tool, 0, len(l.tools))
+	for _, t := range l.tools {
+		switch states[t.Name] {
+		case manifest.Changed:
+			l.held = append(l.held, t)
+		case manifest.Unpinned:
+			if !d.quarantineNew {
+				use = append(use, t) // pinned as it is listed (SaveManifest)
+				continue
+			}
+			l.held = append(l.held, t)
+			if l.unvetted == nil {
+				l.unvetted = map[string]bool{}
+			}
+			l.unvetted[t.Name] = true
+		default:
+			use = append(use, t)
+		}
+	}
+	l.tools = use
+	return l
+}
+
+// pinStates is pins.States(tools), remembered for the server's last listing:
+// the pool hands out the same listing until the server lists again, and
+// hashing every tool of a server on every call would cost milliseconds.
+func (d *Directory) pinStates(server string, pins *manifest.Pins, tools []*mcp.Tool) map[string]manifest.State {
+	d.statesMu.Lock()
+	c, ok := d.states[server]
+	d.statesMu.Unlock()
+	if ok && c.pins == pins && slices.Equal(c.tools, tools) {
+		return c.states
+	}
+	states := pins.States(tools)
+	d.statesMu.Lock()
+	if d.states == nil {
+		d.states = map[string]pinnedState{}
+	}
+	d.states[server] = pinnedState{pins: pins, tools: tools, states: states}
+	d.statesMu.Unlock()
+	return states
+}
+
+// SaveManifest records a server's fresh tool list, the pool calls it; and
+// checks it against the server's pins, pinning new tools and auditing each
+// newly quarantined one.
 func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool) {
 	if d.manifests == nil {
 		return
 	}
 	if err := d.manifests.Save(def, tools); err != nil {
 		d.logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
+	}
+	CheckPins(d.manifests, d.audit, d.quarantineNew, def.Name, tools, d.logger)
+}
+
+// CheckPins checks a fresh listing of server's tools against its pins in
+// store ([manifest.Store.Check]): new tools are pinned, unless quarantineNew
+// holds them back, and each newly quarantined tool is logged as a warning and
+// recorded in log (nil records none).
+func CheckPins(store *manifest.Store, log *audit.Log, quarantineNew bool, server string, tools []*mcp.Tool, logger *slog.Logger) {
+	held, err := store.Check(server, tools, quarantineNew)
+	if err != nil {
+		logger.Warn("pinning a server's tool definitions", "server", server, "err", err)
+	}
+	for _, q := range held {
+		why := "new, and MCP_BRIDGE_QUARANTINE_NEW holds new tools until approved"
+		if q.State == manifest.Changed {
+			why = "changed since pinned: " + strings.Join(q.Changed, ", ")
+		}
+		logger.Warn("quarantined a tool: 'codebridge tools review' shows it", "server", server, "tool", q.Tool, "why", why)
+		if log != nil {
+			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: q.Tool,
+				Outcome: audit.OutcomeQuarantined, Error: why})
+		}
 	}
 }
 

@@ -3,7 +3,8 @@
 // servers. [Directory] holds the servers of the current configuration, swapped
 // whole on every reload; each run gets a host that sees the configuration it
 // started with. The host lists, documents, searches and calls downstream
-// tools under the tool policy, audits every call, keeps memories and saved
+// tools under the tool policy and the pins of their definitions (a changed
+// tool is quarantined: hidden and refused), audits every call, keeps memories and saved
 // helpers, and collects the images and files a run returns ([Attachments]).
 package host
 
@@ -32,6 +33,11 @@ type Options struct {
 	// Audit records every tool call.
 	Audit  *audit.Log
 	Logger *slog.Logger
+
+	// QuarantineNew holds back the tools that have no pin in Manifests
+	// (a new server's, a new tool of a known one) until a person approves
+	// them (MCP_BRIDGE_QUARANTINE_NEW).
+	QuarantineNew bool
 }
 
 // New returns a [Directory] with no servers in front of pool; [Directory.Update]
@@ -39,5 +45,6 @@ type Options struct {
 func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
 	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
+	d.quarantineNew = opts.QuarantineNew
 	return d
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
@@ -112,7 +113,7 @@ func (h *host) allTools(ctx context.Context, key string, docs bool) (*discovery.
 	}
 	l, err := h.dir.listTools(ctx, srv, docs)
 	if err != nil {
-		return nil, l, poolError(srv.Name, err)
+		return nil, l, poolError(srv, err)
 	}
 	return srv, l, nil
 }
@@ -133,9 +134,25 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 				return srv, hidden, l.saved, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 			}
 		}
+		if held, herr := findTool(srv, l.held, name); herr == nil {
+			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name])
+		}
 		return srv, nil, l.saved, err
 	}
 	return srv, t, l.saved, nil
+}
+
+// quarantined is the refusal of a quarantined tool; unvetted says it is new
+// rather than changed.
+func quarantined(server, tool string, unvetted bool) *protocol.Error {
+	why := "its definition changed since it was pinned"
+	if unvetted {
+		why = "it is new, and MCP_BRIDGE_QUARANTINE_NEW=1 holds new tools back"
+	}
+	return &protocol.Error{Code: protocol.CodeQuarantined, Message: fmt.Sprintf(
+		"tool %s.%s is quarantined: %s, so it is hidden and refused until a person approves it. "+
+			"Ask them to run 'codebridge tools review %s' to see the change, then 'codebridge tools approve %s %s' if it is expected.",
+		server, tool, why, server, server, tool)}
 }
 
 // DescribeServer implements [protocol.Handler].
@@ -256,9 +273,14 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	if p.Tool == nil {
 		return protocol.CallToolResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 	}
+	var secrets secret.List // the server's, masked in its errors and audit record
+	if srv, err := h.snap.resolve(p.Server); err == nil {
+		secrets = srv.Secrets
+	}
 	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
 	res, err := h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed, &rec)
+	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	var out protocol.CallToolResult
 	if err == nil {
@@ -269,7 +291,8 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 		}
 	}
 	if h.dir.audit != nil {
-		h.record(ctx, rec, res, out.RawMessage, p.Arguments, err)
+		args, _ := secrets.MaskJSON(p.Arguments)
+		h.record(ctx, rec, res, out.RawMessage, args, err)
 	}
 	return out, err
 }
@@ -322,7 +345,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		if srv, err := h.snap.resolve(key); err == nil {
 			if failure := h.dir.pool.LastFailure(srv.Name); failure != nil {
 				rec.Server = srv.Name
-				return nil, poolError(srv.Name, failure)
+				return nil, poolError(srv, failure)
 			}
 		}
 	}
@@ -369,7 +392,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 				msg += fmt.Sprintf(" %g", p.Progress)
 			}
 			if p.Message != "" {
-				msg += ": " + p.Message
+				msg += ": " + srv.Secrets.Mask(p.Message)
 			}
 			h.progress(msg, p.Progress, p.Total)
 		}
@@ -381,7 +404,10 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
 	}
 	if err != nil {
-		return nil, poolError(srv.Name, err)
+		return nil, poolError(srv, err)
+	}
+	if res, err = maskResult(srv, res); err != nil {
+		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
 	}
 	if !res.IsError && t.OutputSchema == nil {
 		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
@@ -457,18 +483,62 @@ func declined(server, tool, why string, answer elicit.Answer, whyNot string, err
 	return &protocol.Error{Code: protocol.CodeDeclined, Message: msg, Data: map[string]any{"answer": string(answer)}}
 }
 
-// poolError turns a pool failure into an error the sandbox can branch on.
-func poolError(server string, err error) error {
+// poolError turns a pool failure of srv into an error the sandbox can branch
+// on, srv's secrets masked: a transport's error can quote a URL, and a start
+// error the server's stderr.
+func poolError(srv *discovery.Server, err error) error {
 	var se *pool.StartError
+	e := &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
 	switch {
 	case errors.As(err, &se):
-		return &protocol.Error{Code: protocol.CodeServerFailed, Message: err.Error()}
+		e.Code = protocol.CodeServerFailed
 	case errors.Is(err, context.DeadlineExceeded):
-		return &protocol.Error{Code: protocol.CodeTimeout, Message: fmt.Sprintf("MCP server %q did not answer in time: %v", server, err)}
+		e.Code, e.Message = protocol.CodeTimeout, fmt.Sprintf("MCP server %q did not answer in time: %v", srv.Name, err)
 	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
-		return &protocol.Error{Code: protocol.CodeServerFailed, Message: err.Error()}
+		e.Code = protocol.CodeServerFailed
 	}
-	return &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
+	e.Message = srv.Secrets.Mask(e.Message)
+	return e
+}
+
+// maskError returns err with secrets masked in its message: a server's
+// JSON-RPC error can quote what it was given.
+func maskError(secrets secret.List, err error) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	masked := secrets.Mask(msg)
+	if masked == msg {
+		return err
+	}
+	if e, ok := errors.AsType[*protocol.Error](err); ok {
+		return &protocol.Error{Code: e.Code, Message: masked, Data: e.Data}
+	}
+	return &protocol.Error{Code: protocol.CodeOf(err), Message: masked}
+}
+
+// maskResult returns res with every secret of srv that it holds replaced by
+// [secret.Placeholder], so a server that echoes its token back does not
+// hand it to the code, the audit log or the result types learnt from it.
+// Secrets shorter than [secret.MinMasked] are left, and so is base64 data.
+func maskResult(srv *discovery.Server, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	if len(srv.Secrets) == 0 {
+		return res, nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result of %s: %w", srv.Name, err)
+	}
+	masked, changed := srv.Secrets.MaskJSON(raw)
+	if !changed {
+		return res, nil
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal(masked, out); err != nil {
+		return nil, fmt.Errorf("decoding the masked result of %s: %w", srv.Name, err)
+	}
+	return out, nil
 }
 
 // ByteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".

@@ -11,6 +11,10 @@
 // old one), so concurrent codebridge processes and crashes leave either the
 // old manifest or the new one. An unreadable or corrupt file counts as no
 // manifest.
+//
+// Beside the manifests, [Pins] keep each server's tool definitions as they
+// were first seen or last approved, by server name, so a tool whose
+// definition changes later can be quarantined until a person approves it.
 package manifest
 
 import (
@@ -38,7 +42,8 @@ type Store struct {
 	dir string
 
 	mu     sync.Mutex
-	secret []byte // the HMAC key, once read or made
+	secret []byte                // the HMAC key, once read or made
+	pins   map[string]cachedPins // pin files read, by server name
 }
 
 // Dir is the manifest folder in codebridge's state directory.
@@ -181,21 +186,7 @@ func (s *Store) Save(srv *discovery.Server, tools []*mcp.Tool) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.dir, ".manifest-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(raw)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), s.path(srv.Name)); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return writeFile(s.dir, s.path(srv.Name), raw)
 }
 
 // Prune removes the manifests of servers not in keep, and leftovers of

@@ -69,6 +69,7 @@ func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn 
 	c.stderr = newLineRing(stderrLines, func(line string) {
 		logger.Debug("server stderr", "server", def.Name, "line", line)
 	})
+	c.stderr.mask = def.Secrets.Mask // a server may print its token
 	return c
 }
 
@@ -111,7 +112,7 @@ func (p *Pool) relist(c *conn) {
 			_, err := c.listTools(c.life, p.opts.ListTimeout)
 			c.relisting.Store(false)
 			if err != nil {
-				p.logger.Debug("listing tools again after tools/list_changed", "server", c.name, "err", err)
+				p.logger.Debug("listing tools again after tools/list_changed", "server", c.name, "err", masked(c.def, err))
 				return
 			}
 			// A change announced after the last read, while this
@@ -227,7 +228,7 @@ func (c *conn) listPages(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 		}
 		tools = append(tools, t)
 	}
-	return tools, nil
+	return maskTools(c.def, tools), nil
 }
 
 // waitDone waits up to d for the session's end to be fully processed, so that
@@ -286,7 +287,7 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 		return nil, &StartError{
 			Server:     def.Name,
 			Source:     def.Source,
-			Err:        fmt.Errorf("%w; %s", err, hint(def)),
+			Err:        masked(def, fmt.Errorf("%w; %s", err, hint(def))),
 			StderrTail: c.stderr.Tail(),
 		}
 	}

@@ -56,7 +56,7 @@ func hint(def *discovery.Server) string {
 	}
 	switch def.Transport {
 	case discovery.Streamable, discovery.SSE:
-		return fmt.Sprintf("check that %s is reachable and that \"url\" and \"headers\" in %s are right", def.URL, where)
+		return fmt.Sprintf("check that %s is reachable and that \"url\" and \"headers\" in %s are right", def.Secrets.Mask(def.URL), where)
 	default:
 		return fmt.Sprintf("check \"command\", \"args\", \"env\" and \"cwd\" in %s, or run the command by hand to see why it fails", where)
 	}

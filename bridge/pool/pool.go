@@ -483,16 +483,17 @@ func (p *Pool) checkTool(ctx context.Context, c *conn, tool string) error {
 }
 
 // requestError describes err from a request on c, with the server's stderr
-// tail if the server has gone away.
+// tail if the server has gone away, and its secrets masked (an HTTP
+// transport's error quotes the URL).
 func (p *Pool) requestError(c *conn, what string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: %w", what, err)
+		return masked(c.def, fmt.Errorf("%s: %w", what, err))
 	}
 	if gone(c, err) {
-		return fmt.Errorf("%s: %w (%v); it will be started again on its next use%s",
-			what, ErrServerExited, err, tailText(c.stderr.Tail()))
+		return masked(c.def, fmt.Errorf("%s: %w (%v); it will be started again on its next use%s",
+			what, ErrServerExited, err, tailText(c.stderr.Tail())))
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return masked(c.def, fmt.Errorf("%s: %w", what, err))
 }
 
 // gone reports whether err from a request on c means the server has gone

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -415,6 +416,9 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 		"Source":      func(s *discovery.Server) { s.Source = "/other" },
 		"Description": func(s *discovery.Server) { s.Description = "new" },
 		"Tools":       func(s *discovery.Server) { s.Tools = discovery.ToolPolicy{Deny: []string{"x"}, ReadOnly: new(true)} },
+		// Secrets are written into the fields above: a changed secret
+		// changes one of those, which restarts the server.
+		"Secrets": func(s *discovery.Server) { s.Secrets = secret.List{secret.New("changed")} },
 	}
 	if n := reflect.TypeFor[discovery.Server]().NumField(); n != len(restarts)+len(keeps) {
 		t.Fatalf("discovery.Server has %d fields, the test knows %d: classify the new one", n, len(restarts)+len(keeps))

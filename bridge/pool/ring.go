@@ -11,7 +11,8 @@ const maxLineLen = 4096
 // A lineRing is an io.Writer that keeps the last lines written to it. It holds
 // a server's stderr so errors can show why the server failed.
 type lineRing struct {
-	onLine func(string) // called with each complete line, outside mu; may be nil
+	onLine func(string)        // called with each complete line, outside mu; may be nil
+	mask   func(string) string // applied to each line before it is kept or passed on; may be nil
 
 	mu      sync.Mutex // protects following
 	lines   []string   // circular, len <= max
@@ -29,7 +30,7 @@ func (r *lineRing) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	for _, b := range p {
 		if b == '\n' {
-			line := string(r.partial)
+			line := r.masked(string(r.partial))
 			r.partial = r.partial[:0]
 			r.push(line)
 			if r.onLine != nil {
@@ -46,6 +47,13 @@ func (r *lineRing) Write(p []byte) (int, error) {
 		r.onLine(l)
 	}
 	return len(p), nil
+}
+
+func (r *lineRing) masked(line string) string {
+	if r.mask == nil {
+		return line
+	}
+	return r.mask(line)
 }
 
 func (r *lineRing) push(line string) {
@@ -69,7 +77,7 @@ func (r *lineRing) Tail() []string {
 	defer r.mu.Unlock()
 	out := slices.Concat(r.lines[r.next:], r.lines[:r.next])
 	if len(r.partial) > 0 {
-		out = append(out, string(r.partial))
+		out = append(out, r.masked(string(r.partial)))
 	}
 	return out
 }

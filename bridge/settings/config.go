@@ -3,6 +3,7 @@ package settings
 import (
 	"errors"
 	"fmt"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"go/token"
 	"log/slog"
 	"net"
@@ -51,7 +52,7 @@ type Config struct {
 	MaxQueued     int           // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
 
 	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
-	HTTPToken     Secret        // bearer token HTTP clients send; "" generates one in StateDir
+	HTTPToken     secret.Value  // bearer token HTTP clients send; empty generates one in StateDir
 	HTTPAuth      bool          // require the bearer token; false is allowed on loopback only
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
@@ -63,6 +64,7 @@ type Config struct {
 	AuditContents bool  // also record the calls' arguments and results
 	AuditMaxSize  int64 // rotate the audit log at this size, in bytes
 	AuditKeep     int   // rotated audit logs kept
+	QuarantineNew bool  // hold back tools without a pinned definition until approved
 }
 
 // A setting is one row of the settings table: its key in the settings file
@@ -207,7 +209,12 @@ var settings = []setting{
 			return nil
 		}},
 	{key: "http_token", def: "", help: "Bearer token HTTP clients must send (at least 16 characters). Unset: one is generated, kept in the state folder (http-token, mode 0600) and printed at start.", secret: true,
-		apply: func(c *Config, v string) error { c.HTTPToken = Secret(v); return nil }},
+		apply: func(c *Config, v string) error {
+			if v != "" {
+				c.HTTPToken = secret.New(v)
+			}
+			return nil
+		}},
 	{key: "http_auth", def: "token", help: "token requires the bearer token on /mcp; none turns that off, which is refused unless ADDR is a loopback address.",
 		apply: func(c *Config, v string) error {
 			switch v {
@@ -247,6 +254,8 @@ var settings = []setting{
 		apply: func(c *Config, v string) (err error) { c.Tools.Confirm, err = patterns(v); return err }},
 	{key: "tools_confirm_writes", def: "0", help: "1 asks the person's approval, as for tools_confirm, before every call of a tool not annotated readOnlyHint: true, on every server whose entry has no `\"confirmWrites\"`.",
 		apply: func(c *Config, v string) (err error) { c.Tools.ConfirmWrites, err = optionalBool(v); return err }},
+	{key: "quarantine_new", def: "0", help: "1 quarantines every tool that has no pinned definition yet (a newly added server's, a new tool of a known one) until `codebridge tools approve`; 0 pins them as first seen. Tools whose definition changed are always quarantined. See [Pinned tool definitions](security.md#pinned-tool-definitions).",
+		apply: func(c *Config, v string) (err error) { c.QuarantineNew, err = strconv.ParseBool(v); return err }},
 	{key: "audit", def: "1", help: "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see [Audit](security.md#audit-what-code-called)); 0 records nothing.",
 		apply: func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
 	{key: "audit_contents", def: "0", help: "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",

@@ -81,7 +81,7 @@ func TestLoadConfigHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP != "127.0.0.1:8080" || c.HTTPToken != "t0ken-t0ken-t0ken" || c.HTTPAuth || c.ShutdownGrace != time.Minute || c.MaxRuns != 4 ||
+	if c.HTTP != "127.0.0.1:8080" || c.HTTPToken.Reveal() != "t0ken-t0ken-t0ken" || c.HTTPAuth || c.ShutdownGrace != time.Minute || c.MaxRuns != 4 ||
 		!reflect.DeepEqual(c.HTTPOrigins, []string{"https://agent.example.com", "http://b.example:8443"}) {
 		t.Errorf("got %+v", c)
 	}

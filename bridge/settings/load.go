@@ -223,7 +223,13 @@ func where(s setting, o Origin, v string) string {
 }
 
 // redact stands for a secret's value: whether it is set, never what it is.
-func redact(v string) string { return Secret(v).String() }
+// redact shows a secret setting's value as whether it is set and its length.
+func redact(v string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf("(set, %d characters)", len(v))
+}
 
 func envName(key string) string { return EnvPrefix + strings.ToUpper(key) }
 

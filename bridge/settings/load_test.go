@@ -3,6 +3,7 @@ package settings
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -170,18 +171,19 @@ func TestLoadUnreadableFile(t *testing.T) {
 	}
 }
 
-// TestSecret: a secret prints as a placeholder whatever prints it.
-func TestSecret(t *testing.T) {
-	s := Secret("s3cret-s3cret")
+// TestSecretToken: the HTTP token is a secret.Value: it prints as a
+// placeholder whatever prints the Config.
+func TestSecretToken(t *testing.T) {
+	c := Config{HTTPToken: secret.New("s3cret-s3cret")}
 	var log strings.Builder
-	slog.New(slog.NewTextHandler(&log, nil)).Info("x", "token", s)
-	b, _ := json.Marshal(Config{HTTPToken: s})
-	for _, shown := range []string{fmt.Sprint(s), fmt.Sprintf("%v %s %q %x %d %+v", s, s, s, s, s, Config{HTTPToken: s}), log.String(), string(b)} {
-		if strings.Contains(shown, "s3cret") || !strings.Contains(shown, "(set, 13 characters)") {
+	slog.New(slog.NewTextHandler(&log, nil)).Info("x", "config", c)
+	b, _ := json.Marshal(c)
+	for _, shown := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v", c, c, c), log.String(), string(b)} {
+		if strings.Contains(shown, "s3cret") {
 			t.Errorf("shown as %q", shown)
 		}
 	}
-	if s.Reveal() != "s3cret-s3cret" || Secret("").String() != "" {
-		t.Errorf("Reveal = %q, empty = %q", s.Reveal(), Secret("").String())
+	if c.HTTPToken.Reveal() != "s3cret-s3cret" || (Config{}).HTTPToken.Reveal() != "" {
+		t.Errorf("Reveal = %q", c.HTTPToken.Reveal())
 	}
 }

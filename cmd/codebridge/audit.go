@@ -19,8 +19,11 @@ Shows the most recent MCP tool calls that sandboxed code made, oldest first:
 when, which sandbox session and run, which server and tool, how long it took,
 the outcome (ok, tool_error, cancelled when the run ended during the call, or
 the error the code got: policy_denied, unknown_tool, unknown_server,
-bad_arguments, server_failed, timeout, internal)
-and the sizes of the arguments and the result in bytes.
+bad_arguments, server_failed, timeout, internal, quarantined)
+and the sizes of the arguments and the result in bytes. Among them are the
+changes to pinned tool definitions, without a session: outcome quarantined
+(a tool's definition changed; what changed under ERROR) and approved
+('codebridge tools approve').
 
 Flags:
   -n N               show the last N calls (default 20; 0 for all)

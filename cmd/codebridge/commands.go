@@ -16,7 +16,7 @@ import (
 // commands is the table of codebridge's commands, in the order codebridge
 // --help lists them: a command added here is parsed, run and listed. The
 // command help is not in it, as it reads the table (see [parse]); nor is a
-// command's own table of verbs, such as [memoryVerbs].
+// command's own table of verbs, such as [memoryVerbs] and [toolsVerbs].
 // It is a function, not a variable, because serve's run prints the usage made
 // from it.
 func commands() []command {
@@ -31,6 +31,10 @@ func commands() []command {
 			summary: "see and remove what agents stored (memory --help)"},
 		{name: "audit", synopsis: "[-n N] [--server S]", help: auditHelp, flags: auditCommand,
 			summary: "the tool calls code made, most recent last (audit --help)"},
+		{name: "tools", synopsis: "review|approve [S]", help: toolsHelp, flags: noFlags(toolsCmd), operands: true,
+			summary: "see and approve tools whose definition changed (tools --help)"},
+		{name: "secret", synopsis: "set|check|rm SERVICE/ACCOUNT", help: secretHelp, flags: noFlags(secretCmd), operands: true, bare: true,
+			summary: "keep a server's token in the OS keyring, for ${keyring:...}"},
 		{name: "setup", synopsis: "[--yes]", help: setupHelp, flags: setupCommand,
 			summary: "install Podman and build the sandbox image (setup --help)"},
 		{name: "doctor", help: doctorHelp, flags: noFlags(doctorCmd),

@@ -34,6 +34,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(pinServerEnv) != "" {
+		runPinServer()
+		return
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -65,14 +65,9 @@ func memoryCmd(_ context.Context, c *call) int {
 	// The flags end at the verb; a help flag after it still means help.
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
-	} else {
-		for _, a := range args {
-			switch a {
-			case "-h", "-help", "--help":
-				fmt.Fprintf(c.stdout, "%sHere: %s\n", memoryHelp, st.Dir())
-				return 0
-			}
-		}
+	} else if helpAsked(args) {
+		fmt.Fprintf(c.stdout, "%sHere: %s\n", memoryHelp, st.Dir())
+		return 0
 	}
 	i := slices.IndexFunc(memoryVerbs, func(v memoryVerb) bool { return v.name == name })
 	if i < 0 {
@@ -93,6 +88,11 @@ func memoryCmd(_ context.Context, c *call) int {
 		return 1
 	}
 	return 0
+}
+
+// helpAsked reports whether a help flag is among the operands after a verb.
+func helpAsked(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
 }
 
 func memoryList(st *memory.Store, _ string, stdout, _ io.Writer) error {

@@ -53,7 +53,15 @@ func probe(server, tool string) string {
 // refusal's message.
 func wantBlocked(t *testing.T, out string) string {
 	t.Helper()
+	return wantRefused(t, out, "policy_denied")
+}
+
+// wantRefused checks probe's output for a tool hidden from every listing and
+// refused with code, and returns the refusal's message.
+func wantRefused(t *testing.T, out, code string) string {
+	t.Helper()
 	var msg string
+	refused := 0
 	for line := range strings.Lines(out) {
 		way, what, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch way {
@@ -64,12 +72,13 @@ func wantBlocked(t *testing.T, out string) string {
 				t.Errorf("%s shows the blocked tool", way)
 			}
 		default:
-			if what != "policy_denied" {
-				t.Errorf("%s: %s, want MCPError policy_denied", way, what)
+			if what != code {
+				t.Errorf("%s: %s, want MCPError %s", way, what, code)
 			}
+			refused++
 		}
 	}
-	if strings.Count(out, "policy_denied") != 6 {
+	if refused != 6 {
 		t.Errorf("want six refusals:\n%s", out)
 	}
 	return msg

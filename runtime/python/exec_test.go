@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -17,22 +15,8 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
-
-// python3 returns the host's python3 ($CODEBRIDGE_TEST_PYTHON if set, to try
-// other versions: the sandbox code must run on 3.9 and later), or skips the test.
-func python3(t testing.TB) string {
-	t.Helper()
-	name := "python3"
-	if p := os.Getenv("CODEBRIDGE_TEST_PYTHON"); p != "" {
-		name = p
-	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skip("python3 is not installed: these tests drive the real bootstrap with the host's python3")
-	}
-	return p
-}
 
 // run drives the real bootstrap in a python3 subprocess, as a container would.
 func run(t testing.TB, p Program, h Host) (*Result, error) {
@@ -50,54 +34,10 @@ func runCtx(t testing.TB, ctx context.Context, p Program, h Host) (*Result, erro
 	return it.Run(ctx, p, h, time.Minute)
 }
 
-// procStream is a python3 subprocess's stdin and stdout as a [Stream].
-type procStream struct {
-	io.Reader
-	io.WriteCloser
-	cmd *exec.Cmd
-}
-
-func (s *procStream) Close() error {
-	s.WriteCloser.Close()
-	s.cmd.Process.Kill()
-	return nil
-}
-
-// startProc starts the real bootstrap in a python3 subprocess.
-func startProc(t testing.TB) *procStream {
-	t.Helper()
-	py := python3(t)
-	argv := Command()
-	cmd := exec.Command(py, argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		if s := stderr.String(); s != "" {
-			t.Logf("python3 stderr outside the protocol: %s", s)
-		}
-	})
-	return &procStream{Reader: stdout, WriteCloser: stdin, cmd: cmd}
-}
-
 // startInterp starts an interpreter in a python3 subprocess.
 func startInterp(t testing.TB, init protocol.Init, limits Limits) *Interpreter {
 	t.Helper()
-	it := Start(startProc(t), init, limits)
+	it := Start(testenv.LocalPython(t, Command()), init, limits)
 	t.Cleanup(func() { it.Close() })
 	return it
 }
@@ -475,7 +415,7 @@ func TestNoExitFrame(t *testing.T) {
 }
 
 func TestBootstrapQuietOnEOF(t *testing.T) {
-	py := python3(t)
+	py := testenv.Python(t)
 	for _, tt := range []struct {
 		name  string
 		env   []string

@@ -27,6 +27,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // fakeEngine starts "containers" that are python3 processes on this host
@@ -34,6 +35,7 @@ import (
 // for real, in milliseconds and without Podman.
 type fakeEngine struct {
 	t       testing.TB
+	python  string // the host's python3
 	started atomic.Int64
 	fail    atomic.Bool // Start fails while set
 	// preparing, when set before the first Start, is the progress line every
@@ -46,10 +48,7 @@ type fakeEngine struct {
 
 func newFakeEngine(t testing.TB) *fakeEngine {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed: these tests run the real bootstrap with the host's python3")
-	}
-	e := &fakeEngine{t: t, live: map[*fakeContainer]bool{}}
+	e := &fakeEngine{t: t, python: testenv.Python(t), live: map[*fakeContainer]bool{}}
 	t.Cleanup(func() {
 		if n := e.running(); n != 0 {
 			t.Errorf("%d fake containers left running", n)
@@ -69,8 +68,8 @@ func (e *fakeEngine) Start(ctx context.Context, w Wait) (Container, error) {
 		w.Waited(time.Millisecond)
 	}
 	argv := python.Command()
-	cmd := exec.Command("python3", argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	cmd := exec.Command(e.python, argv[1:]...)
+	cmd.Env = testenv.PythonEnv
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"os/exec"
@@ -116,18 +117,35 @@ func npmPath(t testing.TB, what, rel string) string {
 	panic("unreachable")
 }
 
+// Python returns the python3 that tests run the sandbox's code with on this
+// host: $CODEBRIDGE_TEST_PYTHON if set (to try other versions: the sandbox
+// code must run on 3.9 and later), else python3 on PATH, whichever that is (a
+// pyenv shim starts 0.1 s slower than Debian's; scripts/fresh.sh puts a
+// slower one first), so no test may depend on how fast it starts.
+func Python(t testing.TB) string {
+	t.Helper()
+	name := cmp.Or(os.Getenv("CODEBRIDGE_TEST_PYTHON"), "python3")
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name, "install Python 3.9 or newer: these tests run the sandbox's Python on the host")
+	}
+	return p
+}
+
+// PythonEnv is the environment of a sandbox's Python run on this host.
+var PythonEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+
 // LocalPython runs argv (the sandbox's command, whose argv[0] is python3) as
-// a process on this host and returns its stdin and stdout as one stream, for
-// tests of the sandbox protocol without Podman. It skips t without python3;
-// the process is killed when the stream is closed or t ends.
+// a process on this host with [Python] and returns its stdin and stdout as
+// one stream, for tests of the sandbox protocol without Podman. What it
+// writes to stderr is logged when t ends; the process is killed when the
+// stream is closed or t ends.
 func LocalPython(t testing.TB, argv []string) io.ReadWriteCloser {
 	t.Helper()
-	py, err := exec.LookPath(argv[0])
-	if err != nil {
-		t.Skipf("%s is not installed: this test runs the sandbox's Python on the host", argv[0])
-	}
-	cmd := exec.Command(py, argv[1:]...)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	cmd := exec.Command(Python(t), argv[1:]...)
+	cmd.Env = PythonEnv
+	var stderr SyncBuffer
+	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +158,13 @@ func LocalPython(t testing.TB, argv []string) io.ReadWriteCloser {
 		t.Fatal(err)
 	}
 	s := &localStream{Reader: stdout, in: stdin, cmd: cmd}
-	t.Cleanup(func() { s.Close(); cmd.Wait() })
+	t.Cleanup(func() {
+		s.Close()
+		cmd.Wait()
+		if out := stderr.String(); out != "" {
+			t.Logf("python3 stderr outside the protocol: %s", out)
+		}
+	})
 	return s
 }
 

@@ -20,13 +20,14 @@ const (
 	CodeServerFailed    Code = "server_failed"     // the server did not start, or exited
 	CodeTimeout         Code = "timeout"           // the server did not answer in time
 	CodeTooManyRequests Code = "too_many_requests" // the run has too many requests waiting
+	CodeQuarantined     Code = "quarantined"       // the tool's definition changed since it was pinned (bridge/manifest)
 	CodeInternal        Code = "internal"          // anything else
 )
 
 // Codes lists every code the host sends.
 var Codes = []Code{
 	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeDeclined, CodeBadArguments, CodeTooLarge,
-	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeInternal,
+	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeInternal,
 }
 
 // CodedError is an error that carries the [Code] the sandbox sees. An error

@@ -42,7 +42,8 @@ class MCPError(Exception):
 
     code is one of unknown_server, unknown_tool, policy_denied, declined (the
     call needed the person's approval and did not get it), bad_arguments,
-    server_failed, timeout, internal, too_large, conflict, too_many_requests
+    server_failed, timeout, internal, too_large, conflict, too_many_requests,
+    quarantined
     (from codebridge) or tool_error (the tool reported an error); message is codebridge's or the tool's text;
     data holds details such as suggestions for a misspelt name, or the tool's
     raw result.

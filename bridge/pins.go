@@ -1,0 +1,263 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
+	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/discovery"
+)
+
+// ToolsOptions configure [ReviewTools] and [ApproveTools].
+type ToolsOptions struct {
+	Logger *slog.Logger
+	Out    io.Writer
+}
+
+// ErrQuarantined is what [ReviewTools] returns, wrapped, when it showed a
+// quarantined tool.
+var ErrQuarantined = errors.New("quarantined tools")
+
+// heldTool is a quarantined tool: its current definition and its pin, if
+// it has one (none for a tool held as new).
+type heldTool struct {
+	now    *mcp.Tool
+	pin    manifest.Pin
+	pinned bool
+}
+
+// quarantinedTools starts the servers named (every enabled one when names
+// is empty) through a listing pool, as servers --tools does, and returns
+// each one's quarantined tools by server name, in the order listed.
+func quarantinedTools(ctx context.Context, cfg settings.Config, names []string, logger *slog.Logger) (map[string][]heldTool, *manifest.Store, error) {
+	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
+	var servers []*discovery.Server
+	for _, srv := range conf.Servers {
+		if !srv.Disabled && (len(names) == 0 || slices.Contains(names, srv.Name)) {
+			servers = append(servers, srv)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(servers, func(s *discovery.Server) bool { return s.Name == n }) {
+			return nil, nil, fmt.Errorf("no enabled MCP server %q in %s ('codebridge servers' lists them)", n, cfg.ConfigDir)
+		}
+	}
+	p, closePool := newListingPool(ctx, cfg, logger)
+	defer closePool()
+	p.Update(servers)
+	store := manifest.New(manifest.Dir(cfg.StateDir))
+	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out := map[string][]heldTool{}
+	var errs []error
+	for _, srv := range servers {
+		tools, err := p.Tools(tctx, srv.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing the tools of %s: %w", srv.Name, err))
+			continue
+		}
+		pins, _, err := store.LoadPins(srv.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		states := pins.States(tools)
+		for _, t := range tools {
+			pin, pinned := pins.Lookup(t.Name)
+			if states[t.Name] == manifest.Changed || states[t.Name] == manifest.Unpinned && cfg.QuarantineNew {
+				out[srv.Name] = append(out[srv.Name], heldTool{now: t, pin: pin, pinned: pinned})
+			}
+		}
+	}
+	return out, store, errors.Join(errs...)
+}
+
+// ReviewTools prints what changed in each quarantined tool of server (of
+// every enabled server when server is ""), as `codebridge tools review`
+// does: a line diff of its pinned and current definitions. It returns an
+// error matching [ErrQuarantined] when it showed one and every server
+// listed its tools; otherwise the listing's error.
+func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts ToolsOptions) error {
+	var names []string
+	if server != "" {
+		names = []string{server}
+	}
+	held, _, err := quarantinedTools(ctx, cfg, names, orDiscard(opts.Logger))
+	n := 0
+	for _, srv := range slices.Sorted(maps.Keys(held)) {
+		for _, h := range held[srv] {
+			n++
+			var was []string
+			if h.pinned {
+				fmt.Fprintf(opts.Out, "%s.%s: changed since it was pinned on %s (%s)\n", srv, h.now.Name,
+					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"), strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
+				was = definitionLines(h.pin.Tool)
+			} else {
+				fmt.Fprintf(opts.Out, "%s.%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", srv, h.now.Name)
+			}
+			fmt.Fprintln(opts.Out, "--- pinned\n+++ now")
+			for _, line := range lineDiff(was, definitionLines(h.now)) {
+				fmt.Fprintln(opts.Out, line)
+			}
+			fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n\n", srv, h.now.Name)
+		}
+	}
+	if n == 0 && err == nil {
+		what := "the enabled servers"
+		if server != "" {
+			what = server
+		}
+		fmt.Fprintf(opts.Out, "no quarantined tools: every tool of %s matches its pinned definition\n", what)
+	}
+	if n > 0 && err == nil {
+		err = fmt.Errorf("%w: %d shown above", ErrQuarantined, n)
+	}
+	return err
+}
+
+// ApproveTools pins the current definitions of server's tools named, or of
+// all its quarantined tools when none is named, as `codebridge tools
+// approve` does, and audits each approval.
+func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools []string, opts ToolsOptions) error {
+	logger := orDiscard(opts.Logger)
+	held, store, err := quarantinedTools(ctx, cfg, []string{server}, logger)
+	if err != nil {
+		return err
+	}
+	var approve []*mcp.Tool
+	var names []string
+	for _, h := range held[server] {
+		if len(tools) == 0 || slices.Contains(tools, h.now.Name) {
+			approve = append(approve, h.now)
+			names = append(names, h.now.Name)
+		}
+	}
+	for _, t := range tools {
+		if !slices.Contains(names, t) {
+			return fmt.Errorf("%s has no quarantined tool %q: nothing approved ('codebridge tools review %s' shows its quarantined tools)", server, t, server)
+		}
+	}
+	if len(approve) == 0 {
+		fmt.Fprintf(opts.Out, "no quarantined tools of %s: nothing to approve\n", server)
+		return nil
+	}
+	if err := store.Approve(server, approve); err != nil {
+		return err
+	}
+	log := newAuditLog(cfg, logger)
+	for _, t := range approve {
+		if log != nil {
+			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: audit.OutcomeApproved})
+		}
+		fmt.Fprintf(opts.Out, "approved %s.%s\n", server, t.Name)
+	}
+	return nil
+}
+
+// definitionLines is t's pinned definition as lines to compare: its
+// description as it reads, then its schemas and annotations as pretty JSON
+// with sorted keys.
+func definitionLines(t *mcp.Tool) []string {
+	d := manifest.DefinitionOf(t)
+	lines := []string{"description:"}
+	for line := range strings.Lines(d.Description) {
+		lines = append(lines, "  "+strings.TrimRight(line, "\r\n"))
+	}
+	for _, part := range []struct {
+		name string
+		v    any
+	}{{"inputSchema", d.InputSchema}, {"outputSchema", d.OutputSchema}, {"annotations", d.Annotations}} {
+		raw, err := manifest.Canonical(part.v)
+		if err != nil || string(raw) == "null" {
+			continue
+		}
+		var pretty bytes.Buffer
+		json.Indent(&pretty, raw, "  ", "  ")
+		lines = append(lines, part.name+":")
+		for line := range strings.Lines("  " + pretty.String()) {
+			lines = append(lines, strings.TrimRight(line, "\n"))
+		}
+	}
+	return lines
+}
+
+// diffContext is how many unchanged lines lineDiff keeps around a change.
+const diffContext = 3
+
+// lineDiff is a line diff of a and b by longest common subsequence: each
+// line prefixed "  " (in both), "- " (only in a) or "+ " (only in b), and
+// runs of unchanged lines further than diffContext from a change cut to
+// "  ...". Inputs too large for the table compare as all removed, then all
+// added.
+func lineDiff(a, b []string) []string {
+	var full []string
+	if len(a)*len(b) > 1<<22 {
+		for _, l := range a {
+			full = append(full, "- "+l)
+		}
+		for _, l := range b {
+			full = append(full, "+ "+l)
+		}
+	} else {
+		// lcs[i][j] is the length of the longest common subsequence of a[i:] and b[j:].
+		lcs := make([][]int, len(a)+1)
+		for i := range lcs {
+			lcs[i] = make([]int, len(b)+1)
+		}
+		for i := len(a) - 1; i >= 0; i-- {
+			for j := len(b) - 1; j >= 0; j-- {
+				if a[i] == b[j] {
+					lcs[i][j] = lcs[i+1][j+1] + 1
+				} else {
+					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+				}
+			}
+		}
+		i, j := 0, 0
+		for i < len(a) || j < len(b) {
+			switch {
+			case i < len(a) && j < len(b) && a[i] == b[j]:
+				full = append(full, "  "+a[i])
+				i, j = i+1, j+1
+			case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+				full = append(full, "- "+a[i])
+				i++
+			default:
+				full = append(full, "+ "+b[j])
+				j++
+			}
+		}
+	}
+	// Keep the lines within diffContext of a change.
+	keep := make([]bool, len(full))
+	for k, l := range full {
+		if !strings.HasPrefix(l, "  ") {
+			for c := max(0, k-diffContext); c <= min(len(full)-1, k+diffContext); c++ {
+				keep[c] = true
+			}
+		}
+	}
+	var out []string
+	for k, l := range full {
+		switch {
+		case keep[k]:
+			out = append(out, l)
+		case len(out) == 0 || out[len(out)-1] != "  ...":
+			out = append(out, "  ...")
+		}
+	}
+	return out
+}

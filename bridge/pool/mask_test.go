@@ -1,0 +1,44 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
+)
+
+// TestMaskServerSecrets: a server's secrets are masked in its stderr lines
+// (the log and the tail of errors), in errors that quote its URL, and in its
+// tool definitions.
+func TestMaskServerSecrets(t *testing.T) {
+	const token = "tok-0123456789"
+	def := &discovery.Server{Name: "s", Transport: discovery.Streamable, URL: "https://h/mcp?k=" + token,
+		Secrets: secret.List{secret.New(token)}}
+
+	var logged []string
+	c := newConn(def, 3, nil)
+	c.stderr.onLine = func(l string) { logged = append(logged, l) }
+	fmt.Fprint(c.stderr, "using "+token+"\nhalf "+token)
+	if diff := cmp.Diff([]string{"using [secret]", "half [secret]"}, c.stderr.Tail()); diff != "" {
+		t.Errorf("Tail (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"using [secret]"}, logged); diff != "" {
+		t.Errorf("logged lines (-want +got):\n%s", diff)
+	}
+
+	err := masked(def, fmt.Errorf("calling: %w (%s)", ErrServerExited, hint(def)))
+	if !errors.Is(err, ErrServerExited) || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "k=[secret]") {
+		t.Errorf("masked error = %v", err)
+	}
+
+	tools := maskTools(def, []*mcp.Tool{{Name: "a", Description: "uses " + token}, {Name: "b", Description: "plain"}})
+	if tools[0].Description != "uses [secret]" || tools[1].Description != "plain" {
+		t.Errorf("tools = %q, %q", tools[0].Description, tools[1].Description)
+	}
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pinServerEnv, set in its environment, makes the test binary a stdio MCP
+// server with one tool, note, whose description is read from the file
+// pinServerDescEnv names when it starts: a server whose tool definition
+// changes between two starts.
+const (
+	pinServerEnv     = "CODEBRIDGE_TEST_PIN_SERVER"
+	pinServerDescEnv = "CODEBRIDGE_TEST_PIN_DESCRIPTION"
+)
+
+// runPinServer serves note on stdin and stdout until stdin closes.
+func runPinServer() {
+	desc, err := os.ReadFile(os.Getenv(pinServerDescEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pin server:", err)
+		os.Exit(2)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "pin-test", Version: "1"}, nil)
+	type args struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "note", Description: strings.TrimSpace(string(desc))},
+		func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted: " + a.Text}}}, nil, nil
+		})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "pin server:", err)
+	}
+}
