@@ -178,10 +178,12 @@ func TestConfirmThroughTSClient(t *testing.T) {
 // TestConfirmWithoutElicitation: a client that did not declare the
 // elicitation capability is never asked; a confirmed call is refused with
 // declined and a message that says why and how to allow the tool, and the
-// tools the policy does not ask about work.
+// tools the policy does not ask about work. servers --tools marks the tools
+// that ask.
 func TestConfirmWithoutElicitation(t *testing.T) {
 	requirePodman(t)
-	rs := tsConfirm(t, bridgeEnv(t, confirmServers(t)), confirmPlan{Steps: []tsStep{
+	dir := confirmServers(t)
+	rs := tsConfirm(t, bridgeEnv(t, dir), confirmPlan{Steps: []tsStep{
 		{Code: createEntity("Ada") + `print(await mcp_everything.echo(message="still works"))`},
 	}})
 	out := rs[0].Out.Stdout
@@ -193,5 +195,17 @@ func TestConfirmWithoutElicitation(t *testing.T) {
 	}
 	if len(rs[0].Asked) != 0 || rs[0].IsError {
 		t.Errorf("asked %d questions; isError %v", len(rs[0].Asked), rs[0].IsError)
+	}
+
+	// A person checking the policy sees which tools ask first.
+	out, errOut, code := runCLI(t, bridgeEnv(t, dir), "", "servers", "--tools")
+	marked := map[string]bool{}
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(line, "[asks first]") {
+			marked[f[0]] = true
+		}
+	}
+	if code != 0 || !marked["create_entities"] || !marked["create_relations"] || marked["read_graph"] || marked["echo"] {
+		t.Errorf("servers --tools: exit %d, marked %v, want memory's create_* only:\n%s%s", code, marked, out, errOut)
 	}
 }
