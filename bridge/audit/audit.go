@@ -37,7 +37,7 @@ const (
 )
 
 // Outcomes of a call besides the error codes codebridge gives the sandbox
-// (policy_denied, unknown_tool, bad_arguments, server_failed, timeout, ...).
+// (policy_denied, declined, unknown_tool, bad_arguments, server_failed, timeout, ...).
 const (
 	OutcomeOK        = "ok"         // the tool returned a result
 	OutcomeToolError = "tool_error" // the tool returned a result marked isError
@@ -72,9 +72,13 @@ type Record struct {
 	Tool       string    `json:"tool"`   // or the URI of a KindResource record, the name of a KindPrompt one
 	DurationMS float64   `json:"duration_ms"`
 	// Outcome is ok, tool_error, cancelled, or the code of the error the
-	// code got (policy_denied, unknown_server, unknown_tool, bad_arguments,
-	// server_failed, timeout, internal).
-	Outcome     string          `json:"outcome"`
+	// code got (policy_denied, declined, unknown_server, unknown_tool,
+	// bad_arguments, server_failed, timeout, internal).
+	Outcome string `json:"outcome"`
+	// Confirm is, for a call the policy asks the person to approve, what
+	// they answered (allow once, allow for this session, remembered,
+	// decline, cancel, no answer, cannot ask); empty when none was needed.
+	Confirm     string          `json:"confirm,omitempty"`
 	Error       string          `json:"error,omitempty"` // codebridge's message for an error, shortened
 	ArgBytes    int             `json:"argument_bytes"`
 	ResultBytes int             `json:"result_bytes"`
@@ -139,7 +143,7 @@ func (l *Log) Record(r Record) {
 	r.Time = r.Time.UTC()
 	r.Error = shorten(r.Error)
 	l.opts.Logger.Debug("tool call", "session", r.Session, "run", r.Run, "server", r.Server, "tool", r.Tool,
-		"outcome", r.Outcome, "duration_ms", r.DurationMS, "argument_bytes", r.ArgBytes, "result_bytes", r.ResultBytes)
+		"outcome", r.Outcome, "confirm", r.Confirm, "duration_ms", r.DurationMS, "argument_bytes", r.ArgBytes, "result_bytes", r.ResultBytes)
 	err := l.Write(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()

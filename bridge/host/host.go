@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
@@ -35,6 +36,8 @@ type host struct {
 	session  string // the run's sandbox session and its number there
 	run      int
 	progress func(message string, progress, total float64)
+	ask      *elicit.Session // nil cannot ask
+	deadline time.Time       // when the run's time limit ends; zero if unknown
 }
 
 // SearchParallelism bounds how many servers a search starts at once, and
@@ -307,7 +310,7 @@ func (h *host) record(ctx context.Context, rec audit.Record, toolError bool, raw
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && rec.Outcome != string(protocol.CodeDeclined) {
 			rec.Outcome = audit.OutcomeCancelled
 		}
 	default:
@@ -364,8 +367,10 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return nil, err
 	}
 	// The run sees the configuration it started with, but a policy edited
-	// since then applies at once: the tool must be admitted now too.
-	if cur := h.dir.snap.Load(); cur != h.snap {
+	// since then applies at once: the tool must be admitted now too, and
+	// asked about if the policy now says so.
+	cur := h.dir.snap.Load()
+	if cur != h.snap {
 		if why := cur.blocked(srv.Name, t); why != "" {
 			return nil, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 		}
@@ -374,6 +379,15 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+	}
+	if why := cur.confirm(srv.Name, t); why != "" {
+		actx, cancel := h.questionContext(ctx)
+		answer, err := h.ask.Confirm(actx, srv.Name, t.Name, args, why)
+		cancel()
+		rec.Confirm = string(answer)
+		if !answer.Allowed() {
+			return nil, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
+		}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
 	if h.progress != nil {
@@ -438,6 +452,42 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 	}
 	return nil, unknownName(protocol.CodeUnknownTool, "tool of server "+srv.Name+":", key, names,
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
+}
+
+// questionContext bounds a question to the person: it gives up a moment
+// (a tenth of the time left, at most questionMargin) before the run's time
+// limit, so that the code gets its refusal and can still act on it.
+func (h *host) questionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(h.deadline)
+	return context.WithDeadline(ctx, h.deadline.Add(-min(left/10, questionMargin)))
+}
+
+// questionMargin is the most time a run keeps, after a question to the
+// person went unanswered, to act on the refusal.
+const questionMargin = 2 * time.Second
+
+// declined is the refusal of a call the person did not approve.
+func declined(server, tool, why string, answer elicit.Answer, whyNot string, err error) error {
+	call := fmt.Sprintf("the call of tool %q of MCP server %q", tool, server)
+	var msg string
+	switch answer {
+	case elicit.CannotAsk:
+		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: %s. "+
+			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports MCP elicitation", call, why, whyNot)
+	case elicit.NoAnswer:
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came within the run's time limit", call, why)
+	case elicit.Cancel:
+		msg = fmt.Sprintf("the person dismissed the question about %s without allowing it: do not retry it unless they ask you to", call)
+	default:
+		msg = fmt.Sprintf("the person declined %s: do not retry it unless they ask you to", call)
+	}
+	if err != nil {
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and asking failed: %v", call, why, err)
+	}
+	return &protocol.Error{Code: protocol.CodeDeclined, Message: msg, Data: map[string]any{"answer": string(answer)}}
 }
 
 // poolError turns a pool failure of srv into an error the sandbox can branch

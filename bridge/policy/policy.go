@@ -18,14 +18,19 @@ type Policy struct {
 	allowWhere string
 	deny       []rule
 	readOnly   string // where read-only mode was asked for; "" when off
+	confirm    []rule // calls of matching tools wait for the person's approval
+	// confirmWrites is where approval of every tool not annotated
+	// readOnlyHint was asked for; "" when off.
+	confirmWrites string
 }
 
 // rule is one pattern and where it was written.
 type rule struct{ pattern, where string }
 
 // New combines the global policy (from the settings) with srv's entry:
-// the entry's deny adds to the global one, its allow and readOnly replace
-// the global ones. It returns nil when every tool is admitted.
+// the entry's deny and confirm add to the global ones, its allow, readOnly
+// and confirmWrites replace the global ones. It returns nil when every tool
+// is admitted without asking.
 func New(global discovery.ToolPolicy, srv *discovery.Server) *Policy {
 	p := &Policy{}
 	inFile := func(key string) string { return fmt.Sprintf("%s of %s", key, srv.Source) }
@@ -49,7 +54,19 @@ func New(global discovery.ToolPolicy, srv *discovery.Server) *Policy {
 	case ro == nil && global.ReadOnly != nil && *global.ReadOnly:
 		p.readOnly = settings.EnvPrefix + "READ_ONLY=1"
 	}
-	if len(p.allow) == 0 && len(p.deny) == 0 && p.readOnly == "" {
+	for _, c := range global.Confirm {
+		p.confirm = append(p.confirm, rule{c, settings.EnvPrefix + "TOOLS_CONFIRM"})
+	}
+	for _, c := range srv.Tools.Confirm {
+		p.confirm = append(p.confirm, rule{c, inFile(`"tools.confirm"`)})
+	}
+	switch cw := srv.Tools.ConfirmWrites; {
+	case cw != nil && *cw:
+		p.confirmWrites = inFile(`"confirmWrites": true`)
+	case cw == nil && global.ConfirmWrites != nil && *global.ConfirmWrites:
+		p.confirmWrites = settings.EnvPrefix + "TOOLS_CONFIRM_WRITES=1"
+	}
+	if len(p.allow) == 0 && len(p.deny) == 0 && p.readOnly == "" && len(p.confirm) == 0 && p.confirmWrites == "" {
 		return nil
 	}
 	return p
@@ -115,6 +132,25 @@ func fixHint(where string) string {
 		return "that setting is codebridge's environment (a change needs a restart)"
 	}
 	return "edit that file to change it (no restart needed)"
+}
+
+// Confirm says why a call of t needs the person's approval first, naming
+// the rule and where it is written (`it matches "send_*" in ...`), or ""
+// when it does not. A nil policy asks for none. Call it only for a tool
+// [Policy.Blocked] admits.
+func (p *Policy) Confirm(t *mcp.Tool) string {
+	if p == nil {
+		return ""
+	}
+	for _, r := range p.confirm {
+		if discovery.MatchTool(r.pattern, t.Name) {
+			return fmt.Sprintf("it matches %q in %s", r.pattern, r.where)
+		}
+	}
+	if p.confirmWrites != "" && (t.Annotations == nil || !t.Annotations.ReadOnlyHint) {
+		return fmt.Sprintf("it is not annotated readOnlyHint: true and %s asks before such calls", p.confirmWrites)
+	}
+	return ""
 }
 
 // Admitted returns the tools p admits; tools itself when it admits all.

@@ -13,6 +13,7 @@ const (
 	CodeUnknownServer   Code = "unknown_server"    // no server of that name or alias, or one that cannot be used
 	CodeUnknownTool     Code = "unknown_tool"      // the server has no such tool (or its policy hides it)
 	CodePolicyDenied    Code = "policy_denied"     // the policy blocks the tool
+	CodeDeclined        Code = "declined"          // the call needed the person's approval and did not get it
 	CodeBadArguments    Code = "bad_arguments"     // the parameters or the tool's arguments are wrong
 	CodeTooLarge        Code = "too_large"         // over a size limit
 	CodeConflict        Code = "conflict"          // a memory changed since it was loaded
@@ -26,7 +27,7 @@ const (
 
 // Codes lists every code the host sends.
 var Codes = []Code{
-	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeBadArguments, CodeTooLarge,
+	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeDeclined, CodeBadArguments, CodeTooLarge,
 	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeUnsupported, CodeInternal,
 }
 

@@ -51,7 +51,8 @@ _servers = []  # [{"name", "alias", "description"}] from the start frame
 class MCPError(Exception):
     """A failed request or tool call.
 
-    code is one of unknown_server, unknown_tool, policy_denied, bad_arguments,
+    code is one of unknown_server, unknown_tool, policy_denied, declined (the
+    call needed the person's approval and did not get it), bad_arguments,
     server_failed, timeout, internal, too_large, conflict, too_many_requests,
     quarantined, unsupported (the server offers no resources or prompts)
     (from codebridge) or tool_error (the tool reported an error); message is codebridge's or the tool's text;
@@ -658,8 +659,8 @@ on plt.show() and when the run ends; 2 MiB each, 10 per run by default; over tha
 A call returns structuredContent, else a single text block parsed as JSON, else its text; other blocks as
 dicts, several blocks as a list; raw=True gives the MCP result. Await forms run concurrently under
 asyncio.gather; _sync forms block, inside or outside a running loop. Failures raise MCPError
-(.code: unknown_server, unknown_tool, policy_denied, bad_arguments, too_large, server_failed, timeout, tool_error,
-unsupported (no resources/prompts), internal;
+(.code: unknown_server, unknown_tool, policy_denied, declined, bad_arguments, too_large, server_failed, timeout,
+tool_error, unsupported (no resources/prompts), internal;
 .message; .data with details such as suggestions).
 """
 
