@@ -228,8 +228,11 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 			fmt.Fprintf(opts.Out, "\n%s:\n", st.Name)
 			for _, t := range tools[st.Name] {
 				mark := ""
-				if policies[st.Name].Blocked(st.Name, t) != "" {
+				switch p := policies[st.Name]; {
+				case p.Blocked(st.Name, t) != "":
 					mark = "[blocked by policy] "
+				case p.Confirm(t) != "":
+					mark = "[asks first] "
 				}
 				if s := states[st.Name][t.Name]; s == manifest.Changed || s == manifest.Unpinned && cfg.QuarantineNew {
 					mark += "[quarantined: codebridge tools review " + st.Name + "] "

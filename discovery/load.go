@@ -556,25 +556,38 @@ func (l *fileLoader) oauth(name string, m map[string]any, at func(...string) []s
 	return &o
 }
 
-// toolPolicy reads an entry's "tools" and "readOnly"; a problem with them
-// makes the entry invalid, so a mistyped policy never silently admits every
-// tool.
+// nilIfEmpty is s, or nil when s is empty.
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// toolPolicy reads an entry's "tools", "readOnly" and "confirmWrites"; a
+// problem with them makes the entry invalid, so a mistyped policy never
+// silently admits every tool or calls one without asking.
 func (l *fileLoader) toolPolicy(name string, m map[string]any, at func(...string) []string) ToolPolicy {
 	var p ToolPolicy
 	bad := func(msg string, keys ...string) { l.problem(name, at(keys...), msg, false) }
-	for _, k := range sortedKeys(m) {
-		if k != "readOnly" && strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(k), "readonly") {
-			bad(fmt.Sprintf(`unknown key %q: write "readOnly" (this spelling)`, k), k)
+	flag := func(key string) *bool {
+		for _, k := range sortedKeys(m) {
+			if k != key && strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(k), key) {
+				bad(fmt.Sprintf(`unknown key %q: write %q (this spelling)`, k, key), k)
+			}
 		}
-	}
-	if v, present := m["readOnly"]; present {
+		v, present := m[key]
+		if !present {
+			return nil
+		}
 		b, isBool := v.(bool)
 		if !isBool {
-			bad(fmt.Sprintf(`"readOnly" must be true or false, found %s`, kind(v)), "readOnly")
-		} else {
-			p.ReadOnly = &b
+			bad(fmt.Sprintf(`%q must be true or false, found %s`, key, kind(v)), key)
+			return nil
 		}
+		return &b
 	}
+	p.ReadOnly, p.ConfirmWrites = flag("readOnly"), flag("confirmWrites")
 	v, present := m["tools"]
 	if !present {
 		return p
@@ -609,18 +622,14 @@ func (l *fileLoader) toolPolicy(name string, m map[string]any, at func(...string
 		}
 		return out
 	}
-	p.Allow, p.Deny = list("allow"), list("deny")
+	p.Allow, p.Deny, p.Confirm = list("allow"), list("deny"), list("confirm")
 	for _, k := range sortedKeys(obj) {
-		if k != "allow" && k != "deny" {
-			bad(fmt.Sprintf(`unknown key %q in "tools": use "allow" and "deny" (lists of tool names or globs)`, k), "tools", k)
+		if k != "allow" && k != "deny" && k != "confirm" {
+			bad(fmt.Sprintf(`unknown key %q in "tools": use "allow", "deny" and "confirm" (lists of tool names or globs)`, k), "tools", k)
 		}
 	}
-	if len(p.Allow) == 0 {
-		p.Allow = nil // present but empty admits every tool, as missing does
-	}
-	if len(p.Deny) == 0 {
-		p.Deny = nil
-	}
+	// Present but empty lists say nothing, as missing ones do.
+	p.Allow, p.Deny, p.Confirm = nilIfEmpty(p.Allow), nilIfEmpty(p.Deny), nilIfEmpty(p.Confirm)
 	return p
 }
 

@@ -12,7 +12,8 @@ func TestToolPolicyLoads(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"f.json": `{"mcpServers": {
   "fs": {"command": "x", "tools": {"allow": ["read_*", "list"], "deny": ["*secret*"]}, "readOnly": true},
   "rw": {"command": "x", "readOnly": false, "tools": {"allow": [], "deny": []}},
-  "plain": {"command": "x"}
+  "plain": {"command": "x"},
+  "ask": {"command": "x", "tools": {"confirm": ["send_*"]}, "confirmWrites": true}
 }}`})
 	cfg := Load(dir, nil, testEnv)
 	checkProblems(t, cfg.Problems, "", nil)
@@ -21,6 +22,7 @@ func TestToolPolicyLoads(t *testing.T) {
 		"fs":    {Allow: []string{"read_*", "list"}, Deny: []string{"*secret*"}, ReadOnly: &yes},
 		"rw":    {ReadOnly: &no}, // empty lists mean none, as missing ones do
 		"plain": {},
+		"ask":   {Confirm: []string{"send_*"}, ConfirmWrites: &yes},
 	}
 	for name, w := range want {
 		if diff := cmp.Diff(w, cfg.Server(name).Tools); diff != "" {
@@ -43,6 +45,9 @@ func TestToolPolicyInvalid(t *testing.T) {
   "empty": {"command": "x", "tools": {"allow": [""]}},
   "ro": {"command": "x", "readOnly": "yes"},
   "spelling": {"command": "x", "read_only": true},
+  "cw": {"command": "x", "confirmWrites": 1},
+  "cwspelling": {"command": "x", "confirm_writes": true},
+  "confirm": {"command": "x", "tools": {"confirm": "send_*"}},
   "good": {"command": "x", "tools": {"deny": ["a\\*b"]}}
 }}`})
 	cfg := Load(dir, nil, testEnv)
@@ -54,10 +59,13 @@ func TestToolPolicyInvalid(t *testing.T) {
 		{Server: "notobj", Line: 3, Column: 30, Message: `"tools" must be an object`},
 		{Server: "notarr", Line: 4, Column: 40, Message: `"tools.allow" must be an array`},
 		{Server: "notstr", Line: 5, Column: 49, Message: "tools.deny[0] must be a string, found number 1"},
-		{Server: "typo", Line: 6, Column: 38, Message: `unknown key "denied" in "tools": use "allow" and "deny"`},
+		{Server: "typo", Line: 6, Column: 38, Message: `unknown key "denied" in "tools": use "allow", "deny" and "confirm"`},
 		{Server: "empty", Line: 7, Column: 49, Message: "tools.allow[0]: an empty pattern"},
 		{Server: "ro", Line: 8, Column: 26, Message: `"readOnly" must be true or false, found string "yes"`},
 		{Server: "spelling", Line: 9, Column: 32, Message: `unknown key "read_only": write "readOnly"`},
+		{Server: "cw", Line: 10, Column: 26, Message: `"confirmWrites" must be true or false, found number 1`},
+		{Server: "cwspelling", Line: 11, Column: 34, Message: `unknown key "confirm_writes": write "confirmWrites"`},
+		{Server: "confirm", Line: 12, Column: 41, Message: `"tools.confirm" must be an array`},
 	})
 }
 
@@ -67,7 +75,7 @@ func TestToolPolicyInvalid(t *testing.T) {
 func TestToolPolicyEdit(t *testing.T) {
 	yes := true
 	a := &Server{Name: "s", Transport: Stdio, Command: "x"}
-	for _, p := range []ToolPolicy{{Deny: []string{"a"}}, {Allow: []string{"a"}}, {ReadOnly: &yes}} {
+	for _, p := range []ToolPolicy{{Deny: []string{"a"}}, {Allow: []string{"a"}}, {ReadOnly: &yes}, {Confirm: []string{"a"}}, {ConfirmWrites: &yes}} {
 		b := *a
 		b.Tools = p
 		if a.Equal(&b) {

@@ -34,7 +34,7 @@ type Server struct {
 	URL         string            // HTTP transports only
 	Headers     map[string]string // HTTP transports only
 	OAuth       *OAuth            // HTTP transports only: "oauth", the client to sign in with; nil when absent
-	Tools       ToolPolicy        // "tools" and "readOnly": which tools code may see and call
+	Tools       ToolPolicy        // "tools", "readOnly" and "confirmWrites": which tools code may see and call, and which need the person's approval
 
 	// Secrets are the values that ${keyring:...} and ${cmd:...} references
 	// resolved to, already written into Command, Args, Env, Cwd, URL and
@@ -67,7 +67,7 @@ func (o *OAuth) Equal(p *OAuth) bool {
 
 // ToolPolicy is what a server's entry says about its tools:
 //
-//	"tools": {"allow": ["read_*", "search"], "deny": ["*delete*"]}, "readOnly": true
+//	"tools": {"allow": ["read_*", "search"], "deny": ["*delete*"], "confirm": ["send_*"]}, "readOnly": true, "confirmWrites": true
 //
 // Patterns are tool names or globs in [path.Match] syntax, already checked. A
 // deny match always wins; an empty Allow admits every tool. ReadOnly admits
@@ -75,17 +75,28 @@ func (o *OAuth) Equal(p *OAuth) bool {
 // leaves it to codebridge's global setting. The entry refines the global
 // policy (its allow, deny and read-only settings): its deny adds to theirs,
 // its allow and readOnly replace theirs.
+//
+// Confirm and ConfirmWrites name the calls that wait for the person's
+// approval, asked through the agent's client: tools matching a Confirm
+// pattern, and with ConfirmWrites every tool not annotated readOnlyHint:
+// true. The entry's confirm adds to the global one; its confirmWrites, when
+// set, replaces the global one.
 type ToolPolicy struct {
-	Allow    []string
-	Deny     []string
-	ReadOnly *bool
+	Allow         []string
+	Deny          []string
+	ReadOnly      *bool
+	Confirm       []string
+	ConfirmWrites *bool
 }
 
 // Equal reports whether p and o say the same.
 func (p ToolPolicy) Equal(o ToolPolicy) bool {
-	return slices.Equal(p.Allow, o.Allow) && slices.Equal(p.Deny, o.Deny) &&
-		(p.ReadOnly == nil) == (o.ReadOnly == nil) && (p.ReadOnly == nil || *p.ReadOnly == *o.ReadOnly)
+	return slices.Equal(p.Allow, o.Allow) && slices.Equal(p.Deny, o.Deny) && slices.Equal(p.Confirm, o.Confirm) &&
+		sameBool(p.ReadOnly, o.ReadOnly) && sameBool(p.ConfirmWrites, o.ConfirmWrites)
 }
+
+// sameBool reports whether two optional flags say the same.
+func sameBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // CheckPattern reports whether p can be a tool pattern: a tool name, or a
 // glob in [path.Match] syntax (*, ?, [a-z], \ to escape).

@@ -1,7 +1,8 @@
-// Package audit records the tool calls that sandboxed code makes: one JSON
-// line per call ([Record]) in calls.jsonl, in the audit folder of the state
-// directory. The file is rotated by size (calls.jsonl.1 is the newest old
-// one) and written under the folder's lock ([dirlock]), so the runs of one
+// Package audit records the tool calls that sandboxed code makes, and its
+// reads of resources and gets of prompts: one JSON line per call ([Record])
+// in calls.jsonl, in the audit folder of the state directory. The file is
+// rotated by size (calls.jsonl.1 is the newest old one) and written under
+// the folder's lock ([dirlock]), so the runs of one
 // codebridge and several codebridge processes sharing a state directory
 // append whole lines and rotate once. Arguments and results are recorded by
 // size only, unless [Options.Contents] asks for them.
@@ -36,7 +37,7 @@ const (
 )
 
 // Outcomes of a call besides the error codes codebridge gives the sandbox
-// (policy_denied, unknown_tool, bad_arguments, server_failed, timeout, ...).
+// (policy_denied, declined, unknown_tool, bad_arguments, server_failed, timeout, ...).
 const (
 	OutcomeOK        = "ok"         // the tool returned a result
 	OutcomeToolError = "tool_error" // the tool returned a result marked isError
@@ -47,6 +48,14 @@ const (
 // code may use (bridge/manifest's pins); its Outcome is OutcomeQuarantined or
 // OutcomeApproved, and Error says what changed.
 const KindPin = "pin"
+
+// KindResource and KindPrompt mark a read of a resource and a get of a
+// prompt by code; their Tool is the resource's URI or the prompt's name, and
+// their outcomes are those of a tool call.
+const (
+	KindResource = "resource"
+	KindPrompt   = "prompt"
+)
 
 // Outcomes of a [KindPin] record.
 const (
@@ -60,18 +69,22 @@ type Record struct {
 	Session    string    `json:"session"`
 	Run        int       `json:"run"`
 	Server     string    `json:"server"` // the configured name, or what the code asked for if it is unknown
-	Tool       string    `json:"tool"`
+	Tool       string    `json:"tool"`   // or the URI of a KindResource record, the name of a KindPrompt one
 	DurationMS float64   `json:"duration_ms"`
 	// Outcome is ok, tool_error, cancelled, or the code of the error the
-	// code got (policy_denied, unknown_server, unknown_tool, bad_arguments,
-	// server_failed, timeout, internal).
-	Outcome     string          `json:"outcome"`
+	// code got (policy_denied, declined, unknown_server, unknown_tool,
+	// bad_arguments, server_failed, timeout, internal).
+	Outcome string `json:"outcome"`
+	// Confirm is, for a call the policy asks the person to approve, what
+	// they answered (allow once, allow for this session, remembered,
+	// decline, cancel, no answer, cannot ask); empty when none was needed.
+	Confirm     string          `json:"confirm,omitempty"`
 	Error       string          `json:"error,omitempty"` // codebridge's message for an error, shortened
 	ArgBytes    int             `json:"argument_bytes"`
 	ResultBytes int             `json:"result_bytes"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"` // only with Options.Contents
 	Result      json.RawMessage `json:"result,omitempty"`    // only with Options.Contents
-	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin
+	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin, KindResource, KindPrompt
 }
 
 // maxError bounds Record.Error, in bytes.
@@ -130,7 +143,7 @@ func (l *Log) Record(r Record) {
 	r.Time = r.Time.UTC()
 	r.Error = shorten(r.Error)
 	l.opts.Logger.Debug("tool call", "session", r.Session, "run", r.Run, "server", r.Server, "tool", r.Tool,
-		"outcome", r.Outcome, "duration_ms", r.DurationMS, "argument_bytes", r.ArgBytes, "result_bytes", r.ResultBytes)
+		"outcome", r.Outcome, "confirm", r.Confirm, "duration_ms", r.DurationMS, "argument_bytes", r.ArgBytes, "result_bytes", r.ResultBytes)
 	err := l.Write(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
@@ -30,6 +31,7 @@ type Downstream interface {
 	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 	Running(server string) bool
 	LastFailure(server string) error
+	Catalog
 }
 
 // Directory is run_python's view of the configured servers (what
@@ -138,6 +140,12 @@ func (d *Directory) Update(cfg *discovery.Config) {
 // admitted returns the tools of server that code may see and call.
 func (s *snapshot) admitted(server string, tools []*mcp.Tool) []*mcp.Tool {
 	return s.policy[server].Admitted(server, tools)
+}
+
+// confirm says why a call of t of server waits for the person's approval,
+// or "" when it does not.
+func (s *snapshot) confirm(server string, t *mcp.Tool) string {
+	return s.policy[server].Confirm(t)
 }
 
 // blocked says why code may not use t of server, or "" when it may.
@@ -355,6 +363,15 @@ type Run struct {
 	Run     int
 	// Progress, if non-nil, receives progress from downstream calls.
 	Progress func(message string, progress, total float64)
+	// Ask puts questions to the person through the agent's client (calls
+	// the policy asks them to approve); it belongs to the run's MCP session,
+	// which outlives the run. Nil, like a client without elicitation,
+	// cannot ask, and such calls are refused.
+	Ask *elicit.Session
+	// Deadline is when the run's time limit ends; a question gets no answer
+	// after a moment before it, so the code learns it was declined while it
+	// can still act. Zero leaves the run's ctx alone to bound questions.
+	Deadline time.Time
 }
 
 // Host implements bridge/server.Directory: it answers one run's requests.
@@ -363,7 +380,7 @@ func (d *Directory) Host(run Run) protocol.Handler {
 }
 
 func (d *Directory) host(run Run) *host {
-	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress}
+	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress, ask: run.Ask, deadline: run.Deadline}
 }
 
 // unknownName is an error for a name that is not among known, suggesting the

@@ -4,7 +4,8 @@
 // whole on every reload; each run gets a host that sees the configuration it
 // started with. The host lists, documents, searches and calls downstream
 // tools under the tool policy and the pins of their definitions (a changed
-// tool is quarantined: hidden and refused), audits every call, keeps memories and saved
+// tool is quarantined: hidden and refused), audits every call, serves the
+// servers' resources and prompts ([Catalog]), keeps memories and saved
 // helpers, and collects the images and files a run returns ([Attachments]).
 package host
 

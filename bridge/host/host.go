@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
@@ -36,6 +37,8 @@ type host struct {
 	session  string // the run's sandbox session and its number there
 	run      int
 	progress func(message string, progress, total float64)
+	ask      *elicit.Session // nil cannot ask
+	deadline time.Time       // when the run's time limit ends; zero if unknown
 }
 
 // SearchParallelism bounds how many servers a search starts at once, and
@@ -159,12 +162,18 @@ func (h *host) DescribeServer(ctx context.Context, p protocol.ServerParams) (pro
 	if err != nil {
 		return protocol.ServerDescription{}, err
 	}
-	return protocol.ServerDescription{
+	desc := protocol.ServerDescription{
 		Name:        srv.Name,
 		Alias:       h.snap.alias[srv.Name],
 		Description: srv.Description,
 		Tools:       docsFor(h.snap, srv, l.tools, l.saved, "summary", true),
-	}, nil
+	}
+	if h.dir.pool.Running(srv.Name) && h.snap.policy[srv.Name].Closed(srv.Name) == "" {
+		desc.Resources = count(ctx, srv.Name, h.dir.pool.Resources)
+		desc.ResourceTemplates = count(ctx, srv.Name, h.dir.pool.ResourceTemplates)
+		desc.Prompts = count(ctx, srv.Name, h.dir.pool.Prompts)
+	}
+	return desc, nil
 }
 
 // QueryToolDocs implements [protocol.Handler].
@@ -290,23 +299,24 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	}
 	if h.dir.audit != nil {
 		args, _ := secrets.MaskJSON(p.Arguments)
-		h.record(ctx, rec, res, out.RawMessage, args, err)
+		h.record(ctx, rec, res != nil && res.IsError, out.RawMessage, args, err)
 	}
 	return out, err
 }
 
 // record audits a call: rec with its outcome, the sizes and, when the audit
-// keeps contents, the arguments and the result.
-func (h *host) record(ctx context.Context, rec audit.Record, res *mcp.CallToolResult, raw, args json.RawMessage, err error) {
+// keeps contents, the arguments and the result. toolError says the result is
+// a tool's marked isError.
+func (h *host) record(ctx context.Context, rec audit.Record, toolError bool, raw, args json.RawMessage, err error) {
 	switch {
 	case err != nil:
 		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && rec.Outcome != string(protocol.CodeDeclined) {
 			rec.Outcome = audit.OutcomeCancelled
 		}
 	default:
 		rec.Outcome, rec.ResultBytes = audit.OutcomeOK, len(raw)
-		if res.IsError {
+		if toolError {
 			rec.Outcome = audit.OutcomeToolError
 		}
 		if h.dir.audit.Contents() {
@@ -358,8 +368,10 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return nil, err
 	}
 	// The run sees the configuration it started with, but a policy edited
-	// since then applies at once: the tool must be admitted now too.
-	if cur := h.dir.snap.Load(); cur != h.snap {
+	// since then applies at once: the tool must be admitted now too, and
+	// asked about if the policy now says so.
+	cur := h.dir.snap.Load()
+	if cur != h.snap {
 		if why := cur.blocked(srv.Name, t); why != "" {
 			return nil, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 		}
@@ -368,6 +380,15 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+	}
+	if why := cur.confirm(srv.Name, t); why != "" {
+		actx, cancel := h.questionContext(ctx)
+		answer, err := h.ask.Confirm(actx, srv.Name, t.Name, args, why)
+		cancel()
+		rec.Confirm = string(answer)
+		if !answer.Allowed() {
+			return nil, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
+		}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
 	if h.progress != nil {
@@ -434,6 +455,42 @@ func findTool(srv *discovery.Server, tools []*mcp.Tool, key string) (*mcp.Tool, 
 		fmt.Sprintf("query_tool_docs(%q) lists them", srv.Name))
 }
 
+// questionContext bounds a question to the person: it gives up a moment
+// (a tenth of the time left, at most questionMargin) before the run's time
+// limit, so that the code gets its refusal and can still act on it.
+func (h *host) questionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(h.deadline)
+	return context.WithDeadline(ctx, h.deadline.Add(-min(left/10, questionMargin)))
+}
+
+// questionMargin is the most time a run keeps, after a question to the
+// person went unanswered, to act on the refusal.
+const questionMargin = 2 * time.Second
+
+// declined is the refusal of a call the person did not approve.
+func declined(server, tool, why string, answer elicit.Answer, whyNot string, err error) error {
+	call := fmt.Sprintf("the call of tool %q of MCP server %q", tool, server)
+	var msg string
+	switch answer {
+	case elicit.CannotAsk:
+		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: %s. "+
+			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports MCP elicitation", call, why, whyNot)
+	case elicit.NoAnswer:
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came within the run's time limit", call, why)
+	case elicit.Cancel:
+		msg = fmt.Sprintf("the person dismissed the question about %s without allowing it: do not retry it unless they ask you to", call)
+	default:
+		msg = fmt.Sprintf("the person declined %s: do not retry it unless they ask you to", call)
+	}
+	if err != nil {
+		msg = fmt.Sprintf("%s needs the person's approval (%s), and asking failed: %v", call, why, err)
+	}
+	return &protocol.Error{Code: protocol.CodeDeclined, Message: msg, Data: map[string]any{"answer": string(answer)}}
+}
+
 // poolError turns a pool failure of srv into an error the sandbox can branch
 // on, srv's secrets masked: a transport's error can quote a URL, and a start
 // error the server's stderr.
@@ -450,6 +507,8 @@ func poolError(srv *discovery.Server, err error) error {
 		e.Code, e.Message = protocol.CodeTimeout, fmt.Sprintf("MCP server %q did not answer in time: %v", srv.Name, err)
 	case errors.Is(err, pool.ErrDisabled), errors.Is(err, pool.ErrServerExited), errors.Is(err, pool.ErrUnknownServer):
 		e.Code = protocol.CodeServerFailed
+	case errors.Is(err, pool.ErrUnsupported):
+		e.Code = protocol.CodeUnsupported
 	}
 	e.Message = srv.Secrets.Mask(e.Message)
 	return e

@@ -284,8 +284,10 @@ func TestSearchReportsServersThatFail(t *testing.T) {
 }
 
 // recordingPool is a downstream with one server whose one tool, echo, answers
-// every call and records the size of its arguments.
+// every call and records the size of its arguments. It has no resources or
+// prompts.
 type recordingPool struct {
+	noCatalog
 	mu    sync.Mutex
 	calls []int // size of each call's arguments in bytes
 }

@@ -3,8 +3,11 @@
 // configuration, and restarted after a crash.
 //
 // A [Pool] is fed the configured servers with [Pool.Update] and used through
-// [Pool.Tools], [Pool.Call] and [Pool.AllTools]; [Pool.Status] describes every
-// server for listings, and [Pool.Close] stops them all.
+// [Pool.Tools], [Pool.Call] and [Pool.AllTools], and for a server's resources
+// and prompts [Pool.Resources], [Pool.ReadResource], [Pool.Prompts] and the
+// like, which ask only a server that declared them ([ErrUnsupported]);
+// [Pool.Status] describes every server for listings, and [Pool.Close] stops
+// them all.
 //
 // Stdio servers run with a small inherited environment (PATH, HOME, locale,
 // temporary directory, certificate and proxy settings, npm_config_*) plus the
@@ -15,5 +18,6 @@
 // A server that exits while idle is noticed at once and started again on its
 // next use. A request that was in flight when it exited fails with
 // [ErrServerExited]; the pool does not repeat tool calls, which may not be
-// safe to repeat, but does repeat a failed tools/list once.
+// safe to repeat, but does repeat once a failed tools/list and a failed
+// resource or prompt request, which only read.
 package pool

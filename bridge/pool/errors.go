@@ -21,6 +21,9 @@ var (
 	// ErrServerExited: the server's process or connection ended while a
 	// request was in flight. The server is restarted on its next use.
 	ErrServerExited = errors.New("MCP server exited")
+	// ErrUnsupported: the server does not declare the capability a request
+	// needs (resources, prompts), so it was not asked.
+	ErrUnsupported = errors.New("capability not declared by the server")
 	// ErrClosed: the pool has been closed.
 	ErrClosed = errors.New("server pool is closed")
 )

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -58,7 +59,7 @@ type Server struct {
 	ended sync.WaitGroup
 
 	mu       sync.Mutex // protects following
-	sessions map[*mcp.ServerSession]string
+	sessions map[*mcp.ServerSession]mcpSession
 	draining bool                            // Drain was called: new runs are refused
 	quitting bool                            // runs in progress were cancelled; new ones are refused
 	cancels  map[*mcp.CallToolRequest]func() // of the runs in progress
@@ -117,7 +118,7 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]string{}, cancels: map[*mcp.CallToolRequest]func(){}}
+	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = logger.With("component", "mcp")
@@ -257,6 +258,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
 	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
+	sess := s.session(req.Session)
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
@@ -264,7 +266,8 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		}
 		prog.Servers = servers
 		runHost = func(run sandbox.SessionInfo) python.Host {
-			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress}))
+			// The run starts now: its time limit runs from here.
+			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress, Ask: sess.ask, Deadline: time.Now().Add(timeout)}))
 		}
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
@@ -285,7 +288,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		Waited: func(d time.Duration) { waited.Add(int64(d)) },
 	}
 	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: s.sessionKey(req.Session), Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
+		Session: sess.key, Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
 	})
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
@@ -302,21 +305,28 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	return result, nil
 }
 
-// sessionKey names the sandbox session of an MCP session, and ends that
-// sandbox session when the MCP session ends. A call without an MCP session
-// (tests calling the handler directly) gets a fresh sandbox.
-func (s *Server) sessionKey(ss *mcp.ServerSession) string {
+// mcpSession is what codebridge keeps for one MCP session while it lasts.
+type mcpSession struct {
+	key string          // its sandbox session
+	ask *elicit.Session // questions to the person through its client, and what they allowed for the session
+}
+
+// session returns what codebridge keeps for an MCP session, and ends its
+// sandbox session and forgets its approvals when the MCP session ends. A
+// call without an MCP session (tests calling the handler directly) gets a
+// fresh sandbox and cannot ask.
+func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 	if ss == nil {
-		return ""
+		return mcpSession{}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key, ok := s.sessions[ss]
+	sess, ok := s.sessions[ss]
 	if ok {
-		return key
+		return sess
 	}
-	key = fmt.Sprintf("mcp-%p", ss)
-	s.sessions[ss] = key
+	sess = mcpSession{key: fmt.Sprintf("mcp-%p", ss), ask: elicit.ForClient(ss)}
+	s.sessions[ss] = sess
 	s.ended.Add(1)
 	go func() {
 		defer s.ended.Done()
@@ -326,9 +336,9 @@ func (s *Server) sessionKey(ss *mcp.ServerSession) string {
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		s.opts.Runner.End(ctx, key)
+		s.opts.Runner.End(ctx, sess.key)
 	}()
-	return key
+	return sess
 }
 
 // runTimeout converts a caller's timeout in seconds to a duration: a larger one

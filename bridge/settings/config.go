@@ -57,7 +57,8 @@ type Config struct {
 	HTTPOrigins   []string      // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration // how long runs in progress may finish when an HTTP server stops
 	// Tools is the tool policy of every server, which a server's entry
-	// refines (MCP_BRIDGE_TOOLS_ALLOW, _TOOLS_DENY, _READ_ONLY).
+	// refines (MCP_BRIDGE_TOOLS_ALLOW, _TOOLS_DENY, _READ_ONLY,
+	// _TOOLS_CONFIRM, _TOOLS_CONFIRM_WRITES).
 	Tools         discovery.ToolPolicy
 	Audit         bool  // record every tool call made from code in the audit log
 	AuditContents bool  // also record the calls' arguments and results
@@ -248,11 +249,11 @@ var settings = []setting{
 	{key: "tools_deny", def: "", help: "Tool names or globs that code may never see or call, on any server; added to each server's `\"tools\": {\"deny\"}`. Deny wins over allow.",
 		apply: func(c *Config, v string) (err error) { c.Tools.Deny, err = patterns(v); return err }},
 	{key: "read_only", def: "0", help: "1 admits only tools annotated readOnlyHint: true (and not destructiveHint: true), on every server whose entry has no `\"readOnly\"`.",
-		apply: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			c.Tools.ReadOnly = &b
-			return err
-		}},
+		apply: func(c *Config, v string) (err error) { c.Tools.ReadOnly, err = optionalBool(v); return err }},
+	{key: "tools_confirm", def: "", help: "Tool names or globs whose every call waits for the person's approval, asked through the agent's client (MCP elicitation); added to each server's `\"tools\": {\"confirm\"}`. See [Approvals](security.md#approvals-calls-the-person-confirms).",
+		apply: func(c *Config, v string) (err error) { c.Tools.Confirm, err = patterns(v); return err }},
+	{key: "tools_confirm_writes", def: "0", help: "1 asks the person's approval, as for tools_confirm, before every call of a tool not annotated readOnlyHint: true, on every server whose entry has no `\"confirmWrites\"`.",
+		apply: func(c *Config, v string) (err error) { c.Tools.ConfirmWrites, err = optionalBool(v); return err }},
 	{key: "quarantine_new", def: "0", help: "1 quarantines every tool that has no pinned definition yet (a newly added server's, a new tool of a known one) until `codebridge tools approve`; 0 pins them as first seen. Tools whose definition changed are always quarantined. See [Pinned tool definitions](security.md#pinned-tool-definitions).",
 		apply: func(c *Config, v string) (err error) { c.QuarantineNew, err = strconv.ParseBool(v); return err }},
 	{key: "audit", def: "1", help: "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see [Audit](security.md#audit-what-code-called)); 0 records nothing.",
@@ -269,6 +270,13 @@ var settings = []setting{
 		}},
 	{key: "audit_keep", def: "5", help: "Rotated audit logs kept besides the current one; older ones are deleted.",
 		apply: func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
+}
+
+// optionalBool parses a setting that a server's entry can override: set,
+// even to false, it is the global default.
+func optionalBool(v string) (*bool, error) {
+	b, err := strconv.ParseBool(v)
+	return &b, err
 }
 
 // patterns parses a comma-separated list of tool names or globs.

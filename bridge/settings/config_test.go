@@ -38,7 +38,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: 16, MaxQueued: 256, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
-		Tools: discovery.ToolPolicy{ReadOnly: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
+		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -59,11 +59,11 @@ func TestLoadConfigEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2, err := LoadConfig([]string{"MCP_BRIDGE_TOOLS_ALLOW= get-*, echo ,", "MCP_BRIDGE_TOOLS_DENY=*delete*", "MCP_BRIDGE_READ_ONLY=1",
-		"MCP_BRIDGE_AUDIT=0", "MCP_BRIDGE_AUDIT_CONTENTS=1", "MCP_BRIDGE_AUDIT_MAX_SIZE=1m", "MCP_BRIDGE_AUDIT_KEEP=0"}, nil)
+		"MCP_BRIDGE_TOOLS_CONFIRM=send_*", "MCP_BRIDGE_TOOLS_CONFIRM_WRITES=1", "MCP_BRIDGE_AUDIT=0", "MCP_BRIDGE_AUDIT_CONTENTS=1", "MCP_BRIDGE_AUDIT_MAX_SIZE=1m", "MCP_BRIDGE_AUDIT_KEEP=0"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTools := discovery.ToolPolicy{Allow: []string{"get-*", "echo"}, Deny: []string{"*delete*"}, ReadOnly: new(true)}
+	wantTools := discovery.ToolPolicy{Allow: []string{"get-*", "echo"}, Deny: []string{"*delete*"}, ReadOnly: new(true), Confirm: []string{"send_*"}, ConfirmWrites: new(true)}
 	if !reflect.DeepEqual(c2.Tools, wantTools) || c2.Audit || !c2.AuditContents || c2.AuditMaxSize != 1<<20 || c2.AuditKeep != 0 {
 		t.Errorf("policy and audit settings: got %+v", c2)
 	}

@@ -101,8 +101,12 @@ func auditCmd(cfg settings.Config, f *auditFilter, stdout, stderr io.Writer) int
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TIME\tSESSION\tRUN\tSERVER\tTOOL\tMS\tOUTCOME\tARGS\tRESULT\tERROR")
 	for _, r := range recs {
+		what := r.Tool // a resource's URI, a prompt's name: said so
+		if r.Kind == audit.KindResource || r.Kind == audit.KindPrompt {
+			what = r.Kind + " " + r.Tool
+		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
-			r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Session, r.Run, r.Server, clip(r.Tool, 40),
+			r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Session, r.Run, r.Server, clip(what, 40),
 			strconv.FormatFloat(r.DurationMS, 'f', 1, 64), r.Outcome, r.ArgBytes, r.ResultBytes, clip(r.Error, 100))
 	}
 	w.Flush()

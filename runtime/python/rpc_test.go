@@ -440,9 +440,11 @@ print(json.dumps({"summary": s, "callable": sorted(k for k, v in g.items() if ca
 	}
 	want := []string{
 		"call_tool", "call_tool_sync", "capability_summary", "delete_memory", "describe_server", "discovered_servers",
-		"list_loaded_server_metadata", "list_saved_tools", "list_servers", "list_servers_sync", "list_tools", "list_tools_sync",
-		"query_tool_docs", "query_tool_docs_sync", "return_file", "save_memory", "save_tool", "search_tool_docs", "search_tool_docs_sync",
-		"show_image",
+		"get_prompt", "get_prompt_sync", "list_loaded_server_metadata", "list_prompts", "list_prompts_sync",
+		"list_resource_templates", "list_resource_templates_sync", "list_resources", "list_resources_sync",
+		"list_saved_tools", "list_servers", "list_servers_sync", "list_tools", "list_tools_sync",
+		"query_tool_docs", "query_tool_docs_sync", "read_resource", "read_resource_sync", "return_file", "save_memory", "save_tool",
+		"search_tool_docs", "search_tool_docs_sync", "show_image",
 	}
 	var names []string
 	for n := range named {

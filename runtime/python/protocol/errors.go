@@ -13,6 +13,7 @@ const (
 	CodeUnknownServer   Code = "unknown_server"    // no server of that name or alias, or one that cannot be used
 	CodeUnknownTool     Code = "unknown_tool"      // the server has no such tool (or its policy hides it)
 	CodePolicyDenied    Code = "policy_denied"     // the policy blocks the tool
+	CodeDeclined        Code = "declined"          // the call needed the person's approval and did not get it
 	CodeBadArguments    Code = "bad_arguments"     // the parameters or the tool's arguments are wrong
 	CodeTooLarge        Code = "too_large"         // over a size limit
 	CodeConflict        Code = "conflict"          // a memory changed since it was loaded
@@ -20,14 +21,16 @@ const (
 	CodeTimeout         Code = "timeout"           // the server did not answer in time
 	CodeTooManyRequests Code = "too_many_requests" // the run has too many requests waiting
 	CodeQuarantined     Code = "quarantined"       // the tool's definition changed since it was pinned (bridge/manifest)
+	CodeUnsupported     Code = "unsupported"       // the server does not offer what was asked (resources, prompts)
 	CodeAuthRequired    Code = "auth_required"     // the server needs the user to sign in: codebridge login NAME (bridge/oauth)
 	CodeInternal        Code = "internal"          // anything else
 )
 
 // Codes lists every code the host sends.
 var Codes = []Code{
-	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeBadArguments, CodeTooLarge,
-	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeAuthRequired, CodeInternal,
+	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeDeclined, CodeBadArguments, CodeTooLarge,
+	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeUnsupported,
+	CodeAuthRequired, CodeInternal,
 }
 
 // CodedError is an error that carries the [Code] the sandbox sees. An error

@@ -18,6 +18,11 @@ type Handler interface {
 	QueryToolDocs(context.Context, QueryToolDocsParams) (ToolDocs, error)
 	SearchToolDocs(context.Context, SearchToolDocsParams) (SearchResult, error)
 	CallTool(context.Context, CallToolParams) (CallToolResult, error)
+	ListResources(context.Context, ServerParams) (ResourceList, error)
+	ListResourceTemplates(context.Context, ServerParams) (ResourceTemplateList, error)
+	ReadResource(context.Context, ReadResourceParams) (ReadResourceResult, error)
+	ListPrompts(context.Context, ServerParams) (PromptList, error)
+	GetPrompt(context.Context, GetPromptParams) (GetPromptResult, error)
 	Attach(context.Context, AttachParams) (NoResult, error)
 	MemorySave(context.Context, MemorySaveParams) (NoResult, error)
 	MemoryLoad(context.Context, KeyParams) (MemoryLoadResult, error)
@@ -38,20 +43,25 @@ type methodInfo struct {
 // methods is the dispatch table: every method the sandbox sends, and the
 // [Handler] method that answers it.
 var methods = map[string]methodInfo{
-	MethodDescribeServer: method(Handler.DescribeServer),
-	MethodListTools:      method(Handler.ListTools),
-	MethodQueryToolDocs:  method(Handler.QueryToolDocs),
-	MethodSearchToolDocs: method(Handler.SearchToolDocs),
-	MethodCallTool:       method(Handler.CallTool),
-	MethodAttach:         method(Handler.Attach),
-	MethodMemorySave:     method(Handler.MemorySave),
-	MethodMemoryLoad:     method(Handler.MemoryLoad),
-	MethodMemoryDelete:   method(Handler.MemoryDelete),
-	MethodMemoryExists:   method(Handler.MemoryExists),
-	MethodMemoryList:     method(Handler.MemoryList),
-	MethodToolSave:       method(Handler.ToolSave),
-	MethodToolList:       method(Handler.ToolList),
-	MethodToolDelete:     method(Handler.ToolDelete),
+	MethodDescribeServer:        method(Handler.DescribeServer),
+	MethodListTools:             method(Handler.ListTools),
+	MethodQueryToolDocs:         method(Handler.QueryToolDocs),
+	MethodSearchToolDocs:        method(Handler.SearchToolDocs),
+	MethodCallTool:              method(Handler.CallTool),
+	MethodListResources:         method(Handler.ListResources),
+	MethodListResourceTemplates: method(Handler.ListResourceTemplates),
+	MethodReadResource:          method(Handler.ReadResource),
+	MethodListPrompts:           method(Handler.ListPrompts),
+	MethodGetPrompt:             method(Handler.GetPrompt),
+	MethodAttach:                method(Handler.Attach),
+	MethodMemorySave:            method(Handler.MemorySave),
+	MethodMemoryLoad:            method(Handler.MemoryLoad),
+	MethodMemoryDelete:          method(Handler.MemoryDelete),
+	MethodMemoryExists:          method(Handler.MemoryExists),
+	MethodMemoryList:            method(Handler.MemoryList),
+	MethodToolSave:              method(Handler.ToolSave),
+	MethodToolList:              method(Handler.ToolList),
+	MethodToolDelete:            method(Handler.ToolDelete),
 }
 
 // method makes the methodInfo of a Handler method with parameters P and

@@ -15,6 +15,53 @@ const (
 	MethodAttach         = "attach"           // [AttachParams] → [NoResult]
 )
 
+// Resource and prompt methods: the rest of a server's offer besides tools.
+// Each result is the downstream server's MCP JSON, encoded once by the host
+// (which masks the server's secrets in it and audits its size) and sent on
+// as it is.
+const (
+	MethodListResources         = "list_resources"          // [ServerParams] → [ResourceList]
+	MethodListResourceTemplates = "list_resource_templates" // [ServerParams] → [ResourceTemplateList]
+	MethodReadResource          = "read_resource"           // [ReadResourceParams] → [ReadResourceResult]
+	MethodListPrompts           = "list_prompts"            // [ServerParams] → [PromptList]
+	MethodGetPrompt             = "get_prompt"              // [GetPromptParams] → [GetPromptResult]
+)
+
+// ReadResourceParams reads the resource at URI (a listed one, a link from a
+// tool's result, or one made from a template).
+type ReadResourceParams struct {
+	Server string `json:"server"`
+	URI    string `json:"uri"`
+}
+
+// GetPromptParams gets a prompt filled in with Arguments (MCP's prompt
+// arguments are strings).
+type GetPromptParams struct {
+	Server    string            `json:"server"`
+	Name      string            `json:"name"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+// ResourceList answers list_resources: MCP Resources, [{uri, name, title?,
+// description?, mimeType?, size?}].
+type ResourceList struct{ json.RawMessage }
+
+// ResourceTemplateList answers list_resource_templates: MCP
+// ResourceTemplates, [{uriTemplate, name, title?, description?, mimeType?}].
+type ResourceTemplateList struct{ json.RawMessage }
+
+// ReadResourceResult answers read_resource: MCP's ReadResourceResult,
+// {contents: [{uri, mimeType?, text | blob (base64)}]}.
+type ReadResourceResult struct{ json.RawMessage }
+
+// PromptList answers list_prompts: MCP Prompts, [{name, title?,
+// description?, arguments?: [{name, description?, required?}]}].
+type PromptList struct{ json.RawMessage }
+
+// GetPromptResult answers get_prompt: MCP's GetPromptResult,
+// {description?, messages: [{role, content}]}.
+type GetPromptResult struct{ json.RawMessage }
+
 // NoParams is the parameters of a method that takes none.
 type NoParams struct{}
 
@@ -121,12 +168,17 @@ type ToolSummary struct {
 	Description string `json:"description"`
 }
 
-// ServerDescription answers describe_server.
+// ServerDescription answers describe_server. The counts of resources,
+// resource templates and prompts are given when the server is running (so
+// counting them starts nothing); 0 when it offers none.
 type ServerDescription struct {
-	Name        string    `json:"name"`
-	Alias       string    `json:"alias"`
-	Description string    `json:"description"`
-	Tools       []ToolDoc `json:"tools"`
+	Name              string    `json:"name"`
+	Alias             string    `json:"alias"`
+	Description       string    `json:"description"`
+	Tools             []ToolDoc `json:"tools"`
+	Resources         *int      `json:"resources,omitempty"`
+	ResourceTemplates *int      `json:"resourceTemplates,omitempty"`
+	Prompts           *int      `json:"prompts,omitempty"`
 }
 
 // SearchResult answers search_tool_docs: the hits, best first, and the

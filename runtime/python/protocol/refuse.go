@@ -27,6 +27,26 @@ func (r Refuse) CallTool(context.Context, CallToolParams) (CallToolResult, error
 	return CallToolResult{}, r(MethodCallTool)
 }
 
+func (r Refuse) ListResources(context.Context, ServerParams) (ResourceList, error) {
+	return ResourceList{}, r(MethodListResources)
+}
+
+func (r Refuse) ListResourceTemplates(context.Context, ServerParams) (ResourceTemplateList, error) {
+	return ResourceTemplateList{}, r(MethodListResourceTemplates)
+}
+
+func (r Refuse) ReadResource(context.Context, ReadResourceParams) (ReadResourceResult, error) {
+	return ReadResourceResult{}, r(MethodReadResource)
+}
+
+func (r Refuse) ListPrompts(context.Context, ServerParams) (PromptList, error) {
+	return PromptList{}, r(MethodListPrompts)
+}
+
+func (r Refuse) GetPrompt(context.Context, GetPromptParams) (GetPromptResult, error) {
+	return GetPromptResult{}, r(MethodGetPrompt)
+}
+
 func (r Refuse) Attach(context.Context, AttachParams) (NoResult, error) {
 	return NoResult{}, r(MethodAttach)
 }

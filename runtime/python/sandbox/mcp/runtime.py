@@ -10,6 +10,7 @@ Runs on Python 3.9+.
 """
 
 import asyncio
+import base64
 import difflib
 import inspect
 import json
@@ -30,6 +31,16 @@ __all__ = [
     "search_tool_docs_sync",
     "call_tool",
     "call_tool_sync",
+    "list_resources",
+    "list_resources_sync",
+    "list_resource_templates",
+    "list_resource_templates_sync",
+    "read_resource",
+    "read_resource_sync",
+    "list_prompts",
+    "list_prompts_sync",
+    "get_prompt",
+    "get_prompt_sync",
     "capability_summary",
 ]
 
@@ -40,10 +51,12 @@ _servers = []  # [{"name", "alias", "description"}] from the start frame
 class MCPError(Exception):
     """A failed request or tool call.
 
-    code is one of unknown_server, unknown_tool, policy_denied, bad_arguments,
+    code is one of unknown_server, unknown_tool, policy_denied, declined (the
+    call needed the person's approval and did not get it), bad_arguments,
     server_failed, timeout, internal, too_large, conflict, too_many_requests,
-    quarantined, auth_required (the server needs a sign-in: the message names
-    the command, codebridge login NAME, for the user to run)
+    quarantined, unsupported (the server offers no resources or prompts),
+    auth_required (the server needs a sign-in: the message names the command,
+    codebridge login NAME, for the user to run)
     (from codebridge) or tool_error (the tool reported an error); message is codebridge's or the tool's text;
     data holds details such as suggestions for a misspelt name, or the tool's
     raw result.
@@ -121,7 +134,8 @@ def list_loaded_server_metadata():
 
 def describe_server(name):
     """{name, alias, description, tools: [{name, alias, description}]} of one
-    server (by name or alias). Blocks."""
+    server (by name or alias), and when it is running how many resources,
+    resourceTemplates and prompts it has. Blocks."""
     return _wait(_request("describe_server", {"server": name}))
 
 
@@ -229,6 +243,114 @@ def _call_params(server, tool, arguments):
         _tool_docs.pop((server, tool), None)  # the next call tries again
     params["arguments"] = _check_arguments(server, tool, doc, arguments)
     return params
+
+
+# --- resources and prompts ---------------------------------------------------
+
+
+def list_resources(server):
+    """Awaitable: the server's resources, [{uri, name, title?, description?,
+    mimeType?, size?}]. MCPError "unsupported" if it offers none."""
+    return _await(_request("list_resources", {"server": server}))
+
+
+def list_resources_sync(server):
+    """Blocking form of list_resources."""
+    return _wait(_request("list_resources", {"server": server}))
+
+
+def list_resource_templates(server):
+    """Awaitable: the server's resource templates, [{uriTemplate, name,
+    title?, description?, mimeType?}]; fill one in and read_resource it."""
+    return _await(_request("list_resource_templates", {"server": server}))
+
+
+def list_resource_templates_sync(server):
+    """Blocking form of list_resource_templates."""
+    return _wait(_request("list_resource_templates", {"server": server}))
+
+
+def _uri(resource):
+    """The URI of resource: a str, or a dict holding one (a list_resources
+    entry, a tool result's resource_link block or embedded resource)."""
+    if isinstance(resource, str):
+        return resource
+    if isinstance(resource, dict):
+        for d in (resource, resource.get("resource")):
+            if isinstance(d, dict) and isinstance(d.get("uri"), str):
+                return d["uri"]
+    raise MCPError("read_resource needs a URI, or a dict with a \"uri\" (a list_resources entry or a resource_link block), not %r"
+                   % (resource,), code="bad_arguments")
+
+
+def _contents(reply):
+    """A ReadResourceResult as Python: each content as str (text) or bytes
+    (a base64 blob, decoded); one content alone, several as a list."""
+    if not isinstance(reply, dict):
+        return reply
+    values = [base64.b64decode(c["blob"]) if "blob" in c else c.get("text", "")
+              for c in reply.get("contents") or () if isinstance(c, dict)]
+    return values[0] if len(values) == 1 else values
+
+
+def read_resource(server, uri, raw=False):
+    """Awaitable: the resource at uri (a str, or a dict with a "uri": a
+    list_resources entry, a resource_link block from a tool's result).
+    Text comes back as str, a blob as bytes; several contents as a list of
+    them. raw=True returns the MCP result {contents: [{uri, mimeType?, text |
+    blob}]} unchanged."""
+    return _await(_request("read_resource", {"server": server, "uri": _uri(uri)}), None if raw else _contents)
+
+
+def read_resource_sync(server, uri, raw=False):
+    """Blocking form of read_resource."""
+    return _wait(_request("read_resource", {"server": server, "uri": _uri(uri)}), None if raw else _contents)
+
+
+def list_prompts(server):
+    """Awaitable: the server's prompts, [{name, title?, description?,
+    arguments?: [{name, description?, required?}]}]."""
+    return _await(_request("list_prompts", {"server": server}))
+
+
+def list_prompts_sync(server):
+    """Blocking form of list_prompts."""
+    return _wait(_request("list_prompts", {"server": server}))
+
+
+def _prompt_params(server, name, arguments):
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise MCPError("prompt arguments must be a dict, not %s" % type(arguments).__name__, code="bad_arguments")
+    # MCP's prompt arguments are strings: other values are sent as JSON.
+    try:
+        args = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+    except (TypeError, ValueError) as e:
+        raise MCPError("prompt arguments are strings, or values sent as JSON: %s" % e, code="bad_arguments")
+    return {"server": server, "name": name, "arguments": args}
+
+
+def _prompt(reply):
+    """A GetPromptResult with each message's text content as str."""
+    if not isinstance(reply, dict):
+        return reply
+    messages = [{"role": m.get("role"), "content": _block(m.get("content"))}
+                for m in reply.get("messages") or () if isinstance(m, dict)]
+    return {"description": reply.get("description", ""), "messages": messages}
+
+
+def get_prompt(server, name, arguments=None, raw=False):
+    """Awaitable: the prompt filled in with arguments (a dict; values that
+    are not str are sent as JSON), as {description, messages: [{role,
+    content}]}, a text content as str and others as their dict. raw=True
+    returns the MCP result unchanged."""
+    return _await(_request("get_prompt", _prompt_params(server, name, arguments)), None if raw else _prompt)
+
+
+def get_prompt_sync(server, name, arguments=None, raw=False):
+    """Blocking form of get_prompt."""
+    return _wait(_request("get_prompt", _prompt_params(server, name, arguments)), None if raw else _prompt)
 
 
 # --- typed tools -------------------------------------------------------------
@@ -388,11 +510,14 @@ def _tool_aliases(server):
 
 class ServerProxy:
     """One MCP server: await proxy.<tool>(**args), proxy.sync.<tool>(**args),
-    await proxy.call("tool", **args), proxy.call_sync("tool", **args).
+    await proxy.call("tool", **args), proxy.call_sync("tool", **args); its
+    resources and prompts with the methods below (each with a _sync twin).
 
     A tool whose name is one of this class's attributes (name, alias,
-    description, sync, call, call_sync, list_tools, list_tools_sync) is
-    reached with call("tool", ...)."""
+    description, sync, call, call_sync, list_tools, list_resources,
+    list_resource_templates, read_resource, list_prompts, get_prompt and
+    their _sync forms) is reached with call("tool", ...) or
+    sync.<tool>(...): the helpers win on the proxy itself."""
 
     def __init__(self, name, alias, description=""):
         self.name = name
@@ -415,6 +540,46 @@ class ServerProxy:
     def list_tools_sync(self):
         """This server's tools."""
         return list_tools_sync(self.name)
+
+    def list_resources(self):
+        """Awaitable: this server's resources (see list_resources)."""
+        return list_resources(self.name)
+
+    def list_resources_sync(self):
+        """This server's resources."""
+        return list_resources_sync(self.name)
+
+    def list_resource_templates(self):
+        """Awaitable: this server's resource templates."""
+        return list_resource_templates(self.name)
+
+    def list_resource_templates_sync(self):
+        """This server's resource templates."""
+        return list_resource_templates_sync(self.name)
+
+    def read_resource(self, uri, raw=False):
+        """Awaitable: the resource at uri, str or bytes (see read_resource)."""
+        return read_resource(self.name, uri, raw)
+
+    def read_resource_sync(self, uri, raw=False):
+        """The resource at uri, str or bytes."""
+        return read_resource_sync(self.name, uri, raw)
+
+    def list_prompts(self):
+        """Awaitable: this server's prompts."""
+        return list_prompts(self.name)
+
+    def list_prompts_sync(self):
+        """This server's prompts."""
+        return list_prompts_sync(self.name)
+
+    def get_prompt(self, name, arguments=None, raw=False):
+        """Awaitable: prompt name filled in with arguments (see get_prompt)."""
+        return get_prompt(self.name, name, arguments, raw)
+
+    def get_prompt_sync(self, name, arguments=None, raw=False):
+        """Prompt name filled in with arguments."""
+        return get_prompt_sync(self.name, name, arguments, raw)
 
     def __getattr__(self, tool):
         return _tool_method(call_tool, self.name, tool)
@@ -461,7 +626,8 @@ Discover (nothing is loaded until you ask):
   discovered_servers(detailed=False)       tuple of server names, or of dicts {name, alias, description}
   list_servers() / list_servers_sync()     server names (await the first)
   list_loaded_server_metadata()            servers named in run_python's "servers", with their tools
-  describe_server(name)                    {name, alias, description, tools: [{name, alias, description}]}
+  describe_server(name)                    {name, alias, description, tools: [{name, alias, description}],
+                                           resources?, resourceTemplates?, prompts?} (counts, once it runs)
   list_tools(server) / list_tools_sync(server)   [{name, alias, description, inputSchema}]
   query_tool_docs(server, tool=None, detail="summary") / query_tool_docs_sync(...)   detail "summary" or "full"
                                            (full: typed signature, params, stub; help(mcp_x.tool) shows it too)
@@ -472,6 +638,17 @@ Call (servers and tools by name or alias):
   await mcp_servers["name"].call("tool", **args)   blocking: .call_sync("tool", **args)
   from mcp.servers.<alias> import *        an async function per tool (blocking: f.sync(...)), and TOOLS
   capability_summary()                     this text
+Resources and prompts (await the first form, or use the _sync one; "unsupported" if the server has none):
+  list_resources(server) / list_resources_sync(server)     [{uri, name, mimeType?, description?, size?}]
+  read_resource(server, uri, raw=False) / read_resource_sync(...)   text as str, a blob as bytes, several
+                                           contents as a list; uri may be a list_resources entry or a
+                                           resource_link block from a tool's result
+  list_resource_templates(server) / list_resource_templates_sync(server)   [{uriTemplate, name, ...}]
+  list_prompts(server) / list_prompts_sync(server)         [{name, description?, arguments?}]
+  get_prompt(server, name, arguments=None, raw=False) / get_prompt_sync(...)   {description, messages:
+                                           [{role, content}]}, text content as str
+  await mcp_<alias>.read_resource(uri), .list_prompts(), .get_prompt(name, args), ...: the same, one server
+                                           (a tool of the same name: mcp_<alias>.call("name", **args))
 Remember across sessions and restarts (stored by codebridge; JSON values, 1 MiB each; these block):
   save_memory(key, value, metadata=None), load_memory(key, default=None), update_memory(key, updater),
   delete_memory(key), list_memories(), memory_exists(key), get_memory_info(key)
@@ -484,7 +661,8 @@ on plt.show() and when the run ends; 2 MiB each, 10 per run by default; over tha
 A call returns structuredContent, else a single text block parsed as JSON, else its text; other blocks as
 dicts, several blocks as a list; raw=True gives the MCP result. Await forms run concurrently under
 asyncio.gather; _sync forms block, inside or outside a running loop. Failures raise MCPError
-(.code: unknown_server, unknown_tool, policy_denied, bad_arguments, too_large, server_failed, timeout, tool_error, internal;
+(.code: unknown_server, unknown_tool, policy_denied, declined, bad_arguments, too_large, server_failed, timeout,
+tool_error, unsupported (no resources/prompts), internal;
 .message; .data with details such as suggestions).
 """
 

@@ -1,0 +1,208 @@
+package elicit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Asker puts a question to the person: *mcp.ServerSession in production.
+type Asker interface {
+	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+}
+
+// ForClient returns the session of ss's client. It cannot ask when the
+// client did not declare form elicitation at initialize, or speaks MCP
+// 2026-07-28 or later, where a server asks through multi-round-trip tool
+// results (input_required) instead of requests of its own.
+func ForClient(ss *mcp.ServerSession) *Session {
+	ip := ss.InitializeParams()
+	switch {
+	case ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil:
+		return NewSession(nil)
+	// A client that names neither mode supports form, as before modes existed.
+	case ip.Capabilities.Elicitation.Form == nil && ip.Capabilities.Elicitation.URL != nil:
+		return cannotAsk("it declared MCP elicitation in URL mode only, and the question is a form")
+	case ip.ProtocolVersion >= multiRoundTrip:
+		return cannotAsk(fmt.Sprintf("it speaks MCP %s, where a server asks through multi-round-trip tool results, which codebridge does not support yet", ip.ProtocolVersion))
+	}
+	return NewSession(ss)
+}
+
+// multiRoundTrip is the first MCP version in which a server may not send
+// elicitation requests while it serves a tool call.
+const multiRoundTrip = "2026-07-28"
+
+// Session is the questions of one MCP session: its client's asker, one
+// question at a time, and the calls allowed for the rest of the session.
+type Session struct {
+	asker  Asker  // nil when the client cannot be asked
+	cannot string // why not, then
+	// turn is held by the one question being asked; allowed is read and
+	// written only by whoever holds it.
+	turn    chan struct{}
+	allowed map[[2]string]bool // server, tool → allowed for the session
+}
+
+// NewSession returns the session of a client asked through a; with a nil
+// a, of a client that did not declare the elicitation capability.
+func NewSession(a Asker) *Session {
+	if a == nil {
+		return cannotAsk(noCapability)
+	}
+	return &Session{asker: a, turn: make(chan struct{}, 1), allowed: map[[2]string]bool{}}
+}
+
+// cannotAsk is the session of a client that cannot be asked, for reason.
+func cannotAsk(reason string) *Session { return &Session{cannot: reason} }
+
+// noCapability is why a client that did not declare elicitation cannot be asked.
+const noCapability = "it did not declare the MCP elicitation capability"
+
+// ErrCannotAsk is returned when the client cannot be asked.
+var ErrCannotAsk = errors.New("the agent's client cannot be asked")
+
+// CanAsk reports whether the session's client can be asked. A nil session cannot.
+func (s *Session) CanAsk() bool { return s != nil && s.asker != nil }
+
+// WhyNot says why the session's client cannot be asked ("it did not
+// declare ..."), or "" when it can.
+func (s *Session) WhyNot() string {
+	switch {
+	case s == nil:
+		return noCapability
+	case s.asker == nil:
+		return s.cannot
+	}
+	return ""
+}
+
+// Elicit puts p to the person once no other question of the session is
+// waiting, and returns their answer; ctx bounds the wait and the question.
+func (s *Session) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if !s.CanAsk() {
+		return nil, fmt.Errorf("%w: %s", ErrCannotAsk, s.WhyNot())
+	}
+	if err := s.take(ctx); err != nil {
+		return nil, err
+	}
+	defer s.give()
+	return s.asker.Elicit(ctx, p)
+}
+
+func (s *Session) take(ctx context.Context) error {
+	select {
+	case s.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) give() { <-s.turn }
+
+// Answer is what the person said to a confirmation, as the audit records it.
+type Answer string
+
+const (
+	AllowOnce    Answer = "allow once"             // run this call
+	AllowSession Answer = "allow for this session" // run it and, without asking, later calls of the tool
+	Remembered   Answer = "remembered"             // allowed for the session earlier: not asked
+	Decline      Answer = "decline"                // declined, or accepted the form with decline
+	Cancel       Answer = "cancel"                 // dismissed the question
+	NoAnswer     Answer = "no answer"              // the run ended (its time limit) before an answer
+	CannotAsk    Answer = "cannot ask"             // the client cannot be asked
+)
+
+// Allowed reports whether a lets the call run.
+func (a Answer) Allowed() bool { return a == AllowOnce || a == AllowSession || a == Remembered }
+
+// decisionKey is the one field of the confirmation form.
+const decisionKey = "decision"
+
+// confirmSchema is the form of a confirmation: one required choice, a
+// string enum, as MCP 2025-11-25 allows in form mode.
+var confirmSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		decisionKey: map[string]any{
+			"type":        "string",
+			"title":       "Decision",
+			"description": "Allow this call once, allow every call of this tool for the rest of the session, or decline it.",
+			"enum":        []string{string(AllowOnce), string(AllowSession), string(Decline)},
+		},
+	},
+	"required": []string{decisionKey},
+}
+
+// maxArgs bounds the arguments shown in a question, in bytes.
+const maxArgs = 300
+
+// Confirm asks whether server's tool may be called with args, saying why
+// it asks (a policy rule), unless the person allowed the tool for the
+// session already. The answer is [CannotAsk] for a client that cannot be
+// asked and [NoAnswer] when ctx ends first; err is a failure to ask.
+func (s *Session) Confirm(ctx context.Context, server, tool string, args json.RawMessage, why string) (Answer, error) {
+	if !s.CanAsk() {
+		return CannotAsk, nil
+	}
+	// One question at a time, so a second call of a tool waits for the first
+	// answer and does not ask again when that allowed the session.
+	if err := s.take(ctx); err != nil {
+		return NoAnswer, nil
+	}
+	defer s.give()
+	key := [2]string{server, tool}
+	if s.allowed[key] {
+		return Remembered, nil
+	}
+	res, err := s.asker.Elicit(ctx, &mcp.ElicitParams{
+		Mode: "form",
+		Message: fmt.Sprintf("Code run by the agent wants to call tool %q of MCP server %q with arguments %s\n(codebridge asks because %s.) Allow it?",
+			tool, server, Shorten(args, maxArgs), why),
+		RequestedSchema: confirmSchema,
+	})
+	switch {
+	case ctx.Err() != nil:
+		return NoAnswer, nil
+	case err != nil:
+		return Decline, fmt.Errorf("asking the agent's client to confirm %s.%s: %w", server, tool, err)
+	case res.Action == "cancel":
+		return Cancel, nil
+	case res.Action != "accept":
+		return Decline, nil
+	}
+	switch a, _ := res.Content[decisionKey].(string); Answer(a) {
+	case AllowOnce:
+		return AllowOnce, nil
+	case AllowSession:
+		s.allowed[key] = true
+		return AllowSession, nil
+	}
+	return Decline, nil
+}
+
+// Shorten is raw JSON on one line, compacted, of at most n bytes (and whole
+// UTF-8 characters), ending in "…" when it was cut.
+func Shorten(raw json.RawMessage, n int) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil || b.Len() == 0 {
+		b.Reset()
+		b.WriteString(strings.Join(strings.Fields(string(raw)), " "))
+	}
+	s := b.String()
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
