@@ -3,8 +3,9 @@
 # would hide what a fresh machine fails on: the whole suite (scripts/test.sh)
 # runs with
 #   - an empty npm folder, so the pinned trees of scripts/npm are installed anew;
-#   - a private Podman store without images, served by a private Podman API,
-#     so codebridge setup builds both sandbox images from nothing;
+#   - a private Podman store without images (CONTAINERS_STORAGE_CONF), which
+#     the Podman API service codebridge starts for itself uses too, so
+#     codebridge setup builds both sandbox images from nothing;
 #   - a slow python3 first on PATH (0.3 s before the real one starts, as a
 #     pyenv shim is slower still than Debian's), so no test may depend on how
 #     fast a process starts;
@@ -19,10 +20,8 @@ cd "$(dirname "$0")/.."
 log() { printf 'fresh: %s\n' "$*" >&2; }
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/codebridge-fresh.XXXXXX")
-svc=
 cleanup() {
   status=$?
-  [ -n "$svc" ] && kill "$svc" 2>/dev/null && wait "$svc" 2>/dev/null || true
   if [ -n "${CONTAINERS_STORAGE_CONF:-}" ] && command -v podman >/dev/null; then
     podman rm --all --force >/dev/null 2>&1 || true
     podman rmi --all --force >/dev/null 2>&1 || true
@@ -57,16 +56,20 @@ EOF
   log "python3 on PATH is now a shim that waits 0.3 s, then runs $real_python"
 fi
 
-# A private Podman API on the private store: codebridge and the tests use it
-# (CONTAINER_HOST), the podman CLI of setup and the tests the same store.
+# The private store: the podman CLI of setup and the tests reads it from
+# CONTAINERS_STORAGE_CONF, and so does the Podman API service codebridge
+# starts for itself when no socket answers (CONTAINER_HOST would make the CLI
+# a remote client, which cannot do what some tests do). A Podman socket that
+# already answers would be used instead, with the machine's own store.
 if command -v podman >/dev/null; then
-  sock=$work/podman.sock
-  podman system service --time=0 "unix://$sock" >"$work/podman-service.log" 2>&1 &
-  svc=$!
-  for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.1; done
-  [ -S "$sock" ] || { log "the private podman service made no socket:"; cat "$work/podman-service.log" >&2; exit 1; }
-  export CONTAINER_HOST=unix://$sock
-  log "private Podman store $work/storage (no images), API at $CONTAINER_HOST"
+  for sock in /run/podman/podman.sock "${XDG_RUNTIME_DIR:-/nonexistent}/podman/podman.sock"; do
+    if [ -S "$sock" ] && timeout 10 podman --remote --url "unix://$sock" version >/dev/null 2>&1; then
+      log "a Podman service answers at $sock: codebridge would use it and the machine's own store; stop it to rehearse a fresh machine"
+      exit 1
+    fi
+  done
+  unset CONTAINER_HOST CONTAINER_CONNECTION
+  log "private Podman store $work/storage (no images)"
 else
   log "podman is not installed: this machine is fresh already; scripts/test.sh installs it"
 fi
