@@ -404,7 +404,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			h.progress(msg, p.Progress, p.Total)
 		}
 	}
-	res, err := h.dir.pool.Call(ctx, srv.Name, t.Name, args, progress)
+	res, err := h.dir.pool.CallFor(ctx, h.peer(srv), srv.Name, t.Name, args, progress)
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",

@@ -36,6 +36,11 @@ type Options struct {
 	Version string       // reported to clients
 	// Servers is the configured downstream servers; nil means none.
 	Servers Directory
+	// OnClient, if set, receives the capabilities each agent client
+	// declared, once per MCP session before its first run (bridge/pool's
+	// SetClientCapabilities, so downstream servers are told what can pass
+	// through).
+	OnClient func(*mcp.ClientCapabilities)
 }
 
 // Directory is what run_python needs from the configured MCP servers.
@@ -327,6 +332,9 @@ func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 	}
 	sess = mcpSession{key: fmt.Sprintf("mcp-%p", ss), ask: elicit.ForClient(ss)}
 	s.sessions[ss] = sess
+	if ip := ss.InitializeParams(); s.opts.OnClient != nil && ip != nil {
+		s.opts.OnClient(ip.Capabilities)
+	}
 	s.ended.Add(1)
 	go func() {
 		defer s.ended.Done()
