@@ -48,6 +48,26 @@ func passthrough(ss *mcp.ServerSession) Passthrough {
 	return pt
 }
 
+// Undeclared names what downstream servers may ask of a client that the
+// agent's client did not declare ("MCP elicitation", ...); a nil session
+// declared nothing.
+func (s *Session) Undeclared() []string {
+	var pass Passthrough
+	if s != nil {
+		pass = s.pass
+	}
+	var out []string
+	for _, c := range []struct {
+		declared bool
+		name     string
+	}{{pass.Elicit != nil, "MCP elicitation"}, {pass.Sampling != nil, "sampling"}, {pass.Roots != nil, "roots"}} {
+		if !c.declared {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
 // Forward puts server's question p to the person through the agent's
 // client, its message prefixed with the server's name, once no other
 // question of the session is waiting; the answer goes back unchanged.

@@ -137,6 +137,13 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 		if held, herr := findTool(srv, l.held, name); herr == nil {
 			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name])
 		}
+		if missing := h.ask.Undeclared(); len(missing) > 0 {
+			var perr *protocol.Error
+			if errors.As(err, &perr) {
+				perr.Message += fmt.Sprintf(". Some servers offer tools only to clients that declare %s: the agent's client did not, so codebridge did not declare them to %s either",
+					strings.Join(missing, ", "), srv.Name)
+			}
+		}
 		return srv, nil, l.saved, err
 	}
 	return srv, t, l.saved, nil

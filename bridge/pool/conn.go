@@ -328,10 +328,15 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	return c, nil
 }
 
+// perRequestLogLevel is the first MCP version in which each request says
+// the log level it wants, in _meta, and logging/setLevel is gone.
+const perRequestLogLevel = "2026-07-28"
+
 // followLogs asks a server that logs for every level, so that the agent's
 // client, which sets its own level, can be given what it asked for.
 func (c *conn) followLogs(ctx context.Context, p *Pool) {
-	if r := c.session.InitializeResult(); r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil {
+	r := c.session.InitializeResult()
+	if r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil || r.ProtocolVersion >= perRequestLogLevel {
 		return
 	}
 	if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {

@@ -451,6 +451,12 @@ func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args
 		return nil, err
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if peer != nil {
+		// From MCP 2026-07-28 a request carries the log level it wants;
+		// before, followLogs set it for the session. The peer's client
+		// filters at the level it set.
+		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: "debug"}
+	}
 	if progress != nil {
 		tok := "codebridge-" + strconv.FormatUint(p.seq.Add(1), 10)
 		params.SetProgressToken(tok)

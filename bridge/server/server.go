@@ -129,7 +129,10 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 		sdkLogger = logger.With("component", "mcp")
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
-		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{
+			// Downstream servers' log messages pass through (bridge/pool).
+			Logging: &mcp.LoggingCapabilities{},
+		}})
 	s.mcp.AddTool(newTool(cfg), s.runPython)
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         ManualURI,
