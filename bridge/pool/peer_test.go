@@ -175,3 +175,31 @@ func TestClientCapabilities(t *testing.T) {
 		})
 	}
 }
+
+// TestCallsRouting: with calls from several runs in flight, the most
+// recent answers; between calls, log messages go to the latest caller.
+func TestCallsRouting(t *testing.T) {
+	var cs calls
+	a, b := &fakePeer{name: "a"}, &fakePeer{name: "b"}
+	if cs.current() != nil || cs.logTo() != nil {
+		t.Fatal("a fresh conn has a peer")
+	}
+	endA := cs.begin(a)
+	endNil := cs.begin(nil) // a call without a peer changes nothing
+	endB := cs.begin(b)
+	if got := cs.current(); got != b {
+		t.Errorf("with a and b in flight, current = %v, want b (the latest)", got)
+	}
+	endB()
+	if got := cs.current(); got != a {
+		t.Errorf("after b ended, current = %v, want a", got)
+	}
+	endA()
+	endNil()
+	if got := cs.current(); got != nil {
+		t.Errorf("with no call in flight, current = %v, want none", got)
+	}
+	if got := cs.logTo(); got != b {
+		t.Errorf("with no call in flight, logTo = %v, want b (the latest caller)", got)
+	}
+}
