@@ -8,21 +8,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Client is what a downstream server may ask of the agent's client besides
-// questions, passed through: *mcp.ServerSession in production.
-type Client interface {
-	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
-	ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
-	Log(ctx context.Context, p *mcp.LoggingMessageParams) error
-}
-
 // Passthrough is what the agent's client declared it can do for the
 // downstream servers: each field is nil when it cannot.
 type Passthrough struct {
-	Elicit   Asker  // elicitation, in the modes the client declared
-	Sampling Client // sampling/createMessage
-	Roots    Client // roots/list
-	Log      Client // log messages: every client takes them at the level it set
+	Elicit   Asker              // elicitation, in the modes the client declared
+	Sampling *mcp.ServerSession // sampling/createMessage
+	Roots    *mcp.ServerSession // roots/list
+	Log      *mcp.ServerSession // log messages: every client takes them at the level it set
 }
 
 // ErrNotDeclared is returned for a request the agent's client did not

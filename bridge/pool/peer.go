@@ -136,22 +136,10 @@ func (c *conn) clientOptions(caps *mcp.ClientCapabilities) mcp.ClientOptions {
 	var o mcp.ClientOptions
 	o.Capabilities = &mcp.ClientCapabilities{Elicitation: caps.Elicitation, Sampling: caps.Sampling, RootsV2: caps.RootsV2}
 	if caps.Elicitation != nil {
-		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			peer, err := c.peer("elicitation/create")
-			if err != nil {
-				return nil, err
-			}
-			return peer.Elicit(ctx, req.Params)
-		}
+		o.ElicitationHandler = forward(c, "elicitation/create", Peer.Elicit)
 	}
 	if caps.Sampling != nil {
-		o.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			peer, err := c.peer("sampling/createMessage")
-			if err != nil {
-				return nil, err
-			}
-			return peer.CreateMessage(ctx, req.Params)
-		}
+		o.CreateMessageHandler = forward(c, "sampling/createMessage", Peer.CreateMessage)
 	}
 	o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 		if peer := c.calls.logTo(); peer != nil && req.Params != nil {
@@ -159,6 +147,19 @@ func (c *conn) clientOptions(caps *mcp.ClientCapabilities) mcp.ClientOptions {
 		}
 	}
 	return o
+}
+
+// forward is a handler of the server's request method that passes it to
+// the current peer's ask.
+func forward[P mcp.Params, R any](c *conn, method string, ask func(Peer, context.Context, P) (R, error)) func(context.Context, *mcp.ClientRequest[P]) (R, error) {
+	return func(ctx context.Context, req *mcp.ClientRequest[P]) (R, error) {
+		peer, err := c.peer(method)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return ask(peer, ctx, req.Params)
+	}
 }
 
 // peer is the peer that answers the server's request method, or an error

@@ -37,20 +37,7 @@ func tsPassthrough(t *testing.T, plan passthroughPlan) []passthroughResult {
 		"everything": map[string]any{"command": testenv.NPMBin(t, "mcp-server-everything")},
 	})
 	raw, _ := json.Marshal(plan)
-	var results []passthroughResult
-	runNodeScript(t, "ts_passthrough.mjs", []string{binary(t), string(raw)}, bridgeEnv(t, dir), func(line []byte) bool {
-		var r passthroughResult
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("script line %q: %v", line, err)
-		}
-		results = append(results, r)
-		return false
-	}, func(stderr string) {
-		if len(results) != len(plan.Steps) {
-			t.Fatalf("ts client: %d results, want %d\nstderr: %s", len(results), len(plan.Steps), stderr)
-		}
-	})
-	return results
+	return nodeResults[passthroughResult](t, "ts_passthrough.mjs", []string{binary(t), string(raw)}, bridgeEnv(t, dir), len(plan.Steps))
 }
 
 // TestPassthroughThroughTSClient: through the official TypeScript client

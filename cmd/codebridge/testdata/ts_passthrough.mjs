@@ -10,6 +10,7 @@
 // systemPrompt, meta}), logs the log messages' loggers.
 import { createRequire } from "node:module";
 import path from "node:path";
+import { runSteps } from "./ts_steps.mjs";
 
 const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_CLIENTS, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
@@ -41,19 +42,11 @@ if (plan.declare) {
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params.logger ?? ""); });
 await client.connect(transport);
 if (plan.declare) await client.setLoggingLevel("debug");
-for (const step of plan.steps) {
-  const args = { code: step.code };
-  if (step.timeout) args.timeout = step.timeout;
-  const r = await client.callTool({ name: "run_python", arguments: args }, undefined, { timeout: 180000 });
-  process.stdout.write(JSON.stringify({
-    text: r.content.map((c) => c.text ?? "").join(""),
-    isError: r.isError === true,
-    out: r.structuredContent,
-    seen,
-    logs,
-  }) + "\n");
+await runSteps(client, plan.steps, () => {
+  const got = { seen, logs };
   seen = [];
   logs = [];
-}
+  return got;
+});
 await client.close();
 process.exit(0);
