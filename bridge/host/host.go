@@ -139,7 +139,8 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 		}
 		if missing := h.ask.Undeclared(); len(missing) > 0 {
 			var perr *protocol.Error
-			if errors.As(err, &perr) {
+			// Not for a misspelt name, which has suggestions.
+			if errors.As(err, &perr) && !misspelt(perr) {
 				perr.Message += fmt.Sprintf(". Some servers offer tools only to clients that declare %s: the agent's client did not, so codebridge did not declare them to %s either",
 					strings.Join(missing, ", "), srv.Name)
 			}
@@ -147,6 +148,13 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 		return srv, nil, l.saved, err
 	}
 	return srv, t, l.saved, nil
+}
+
+// misspelt reports whether an unknown_tool error suggests close names.
+func misspelt(err *protocol.Error) bool {
+	data, _ := err.Data.(map[string]any)
+	close, _ := data["suggestions"].([]string)
+	return len(close) > 0
 }
 
 // quarantined is the refusal of a quarantined tool; unvetted says it is new

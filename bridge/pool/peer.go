@@ -29,8 +29,8 @@ var ErrNotForwarded = errors.New("codebridge has no call in flight to this serve
 // pass through: elicitation (the same modes), sampling and roots. Only the
 // first call counts: over stdio there is one agent client, and over HTTP
 // the first to initialize decides for the shared pool. Servers already
-// running, started without them, are restarted on their next use when caps
-// declares any of them.
+// running or starting without them are restarted on their next use when
+// caps declares any of them.
 func (p *Pool) SetClientCapabilities(caps *mcp.ClientCapabilities) {
 	down := downstreamCaps(caps)
 	if !p.clientCaps.CompareAndSwap(nil, down) {
@@ -42,11 +42,10 @@ func (p *Pool) SetClientCapabilities(caps *mcp.ClientCapabilities) {
 	var toClose []*conn
 	p.mu.Lock()
 	for _, e := range p.servers {
-		if c := e.cur; c != nil && c.caps != down {
-			e.cur = nil
-			if c.retire() {
-				toClose = append(toClose, c)
-			}
+		// A start under way declares what was known when it began: it is
+		// abandoned, and its callers start the server again.
+		if c := e.cur; c != nil && c.caps != down || e.starting != nil {
+			toClose = p.detachLocked(e, toClose)
 		}
 	}
 	p.mu.Unlock()
