@@ -32,6 +32,7 @@ func connectAgent(t *testing.T, declare bool) (*mcp.ServerSession, *agentClient)
 	}
 	if declare {
 		opts.Capabilities.RootsV2 = &mcp.RootCapabilities{}
+		opts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			a.elicit = append(a.elicit, req.Params)
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
@@ -76,6 +77,15 @@ func TestPassthrough(t *testing.T) {
 	}
 	if got, want := a.elicit[0].Message, `[MCP server "everything", called by the agent's code] Your name?`; got != want {
 		t.Errorf("the client was asked %q, want %q", got, want)
+	}
+
+	// URL mode: the link goes to the client as the server gave it.
+	res, err = s.Forward(t.Context(), "tracker", &mcp.ElicitParams{Mode: "url", URL: "https://example.com/sign-in", ElicitationID: "e1", Message: "Sign in"})
+	if err != nil || res.Action != "accept" {
+		t.Fatalf("Forward(url) = %+v, %v; want accept", res, err)
+	}
+	if got := a.elicit[1]; got.Mode != "url" || got.URL != "https://example.com/sign-in" || got.ElicitationID != "e1" || got.Message != `[MCP server "tracker", called by the agent's code] Sign in` {
+		t.Errorf("the client was asked %+v, want the URL question naming tracker", got)
 	}
 
 	msg, err := s.CreateMessage(t.Context(), "everything", &mcp.CreateMessageParams{SystemPrompt: "Be brief.", MaxTokens: 5,
