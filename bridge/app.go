@@ -53,7 +53,8 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 		return err
 	}
 	defer rt.close()
-	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir})
+	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir,
+		OnClient: rt.pool.SetClientCapabilities})
 	logger.Info("serving MCP on stdio", "config_dir", cfg.ConfigDir)
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
 	if errors.Is(err, io.EOF) {
@@ -153,7 +154,8 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 		if err != nil {
 			return front.Backend{}, err
 		}
-		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready}, nil
+		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready,
+			OnClient: rt.pool.SetClientCapabilities}, nil
 	}, opts)
 }
 

@@ -70,11 +70,12 @@ func (c *Config) Equal(o *Config) bool {
 // to reach it, and Secrets, which are written into the other fields. Nil and
 // empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
-	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools))
+	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools) &&
+		s.NoElicitation == o.NoElicitation && s.NoSampling == o.NoSampling)
 }
 
 // SameEndpoint reports whether s and o reach the same server in the same way:
-// [Server.Equal] but for the Description and the tool policy, which change
+// [Server.Equal] but for the Description and the tool and client policy, which change
 // nothing about a running server, so a pool keeps its process.
 func (s *Server) SameEndpoint(o *Server) bool {
 	if s == nil || o == nil {

@@ -382,6 +382,19 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 		}
 		s.Disabled = b
 	}
+	for _, f := range []struct {
+		key    string
+		refuse *bool
+	}{{"elicitation", &s.NoElicitation}, {"sampling", &s.NoSampling}} {
+		key, refuse := f.key, f.refuse
+		if v, present := m[key]; present {
+			b, isBool := v.(bool)
+			if !isBool {
+				bad(key, fmt.Sprintf(`%q must be true or false, found %s`, key, kind(v)))
+			}
+			*refuse = !b
+		}
+	}
 	if v, present := m["args"]; present {
 		arr, isArr := v.([]any)
 		if !isArr {

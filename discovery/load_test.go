@@ -39,7 +39,7 @@ func TestLoadFormats(t *testing.T) {
 		"claude.json": `{
   "description": "from Claude Desktop",
   "mcpServers": {
-    "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"]},
+    "everything": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"], "elicitation": true},
     "memory": {
       "command": "${HOME}/bin/mcp-server-memory",
       "env": {"MEMORY_FILE": "${env:HOME}/memory.json", "T": "${TOKEN}", "D": "${NOPE:-fallback}", "E": "${EMPTY}"},
@@ -55,7 +55,7 @@ func TestLoadFormats(t *testing.T) {
     "bare": {"url": "https://example.com/bare"},
     "legacy": {"type": "sse", "url": "https://example.com/sse"},
     "explicit": {"type": "stdio", "command": "node", "args": ["server.js", "--token=${TOKEN}"]},
-    "camel": {"type": "streamableHttp", "url": "https://example.com/c"}
+    "camel": {"type": "streamableHttp", "url": "https://example.com/c", "elicitation": false, "sampling": false}
   }
 }`,
 		"notes.txt":    `not json`,
@@ -69,7 +69,7 @@ func TestLoadFormats(t *testing.T) {
 	claude, vscode := filepath.Join(dir, "claude.json"), filepath.Join(dir, "vscode.json")
 	want := []*Server{
 		{Name: "bare", Source: vscode, Transport: Streamable, URL: "https://example.com/bare"},
-		{Name: "camel", Source: vscode, Transport: Streamable, URL: "https://example.com/c"},
+		{Name: "camel", Source: vscode, Transport: Streamable, URL: "https://example.com/c", NoElicitation: true, NoSampling: true},
 		{Name: "everything", Source: claude, Description: "from Claude Desktop", Transport: Stdio, Command: "npx",
 			Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
 		{Name: "explicit", Source: vscode, Transport: Stdio, Command: "node", Args: []string{"server.js", "--token=s3cret"}},
@@ -162,7 +162,8 @@ func TestLoadProblems(t *testing.T) {
   "input": {"url": "http://h", "headers": {"K": "${input:key}"}},
   "unclosed": {"command": "x", "args": ["${TOKEN"]},
   "disabled": {"command": "x", "disabled": "yes"},
-  "desc": {"command": "x", "description": 3}
+  "desc": {"command": "x", "description": 3},
+  "sampling": {"command": "x", "sampling": "no"}
 }}`,
 			servers: []string{"good"},
 			want: []Problem{
@@ -181,6 +182,7 @@ func TestLoadProblems(t *testing.T) {
 				{Server: "unclosed", Line: 15, Column: 41, Message: "unclosed"},
 				{Server: "disabled", Line: 16, Column: 32, Message: `"disabled" must be true or false`},
 				{Server: "desc", Line: 17, Column: 28, Message: `"description" must be a string`},
+				{Server: "sampling", Line: 18, Column: 32, Message: `"sampling" must be true or false`},
 			},
 		},
 		{

@@ -35,6 +35,11 @@ type Server struct {
 	Headers     map[string]string // HTTP transports only
 	OAuth       *OAuth            // HTTP transports only: "oauth", the client to sign in with; nil when absent
 	Tools       ToolPolicy        // "tools", "readOnly" and "confirmWrites": which tools code may see and call, and which need the person's approval
+	// NoElicitation and NoSampling ("elicitation": false, "sampling":
+	// false) refuse the server's questions and sampling requests, which
+	// codebridge otherwise passes to the agent's client.
+	NoElicitation bool
+	NoSampling    bool
 
 	// Secrets are the values that ${keyring:...} and ${cmd:...} references
 	// resolved to, already written into Command, Args, Env, Cwd, URL and

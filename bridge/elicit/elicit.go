@@ -21,7 +21,20 @@ type Asker interface {
 // client did not declare form elicitation at initialize, or speaks MCP
 // 2026-07-28 or later, where a server asks through multi-round-trip tool
 // results (input_required) instead of requests of its own.
+//
+// The session also passes through to the client what downstream servers
+// ask of it, as far as the client declared it ([Passthrough]).
 func ForClient(ss *mcp.ServerSession) *Session {
+	s := confirmsFor(ss)
+	s.pass = passthrough(ss)
+	if s.turn == nil {
+		s.turn = make(chan struct{}, 1)
+	}
+	return s
+}
+
+// confirmsFor is the session of ss's client for confirmations.
+func confirmsFor(ss *mcp.ServerSession) *Session {
 	ip := ss.InitializeParams()
 	switch {
 	case ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil:
@@ -42,8 +55,9 @@ const multiRoundTrip = "2026-07-28"
 // Session is the questions of one MCP session: its client's asker, one
 // question at a time, and the calls allowed for the rest of the session.
 type Session struct {
-	asker  Asker  // nil when the client cannot be asked
-	cannot string // why not, then
+	asker  Asker       // nil when the client cannot be asked
+	cannot string      // why not, then
+	pass   Passthrough // what downstream servers' requests may reach
 	// turn is held by the one question being asked; allowed is read and
 	// written only by whoever holds it.
 	turn    chan struct{}

@@ -7,6 +7,8 @@ package front
 import (
 	"context"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 )
 
@@ -16,6 +18,9 @@ type Backend struct {
 	Runner  server.Runner
 	Servers server.Directory // the configured MCP servers
 	Close   func()           // stops what was started, and waits for it
+	// OnClient receives each agent client's capabilities (see
+	// server.Options.OnClient); nil ignores them.
+	OnClient func(*mcp.ClientCapabilities)
 	// Ready reports whether the sandbox answers, for the health endpoint;
 	// nil leaves it out.
 	Ready func(ctx context.Context) error

@@ -87,7 +87,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, start Starter, opt
 		return err
 	}
 	defer rt.Close()
-	srv := server.NewServer(cfg, server.Options{Runner: rt.Runner, Logger: logger, Version: opts.Version, Servers: rt.Servers})
+	srv := server.NewServer(cfg, server.Options{Runner: rt.Runner, Logger: logger, Version: opts.Version, Servers: rt.Servers, OnClient: rt.OnClient})
 	f := &front{
 		srv: srv, rt: rt, cfg: cfg, logger: logger, loopback: loopback,
 		port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), token: tokenDigest(token),

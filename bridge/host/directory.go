@@ -19,6 +19,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
@@ -28,7 +29,9 @@ import (
 // (bridge/pool.Pool in production).
 type Downstream interface {
 	Tools(ctx context.Context, server string) ([]*mcp.Tool, error)
-	Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
+	// CallFor calls a tool for peer, which answers what the server asks
+	// of its client during the call (nil answers nothing).
+	CallFor(ctx context.Context, peer pool.Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 	Running(server string) bool
 	LastFailure(server string) error
 	Catalog

@@ -138,9 +138,24 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 		if held, herr := findTool(srv, l.held, name); herr == nil {
 			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name])
 		}
+		if missing := h.ask.Undeclared(); len(missing) > 0 {
+			var perr *protocol.Error
+			// Not for a misspelt name, which has suggestions.
+			if errors.As(err, &perr) && !misspelt(perr) {
+				perr.Message += fmt.Sprintf(". Some servers offer tools only to clients that declare %s: the agent's client did not, so codebridge did not declare them to %s either",
+					strings.Join(missing, ", "), srv.Name)
+			}
+		}
 		return srv, nil, l.saved, err
 	}
 	return srv, t, l.saved, nil
+}
+
+// misspelt reports whether an unknown_tool error suggests close names.
+func misspelt(err *protocol.Error) bool {
+	data, _ := err.Data.(map[string]any)
+	close, _ := data["suggestions"].([]string)
+	return len(close) > 0
 }
 
 // quarantined is the refusal of a quarantined tool; unvetted says it is new
@@ -405,7 +420,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			h.progress(msg, p.Progress, p.Total)
 		}
 	}
-	res, err := h.dir.pool.Call(ctx, srv.Name, t.Name, args, progress)
+	res, err := h.dir.pool.CallFor(ctx, h.peer(srv), srv.Name, t.Name, args, progress)
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",

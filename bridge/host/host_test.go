@@ -296,7 +296,7 @@ func (f *recordingPool) Tools(context.Context, string) ([]*mcp.Tool, error) {
 	return []*mcp.Tool{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
 }
 
-func (f *recordingPool) Call(_ context.Context, _, _ string, args any, _ func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+func (f *recordingPool) CallFor(_ context.Context, _ pool.Peer, _, _ string, args any, _ func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	raw, _ := args.(json.RawMessage)
 	f.mu.Lock()
 	f.calls = append(f.calls, len(raw))

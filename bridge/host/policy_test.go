@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -31,8 +32,8 @@ func (*annotatedPool) Tools(context.Context, string) ([]*mcp.Tool, error) {
 	}, nil
 }
 
-func (p *annotatedPool) Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
-	res, err := p.recordingPool.Call(ctx, server, tool, args, progress)
+func (p *annotatedPool) CallFor(ctx context.Context, peer pool.Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	res, err := p.recordingPool.CallFor(ctx, peer, server, tool, args, progress)
 	res.IsError = strings.HasPrefix(tool, "error_")
 	return res, err
 }

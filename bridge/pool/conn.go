@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,7 +45,9 @@ type conn struct {
 	refs     int       // requests in flight
 	lastUsed time.Time // when the last request began or ended
 
-	progress sync.Map // progress token (string) -> func(*mcp.ProgressNotificationParams)
+	progress sync.Map                // progress token (string) -> func(*mcp.ProgressNotificationParams)
+	calls    calls                   // the peers of the tool calls in flight
+	caps     *mcp.ClientCapabilities // what its client declared: Pool.clientCaps when it started
 
 	toolsSem chan struct{} // one slot: held while listing tools
 
@@ -296,15 +299,16 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 	if err != nil {
 		return fail(err)
 	}
-	client := mcp.NewClient(p.opts.Client, &mcp.ClientOptions{
-		Logger:       p.logger,
-		Capabilities: &mcp.ClientCapabilities{}, // no roots
-		ToolListChangedHandler: func(ctx context.Context, req *mcp.ToolListChangedRequest) {
-			c.toolsChanged(ctx, req)
-			p.relist(c)
-		},
-		ProgressNotificationHandler: c.onProgress,
-	})
+	c.caps = p.clientCaps.Load()
+	opts := c.clientOptions(cmp.Or(c.caps, &mcp.ClientCapabilities{}))
+	opts.Logger = p.logger
+	opts.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+		c.toolsChanged(ctx, req)
+		p.relist(c)
+	}
+	opts.ProgressNotificationHandler = c.onProgress
+	client := mcp.NewClient(p.opts.Client, &opts)
+	client.AddReceivingMiddleware(c.rootsMiddleware)
 	// A server that does not answer in time, or whose start is abandoned, is
 	// killed at once rather than asked to exit.
 	stop := afterFunc(ctx, c.kill)
@@ -320,7 +324,24 @@ func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
 		return fail(err)
 	}
 	c.session = cs
+	c.followLogs(ctx, p)
 	return c, nil
+}
+
+// perRequestLogLevel is the first MCP version in which each request says
+// the log level it wants, in _meta, and logging/setLevel is gone.
+const perRequestLogLevel = "2026-07-28"
+
+// followLogs asks a server that logs for every level, so that the agent's
+// client, which sets its own level, can be given what it asked for.
+func (c *conn) followLogs(ctx context.Context, p *Pool) {
+	r := c.session.InitializeResult()
+	if r == nil || r.Capabilities == nil || r.Capabilities.Logging == nil || r.ProtocolVersion >= perRequestLogLevel {
+		return
+	}
+	if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		p.logger.Debug("asking for the server's log messages", "server", c.name, "err", masked(c.def, err))
+	}
 }
 
 // transport returns how to reach def. For stdio it prepares c.cmd.

@@ -15,6 +15,12 @@
 // with codebridge. Their last stderr lines are kept and shown when they fail
 // to start or exit.
 //
+// What a server asks of its client while it serves a call (elicitation,
+// sampling, roots) and its log messages go to the [Peer] of the call that
+// [Pool.CallFor] made, the most recent one in flight; the pool declares these
+// capabilities downstream only as [Pool.SetClientCapabilities] says the
+// agent's client did.
+//
 // A server that exits while idle is noticed at once and started again on its
 // next use. A request that was in flight when it exited fails with
 // [ErrServerExited]; the pool does not repeat tool calls, which may not be

@@ -85,6 +85,10 @@ type Pool struct {
 	testTransport func(*discovery.Server) (mcp.Transport, error)
 	now           func() time.Time
 
+	// clientCaps is what servers started from now on are told their client
+	// can do ([Pool.SetClientCapabilities]); nil until it is set.
+	clientCaps atomic.Pointer[mcp.ClientCapabilities]
+
 	mu      sync.Mutex // protects following, and the fields of entry and startOp marked as such
 	servers map[string]*entry
 	live    map[*conn]struct{} // every conn whose session has not ended
@@ -431,6 +435,14 @@ func (p *Pool) Tools(ctx context.Context, server string) ([]*mcp.Tool, error) {
 // A server that exits during the call makes Call fail with [ErrServerExited]
 // and the tail of its stderr; the next use starts it again.
 func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	return p.CallFor(ctx, nil, server, tool, args, progress)
+}
+
+// CallFor is [Pool.Call] made for peer: while it is in flight, what the
+// server asks of its client (elicitation, sampling, roots) and its log
+// messages go to peer; with a nil peer, to whichever call of the server is
+// in flight with one, if any.
+func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
 		args = nil
 	}
@@ -444,12 +456,19 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 		return nil, err
 	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if peer != nil {
+		// From MCP 2026-07-28 a request carries the log level it wants;
+		// before, followLogs set it for the session. The peer's client
+		// filters at the level it set.
+		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: "debug"}
+	}
 	if progress != nil {
 		tok := "codebridge-" + strconv.FormatUint(p.seq.Add(1), 10)
 		params.SetProgressToken(tok)
 		c.progress.Store(tok, progress)
 		defer c.progress.Delete(tok)
 	}
+	defer c.calls.begin(peer)()
 	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	res, err := c.session.CallTool(cctx, params)

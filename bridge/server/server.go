@@ -36,6 +36,11 @@ type Options struct {
 	Version string       // reported to clients
 	// Servers is the configured downstream servers; nil means none.
 	Servers Directory
+	// OnClient, if set, receives the capabilities each agent client
+	// declared, once per MCP session before its first run (bridge/pool's
+	// SetClientCapabilities, so downstream servers are told what can pass
+	// through).
+	OnClient func(*mcp.ClientCapabilities)
 }
 
 // Directory is what run_python needs from the configured MCP servers.
@@ -124,7 +129,10 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 		sdkLogger = logger.With("component", "mcp")
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
-		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{
+			// Downstream servers' log messages pass through (bridge/pool).
+			Logging: &mcp.LoggingCapabilities{},
+		}})
 	s.mcp.AddTool(newTool(cfg), s.runPython)
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         ManualURI,
@@ -327,6 +335,9 @@ func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 	}
 	sess = mcpSession{key: fmt.Sprintf("mcp-%p", ss), ask: elicit.ForClient(ss)}
 	s.sessions[ss] = sess
+	if ip := ss.InitializeParams(); s.opts.OnClient != nil && ip != nil {
+		s.opts.OnClient(ip.Capabilities)
+	}
 	s.ended.Add(1)
 	go func() {
 		defer s.ended.Done()

@@ -40,20 +40,7 @@ type confirmResult struct {
 func tsConfirm(t *testing.T, env []string, plan confirmPlan) []confirmResult {
 	t.Helper()
 	raw, _ := json.Marshal(plan)
-	var results []confirmResult
-	runNodeScript(t, "ts_confirm.mjs", []string{binary(t), string(raw)}, env, func(line []byte) bool {
-		var r confirmResult
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("script line %q: %v", line, err)
-		}
-		results = append(results, r)
-		return false
-	}, func(stderr string) {
-		if len(results) != len(plan.Steps) {
-			t.Fatalf("ts client: %d results, want %d\nstderr: %s", len(results), len(plan.Steps), stderr)
-		}
-	})
-	return results
+	return nodeResults[confirmResult](t, "ts_confirm.mjs", []string{binary(t), string(raw)}, env, len(plan.Steps))
 }
 
 func choice(d string) map[string]any {

@@ -115,6 +115,26 @@ func runNodeScript(t *testing.T, script string, args, env []string, line func([]
 	done(stderr.String())
 }
 
+// nodeResults runs testdata/script, which prints one JSON line per step and
+// never pauses, and returns the want lines it printed.
+func nodeResults[R any](t *testing.T, script string, args, env []string, want int) []R {
+	t.Helper()
+	var results []R
+	runNodeScript(t, script, args, env, func(line []byte) bool {
+		var r R
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("script line %q: %v", line, err)
+		}
+		results = append(results, r)
+		return false
+	}, func(stderr string) {
+		if len(results) != want {
+			t.Fatalf("%s: %d results, want %d\nstderr: %s", script, len(results), want, stderr)
+		}
+	})
+	return results
+}
+
 func countRuns(steps []tsStep) int {
 	n := 0
 	for _, s := range steps {

@@ -8,6 +8,7 @@
 // requests seen during the step ({message, requestedSchema}).
 import { createRequire } from "node:module";
 import path from "node:path";
+import { runSteps } from "./ts_steps.mjs";
 
 const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_CLIENTS, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
@@ -30,17 +31,10 @@ if (plan.elicitation) {
   });
 }
 await client.connect(transport);
-for (const step of plan.steps) {
-  const args = { code: step.code };
-  if (step.timeout) args.timeout = step.timeout;
-  const r = await client.callTool({ name: "run_python", arguments: args }, undefined, { timeout: 180000 });
-  process.stdout.write(JSON.stringify({
-    text: r.content.map((c) => c.text ?? "").join(""),
-    isError: r.isError === true,
-    out: r.structuredContent,
-    asked,
-  }) + "\n");
+await runSteps(client, plan.steps, () => {
+  const seen = { asked };
   asked = [];
-}
+  return seen;
+});
 await client.close();
 process.exit(0);

@@ -1,0 +1,186 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Peer answers, for one tool call, what the downstream server asks of its
+// client while the call is in flight: the agent's client, reached through
+// the run that made the call (bridge/host names the server and applies
+// policy). A method returns [ErrNotForwarded] for what it does not pass on.
+type Peer interface {
+	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	ListRoots(ctx context.Context) (*mcp.ListRootsResult, error)
+	Log(ctx context.Context, p *mcp.LoggingMessageParams) error
+}
+
+// ErrNotForwarded is returned to a downstream server whose request to its
+// client has no one to answer it: no call of a run is in flight to it.
+var ErrNotForwarded = errors.New("codebridge has no call in flight to this server from an agent that could answer")
+
+// SetClientCapabilities makes the pool declare, to the servers it starts
+// from now on, the client capabilities of the agent's client that it can
+// pass through: elicitation (the same modes), sampling and roots. Only the
+// first call counts: over stdio there is one agent client, and over HTTP
+// the first to initialize decides for the shared pool. Servers already
+// running or starting without them are restarted on their next use when
+// caps declares any of them.
+func (p *Pool) SetClientCapabilities(caps *mcp.ClientCapabilities) {
+	down := downstreamCaps(caps)
+	if !p.clientCaps.CompareAndSwap(nil, down) {
+		return
+	}
+	if down.Elicitation == nil && down.Sampling == nil && down.RootsV2 == nil {
+		return
+	}
+	var toClose []*conn
+	p.mu.Lock()
+	for _, e := range p.servers {
+		// A start under way declares what was known when it began: it is
+		// abandoned, and its callers start the server again.
+		if c := e.cur; c != nil && c.caps != down || e.starting != nil {
+			toClose = p.detachLocked(e, toClose)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range toClose {
+		p.goClose(c)
+	}
+}
+
+// downstreamCaps is what codebridge declares to a server when the agent's
+// client declared caps: what it can forward, never more.
+func downstreamCaps(caps *mcp.ClientCapabilities) *mcp.ClientCapabilities {
+	down := &mcp.ClientCapabilities{}
+	if caps == nil {
+		return down
+	}
+	if e := caps.Elicitation; e != nil {
+		down.Elicitation = &mcp.ElicitationCapabilities{Form: e.Form, URL: e.URL}
+		if e.Form == nil && e.URL == nil { // no mode named: form, as before modes existed
+			down.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
+	}
+	if caps.Sampling != nil {
+		down.Sampling = &mcp.SamplingCapabilities{}
+	}
+	if caps.RootsV2 != nil || caps.Roots.ListChanged {
+		down.RootsV2 = &mcp.RootCapabilities{}
+	}
+	return down
+}
+
+// calls tracks the peers of a conn's tool calls in flight, so that what the
+// server asks while it serves one reaches the run that made it.
+type calls struct {
+	mu     sync.Mutex // protects following
+	seq    uint64
+	active map[uint64]Peer
+	last   Peer // the peer of the latest call begun, for log messages between calls
+}
+
+// begin records a call of peer in flight until end is called.
+func (cs *calls) begin(peer Peer) (end func()) {
+	if peer == nil {
+		return func() {}
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.active == nil {
+		cs.active = map[uint64]Peer{}
+	}
+	cs.seq++
+	id := cs.seq
+	cs.active[id], cs.last = peer, peer
+	return func() {
+		cs.mu.Lock()
+		delete(cs.active, id)
+		cs.mu.Unlock()
+	}
+}
+
+// current is the peer that answers a request from the server: that of the
+// most recent call in flight. A server's request does not say which call it
+// serves, so with calls in flight from several runs the latest one answers.
+func (cs *calls) current() Peer {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var newest uint64
+	for id := range cs.active {
+		newest = max(newest, id)
+	}
+	return cs.active[newest]
+}
+
+// logTo is the peer that receives a log message: the current one, or that
+// of the latest call when none is in flight.
+func (cs *calls) logTo() Peer {
+	if p := cs.current(); p != nil {
+		return p
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.last
+}
+
+// clientOptions returns the handlers with which a conn's client answers its
+// server, declaring caps.
+func (c *conn) clientOptions(caps *mcp.ClientCapabilities) mcp.ClientOptions {
+	var o mcp.ClientOptions
+	o.Capabilities = &mcp.ClientCapabilities{Elicitation: caps.Elicitation, Sampling: caps.Sampling, RootsV2: caps.RootsV2}
+	if caps.Elicitation != nil {
+		o.ElicitationHandler = forward(c, "elicitation/create", Peer.Elicit)
+	}
+	if caps.Sampling != nil {
+		o.CreateMessageHandler = forward(c, "sampling/createMessage", Peer.CreateMessage)
+	}
+	o.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+		if peer := c.calls.logTo(); peer != nil && req.Params != nil {
+			_ = peer.Log(ctx, req.Params) // best effort, as notifications are
+		}
+	}
+	return o
+}
+
+// forward is a handler of the server's request method that passes it to
+// the current peer's ask.
+func forward[P mcp.Params, R any](c *conn, method string, ask func(Peer, context.Context, P) (R, error)) func(context.Context, *mcp.ClientRequest[P]) (R, error) {
+	return func(ctx context.Context, req *mcp.ClientRequest[P]) (R, error) {
+		peer, err := c.peer(method)
+		if err != nil {
+			var zero R
+			return zero, err
+		}
+		return ask(peer, ctx, req.Params)
+	}
+}
+
+// peer is the peer that answers the server's request method, or an error
+// saying there is none.
+func (c *conn) peer(method string) (Peer, error) {
+	if peer := c.calls.current(); peer != nil {
+		return peer, nil
+	}
+	return nil, fmt.Errorf("%s from MCP server %q: %w", method, c.name, ErrNotForwarded)
+}
+
+// rootsMiddleware answers roots/list from the current peer: the go-sdk
+// client otherwise answers it from a fixed list.
+func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "roots/list" {
+			return next(ctx, method, req)
+		}
+		peer, err := c.peer(method)
+		if err != nil {
+			return nil, err
+		}
+		return peer.ListRoots(ctx)
+	}
+}
