@@ -420,6 +420,9 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 		// Secrets are written into the fields above: a changed secret
 		// changes one of those, which restarts the server.
 		"Secrets": func(s *discovery.Server) { s.Secrets = secret.List{secret.New("changed")} },
+		// Refusals of a server's questions are checked when it asks.
+		"NoElicitation": func(s *discovery.Server) { s.NoElicitation = true },
+		"NoSampling":    func(s *discovery.Server) { s.NoSampling = true },
 	}
 	if n := reflect.TypeFor[discovery.Server]().NumField(); n != len(restarts)+len(keeps) {
 		t.Fatalf("discovery.Server has %d fields, the test knows %d: classify the new one", n, len(restarts)+len(keeps))
