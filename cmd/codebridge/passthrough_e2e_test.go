@@ -101,15 +101,20 @@ func TestPassthroughThroughTSClient(t *testing.T) {
 	if roots.IsError || !strings.Contains(roots.Out.Stdout, "file:///work/project") {
 		t.Errorf("roots: the client's root did not reach the server:\n%s", roots.Text)
 	}
-	// server-everything logs as it serves; its messages reach the client
-	// named after it.
+	// server-everything sends log messages when it pleases (after it asks
+	// for the roots, at random levels), so whether one lands within these
+	// runs is not the test's to decide: what arrived is shown, and
+	// bridge/elicit's TestPassthrough checks the forwarding and the level.
 	var logs []string
 	for _, r := range rs {
 		logs = append(logs, r.Logs...)
 	}
-	if len(logs) == 0 || !strings.HasPrefix(logs[0], "everything") {
-		t.Errorf("log messages came from %q, want some from everything/...", logs)
+	for _, l := range logs {
+		if !strings.HasPrefix(l, "everything") {
+			t.Errorf("a log message's logger is %q, want it named after the server (everything/...)", l)
+		}
 	}
+	t.Logf("log messages came from %q", logs)
 }
 
 // TestPassthroughNotDeclared: a client that declares none of elicitation,
