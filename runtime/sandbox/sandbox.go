@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -93,10 +92,11 @@ type Options struct {
 	// bound the session idle longest is ended to make room.
 	MaxSessions int
 	// MaxRuns bounds the runs executing at once, across sessions; 0 means no
-	// bound. A run past it waits for a slot, in arrival order with the other
-	// sessions' runs (each session queues its own runs behind its turn, so
-	// a burst from one session cannot starve the others), for at most its
-	// time limit; then it fails with a [RunLimitError].
+	// bound. A run past it waits for a slot, for at most its time limit, then
+	// fails with a [RunLimitError]. Each session (named by [Request.Session],
+	// with or without Sessions) queues its own runs, and a freed slot goes to
+	// the sessions with runs waiting in turn, round-robin, so a burst from
+	// one session cannot starve the others; see [DefaultBounds].
 	MaxRuns int
 	// IdleTimeout ends a session unused this long; 0 means DefaultIdleTimeout,
 	// negative means never.
@@ -216,10 +216,9 @@ type Manager struct {
 
 	bg sync.WaitGroup // warm-container starts and removals in the background
 
-	// slots holds a token per executing run when MaxRuns bounds them; nil
-	// when it does not. Blocked senders are served in arrival order.
-	slots       chan struct{}
-	slotWaiting atomic.Int32 // runs waiting for a slot
+	// slots bounds the runs executing at once when MaxRuns is set; nil when
+	// nothing does.
+	slots *slots
 }
 
 // New returns a manager; nothing starts until [Manager.Warm] or a run.
@@ -238,38 +237,29 @@ func New(eng Engine, opts Options) *Manager {
 	}
 	m := &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
 	if opts.MaxRuns > 0 {
-		m.slots = make(chan struct{}, opts.MaxRuns)
+		m.slots = newSlots(opts.MaxRuns)
 	}
 	return m
 }
 
-// slot waits for a place among the runs executing at once, for at most
-// timeout, and returns the function that gives it back.
-func (m *Manager) slot(ctx context.Context, timeout time.Duration) (release func(), res *Result, err error) {
+// slot waits for a place among the runs executing at once, shared fairly
+// with the other sessions' runs, for at most timeout, and returns the
+// function that gives it back.
+func (m *Manager) slot(ctx context.Context, key string, timeout time.Duration) (release func(), res *Result, err error) {
 	if m.slots == nil {
 		return func() {}, nil, nil
 	}
-	select {
-	case m.slots <- struct{}{}: // the common case: a place is free
-		return func() { <-m.slots }, nil, nil
-	default:
-	}
-	began := time.Now()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	m.slotWaiting.Add(1)
-	defer m.slotWaiting.Add(-1)
-	select {
-	case m.slots <- struct{}{}:
-		return func() { <-m.slots }, nil, nil
-	case <-timer.C:
-		res := failed(protocol.FailBusy, "")
-		res.Cause = &RunLimitError{Limit: m.opts.MaxRuns, Waited: time.Since(began)}
-		res.Error.Message = res.Cause.Error()
+	err = m.slots.acquire(ctx, key, timeout)
+	var limit *RunLimitError
+	if errors.As(err, &limit) {
+		res := failed(protocol.FailBusy, limit.Error())
+		res.Cause = limit
 		return nil, res, nil
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.slots.release, nil, nil
 }
 
 // Warm starts the warm containers and waits for them.
@@ -298,7 +288,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.runDone(rctx, s)
-	release, refused, err := m.slot(rctx, req.Timeout)
+	release, refused, err := m.slot(rctx, req.Session, req.Timeout)
 	if refused != nil || err != nil {
 		return refused, err
 	}
@@ -355,7 +345,7 @@ type box struct {
 
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
-	release, refused, err := m.slot(ctx, req.Timeout)
+	release, refused, err := m.slot(ctx, req.Session, req.Timeout)
 	if refused != nil || err != nil {
 		return refused, err
 	}

@@ -666,11 +666,42 @@ func TestRunSlots(t *testing.T) {
 	s, _ := m.session("a")
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 3 })
 	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
-	waitFor(t, func() bool { return m.slotWaiting.Load() == 1 })
+	waitFor(t, func() bool { return m.slots.queued() == 1 })
 	eng.signal(syscall.SIGINT) // a's first run ends
 	<-first
 	wg.Wait()
 	if got, _ := os.ReadFile(log); string(got) != "baaa" {
 		t.Errorf("runs executed in the order %q, want b's first (it waited for the slot while a's burst waited for a's turn)", got)
+	}
+}
+
+// TestRunSlotsFairWithoutSessions: without sessions a session's runs do not
+// take turns, yet a burst of them queued for the only slot does not hold
+// back another session's run: the freed slot goes to each session in turn.
+func TestRunSlotsFairWithoutSessions(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := New(eng, Options{MaxRuns: 1})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	first := make(chan *Result)
+	mark, started := running(t)
+	go func() { first <- run(t, m, "a", mark+"import time\ntime.sleep(60)", time.Minute) }()
+	started()
+
+	log := filepath.Join(t.TempDir(), "log")
+	appendLog := func(who string) string { return fmt.Sprintf("open(%q, 'a').write(%q)", log, who) }
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { run(t, m, "a", appendLog("a"), time.Minute) })
+	}
+	waitFor(t, func() bool { return m.slots.queued() == 3 })
+	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
+	waitFor(t, func() bool { return m.slots.queued() == 4 })
+	eng.signal(syscall.SIGINT) // a's first run ends
+	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" {
+		t.Errorf("first run: %+v", res.Error)
+	}
+	wg.Wait()
+	if got, _ := os.ReadFile(log); string(got) != "abaa" {
+		t.Errorf("runs executed in the order %q, want b's second (the slot goes to each session in turn)", got)
 	}
 }
