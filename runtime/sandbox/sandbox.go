@@ -11,6 +11,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -70,7 +71,6 @@ type Container interface {
 
 // Defaults for [Options].
 const (
-	DefaultMaxSessions = 16
 	DefaultIdleTimeout = 15 * time.Minute
 	// DefaultWarmLimit is how long a warm container waits for its first
 	// run; its bootstrap exits a little later ([python.WaitLimitEnv]).
@@ -85,11 +85,20 @@ type Options struct {
 	Warm int
 	// WarmLimit is how long a warm container may wait; 0 means DefaultWarmLimit.
 	WarmLimit time.Duration
+	// Spare keeps one container started ahead of time (besides Warm) only
+	// after a session lost its container to a reset, a time limit, a crash
+	// or its memory limit, until a session takes it: the run after such a
+	// loss then does not wait for a container start, and a sandbox whose
+	// sessions lose none holds no idle container. A spare that exits unused
+	// (it waited WarmLimit) is not replaced.
+	Spare bool
 	// Sessions keeps a session's interpreter between runs. When false every
 	// run gets a fresh container, removed afterwards.
 	Sessions bool
-	// MaxSessions bounds live sessions; 0 means DefaultMaxSessions. At the
-	// bound the session idle longest is ended to make room.
+	// MaxSessions bounds live sessions (each holding a container); 0 means
+	// [DefaultBounds] for [LocalMachine]. At the bound the session idle
+	// longest is ended to make room; when every session is running code, a
+	// run that needs a new one fails with a [SessionLimitError].
 	MaxSessions int
 	// MaxRuns bounds the runs executing at once, across sessions; 0 means no
 	// bound. A run past it waits for a slot, for at most its time limit, then
@@ -212,6 +221,7 @@ type Manager struct {
 	sessions map[string]*session
 	warm     []*box
 	filling  int
+	spare    bool // Options.Spare wants a container started ahead, until one is taken
 	closed   bool
 
 	bg sync.WaitGroup // warm-container starts and removals in the background
@@ -227,7 +237,7 @@ func New(eng Engine, opts Options) *Manager {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultMaxSessions
+		opts.MaxSessions = DefaultBounds(LocalMachine(), cmp.Or(opts.Memory, 512<<20), IdleMemory(len(opts.Preload) > 0)).Sandboxes
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
@@ -309,8 +319,10 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	if s.it != nil {
 		s.endIfDead(ctx)
 	}
+	lost := false // a reset took the session's container
 	if req.Reset && s.it != nil {
 		s.end(ctx, ReasonReset)
+		lost = true
 	} else if req.Reset {
 		s.reason = ReasonReset
 	}
@@ -324,6 +336,9 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		}
 		info.New, info.Reason = true, s.reason
 		req.Program.Prelude = m.prelude()
+		if lost {
+			m.wantSpare(ctx)
+		}
 	}
 	// The session holds the turn, so this run is the interpreter's next.
 	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
@@ -332,6 +347,9 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		reason := m.explain(ctx, s.ct, res, err)
 		s.end(ctx, reason)
 		info.Ended = reason
+		if ctx.Err() == nil { // not a session ending with its client
+			m.wantSpare(ctx)
+		}
 	}
 	return &Result{Result: res, Session: info}, err
 }
@@ -617,7 +635,7 @@ func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 		case <-cand.ct.Done(): // exited while waiting; its watcher removes it
 		default:
 			if time.Since(cand.ct.Started()) < m.opts.WarmLimit {
-				b = cand
+				b, m.spare = cand, false
 				break
 			}
 			m.bg.Go(func() { m.discard(ctx, cand) }) // it gives up waiting soon: do not race it
@@ -682,9 +700,25 @@ func (m *Manager) reserve() int {
 	if m.closed {
 		return 0
 	}
-	n := max(m.opts.Warm-len(m.warm)-m.filling, 0)
+	want := m.opts.Warm
+	if m.spare {
+		want = max(want, 1)
+	}
+	n := max(want-len(m.warm)-m.filling, 0)
 	m.filling += n
 	return n
+}
+
+// wantSpare starts a spare container, with Options.Spare, when a session has
+// just lost its container: the run after the loss takes it.
+func (m *Manager) wantSpare(ctx context.Context) {
+	if !m.opts.Spare {
+		return
+	}
+	m.mu.Lock()
+	m.spare = true
+	m.mu.Unlock()
+	m.refill(ctx)
 }
 
 // refill starts the missing warm containers in the background.
@@ -726,6 +760,7 @@ func (m *Manager) watch(ctx context.Context, b *box) {
 		if w == b {
 			m.warm = append(m.warm[:i:i], m.warm[i+1:]...)
 			inPool = true
+			m.spare = false // unused all its life: it did not pay for itself
 			break
 		}
 	}
