@@ -173,7 +173,7 @@ var settings = []setting{
 			c.ServerIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{key: "warm_containers", def: "auto", help: "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand. auto: 1 for serve --http, where new sessions come and go; 0 for stdio, whose one session keeps its container, and one spare started only when a reset, a time limit or a crash took the session's container, so the run after it does not wait.",
+	{key: "warm_containers", def: "auto", help: "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand. auto: 1 for serve --http, where new sessions come and go, and with sessions 0, where every run takes a new container; otherwise 0 for stdio, whose one session keeps its container, and one spare started only when a reset, a time limit or a crash took the session's container, so the run after it does not wait.",
 		apply: func(c *Config, v string) (err error) {
 			if v == "auto" {
 				c.WarmSandboxes = WarmAuto
@@ -303,7 +303,7 @@ func (c Config) Warm() (n int, spare bool) {
 	switch {
 	case c.WarmSandboxes != WarmAuto:
 		return c.WarmSandboxes, false
-	case c.HTTP != "":
+	case c.HTTP != "" || !c.Sessions: // new sessions come and go, or every run takes a new container
 		return 1, false
 	}
 	return 0, true

@@ -88,6 +88,7 @@ func TestWarm(t *testing.T) {
 		{"set", []string{"MCP_BRIDGE_WARM_CONTAINERS=2"}, 2, false},
 		{"set to none over http", []string{"MCP_BRIDGE_WARM_CONTAINERS=0", "MCP_BRIDGE_HTTP=127.0.0.1:0"}, 0, false},
 		{"auto", []string{"MCP_BRIDGE_WARM_CONTAINERS=auto"}, 0, true},
+		{"stdio without sessions", []string{"MCP_BRIDGE_SESSIONS=0"}, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,6 +76,9 @@ const (
 	// run; its bootstrap exits a little later ([python.WaitLimitEnv]).
 	DefaultWarmLimit = 29 * time.Minute
 	cleanupTimeout   = 30 * time.Second
+	// assumedMemory is the container memory limit the default bounds assume
+	// when [Options.Memory] does not say it.
+	assumedMemory = 512 << 20
 )
 
 // Options configure a [Manager].
@@ -237,7 +240,7 @@ func New(eng Engine, opts Options) *Manager {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultBounds(LocalMachine(), cmp.Or(opts.Memory, 512<<20), IdleMemory(len(opts.Preload) > 0)).Sandboxes
+		opts.MaxSessions = DefaultBounds(LocalMachine(), cmp.Or(opts.Memory, assumedMemory), IdleMemory(len(opts.Preload) > 0)).Sandboxes
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
