@@ -205,7 +205,7 @@ var settings = []setting{
 			c.SessionIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{key: "max_sessions", def: "", help: "Live sandbox sessions (each holding a container) at most. A session that needs a container past it ends the session idle longest (its next run is told `evicted`); when every session is running code, the run fails with an error saying so. Unset: from the machine's memory, see [Limits](performance.md#limits-that-fit-the-machine) (on the 2-core, 24 GiB build machine: 212 with the default preload, 1062 with `MCP_BRIDGE_PRELOAD=`).",
+	{key: "max_sessions", def: "", help: "Live sandbox sessions (each holding a container) at most. A session that needs a container past it ends the session idle longest (its next run is told `evicted`); when every session is running code, the run fails with an error saying so. It no longer caps the MCP sessions open over HTTP: max_mcp_sessions does. Unset: from the machine's memory, see [Limits](performance.md#limits-that-fit-the-machine) (on the 2-core, 24 GiB build machine: 212 with the default preload, 1062 with `MCP_BRIDGE_PRELOAD=`).",
 		unset: func(c Config) string { return strconv.Itoa(c.bounds().Sandboxes) },
 		apply: func(c *Config, v string) (err error) {
 			c.MaxSessions, err = intBetween(v, 1, sandbox.MaxBound)
