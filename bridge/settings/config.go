@@ -214,7 +214,7 @@ var settings = []setting{
 	{key: "max_runs", def: "", help: "Runs executing in sandboxes at once, at most. A run past it waits for a slot for at most its time limit, then fails with a busy error. Each session queues its own runs and the slots go to the sessions with runs waiting in turn, so a burst from one cannot starve the others. Unset: 4 per core, fewer when half the machine's memory cannot hold that many containers at their memory limit (8 on 2 cores and 24 GiB).",
 		unset: func(c Config) string { return strconv.Itoa(c.bounds().Runs) },
 		apply: func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, sandbox.MaxBound); return err }},
-	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error.",
+	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error. One MCP session may have at most half of them, so a burst from one leaves room for the others' calls.",
 		apply: func(c *Config, v string) (err error) { c.MaxQueued, err = intBetween(v, 1, 65536); return err }},
 	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more is refused (503) until one ends. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
 		apply: func(c *Config, v string) (err error) { c.MaxMCPSessions, err = intBetween(v, 1, 1<<20); return err }},
