@@ -389,12 +389,18 @@ func TestProgressFromConcurrentCalls(t *testing.T) {
 }
 
 // blockingRunner's runs last until their ctx ends, or release is closed.
+// blockingRunner holds every run until release is closed, and tells started
+// of each run it holds.
 type blockingRunner struct{ started, release chan struct{} }
 
 func (blockingRunner) End(context.Context, string) {}
 
 func (r blockingRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Result, error) {
-	close(r.started)
+	select {
+	case r.started <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -527,29 +533,13 @@ func TestRunPythonImageWait(t *testing.T) {
 	}
 }
 
-// heldRunner holds every run until release is closed, and tells started of
-// each run it holds.
-type heldRunner struct{ started, release chan struct{} }
-
-func (heldRunner) End(context.Context, string) {}
-
-func (r heldRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Result, error) {
-	r.started <- struct{}{}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-r.release:
-		return &sandbox.Result{Result: &python.Result{}}, nil
-	}
-}
-
 // TestQueueShareOfOneSession: one MCP session may have at most half of
 // MaxQueued calls in progress or waiting: its next call is refused busy,
 // while another session's call is taken.
 func TestQueueShareOfOneSession(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.MaxQueued = 4
-	r := heldRunner{started: make(chan struct{}, 8), release: make(chan struct{})}
+	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
 	s := NewServer(cfg, Options{Runner: r})
 	a, b := connect(t, s), connect(t, s)
 	var wg sync.WaitGroup
