@@ -127,7 +127,8 @@ type Options struct {
 // Request is one run.
 type Request struct {
 	// Session names the caller's session (e.g. the MCP session); "" runs in a
-	// fresh container that is removed afterwards.
+	// fresh container that is removed afterwards. Without Sessions it still
+	// names the queue the run waits in for a run slot ([Options.MaxRuns]).
 	Session string
 	// Reset discards the session's state first.
 	Reset   bool
