@@ -94,7 +94,7 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 		}
 	}()
 
-	if cfg.WarmSandboxes > 0 {
+	if warm, _ := cfg.Warm(); warm > 0 {
 		warmCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		p.stopWarm, p.warmDone = cancel, make(chan struct{})
 		go func() {
@@ -198,8 +198,10 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
 	}
+	warm, spare := cfg.Warm()
 	m := sandbox.New(podmanEngine{engine}, sandbox.Options{
-		Warm:        cfg.WarmSandboxes,
+		Warm:        warm,
+		Spare:       spare,
 		Sessions:    cfg.Sessions,
 		MaxSessions: cfg.MaxSessions,
 		MaxRuns:     cfg.MaxRuns,
@@ -250,13 +252,9 @@ func (c *containers) Close(ctx context.Context) error {
 	return errors.Join(c.Manager.Close(ctx), c.engine.Close(ctx))
 }
 
-// minPreloadMemory is the smallest container memory limit under which
-// sessions import nothing ahead: the data libraries take about 75 MiB.
-const minPreloadMemory = 384 << 20
-
 // preload is what a session's interpreter imports ahead of its first run.
 func preload(cfg settings.Config, logger *slog.Logger) []string {
-	if len(cfg.Preload) > 0 && cfg.Memory > 0 && cfg.Memory < minPreloadMemory {
+	if !cfg.Preloads() && len(cfg.Preload) > 0 {
 		logger.Info("not preloading modules: the container memory limit is under 384m", "memory", cfg.Memory, "preload", cfg.Preload)
 		return nil
 	}

@@ -246,7 +246,9 @@ func (f *front) authenticate(next http.Handler) http.Handler {
 }
 
 // limitSessions refuses a request that would open an MCP session (a POST
-// without a session id) when MaxSessions are open or the server is stopping.
+// without a session id) when MaxMCPSessions are open or the server is
+// stopping. It bounds MCP sessions only as a safety cap: live sandboxes are
+// bounded (and the idlest ended) by the sandbox itself.
 // Such requests go one at a time, so the count cannot be passed.
 func (f *front) limitSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -259,8 +261,8 @@ func (f *front) limitSessions(next http.Handler) http.Handler {
 		var msg string
 		if f.stopping.Load() {
 			msg = "codebridge is shutting down and opens no new sessions: try again when it is back"
-		} else if n := f.sessions(); n >= f.cfg.MaxSessions {
-			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (MCP_BRIDGE_MAX_SESSIONS): close one (HTTP DELETE), wait for one to be idle for MCP_BRIDGE_SESSION_IDLE_TIMEOUT, or raise MCP_BRIDGE_MAX_SESSIONS", n)
+		} else if n := f.sessions(); n >= f.cfg.MaxMCPSessions {
+			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (MCP_BRIDGE_MAX_MCP_SESSIONS): close one (HTTP DELETE), wait for one to be idle for MCP_BRIDGE_SESSION_IDLE_TIMEOUT, or raise MCP_BRIDGE_MAX_MCP_SESSIONS", n)
 		}
 		if msg != "" {
 			w.Header().Set("Retry-After", "10")
@@ -329,14 +331,15 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 		status, code = "stopping", http.StatusServiceUnavailable
 	}
 	body, _ := json.Marshal(struct {
-		Status      string `json:"status"`
-		Podman      string `json:"podman"`
-		Sessions    int    `json:"sessions"`
-		MaxSessions int    `json:"max_sessions"`
-		Runs        int    `json:"runs"`
-		MaxRuns     int    `json:"max_runs"`
-		MaxQueued   int    `json:"max_queued"`
-	}{status, podman, f.sessions(), f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
+		Status         string `json:"status"`
+		Podman         string `json:"podman"`
+		Sessions       int    `json:"sessions"`
+		MaxMCPSessions int    `json:"max_mcp_sessions"`
+		MaxSessions    int    `json:"max_sessions"` // live sandboxes
+		Runs           int    `json:"runs"`
+		MaxRuns        int    `json:"max_runs"`
+		MaxQueued      int    `json:"max_queued"`
+	}{status, podman, f.sessions(), f.cfg.MaxMCPSessions, f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)

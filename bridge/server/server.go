@@ -68,6 +68,7 @@ type Server struct {
 	draining bool                            // Drain was called: new runs are refused
 	quitting bool                            // runs in progress were cancelled; new ones are refused
 	cancels  map[*mcp.CallToolRequest]func() // of the runs in progress
+	queued   map[*mcp.ServerSession]int      // run_python calls in progress or waiting, by MCP session
 
 	runs Counter // run_python calls in progress or waiting their turn
 }
@@ -123,7 +124,7 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}}
+	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = logger.With("component", "mcp")
@@ -210,8 +211,10 @@ func (s *Server) Drain(ctx context.Context) {
 func (s *Server) Runs() int { return s.runs.Count() }
 
 // startRun counts a run in, or says why it cannot start: MaxQueued are in
-// progress or waiting, or the server is draining. The run's ctx ends with ctx or when
-// the server quits; done counts the run out.
+// progress or waiting, its MCP session has half of them (so that a burst from
+// one session leaves room for the others' calls), or the server is draining.
+// The run's ctx ends with ctx or when the server quits; done counts the run
+// out.
 func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func(), refused *mcp.CallToolResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,13 +223,19 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ cont
 		return nil, nil, toolError(protocol.FailBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
 	case s.cfg.MaxQueued > 0 && n >= s.cfg.MaxQueued:
 		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (MCP_BRIDGE_MAX_QUEUED): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_QUEUED.", n)
+	case s.cfg.MaxQueued > 1 && s.queued[req.Session] >= s.cfg.MaxQueued/2:
+		return nil, nil, toolError(protocol.FailBusy, "this session has %d run_python calls in progress or waiting, half of what codebridge queues (MCP_BRIDGE_MAX_QUEUED), the most one session may have so that others are served too: wait for some to finish before sending more.", s.queued[req.Session])
 	}
 	s.runs.Add(1)
+	s.queued[req.Session]++
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancels[req] = cancel
 	return ctx, func() {
 		s.mu.Lock()
 		delete(s.cancels, req)
+		if s.queued[req.Session]--; s.queued[req.Session] == 0 {
+			delete(s.queued, req.Session)
+		}
 		s.mu.Unlock()
 		cancel()
 		s.runs.Add(-1)

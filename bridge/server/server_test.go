@@ -389,12 +389,18 @@ func TestProgressFromConcurrentCalls(t *testing.T) {
 }
 
 // blockingRunner's runs last until their ctx ends, or release is closed.
+// blockingRunner holds every run until release is closed, and tells started
+// of each run it holds.
 type blockingRunner struct{ started, release chan struct{} }
 
 func (blockingRunner) End(context.Context, string) {}
 
 func (r blockingRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Result, error) {
-	close(r.started)
+	select {
+	case r.started <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -524,5 +530,36 @@ func TestRunPythonImageWait(t *testing.T) {
 	}
 	if r.req.Wait.Limit != 7*time.Second {
 		t.Errorf("Wait.Limit = %v, want the run's 7s", r.req.Wait.Limit)
+	}
+}
+
+// TestQueueShareOfOneSession: one MCP session may have at most half of
+// MaxQueued calls in progress or waiting: its next call is refused busy,
+// while another session's call is taken.
+func TestQueueShareOfOneSession(t *testing.T) {
+	cfg := bridgetest.Config(t)
+	cfg.MaxQueued = 4
+	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
+	s := NewServer(cfg, Options{Runner: r})
+	a, b := connect(t, s), connect(t, s)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { call(t, a, map[string]any{"code": "wait()"}) })
+		<-r.started
+	}
+	res, out := call(t, a, map[string]any{"code": "print(1)"})
+	if !res.IsError || out["error"].(map[string]any)["kind"] != "busy" || !strings.Contains(text(res), "this session has 2 run_python calls") {
+		t.Errorf("a's third call: %s, want a busy error saying the session has its share", text(res))
+	}
+	wg.Go(func() {
+		if res, _ := call(t, b, map[string]any{"code": "print(1)"}); res.IsError {
+			t.Errorf("b's call: %s", text(res))
+		}
+	})
+	<-r.started // b's call reached the runner
+	close(r.release)
+	wg.Wait()
+	if n := s.Runs(); n != 0 {
+		t.Errorf("%d runs counted after every call returned", n)
 	}
 }

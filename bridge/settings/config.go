@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // EnvPrefix starts every environment variable codebridge reads. The names match
@@ -24,32 +27,33 @@ const EnvPrefix = "MCP_BRIDGE_"
 // flag is a layer of Load, not an edit afterwards); new settings make a new
 // Config.
 type Config struct {
-	Image         string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
-	Timeout       time.Duration // default run_python time limit
-	MaxTimeout    time.Duration // upper bound for a caller's timeout
-	Memory        int64         // container memory limit in bytes (no extra swap)
-	Pids          int64         // container pids limit
-	CPUs          float64       // container CPU limit; 0 means none
-	ContainerUser string        // uid:gid inside the container
-	StateDir      string        // private runtime state (e.g. a spawned Podman socket)
-	LogLevel      slog.Level    // stderr log level
-	ConfigDir     string        // folder of *.json MCP server configs
-	OutputLimit   int           // per-stream output cap in bytes
-	MaxCodeSize   int           // largest accepted code, in bytes
-	MaxArgSize    int           // largest arguments of one downstream tool call, in bytes
-	MaxAttachment int           // largest image or file one run returns, in bytes
-	MaxAttachN    int           // images and files one run returns, at most
-	MaxAttachSum  int           // bytes of images and files one run returns, at most
-	AllowSelf     bool          // allow configs that launch codebridge itself
-	ServerIdle    time.Duration // stop a downstream server unused this long; 0 never
-	WarmSandboxes int           // containers kept started ahead of time
-	Sessions      bool          // keep each MCP session's interpreter between runs
-	SocketStream  bool          // sandboxes talk through a unix socket where Podman can mount one
-	SessionIdle   time.Duration // end a sandbox session unused this long; 0 never
-	MaxSessions   int           // live sandbox sessions at most
-	Preload       []string      // modules a session's interpreter imports before its first run
-	MaxRuns       int           // runs executing in sandboxes at once, at most; more wait for a slot
-	MaxQueued     int           // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
+	Image          string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
+	Timeout        time.Duration // default run_python time limit
+	MaxTimeout     time.Duration // upper bound for a caller's timeout
+	Memory         int64         // container memory limit in bytes (no extra swap)
+	Pids           int64         // container pids limit
+	CPUs           float64       // container CPU limit; 0 means none
+	ContainerUser  string        // uid:gid inside the container
+	StateDir       string        // private runtime state (e.g. a spawned Podman socket)
+	LogLevel       slog.Level    // stderr log level
+	ConfigDir      string        // folder of *.json MCP server configs
+	OutputLimit    int           // per-stream output cap in bytes
+	MaxCodeSize    int           // largest accepted code, in bytes
+	MaxArgSize     int           // largest arguments of one downstream tool call, in bytes
+	MaxAttachment  int           // largest image or file one run returns, in bytes
+	MaxAttachN     int           // images and files one run returns, at most
+	MaxAttachSum   int           // bytes of images and files one run returns, at most
+	AllowSelf      bool          // allow configs that launch codebridge itself
+	ServerIdle     time.Duration // stop a downstream server unused this long; 0 never
+	WarmSandboxes  int           // containers kept started ahead of time; WarmAuto lets [Config.Warm] decide
+	Sessions       bool          // keep each MCP session's interpreter between runs
+	SocketStream   bool          // sandboxes talk through a unix socket where Podman can mount one
+	SessionIdle    time.Duration // end a sandbox session unused this long; 0 never
+	MaxSessions    int           // live sandbox sessions (each holding a container) at most
+	Preload        []string      // modules a session's interpreter imports before its first run
+	MaxRuns        int           // runs executing in sandboxes at once, at most; more wait for a slot
+	MaxQueued      int           // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
+	MaxMCPSessions int           // MCP sessions open at once over HTTP, at most, with or without a sandbox
 
 	HTTP          string        // address to serve MCP over HTTP on; "" serves stdio
 	HTTPToken     secret.Value  // bearer token HTTP clients send; empty generates one in StateDir
@@ -75,9 +79,9 @@ type setting struct {
 	def    string
 	help   string // Markdown, for docs/settings.md
 	apply  func(c *Config, v string) error
-	flag   string        // the command-line flag that sets it, if any, e.g. "http"
-	secret bool          // its value is never shown
-	unset  func() string // the value used when it is empty, where that depends on the machine
+	flag   string                // the command-line flag that sets it, if any, e.g. "http"
+	secret bool                  // its value is never shown
+	unset  func(c Config) string // the value used when it is empty, where that depends on the machine or other settings (c has every other one)
 }
 
 // settings is the table behind [LoadConfig] and the README's settings table.
@@ -118,7 +122,7 @@ var settings = []setting{
 			c.ContainerUser = fmt.Sprintf("%d:%d", uid, gid)
 			return nil
 		}},
-	{key: "state_dir", def: "", help: "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.", unset: defaultStateDir,
+	{key: "state_dir", def: "", help: "Private state (a Podman socket codebridge starts). Unset: $XDG_STATE_HOME/codebridge or ~/.local/state/codebridge.", unset: func(Config) string { return defaultStateDir() },
 		apply: func(c *Config, v string) error { c.StateDir = v; return nil }},
 	{key: "log_level", def: "info", help: "debug, info, warn or error; logs go to stderr.",
 		apply: func(c *Config, v string) error {
@@ -127,7 +131,7 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{key: "config_dir", def: "", help: "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.", flag: "config-dir", unset: defaultConfigDir,
+	{key: "config_dir", def: "", help: "Folder of MCP server configs (*.json). Unset: ~/MCPs. The --config-dir flag wins.", flag: "config-dir", unset: func(Config) string { return defaultConfigDir() },
 		apply: func(c *Config, v string) error { c.ConfigDir = v; return nil }},
 	{key: "output_limit", def: "64k", help: "Cap on each of stdout and stderr returned from a run.",
 		apply: func(c *Config, v string) error { n, err := ParseSize(v); c.OutputLimit = int(n); return err }},
@@ -169,8 +173,18 @@ var settings = []setting{
 			c.ServerIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{key: "warm_containers", def: "1", help: "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand.",
-		apply: func(c *Config, v string) (err error) { c.WarmSandboxes, err = intBetween(v, 0, 16); return err }},
+	{key: "warm_containers", def: "auto", help: "Sandbox containers started ahead of time, so a run does not wait for one; 0 starts each on demand. auto: 1 for serve --http, where new sessions come and go, and with sessions 0, where every run takes a new container; otherwise 0 for stdio, whose one session keeps its container, and one spare started only when a reset, a time limit or a crash took the session's container, so the run after it does not wait.",
+		apply: func(c *Config, v string) (err error) {
+			if v == "auto" {
+				c.WarmSandboxes = WarmAuto
+				return nil
+			}
+			c.WarmSandboxes, err = intBetween(v, 0, 16)
+			if err != nil {
+				err = errors.New("want auto or a whole number from 0 to 16")
+			}
+			return err
+		}},
 	{key: "sandbox_stream", def: "socket", help: "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when Podman runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by Podman).",
 		apply: func(c *Config, v string) error {
 			switch v {
@@ -191,12 +205,19 @@ var settings = []setting{
 			c.SessionIdle, err = ParseSeconds(v)
 			return err
 		}},
-	{key: "max_sessions", def: "16", help: "Live sandbox sessions at most; past that the session idle longest is ended. Over HTTP also the MCP sessions open at once: one more is refused (503) until one ends.",
-		apply: func(c *Config, v string) (err error) { c.MaxSessions, err = intBetween(v, 1, 1024); return err }},
-	{key: "max_runs", def: "16", help: "Runs executing in sandboxes at once, at most. A run past it waits for a slot, in turn with the other sessions' runs, for at most its time limit, then fails with a busy error. A session's own runs take turns and count once.",
-		apply: func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, 1024); return err }},
-	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error.",
+	{key: "max_sessions", def: "", help: "Live sandbox sessions (each holding a container) at most. A session that needs a container past it ends the session idle longest (its next run is told `evicted`); when every session is running code, the run fails with an error saying so. It no longer caps the MCP sessions open over HTTP: max_mcp_sessions does. Unset: from the machine's memory, see [Limits](performance.md#limits-that-fit-the-machine) (on the 2-core, 24 GiB build machine: 212 with the default preload, 1062 with `MCP_BRIDGE_PRELOAD=`).",
+		unset: func(c Config) string { return strconv.Itoa(c.bounds().Sandboxes) },
+		apply: func(c *Config, v string) (err error) {
+			c.MaxSessions, err = intBetween(v, 1, sandbox.MaxBound)
+			return err
+		}},
+	{key: "max_runs", def: "", help: "Runs executing in sandboxes at once, at most. A run past it waits for a slot for at most its time limit, then fails with a busy error. Each session queues its own runs and the slots go to the sessions with runs waiting in turn, so a burst from one cannot starve the others. Unset: 4 per core, fewer when half the machine's memory cannot hold that many containers at their memory limit (8 on 2 cores and 24 GiB).",
+		unset: func(c Config) string { return strconv.Itoa(c.bounds().Runs) },
+		apply: func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, sandbox.MaxBound); return err }},
+	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error. One MCP session may have at most half of them, so a burst from one leaves room for the others' calls.",
 		apply: func(c *Config, v string) (err error) { c.MaxQueued, err = intBetween(v, 1, 65536); return err }},
+	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more is refused (503) until one ends. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
+		apply: func(c *Config, v string) (err error) { c.MaxMCPSessions, err = intBetween(v, 1, 1<<20); return err }},
 	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
 		apply: func(c *Config, v string) error {
 			if v == "" {
@@ -270,6 +291,38 @@ var settings = []setting{
 		}},
 	{key: "audit_keep", def: "5", help: "Rotated audit logs kept besides the current one; older ones are deleted.",
 		apply: func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
+}
+
+// WarmAuto is [Config.WarmSandboxes] when warm_containers is auto.
+const WarmAuto = -1
+
+// Warm is how many containers to keep started ahead of time, and whether to
+// start a spare one only when a reset, a time limit or a crash took a
+// session's container (warm_containers auto, over stdio).
+func (c Config) Warm() (n int, spare bool) {
+	switch {
+	case c.WarmSandboxes != WarmAuto:
+		return c.WarmSandboxes, false
+	case c.HTTP != "" || !c.Sessions: // new sessions come and go, or every run takes a new container
+		return 1, false
+	}
+	return 0, true
+}
+
+// MinPreloadMemory is the smallest container memory limit under which
+// sessions import nothing ahead: the data libraries take about 75 MiB.
+const MinPreloadMemory = 384 << 20
+
+// Preloads reports whether sessions import [Config.Preload] ahead of their
+// first run: there are modules to import, and room for them in a container.
+func (c Config) Preloads() bool {
+	return len(c.Preload) > 0 && (c.Memory == 0 || c.Memory >= MinPreloadMemory)
+}
+
+// bounds are the default bounds on live sandboxes and runs, for this machine
+// and these containers.
+func (c Config) bounds() sandbox.Bounds {
+	return sandbox.DefaultBounds(sandbox.LocalMachine(), cmp.Or(c.Memory, podman.DefaultMemory), sandbox.IdleMemory(c.Preloads()))
 }
 
 // optionalBool parses a setting that a server's entry can override: set,

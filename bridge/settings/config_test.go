@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // TestMain points the user's config folder at an empty one, so no settings
@@ -31,17 +32,74 @@ func TestLoadConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bounds := sandbox.DefaultBounds(sandbox.LocalMachine(), 512<<20, sandbox.IdleMemory(true))
 	want := Config{
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
-		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: 1, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: 16,
+		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
-		MaxRuns: 16, MaxQueued: 256, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
+		MaxRuns: bounds.Runs, MaxQueued: 256, MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+// TestMachineBounds: unset, max_sessions and max_runs come from the machine
+// and the container settings they are given with; set, they are as given.
+func TestMachineBounds(t *testing.T) {
+	machine := sandbox.LocalMachine()
+	tests := []struct {
+		name    string
+		environ []string
+		want    sandbox.Bounds
+	}{
+		{"no preload", []string{"MCP_BRIDGE_PRELOAD="}, sandbox.DefaultBounds(machine, 512<<20, sandbox.IdleSandboxMemory)},
+		{"preload", nil, sandbox.DefaultBounds(machine, 512<<20, sandbox.IdleSandboxMemory+sandbox.PreloadMemory)},
+		{"preload skipped under 384m", []string{"MCP_BRIDGE_MEMORY=256m"}, sandbox.DefaultBounds(machine, 256<<20, sandbox.IdleSandboxMemory)},
+		{"bigger containers", []string{"MCP_BRIDGE_MEMORY=2g"}, sandbox.DefaultBounds(machine, 2<<30, sandbox.IdleSandboxMemory+sandbox.PreloadMemory)},
+		{"set", []string{"MCP_BRIDGE_MAX_SESSIONS=3", "MCP_BRIDGE_MAX_RUNS=2"}, sandbox.Bounds{Sandboxes: 3, Runs: 2}},
+		{"set empty", []string{"MCP_BRIDGE_MAX_SESSIONS=", "MCP_BRIDGE_PRELOAD="}, sandbox.DefaultBounds(machine, 512<<20, sandbox.IdleSandboxMemory)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadConfig(tt.environ, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := (sandbox.Bounds{Sandboxes: c.MaxSessions, Runs: c.MaxRuns}); got != tt.want {
+				t.Errorf("bounds %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWarm(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		n       int
+		spare   bool
+	}{
+		{"stdio", nil, 0, true},
+		{"http", []string{"MCP_BRIDGE_HTTP=127.0.0.1:0"}, 1, false},
+		{"set", []string{"MCP_BRIDGE_WARM_CONTAINERS=2"}, 2, false},
+		{"set to none over http", []string{"MCP_BRIDGE_WARM_CONTAINERS=0", "MCP_BRIDGE_HTTP=127.0.0.1:0"}, 0, false},
+		{"auto", []string{"MCP_BRIDGE_WARM_CONTAINERS=auto"}, 0, true},
+		{"stdio without sessions", []string{"MCP_BRIDGE_SESSIONS=0"}, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadConfig(tt.environ, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, spare := c.Warm(); n != tt.n || spare != tt.spare {
+				t.Errorf("Warm() = %d, %v; want %d, %v", n, spare, tt.n, tt.spare)
+			}
+		})
 	}
 }
 

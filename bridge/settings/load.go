@@ -179,23 +179,38 @@ func Load(src Sources) (*Resolved, error) {
 }
 
 // resolve applies the merged values of k to a Config, naming a bad value's
-// origin.
+// origin. A setting left empty whose value depends on the machine or on other
+// settings (its unset function) is worked out after every other one is set.
 func resolve(k *koanf.Koanf, origins map[string]Origin) (*Resolved, error) {
-	r := &Resolved{}
-	for _, s := range settings {
-		v := strings.TrimSpace(k.String(s.key))
-		if v == "" && s.unset != nil {
-			v = s.unset()
-		}
+	r := &Resolved{Values: make([]Value, len(settings))}
+	apply := func(i int, v string) error {
+		s := settings[i]
 		o := origins[s.key]
 		if err := s.apply(&r.Config, v); err != nil {
-			return nil, fmt.Errorf("%s: %v", where(s, o, v), err)
+			return fmt.Errorf("%s: %v", where(s, o, v), err)
 		}
 		text := v
 		if s.secret {
 			text = redact(v)
 		}
-		r.Values = append(r.Values, Value{Key: s.key, Env: envName(s.key), Text: text, Origin: o})
+		r.Values[i] = Value{Key: s.key, Env: envName(s.key), Text: text, Origin: o}
+		return nil
+	}
+	var later []int
+	for i, s := range settings {
+		v := strings.TrimSpace(k.String(s.key))
+		if v == "" && s.unset != nil {
+			later = append(later, i)
+			continue
+		}
+		if err := apply(i, v); err != nil {
+			return nil, err
+		}
+	}
+	for _, i := range later {
+		if err := apply(i, settings[i].unset(r.Config)); err != nil {
+			return nil, err
+		}
 	}
 	if c := r.Config; c.Timeout > c.MaxTimeout {
 		return nil, fmt.Errorf("timeout %s (%s) is larger than max_timeout %s (%s): raise the maximum or lower the default",

@@ -127,7 +127,7 @@ func TestLoadErrors(t *testing.T) {
 		want    []string
 	}{
 		{name: "file value", file: "memory = \"lots\"\n", want: []string{"config.toml: invalid memory = \"lots\": invalid size"}},
-		{name: "file number", file: "max_runs = 0\n", want: []string{"config.toml: invalid max_runs = \"0\": want a whole number from 1 to 1024"}},
+		{name: "file number", file: "max_runs = 0\n", want: []string{"config.toml: invalid max_runs = \"0\": want a whole number from 1 to 65536"}},
 		{name: "file syntax", file: "max_runs = 4\nmemory = \n", want: []string{"config.toml: line 2:", "fix the file"}},
 		{name: "file unknown key", file: "max_run = 4\n", want: []string{`config.toml: unknown key "max_run"`, "docs/settings.md"}},
 		{name: "file table", file: "[http]\ntoken = \"x\"\n", want: []string{`unknown key "http.token"`}},

@@ -385,10 +385,10 @@ func TestHTTPInspectorCLI(t *testing.T) {
 }
 
 // TestHTTPLimits: past MCP_BRIDGE_MAX_RUNS a run fails at once with a busy
-// error; past MCP_BRIDGE_MAX_SESSIONS a new session is refused (503, with a
+// error; past MCP_BRIDGE_MAX_MCP_SESSIONS a new session is refused (503, with a
 // JSON-RPC error the TypeScript client shows) until one is deleted.
 func TestHTTPLimits(t *testing.T) {
-	b := startHTTP(t, bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_MAX_SESSIONS=2", "MCP_BRIDGE_MAX_RUNS=1", "MCP_BRIDGE_MEMORY=128m"))
+	b := startHTTP(t, bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_MAX_MCP_SESSIONS=2", "MCP_BRIDGE_MAX_RUNS=1", "MCP_BRIDGE_MEMORY=128m"))
 
 	// Runs: one in progress in session A; B's is refused, then goes once A's ends.
 	a, c := b.goClient(t, b.Token), b.goClient(t, b.Token)
@@ -413,8 +413,8 @@ func TestHTTPLimits(t *testing.T) {
 
 	// Sessions: two are open (a and c); a third is refused until one is deleted.
 	res := tsHTTP(t, b, []tsHTTPStep{{Client: 0, Connect: true}}, nil)
-	if res[0].Status != 503 || !strings.Contains(res[0].Error, "MCP_BRIDGE_MAX_SESSIONS") {
-		t.Errorf("a third session: %+v, want a 503 naming MCP_BRIDGE_MAX_SESSIONS", res[0])
+	if res[0].Status != 503 || !strings.Contains(res[0].Error, "MCP_BRIDGE_MAX_MCP_SESSIONS") {
+		t.Errorf("a third session: %+v, want a 503 naming MCP_BRIDGE_MAX_MCP_SESSIONS", res[0])
 	}
 	a.Close() // DELETE
 	testenv.Eventually(t, "the deleted session to close", func() bool { _, h := b.health(t); return h.Sessions == 1 })

@@ -11,6 +11,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -71,12 +71,14 @@ type Container interface {
 
 // Defaults for [Options].
 const (
-	DefaultMaxSessions = 16
 	DefaultIdleTimeout = 15 * time.Minute
 	// DefaultWarmLimit is how long a warm container waits for its first
 	// run; its bootstrap exits a little later ([python.WaitLimitEnv]).
 	DefaultWarmLimit = 29 * time.Minute
 	cleanupTimeout   = 30 * time.Second
+	// assumedMemory is the container memory limit the default bounds assume
+	// when [Options.Memory] does not say it.
+	assumedMemory = 512 << 20
 )
 
 // Options configure a [Manager].
@@ -86,17 +88,27 @@ type Options struct {
 	Warm int
 	// WarmLimit is how long a warm container may wait; 0 means DefaultWarmLimit.
 	WarmLimit time.Duration
+	// Spare keeps one container started ahead of time (besides Warm) only
+	// after a session lost its container to a reset, a time limit, a crash
+	// or its memory limit, until a session takes it: the run after such a
+	// loss then does not wait for a container start, and a sandbox whose
+	// sessions lose none holds no idle container. A spare that exits unused
+	// (it waited WarmLimit) is not replaced.
+	Spare bool
 	// Sessions keeps a session's interpreter between runs. When false every
 	// run gets a fresh container, removed afterwards.
 	Sessions bool
-	// MaxSessions bounds live sessions; 0 means DefaultMaxSessions. At the
-	// bound the session idle longest is ended to make room.
+	// MaxSessions bounds live sessions (each holding a container); 0 means
+	// [DefaultBounds] for [LocalMachine]. At the bound the session idle
+	// longest is ended to make room; when every session is running code, a
+	// run that needs a new one fails with a [SessionLimitError].
 	MaxSessions int
 	// MaxRuns bounds the runs executing at once, across sessions; 0 means no
-	// bound. A run past it waits for a slot, in arrival order with the other
-	// sessions' runs (each session queues its own runs behind its turn, so
-	// a burst from one session cannot starve the others), for at most its
-	// time limit; then it fails with a [RunLimitError].
+	// bound. A run past it waits for a slot, for at most its time limit, then
+	// fails with a [RunLimitError]. Each session (named by [Request.Session],
+	// with or without Sessions) queues its own runs, and a freed slot goes to
+	// the sessions with runs waiting in turn, round-robin, so a burst from
+	// one session cannot starve the others; see [DefaultBounds].
 	MaxRuns int
 	// IdleTimeout ends a session unused this long; 0 means DefaultIdleTimeout,
 	// negative means never.
@@ -115,7 +127,8 @@ type Options struct {
 // Request is one run.
 type Request struct {
 	// Session names the caller's session (e.g. the MCP session); "" runs in a
-	// fresh container that is removed afterwards.
+	// fresh container that is removed afterwards. Without Sessions it still
+	// names the queue the run waits in for a run slot ([Options.MaxRuns]).
 	Session string
 	// Reset discards the session's state first.
 	Reset   bool
@@ -212,14 +225,14 @@ type Manager struct {
 	sessions map[string]*session
 	warm     []*box
 	filling  int
+	spare    bool // Options.Spare wants a container started ahead, until one is taken
 	closed   bool
 
 	bg sync.WaitGroup // warm-container starts and removals in the background
 
-	// slots holds a token per executing run when MaxRuns bounds them; nil
-	// when it does not. Blocked senders are served in arrival order.
-	slots       chan struct{}
-	slotWaiting atomic.Int32 // runs waiting for a slot
+	// slots bounds the runs executing at once when MaxRuns is set; nil when
+	// nothing does.
+	slots *slots
 }
 
 // New returns a manager; nothing starts until [Manager.Warm] or a run.
@@ -228,7 +241,7 @@ func New(eng Engine, opts Options) *Manager {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultMaxSessions
+		opts.MaxSessions = DefaultBounds(LocalMachine(), cmp.Or(opts.Memory, assumedMemory), IdleMemory(len(opts.Preload) > 0)).Sandboxes
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
@@ -238,38 +251,29 @@ func New(eng Engine, opts Options) *Manager {
 	}
 	m := &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
 	if opts.MaxRuns > 0 {
-		m.slots = make(chan struct{}, opts.MaxRuns)
+		m.slots = newSlots(opts.MaxRuns)
 	}
 	return m
 }
 
-// slot waits for a place among the runs executing at once, for at most
-// timeout, and returns the function that gives it back.
-func (m *Manager) slot(ctx context.Context, timeout time.Duration) (release func(), res *Result, err error) {
+// slot waits for a place among the runs executing at once, shared fairly
+// with the other sessions' runs, for at most timeout, and returns the
+// function that gives it back.
+func (m *Manager) slot(ctx context.Context, key string, timeout time.Duration) (release func(), res *Result, err error) {
 	if m.slots == nil {
 		return func() {}, nil, nil
 	}
-	select {
-	case m.slots <- struct{}{}: // the common case: a place is free
-		return func() { <-m.slots }, nil, nil
-	default:
-	}
-	began := time.Now()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	m.slotWaiting.Add(1)
-	defer m.slotWaiting.Add(-1)
-	select {
-	case m.slots <- struct{}{}:
-		return func() { <-m.slots }, nil, nil
-	case <-timer.C:
-		res := failed(protocol.FailBusy, "")
-		res.Cause = &RunLimitError{Limit: m.opts.MaxRuns, Waited: time.Since(began)}
-		res.Error.Message = res.Cause.Error()
+	err = m.slots.acquire(ctx, key, timeout)
+	var limit *RunLimitError
+	if errors.As(err, &limit) {
+		res := failed(protocol.FailBusy, limit.Error())
+		res.Cause = limit
 		return nil, res, nil
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.slots.release, nil, nil
 }
 
 // Warm starts the warm containers and waits for them.
@@ -298,7 +302,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.runDone(rctx, s)
-	release, refused, err := m.slot(rctx, req.Timeout)
+	release, refused, err := m.slot(rctx, req.Session, req.Timeout)
 	if refused != nil || err != nil {
 		return refused, err
 	}
@@ -319,8 +323,10 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	if s.it != nil {
 		s.endIfDead(ctx)
 	}
+	lost := false // a reset took the session's container
 	if req.Reset && s.it != nil {
 		s.end(ctx, ReasonReset)
+		lost = true
 	} else if req.Reset {
 		s.reason = ReasonReset
 	}
@@ -334,6 +340,9 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		}
 		info.New, info.Reason = true, s.reason
 		req.Program.Prelude = m.prelude()
+		if lost {
+			m.wantSpare(ctx)
+		}
 	}
 	// The session holds the turn, so this run is the interpreter's next.
 	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
@@ -342,6 +351,9 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		reason := m.explain(ctx, s.ct, res, err)
 		s.end(ctx, reason)
 		info.Ended = reason
+		if ctx.Err() == nil { // not a session ending with its client
+			m.wantSpare(ctx)
+		}
 	}
 	return &Result{Result: res, Session: info}, err
 }
@@ -355,7 +367,7 @@ type box struct {
 
 // runOnce runs in a fresh container that is removed afterwards.
 func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
-	release, refused, err := m.slot(ctx, req.Timeout)
+	release, refused, err := m.slot(ctx, req.Session, req.Timeout)
 	if refused != nil || err != nil {
 		return refused, err
 	}
@@ -627,7 +639,7 @@ func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 		case <-cand.ct.Done(): // exited while waiting; its watcher removes it
 		default:
 			if time.Since(cand.ct.Started()) < m.opts.WarmLimit {
-				b = cand
+				b, m.spare = cand, false
 				break
 			}
 			m.bg.Go(func() { m.discard(ctx, cand) }) // it gives up waiting soon: do not race it
@@ -692,9 +704,25 @@ func (m *Manager) reserve() int {
 	if m.closed {
 		return 0
 	}
-	n := max(m.opts.Warm-len(m.warm)-m.filling, 0)
+	want := m.opts.Warm
+	if m.spare {
+		want = max(want, 1)
+	}
+	n := max(want-len(m.warm)-m.filling, 0)
 	m.filling += n
 	return n
+}
+
+// wantSpare starts a spare container, with Options.Spare, when a session has
+// just lost its container: the run after the loss takes it.
+func (m *Manager) wantSpare(ctx context.Context) {
+	if !m.opts.Spare {
+		return
+	}
+	m.mu.Lock()
+	m.spare = true
+	m.mu.Unlock()
+	m.refill(ctx)
 }
 
 // refill starts the missing warm containers in the background.
@@ -736,6 +764,7 @@ func (m *Manager) watch(ctx context.Context, b *box) {
 		if w == b {
 			m.warm = append(m.warm[:i:i], m.warm[i+1:]...)
 			inPool = true
+			m.spare = false // unused all its life: it did not pay for itself
 			break
 		}
 	}

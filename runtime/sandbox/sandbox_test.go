@@ -349,6 +349,39 @@ func TestMaxSessionsEvictsIdlest(t *testing.T) {
 	}
 }
 
+// TestEvictionSparesRunningSession: at the bound, the session used least
+// recently is not ended while it runs code: the idle one is, and says so.
+func TestEvictionSparesRunningSession(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{MaxSessions: 2})
+	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute) // a is used first
+	run(t, m, "b", "x = 'b'", time.Minute)
+	done := make(chan *Result)
+	mark, started := running(t)
+	go func() { done <- run(t, m, "a", mark+"go.wait(60)\nprint('a ran on')", time.Minute) }()
+	started()
+	if r := run(t, m, "c", "print('c')", time.Minute); r.Stdout != "c\n" || r.Error != nil {
+		t.Fatalf("a third session at the bound: %q %+v", r.Stdout, r.Error)
+	}
+	if n := m.Sessions(); n != 2 {
+		t.Errorf("%d live sessions, want 2", n)
+	}
+	m.mu.Lock()
+	a := m.sessions["a"]
+	m.mu.Unlock()
+	a.mu.Lock()
+	aLive := a.state == stateLive
+	a.mu.Unlock()
+	if !aLive {
+		t.Error("the running session a was ended to make room")
+	}
+	if r := run(t, m, "b", "print('x' in globals())", time.Minute); r.Stdout != "False\n" || r.Session.Reason != ReasonEvicted {
+		t.Errorf("b after eviction: %q %+v", r.Stdout, r.Session)
+	}
+	eng.signal(syscall.SIGINT)
+	<-done
+}
+
 func TestAllSessionsBusy(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, Options{MaxSessions: 1})
@@ -666,11 +699,88 @@ func TestRunSlots(t *testing.T) {
 	s, _ := m.session("a")
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 3 })
 	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
-	waitFor(t, func() bool { return m.slotWaiting.Load() == 1 })
+	waitFor(t, func() bool { return m.slots.queued() == 1 })
 	eng.signal(syscall.SIGINT) // a's first run ends
 	<-first
 	wg.Wait()
 	if got, _ := os.ReadFile(log); string(got) != "baaa" {
 		t.Errorf("runs executed in the order %q, want b's first (it waited for the slot while a's burst waited for a's turn)", got)
 	}
+}
+
+// TestRunSlotsFairWithoutSessions: without sessions a session's runs do not
+// take turns, yet a burst of them queued for the only slot does not hold
+// back another session's run: the freed slot goes to each session in turn.
+func TestRunSlotsFairWithoutSessions(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := New(eng, Options{MaxRuns: 1})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	first := make(chan *Result)
+	mark, started := running(t)
+	go func() { first <- run(t, m, "a", mark+"import time\ntime.sleep(60)", time.Minute) }()
+	started()
+
+	log := filepath.Join(t.TempDir(), "log")
+	appendLog := func(who string) string { return fmt.Sprintf("open(%q, 'a').write(%q)", log, who) }
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { run(t, m, "a", appendLog("a"), time.Minute) })
+	}
+	waitFor(t, func() bool { return m.slots.queued() == 3 })
+	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
+	waitFor(t, func() bool { return m.slots.queued() == 4 })
+	eng.signal(syscall.SIGINT) // a's first run ends
+	if res := <-first; res.Error == nil || res.Error.Type != "KeyboardInterrupt" {
+		t.Errorf("first run: %+v", res.Error)
+	}
+	wg.Wait()
+	if got, _ := os.ReadFile(log); string(got) != "abaa" {
+		t.Errorf("runs executed in the order %q, want b's second (the slot goes to each session in turn)", got)
+	}
+}
+
+// TestSpareAfterLoss: with Spare and no warm containers, a session holds
+// its own container and nothing else, until a time limit or a reset takes
+// that container; then one spare starts, and the run after the loss starts
+// on it (the engine fails every other start).
+func TestSpareAfterLoss(t *testing.T) {
+	eng := newFakeEngine(t)
+	m := newManager(t, eng, Options{Spare: true, Limits: python.Limits{InterruptGrace: 100 * time.Millisecond}})
+	warm := func() int { m.mu.Lock(); defer m.mu.Unlock(); return len(m.warm) + m.filling }
+	run(t, m, "a", "x = 1", time.Minute)
+	if n, w := eng.running(), warm(); n != 1 || w != 0 {
+		t.Fatalf("after a first run: %d containers running, %d warm or starting; want the session's alone", n, w)
+	}
+
+	eng.signal(syscall.SIGSTOP) // stuck: the time limit kills the container
+	if r := run(t, m, "a", "print('never')", 100*time.Millisecond); r.Session.Ended != ReasonTimeout {
+		t.Fatalf("stuck run: %+v %+v", r.Error, r.Session)
+	}
+	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.warm) == 1 })
+	eng.fail.Store(true)
+	if r := run(t, m, "a", "print(1)", time.Minute); r.Stdout != "1\n" || r.Session.Reason != ReasonTimeout {
+		t.Fatalf("the run after the time limit, on the spare: %q %+v %+v", r.Stdout, r.Error, r.Session)
+	}
+	eng.fail.Store(false)
+	if w := warm(); w != 0 {
+		t.Errorf("%d warm or starting after the spare was taken, want none", w)
+	}
+
+	reset := func() *Result {
+		t.Helper()
+		r, err := m.Run(t.Context(), Request{Session: "a", Reset: true, Program: python.Program{Code: "print(2)"}, Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := reset(); r.Stdout != "2\n" || r.Session.Reason != ReasonReset {
+		t.Fatalf("first reset: %q %+v %+v", r.Stdout, r.Error, r.Session)
+	}
+	waitFor(t, func() bool { m.mu.Lock(); defer m.mu.Unlock(); return len(m.warm) == 1 })
+	eng.fail.Store(true)
+	if r := reset(); r.Stdout != "2\n" || r.Session.Reason != ReasonReset {
+		t.Errorf("second reset, on the spare: %q %+v %+v", r.Stdout, r.Error, r.Session)
+	}
+	eng.fail.Store(false)
 }
