@@ -57,6 +57,10 @@ type Directory struct {
 	// quarantineNew holds back tools without a pin in manifests
 	// (MCP_BRIDGE_QUARANTINE_NEW).
 	quarantineNew bool
+	// signIn signs in to a server that code's request needs; nil: code
+	// gets auth_required.
+	signIn  SignIn
+	signing signIns
 
 	statesMu sync.Mutex             // protects following
 	states   map[string]pinnedState // by server: the last listing's states, so a call hashes nothing
