@@ -21,8 +21,9 @@ type SignIn func(ctx context.Context, def *discovery.Server, ask func(ctx contex
 // signIns are the sign-ins in progress, at most one per server: the calls
 // that need one while it runs wait for it.
 type signIns struct {
-	mu  sync.Mutex // protects following
-	ops map[string]*signInOp
+	mu   sync.Mutex // protects following
+	ops  map[string]*signInOp
+	last map[string]time.Time // by server: when its last sign-in here succeeded
 }
 
 // A signInOp is one sign-in that callers wait for together.
@@ -32,11 +33,17 @@ type signInOp struct {
 }
 
 // join returns the sign-in to server in progress, or a new one, which the
-// caller must run (first is true) and end with finish.
-func (s *signIns) join(server string) (op *signInOp, first bool) {
+// caller must run (first is true) and end with finish. A request begun
+// before the last sign-in to server succeeded gets that one, done.
+func (s *signIns) join(server string, began time.Time) (op *signInOp, first bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if op := s.ops[server]; op != nil {
+		return op, false
+	}
+	if s.last[server].After(began) {
+		op := &signInOp{done: make(chan struct{})}
+		close(op.done)
 		return op, false
 	}
 	if s.ops == nil {
@@ -51,6 +58,12 @@ func (s *signIns) join(server string) (op *signInOp, first bool) {
 func (s *signIns) finish(server string, op *signInOp, err error) {
 	s.mu.Lock()
 	delete(s.ops, server)
+	if err == nil {
+		if s.last == nil {
+			s.last = map[string]time.Time{}
+		}
+		s.last[server] = time.Now()
+	}
 	s.mu.Unlock()
 	op.err = err
 	close(op.done)
@@ -61,11 +74,12 @@ func (s *signIns) finish(server string, op *signInOp, err error) {
 // signs in ([host.signIn]) and makes it once more (again set). Its error is
 // the sandbox's.
 func withSignIn[T any](ctx context.Context, h *host, server string, do func(again bool) (T, error)) (T, error) {
+	began := time.Now()
 	v, err := do(false)
 	if !h.needsSignIn(err) {
 		return v, err
 	}
-	if err := h.signIn(ctx, server); err != nil {
+	if err := h.signIn(ctx, server, began); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -85,13 +99,14 @@ func (h *host) needsSignIn(err error) bool {
 // sign-in to the server already in progress, for any run, is waited for and
 // not asked again. It returns nil once signed in, so that the request can be
 // made again; else auth_required saying why, naming `codebridge login`. The
-// question and its outcome are audited.
-func (h *host) signIn(ctx context.Context, server string) error {
+// question and its outcome are audited. A request begun (at began) before
+// a sign-in to the server succeeded is made again without asking.
+func (h *host) signIn(ctx context.Context, server string, began time.Time) error {
 	srv, err := h.snap.resolve(server)
 	if err != nil {
 		return err
 	}
-	op, first := h.dir.signing.join(srv.Name)
+	op, first := h.dir.signing.join(srv.Name, began)
 	if !first {
 		wctx, cancel := h.questionContext(ctx)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -219,4 +220,28 @@ func TestOneSignInAtATime(t *testing.T) {
 			t.Errorf("%d calls reached the server, want 2", len(got))
 		}
 	})
+}
+
+// TestSignInsJoin: a request that failed before the last sign-in to its
+// server succeeded is made again without a new sign-in; one begun after
+// it, or after a failed one, starts a new sign-in.
+func TestSignInsJoin(t *testing.T) {
+	var s signIns
+	before := time.Now()
+	op, first := s.join("hosted", before)
+	if !first {
+		t.Fatal("the first sign-in is not first")
+	}
+	s.finish("hosted", op, nil)
+	if op, first := s.join("hosted", before); first || op.err != nil {
+		t.Errorf("a request begun before the sign-in: first %v, err %v; want the done sign-in", first, op.err)
+	}
+	op, first = s.join("hosted", time.Now())
+	if !first {
+		t.Fatal("a request begun after the sign-in does not sign in again")
+	}
+	s.finish("hosted", op, errors.New("declined"))
+	if _, first := s.join("other", before); !first {
+		t.Error("another server's sign-in is not first")
+	}
 }
