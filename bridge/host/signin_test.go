@@ -245,3 +245,32 @@ func TestSignInsJoin(t *testing.T) {
 		t.Error("another server's sign-in is not first")
 	}
 }
+
+// TestSignInTimeout: a person who agrees to sign in but does not finish
+// before the run's time limit leaves the code auth_required, in time to act
+// on it, and a call waiting for that sign-in gets the same.
+func TestSignInTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d, fp, _ := signInDirectory(t)
+		d.signIn = func(ctx context.Context, def *discovery.Server, ask func(context.Context, string) error) error {
+			if err := ask(ctx, "https://auth.example/authorize?state=s1"); err != nil {
+				return err
+			}
+			<-ctx.Done() // the redirect never comes
+			return ctx.Err()
+		}
+		a := &agentURL{answer: "accept", asked: make(chan *mcp.ElicitParams, 2), completed: make(chan string, 2)}
+		h := d.host(Run{Session: "s", Run: 1, Ask: a.connect(t, true), Deadline: time.Now().Add(time.Minute)})
+		_, err := h.CallTool(t.Context(), protocol.CallToolParams{Server: "hosted", Tool: new("echo")})
+		if protocol.CodeOf(err) != protocol.CodeAuthRequired || !strings.Contains(err.Error(), "no sign-in finished within the run's time limit") ||
+			!strings.Contains(err.Error(), "codebridge login hosted") {
+			t.Errorf("CallTool: %v; want auth_required for the time limit, naming codebridge login", err)
+		}
+		if !time.Now().Before(h.deadline) || fp.signed.Load() || len(a.asked) != 1 || len(a.completed) != 0 {
+			t.Errorf("gave up %v before the deadline, signed in %v, %d questions, %d completions", h.deadline.Sub(time.Now()), fp.signed.Load(), len(a.asked), len(a.completed))
+		}
+		if got := auditLines(t, d); strings.Join(got, "|") != "sign_in auth_required accept|echo auth_required " {
+			t.Errorf("audit %q", got)
+		}
+	})
+}

@@ -335,7 +335,7 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default: // a flood of requests: the first ones are enough
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	msg := "Signed in to " + c.server + ". You can close this tab and go back to the terminal."
+	msg := "Signed in to " + c.server + ". You can close this tab and go back to the terminal or the agent."
 	if e := q.Get("error"); e != "" {
 		msg = "Sign-in to " + c.server + " failed: " + cmp.Or(q.Get("error_description"), e)
 	}
