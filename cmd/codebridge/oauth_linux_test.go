@@ -282,7 +282,18 @@ for attempt in range(2):
 	if len(tokens) < 6 {
 		t.Fatalf("saw %d tokens; want the access and refresh tokens of each sign-in and refresh", len(tokens))
 	}
-	for _, root := range []string{dir, state} {
+	checkNoTokens(t, tokens, output.String(), dir, state)
+	if audit, err := os.ReadFile(filepath.Join(state, "audit", "calls.jsonl")); err != nil || !strings.Contains(string(audit), "Hello, leaks!") {
+		t.Errorf("the audit log (%v) lacks the calls", err)
+	}
+}
+
+// checkNoTokens fails t if any of tokens is in a file under roots or in
+// output (what codebridge printed and returned, its log, and what was read
+// of its containers).
+func checkNoTokens(t *testing.T, tokens []string, output string, roots ...string) {
+	t.Helper()
+	for _, root := range roots {
 		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
@@ -296,11 +307,8 @@ for attempt in range(2):
 			return nil
 		})
 	}
-	if audit, err := os.ReadFile(filepath.Join(state, "audit", "calls.jsonl")); err != nil || !strings.Contains(string(audit), "Hello, leaks!") {
-		t.Errorf("the audit log (%v) lacks the calls", err)
-	}
 	for _, tok := range tokens {
-		if strings.Contains(output.String(), tok) {
+		if strings.Contains(output, tok) {
 			t.Error("a token is in codebridge's output, its log, or the container")
 		}
 	}
@@ -426,35 +434,15 @@ type signInResult struct {
 
 // tsSignIn runs plan through the official TypeScript client against the
 // built binary. At a pause step it calls onPause with codebridge's pid.
-// codebridge's stderr goes to output.
+// What codebridge printed and returned goes to output.
 func tsSignIn(t *testing.T, env []string, plan signInPlan, onPause func(pid int), output *strings.Builder) []signInResult {
 	t.Helper()
-	raw, _ := json.Marshal(plan)
-	var (
-		pid     int
-		results []signInResult
-	)
-	runNodeScript(t, "ts_signin.mjs", []string{binary(t), string(raw)}, env, func(line []byte) bool {
-		var r signInResult
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("script line %q: %v", line, err)
-		}
-		switch {
-		case r.Connected:
-			pid = r.PID
-		case r.Paused:
+	results, stderr := tsPausing(t, "ts_signin.mjs", env, plan, plan.Steps, func(pid int, _ []signInResult) {
+		if onPause != nil {
 			onPause(pid)
-			return true
-		default:
-			results = append(results, r)
-		}
-		return false
-	}, func(stderr string) {
-		output.WriteString(stderr)
-		if len(results) != countRuns(plan.Steps) {
-			t.Fatalf("ts_signin.mjs: %d results, want %d\nstderr: %s", len(results), countRuns(plan.Steps), stderr)
 		}
 	})
+	output.WriteString(stderr)
 	for _, r := range results {
 		output.WriteString(r.Text)
 	}
@@ -567,24 +555,5 @@ func TestOAuthSignInThroughTSClient(t *testing.T) {
 	}
 
 	// No token anywhere but the keyring.
-	tokens := stored.lastSeen
-	for _, root := range []string{dir, state} {
-		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			data, _ := os.ReadFile(path)
-			for _, tok := range tokens {
-				if strings.Contains(string(data), tok) {
-					t.Errorf("%s holds a token", path)
-				}
-			}
-			return nil
-		})
-	}
-	for _, tok := range tokens {
-		if strings.Contains(output.String(), tok) {
-			t.Error("a token is in codebridge's output, its log, or the container")
-		}
-	}
+	checkNoTokens(t, stored.lastSeen, output.String(), dir, state)
 }

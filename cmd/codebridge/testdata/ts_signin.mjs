@@ -6,16 +6,13 @@
 // question it follows the URL as a browser would (fetch, following
 // redirects), which takes it through the authorization server's approval
 // to codebridge's loopback redirect URI. Once connected it prints
-// {"connected": true, "pid": codebridge's pid}; then each step {code,
-// timeout?} calls run_python and prints one JSON line {text, isError, out,
-// asked, visits, completed}: the questions seen during the step ({mode,
-// message, url, elicitationId}), the HTTP status of each page followed, and
-// the ids of notifications/elicitation/complete; {pause: true} prints
-// {"paused": true} and waits for a line on stdin (the Go test looks into
-// the sandbox container meanwhile).
+// {"connected": true, "pid": codebridge's pid}; then each step's line
+// (ts_steps.mjs) has {asked, visits, completed}: the questions seen during
+// the step ({mode, message, url, elicitationId}), the HTTP status of each
+// page followed, and the ids of notifications/elicitation/complete.
 import { createRequire } from "node:module";
 import path from "node:path";
-import readline from "node:readline";
+import { runSteps } from "./ts_steps.mjs";
 
 const require = createRequire(path.join(process.env.CODEBRIDGE_TEST_NPM_CLIENTS, "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
@@ -23,7 +20,6 @@ const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio
 const { ElicitRequestSchema, ElicitationCompleteNotificationSchema } = require("@modelcontextprotocol/sdk/types.js");
 
 const plan = JSON.parse(process.argv[3]);
-const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const transport = new StdioClientTransport({ command: process.argv[2], args: [], env: process.env, stderr: "inherit" });
 const elicitation = Object.fromEntries(plan.modes.map((m) => [m, {}]));
 const client = new Client({ name: "codebridge-ts-signin", version: "1.0.0" }, { capabilities: { elicitation } });
@@ -47,24 +43,12 @@ client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => {
 });
 await client.connect(transport);
 process.stdout.write(JSON.stringify({ connected: true, pid: transport.pid }) + "\n");
-for (const step of plan.steps) {
-  if (step.pause) {
-    process.stdout.write(JSON.stringify({ paused: true }) + "\n");
-    await lines.next();
-    continue;
-  }
-  const args = { code: step.code };
-  if (step.timeout) args.timeout = step.timeout;
-  const r = await client.callTool({ name: "run_python", arguments: args }, undefined, { timeout: 180000 });
-  process.stdout.write(JSON.stringify({
-    text: r.content.map((c) => c.text ?? "").join(""),
-    isError: r.isError === true,
-    out: r.structuredContent,
-    asked, visits, completed,
-  }) + "\n");
+await runSteps(client, plan.steps, () => {
+  const seen = { asked, visits, completed };
   asked = [];
   visits = [];
   completed = [];
-}
+  return seen;
+});
 await client.close();
 process.exit(0);
