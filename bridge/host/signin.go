@@ -136,25 +136,34 @@ func (h *host) signIn(ctx context.Context, server string, began time.Time) error
 func (h *host) askSignIn(ctx context.Context, srv *discovery.Server, rec *audit.Record) error {
 	sctx, cancel := h.questionContext(ctx)
 	defer cancel()
-	rec.Confirm = "no answer"
-	var id string
+	// The sign-in asks from whichever goroutine its transport runs it on.
+	var (
+		mu     sync.Mutex
+		id     string // the question's
+		answer = "no answer"
+	)
 	ask := func(ctx context.Context, authURL string) error {
 		action, eid, err := h.ask.OpenURL(ctx, srv.Name, authURL, fmt.Sprintf(
 			"The agent's code called MCP server %q, which needs you to sign in. Open this page and sign in; the call goes on once you have (or run `codebridge login %s` in a terminal).",
 			srv.Name, srv.Name))
+		mu.Lock()
+		defer mu.Unlock()
 		id = eid
 		switch {
 		case err != nil:
 			return err
 		case action != "accept":
-			rec.Confirm = action
+			answer = action
 			return errSignInRefused
 		}
-		rec.Confirm = action
+		answer = action
 		return nil
 	}
 	h.dir.logger.Info("asking the agent's client to sign in to a server", "server", srv.Name, "session", h.session)
 	err := h.dir.signIn(sctx, srv, ask)
+	mu.Lock()
+	rec.Confirm = answer
+	mu.Unlock()
 	switch {
 	case err == nil:
 		if id != "" {
