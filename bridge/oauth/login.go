@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -318,6 +319,9 @@ type callback struct {
 	server  string
 	results chan url.Values // the redirects' queries, the first few
 	asked   atomic.Bool     // the user was sent to sign in
+
+	mu     sync.Mutex // protects following
+	failed error      // why the first fetch failed, if it did
 }
 
 func newCallback(server string) *callback {
@@ -345,12 +349,20 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fetch sends the user to authURL (with opts.Ask, else printed to out and
 // opened with opts.Open) and waits for the redirect that carries authURL's
 // state.
-func (c *callback) fetch(ctx context.Context, authURL string, opts LoginOptions, out io.Writer) (*auth.AuthorizationResult, error) {
+func (c *callback) fetch(ctx context.Context, authURL string, opts LoginOptions, out io.Writer) (_ *auth.AuthorizationResult, err error) {
 	if c.asked.Swap(true) {
 		// The transport asks again when a request fails after the first
-		// attempt (closing the session, say): once per login is enough.
-		return nil, errors.New("the sign-in did not complete")
+		// attempt (closing the session, say): once per login is enough,
+		// and the first one's failure is the login's.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return nil, cmp.Or(c.failed, errors.New("the sign-in did not complete"))
 	}
+	defer func() {
+		c.mu.Lock()
+		c.failed = err
+		c.mu.Unlock()
+	}()
 	state := ""
 	if u, err := url.Parse(authURL); err == nil {
 		state = u.Query().Get("state")
