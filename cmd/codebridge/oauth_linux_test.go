@@ -135,6 +135,49 @@ func (k *storedSignIn) expire() {
 	k.write(rec)
 }
 
+// oauthDemo is the example OAuth server configured as "demo" in a config
+// folder of its own, with a Secret Service, audit contents on, and $BROWSER
+// a script that records each URL it is given.
+type oauthDemo struct {
+	srv        *oauthServer
+	dir, state string
+	env        []string // codebridge's
+	stored     *storedSignIn
+	visits     string // the URLs the browser was given, a line each
+}
+
+// newOAuthDemo sets up an oauthDemo; with follow, its browser follows the
+// authorization URL to codebridge's loopback redirect URI, as a user's
+// browser does once the user approves.
+func newOAuthDemo(t *testing.T, follow bool) *oauthDemo {
+	t.Helper()
+	busEnv := secretService(t)
+	d := &oauthDemo{srv: startOAuthServer(t), dir: t.TempDir(), visits: filepath.Join(t.TempDir(), "visits")}
+	writeServers(t, d.dir, "remote.json", map[string]any{"demo": map[string]any{"url": d.srv.URL}})
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	script := "#!/bin/sh\necho \"$1\" >> " + d.visits + "\n"
+	if follow {
+		script += "exec curl -fsSL -o /dev/null \"$1\"\n"
+	}
+	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.env = bridgeEnv(t, d.dir, append(busEnv, "BROWSER="+browser, "MCP_BRIDGE_AUDIT_CONTENTS=1")...)
+	for _, kv := range d.env {
+		if v, ok := strings.CutPrefix(kv, "MCP_BRIDGE_STATE_DIR="); ok {
+			d.state = v
+		}
+	}
+	d.stored = &storedSignIn{t: t, env: d.env, account: "demo " + d.srv.URL}
+	return d
+}
+
+// browserVisits is how many URLs the browser was given.
+func (d *oauthDemo) browserVisits() int {
+	data, _ := os.ReadFile(d.visits)
+	return strings.Count(string(data), "\n")
+}
+
 // TestOAuthEndToEnd: the TypeScript SDK's example OAuth server runs for real
 // on loopback and is configured in ~/MCPs by its URL alone. codebridge login,
 // with BROWSER set to a script that follows the sign-in page with curl,
@@ -148,31 +191,8 @@ func (k *storedSignIn) expire() {
 // or the sandbox container.
 func TestOAuthEndToEnd(t *testing.T) {
 	requirePodman(t)
-	busEnv := secretService(t)
-	srv := startOAuthServer(t)
-
-	dir := t.TempDir()
-	writeServers(t, dir, "remote.json", map[string]any{"demo": map[string]any{"url": srv.URL}})
-	visits := filepath.Join(t.TempDir(), "visits")
-	browser := filepath.Join(t.TempDir(), "browser.sh")
-	// The browser: follows the authorization URL to codebridge's loopback
-	// redirect URI, as a user's browser does once the user approves.
-	script := "#!/bin/sh\necho \"$1\" >> " + visits + "\nexec curl -fsSL -o /dev/null \"$1\"\n"
-	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := bridgeEnv(t, dir, append(busEnv, "BROWSER="+browser, "MCP_BRIDGE_AUDIT_CONTENTS=1")...)
-	var state string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "MCP_BRIDGE_STATE_DIR="); ok {
-			state = v
-		}
-	}
-	stored := &storedSignIn{t: t, env: env, account: "demo " + srv.URL}
-	browserVisits := func() int {
-		data, _ := os.ReadFile(visits)
-		return strings.Count(string(data), "\n")
-	}
+	d := newOAuthDemo(t, true)
+	srv, dir, state, env, stored, browserVisits := d.srv, d.dir, d.state, d.env, d.stored, d.browserVisits
 
 	var output strings.Builder // everything codebridge printed
 	cli := func(wantCode int, args ...string) string {
@@ -475,19 +495,8 @@ except MCPError as e:
 // directory, codebridge's log and output, or the sandbox container.
 func TestOAuthSignInThroughTSClient(t *testing.T) {
 	requirePodman(t)
-	busEnv := secretService(t)
-	srv := startOAuthServer(t)
-
-	dir := t.TempDir()
-	writeServers(t, dir, "remote.json", map[string]any{"demo": map[string]any{"url": srv.URL}})
-	visits := filepath.Join(t.TempDir(), "visits")
-	browser := filepath.Join(t.TempDir(), "browser.sh")
-	if err := os.WriteFile(browser, []byte("#!/bin/sh\necho \"$1\" >> "+visits+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	state := t.TempDir()
-	env := append(bridgeEnv(t, dir, append(busEnv, "BROWSER="+browser, "MCP_BRIDGE_AUDIT_CONTENTS=1")...), "MCP_BRIDGE_STATE_DIR="+state)
-	stored := &storedSignIn{t: t, env: env, account: "demo " + srv.URL}
+	d := newOAuthDemo(t, false)
+	dir, state, env, stored := d.dir, d.state, d.env, d.stored
 	var output strings.Builder // everything codebridge printed and returned
 
 	// A client without URL mode: today's auth_required, no question.
@@ -536,8 +545,8 @@ func TestOAuthSignInThroughTSClient(t *testing.T) {
 	if rec == nil || rec["access_token"] == "" || rec["refresh_token"] == "" || rec["registered"] != true {
 		t.Fatalf("the Secret Service holds a sign-in: %v; want tokens and the registered client", rec != nil)
 	}
-	if data, _ := os.ReadFile(visits); len(data) != 0 {
-		t.Errorf("codebridge opened a browser itself: %s", data)
+	if n := d.browserVisits(); n != 0 {
+		t.Errorf("codebridge opened a browser itself, %d times", n)
 	}
 
 	// The audit has each question's answer and the calls' outcomes.
