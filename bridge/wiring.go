@@ -61,6 +61,16 @@ func oauthHandlers(cfg settings.Config, logger *slog.Logger) func(*discovery.Ser
 	return func(def *discovery.Server) auth.OAuthHandler { return store.Handler(def, nil, logger) }
 }
 
+// signInFor signs in to a server while code waits, as codebridge login
+// does, the person sent to the sign-in page through the agent's client.
+func signInFor(cfg settings.Config) host.SignIn {
+	store := oauth.NewStore(cfg.StateDir)
+	return func(ctx context.Context, def *discovery.Server, ask func(context.Context, string) error) error {
+		_, err := oauth.Login(ctx, def, oauth.LoginOptions{Store: store, Ask: ask})
+		return err
+	}
+}
+
 // start builds the parts. Nothing slow happens here: the config folder is read
 // and watched, Podman is contacted in the background, and no downstream server
 // starts until a run needs it.
@@ -77,7 +87,7 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 	p.dir = host.New(p.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
 		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: newAuditLog(cfg, logger), Logger: logger,
-		QuarantineNew: cfg.QuarantineNew,
+		QuarantineNew: cfg.QuarantineNew, SignIn: signInFor(cfg),
 	})
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}

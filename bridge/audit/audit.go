@@ -57,6 +57,12 @@ const (
 	KindPrompt   = "prompt"
 )
 
+// KindSignIn marks a sign-in to a server that code's request needed,
+// through the agent's client (URL-mode elicitation); its Confirm is the
+// person's answer (accept, decline, cancel, no answer), its Outcome ok or
+// auth_required, and Error why it failed.
+const KindSignIn = "sign_in"
+
 // Outcomes of a [KindPin] record.
 const (
 	OutcomeQuarantined = "quarantined" // a tool's definition changed since it was pinned (or it is new, under MCP_BRIDGE_QUARANTINE_NEW): it is hidden and refused
@@ -78,13 +84,14 @@ type Record struct {
 	// Confirm is, for a call the policy asks the person to approve, what
 	// they answered (allow once, allow for this session, remembered,
 	// decline, cancel, no answer, cannot ask); empty when none was needed.
+	// For a KindSignIn record, the answer to the sign-in question.
 	Confirm     string          `json:"confirm,omitempty"`
 	Error       string          `json:"error,omitempty"` // codebridge's message for an error, shortened
 	ArgBytes    int             `json:"argument_bytes"`
 	ResultBytes int             `json:"result_bytes"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"` // only with Options.Contents
 	Result      json.RawMessage `json:"result,omitempty"`    // only with Options.Contents
-	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin, KindResource, KindPrompt
+	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin, KindResource, KindPrompt, KindSignIn
 }
 
 // maxError bounds Record.Error, in bytes.

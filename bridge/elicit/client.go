@@ -2,6 +2,7 @@ package elicit
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -12,6 +13,7 @@ import (
 // downstream servers: each field is nil when it cannot.
 type Passthrough struct {
 	Elicit   Asker              // elicitation, in the modes the client declared
+	URL      URLAsker           // codebridge's own URL-mode questions (sign-in), and their completion
 	Sampling *mcp.ServerSession // sampling/createMessage
 	Roots    *mcp.ServerSession // roots/list
 	Log      *mcp.ServerSession // log messages: every client takes them at the level it set
@@ -23,7 +25,7 @@ var ErrNotDeclared = errors.New("the agent's client did not declare the MCP capa
 
 // passthrough is what ss's client declared.
 func passthrough(ss *mcp.ServerSession) Passthrough {
-	pt := Passthrough{Log: ss}
+	pt := Passthrough{Log: ss, URL: urlAsker(ss)}
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil {
 		return pt
@@ -122,4 +124,57 @@ func (s *Session) Log(ctx context.Context, server string, p *mcp.LoggingMessageP
 		q.Logger += "/" + p.Logger
 	}
 	return s.pass.Log.Log(ctx, &q)
+}
+
+// URLAsker sends URL-mode questions and says when the interaction they
+// started is over: *mcp.ServerSession in production.
+type URLAsker interface {
+	Asker
+	NotifyElicitationComplete(ctx context.Context, p *mcp.ElicitationCompleteParams) error
+}
+
+// urlAsker is ss when its client declared URL-mode elicitation (MCP
+// 2025-11-25) and takes requests from the server, else nil.
+func urlAsker(ss *mcp.ServerSession) URLAsker {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil ||
+		ip.Capabilities.Elicitation.URL == nil || ip.ProtocolVersion >= multiRoundTrip {
+		return nil
+	}
+	return ss
+}
+
+// CanOpenURL reports whether the session's client takes URL-mode questions
+// ([Session.OpenURL]). A nil session cannot.
+func (s *Session) CanOpenURL() bool { return s != nil && s.pass.URL != nil }
+
+// OpenURL asks the person, in URL mode and once no other question of the
+// session is waiting, to open url for server, with message saying why. It
+// returns their action (accept: they agreed to open it; decline; cancel)
+// and the elicitation's id, which [Session.Completed] takes once the
+// interaction at url is over.
+func (s *Session) OpenURL(ctx context.Context, server, url, message string) (action, id string, err error) {
+	if !s.CanOpenURL() {
+		return "", "", fmt.Errorf("asking to open a URL for MCP server %q: %w (URL-mode elicitation)", server, ErrNotDeclared)
+	}
+	if err := s.take(ctx); err != nil {
+		return "", "", err
+	}
+	defer s.give()
+	id = rand.Text()
+	res, err := s.pass.URL.Elicit(ctx, &mcp.ElicitParams{Mode: "url", URL: url, ElicitationID: id,
+		Message: fmt.Sprintf("[MCP server %q, called by the agent's code] %s", server, message)})
+	if err != nil {
+		return "", id, err
+	}
+	return res.Action, id, nil
+}
+
+// Completed tells the client that the interaction of the URL question id
+// is over (notifications/elicitation/complete).
+func (s *Session) Completed(ctx context.Context, id string) error {
+	if !s.CanOpenURL() {
+		return nil
+	}
+	return s.pass.URL.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
 }

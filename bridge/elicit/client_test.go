@@ -142,3 +142,71 @@ func TestPassthroughUndeclared(t *testing.T) {
 		t.Errorf("the client was asked: %v %v", a.elicit, a.sample)
 	}
 }
+
+// TestOpenURL: a client that declared URL-mode elicitation is asked to
+// open a URL, naming the server, with an id that the completion
+// notification carries back; a client with form mode only, or speaking a
+// protocol in which a server may not ask during a call, cannot be asked.
+func TestOpenURL(t *testing.T) {
+	asked := make(chan *mcp.ElicitParams, 1)
+	completed := make(chan string, 1)
+	connectURL := func(version string, caps *mcp.ElicitationCapabilities) *Session {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := mcp.NewServer(&mcp.Implementation{Name: "codebridge"}, nil).Connect(t.Context(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := mcp.NewClient(&mcp.Implementation{Name: "agent"}, &mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{Elicitation: caps},
+			ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked <- r.Params
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			},
+			ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+				completed <- r.Params.ElicitationID
+			},
+		})
+		cs, err := cl.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close(); ss.Wait() })
+		return ForClient(ss)
+	}
+
+	s := connectURL("2025-11-25", &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}})
+	if !s.CanOpenURL() {
+		t.Fatal("a client that declared URL mode cannot be asked to open a URL")
+	}
+	action, id, err := s.OpenURL(t.Context(), "tracker", "https://auth.example/authorize?state=x", "Sign in.")
+	if err != nil || action != "accept" || id == "" {
+		t.Fatalf("OpenURL = %q, %q, %v; want accept and an id", action, id, err)
+	}
+	got := <-asked
+	if got.Mode != "url" || got.URL != "https://auth.example/authorize?state=x" || got.ElicitationID != id ||
+		got.Message != `[MCP server "tracker", called by the agent's code] Sign in.` {
+		t.Errorf("the client was asked %+v", got)
+	}
+	if err := s.Completed(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if done := <-completed; done != id {
+		t.Errorf("notifications/elicitation/complete named %q, want %q", done, id)
+	}
+
+	for _, tt := range []struct {
+		version string
+		caps    *mcp.ElicitationCapabilities
+	}{
+		{"2025-11-25", &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		{"2026-07-28", &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+	} {
+		s := connectURL(tt.version, tt.caps)
+		if _, _, err := s.OpenURL(t.Context(), "tracker", "https://x", "?"); s.CanOpenURL() || !errors.Is(err, ErrNotDeclared) {
+			t.Errorf("%s, URL mode %v: CanOpenURL %v, OpenURL error %v; want ErrNotDeclared", tt.version, tt.caps.URL != nil, s.CanOpenURL(), err)
+		}
+	}
+	if len(asked) != 0 {
+		t.Errorf("a client that cannot open URLs was asked %+v", <-asked)
+	}
+}

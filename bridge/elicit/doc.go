@@ -4,7 +4,9 @@
 // what downstream servers ask of the client, named after the server: their
 // questions ([Session.Forward]), sampling requests ([Session.CreateMessage]),
 // roots ([Session.ListRoots]) and log messages ([Session.Log]), as far as the
-// client declared them ([Passthrough]). A [Session] belongs to one MCP
+// client declared them ([Passthrough]); and it sends the person to a page
+// codebridge needs them to open, such as a server's sign-in, where the client
+// declared URL-mode elicitation ([Session.OpenURL]). A [Session] belongs to one MCP
 // session: it asks one question at a time and remembers what was allowed for
 // the session.
 package elicit

@@ -97,9 +97,15 @@ func catalogList[T any](ctx context.Context, h *host, key string, list func(cont
 	if err != nil {
 		return nil, err
 	}
-	items, err := list(ctx, srv.Name)
+	items, err := withSignIn(ctx, h, srv.Name, func(bool) ([]T, error) {
+		items, err := list(ctx, srv.Name)
+		if err != nil {
+			return nil, catalogError(srv, err)
+		}
+		return items, nil
+	})
 	if err != nil {
-		return nil, catalogError(srv, err)
+		return nil, err
 	}
 	if items == nil {
 		items = []T{}
@@ -118,9 +124,14 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 	if err == nil {
 		rec.Server = srv.Name
 		var res any
-		if res, err = get(srv); err != nil {
-			err = catalogError(srv, err)
-		} else {
+		res, err = withSignIn(ctx, h, srv.Name, func(bool) (any, error) {
+			res, err := get(srv)
+			if err != nil {
+				return nil, catalogError(srv, err)
+			}
+			return res, nil
+		})
+		if err == nil {
 			raw, err = encodeMasked(srv, res)
 		}
 		rec.Tool = srv.Secrets.Mask(rec.Tool)

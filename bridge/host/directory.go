@@ -57,6 +57,10 @@ type Directory struct {
 	// quarantineNew holds back tools without a pin in manifests
 	// (MCP_BRIDGE_QUARANTINE_NEW).
 	quarantineNew bool
+	// signIn signs in to a server that code's request needs; nil: code
+	// gets auth_required.
+	signIn  SignIn
+	signing signIns
 
 	statesMu sync.Mutex             // protects following
 	states   map[string]pinnedState // by server: the last listing's states, so a call hashes nothing
@@ -367,9 +371,10 @@ type Run struct {
 	// Progress, if non-nil, receives progress from downstream calls.
 	Progress func(message string, progress, total float64)
 	// Ask puts questions to the person through the agent's client (calls
-	// the policy asks them to approve); it belongs to the run's MCP session,
-	// which outlives the run. Nil, like a client without elicitation,
-	// cannot ask, and such calls are refused.
+	// the policy asks them to approve, sign-ins a server needs); it belongs
+	// to the run's MCP session, which outlives the run. Nil, like a client
+	// without elicitation, cannot ask: such calls are refused, and a server
+	// that needs a sign-in gives auth_required.
 	Ask *elicit.Session
 	// Deadline is when the run's time limit ends; a question gets no answer
 	// after a moment before it, so the code learns it was declined while it

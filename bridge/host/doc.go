@@ -7,6 +7,8 @@
 // tool is quarantined: hidden and refused), audits every call, serves the
 // servers' resources and prompts ([Catalog]), keeps memories and saved
 // helpers, and collects the images and files a run returns ([Attachments]).
+// A request to a server that needs a sign-in signs in through the run's
+// client, where it takes URL-mode questions ([SignIn]).
 package host
 
 import (
@@ -39,6 +41,12 @@ type Options struct {
 	// (a new server's, a new tool of a known one) until a person approves
 	// them (MCP_BRIDGE_QUARANTINE_NEW).
 	QuarantineNew bool
+
+	// SignIn, if set, signs in to a server that a request of code needs
+	// a sign-in for, when the run's client takes URL-mode questions: the
+	// person is sent to the sign-in page, and the request is made again
+	// once they signed in.
+	SignIn SignIn
 }
 
 // New returns a [Directory] with no servers in front of pool; [Directory.Update]
@@ -46,6 +54,6 @@ type Options struct {
 func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
 	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
-	d.quarantineNew = opts.QuarantineNew
+	d.quarantineNew, d.signIn = opts.QuarantineNew, opts.SignIn
 	return d
 }

@@ -301,7 +301,9 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	}
 	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
-	res, err := h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed, &rec)
+	res, err := withSignIn(ctx, h, p.Server, func(again bool) (*mcp.CallToolResult, error) {
+		return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
+	})
 	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	var out protocol.CallToolResult

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,11 @@ type LoginOptions struct {
 	Open func(url string) error
 	// Out receives what the user must read: the URL to open, progress.
 	Out io.Writer
+	// Ask, if set, sends the user to the authorization URL instead of Open
+	// and Out: it returns once they agreed to open it (the agent's client's
+	// URL-mode elicitation, bridge/host), or with an error that ends the
+	// sign-in (they declined).
+	Ask func(ctx context.Context, authURL string) error
 	// Timeout bounds the whole sign-in, the user's part included. Default
 	// [DefaultLoginTimeout].
 	Timeout time.Duration
@@ -118,7 +124,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		PreregisteredClient: reg.creds,
 		RedirectURL:         reg.redirectURI,
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return cb.fetch(ctx, args.URL, opts.Open, out)
+			return cb.fetch(ctx, args.URL, opts, out)
 		},
 		ScopeFilter:         scopeFilter,
 		RequestRefreshToken: true,
@@ -133,7 +139,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 	}
 	cs, err := mcp.NewClient(impl, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: client, OAuthHandler: h}, nil)
 	if err != nil {
-		if ctx.Err() != nil && got.tok == nil {
+		if ctx.Err() != nil && got.tok == nil && opts.Ask == nil {
 			return nil, fmt.Errorf("no sign-in to %s within %s: open the address printed above in a browser, or run codebridge login again", def.Name, cmp.Or(opts.Timeout, DefaultLoginTimeout))
 		}
 		return nil, fmt.Errorf("signing in to %s: %w", def.Name, err)
@@ -313,6 +319,9 @@ type callback struct {
 	server  string
 	results chan url.Values // the redirects' queries, the first few
 	asked   atomic.Bool     // the user was sent to sign in
+
+	mu     sync.Mutex // protects following
+	failed error      // why the first fetch failed, if it did
 }
 
 func newCallback(server string) *callback {
@@ -330,32 +339,47 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default: // a flood of requests: the first ones are enough
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	msg := "Signed in to " + c.server + ". You can close this tab and go back to the terminal."
+	msg := "Signed in to " + c.server + ". You can close this tab and go back to the terminal or the agent."
 	if e := q.Get("error"); e != "" {
 		msg = "Sign-in to " + c.server + " failed: " + cmp.Or(q.Get("error_description"), e)
 	}
 	fmt.Fprintf(w, "<!doctype html><title>codebridge</title><p>%s</p>\n", html.EscapeString(msg))
 }
 
-// fetch shows the user authURL (printed, and opened with open when there is
-// one) and waits for the redirect that carries authURL's state.
-func (c *callback) fetch(ctx context.Context, authURL string, open func(string) error, out io.Writer) (*auth.AuthorizationResult, error) {
+// fetch sends the user to authURL (with opts.Ask, else printed to out and
+// opened with opts.Open) and waits for the redirect that carries authURL's
+// state.
+func (c *callback) fetch(ctx context.Context, authURL string, opts LoginOptions, out io.Writer) (_ *auth.AuthorizationResult, err error) {
 	if c.asked.Swap(true) {
 		// The transport asks again when a request fails after the first
-		// attempt (closing the session, say): once per login is enough.
-		return nil, errors.New("the sign-in did not complete")
+		// attempt (closing the session, say): once per login is enough,
+		// and the first one's failure is the login's.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return nil, cmp.Or(c.failed, errors.New("the sign-in did not complete"))
 	}
+	defer func() {
+		c.mu.Lock()
+		c.failed = err
+		c.mu.Unlock()
+	}()
 	state := ""
 	if u, err := url.Parse(authURL); err == nil {
 		state = u.Query().Get("state")
 	}
-	fmt.Fprintf(out, "Sign in to %s in your browser at:\n\n  %s\n\n", c.server, authURL)
-	if open != nil {
-		if err := open(authURL); err != nil {
-			fmt.Fprintf(out, "Could not open a browser (%v): open the address above yourself.\n", err)
+	if opts.Ask != nil {
+		if err := opts.Ask(ctx, authURL); err != nil {
+			return nil, err
 		}
+	} else {
+		fmt.Fprintf(out, "Sign in to %s in your browser at:\n\n  %s\n\n", c.server, authURL)
+		if opts.Open != nil {
+			if err := opts.Open(authURL); err != nil {
+				fmt.Fprintf(out, "Could not open a browser (%v): open the address above yourself.\n", err)
+			}
+		}
+		fmt.Fprintln(out, "Waiting for the sign-in to finish...")
 	}
-	fmt.Fprintln(out, "Waiting for the sign-in to finish...")
 	for {
 		select {
 		case q := <-c.results:

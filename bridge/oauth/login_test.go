@@ -514,3 +514,27 @@ func TestHandlersShareRotatedToken(t *testing.T) {
 		t.Error("the store lost the refreshed sign-in")
 	}
 }
+
+// TestLoginAsk: with Ask, the user is sent to the authorization page
+// through it, not Open or Out; its error ends the login at once, saving
+// nothing, and after its yes the redirect completes the login as before.
+func TestLoginAsk(t *testing.T) {
+	f := newFixture(t)
+	refused := errors.New("the person declined")
+	var out strings.Builder
+	var asked []string
+	_, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Out: &out, Timeout: time.Minute,
+		Ask: func(_ context.Context, u string) error { asked = append(asked, u); return refused }})
+	if !errors.Is(err, refused) || len(asked) != 1 || f.browser.count() != 0 || out.Len() != 0 {
+		t.Fatalf("Login, declined: %v after %d questions, %d browser visits, printed %q; want the refusal, asked once, nothing else", err, len(asked), f.browser.count(), out.String())
+	}
+	if r, _ := f.store.Load(f.def.Name, f.def.URL); r.SignedInNow() {
+		t.Error("a declined login saved tokens")
+	}
+
+	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Out: &out, Timeout: 30 * time.Second,
+		Ask: func(_ context.Context, u string) error { asked = append(asked, u); return f.browser.open(u) }})
+	if err != nil || !res.Record.SignedInNow() || len(asked) != 2 || !strings.Contains(asked[1], "code_challenge=") || out.Len() != 0 {
+		t.Fatalf("Login, accepted: %v; asked %q, printed %q", err, asked, out.String())
+	}
+}

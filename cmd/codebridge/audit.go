@@ -102,8 +102,11 @@ func auditCmd(cfg settings.Config, f *auditFilter, stdout, stderr io.Writer) int
 	fmt.Fprintln(w, "TIME\tSESSION\tRUN\tSERVER\tTOOL\tMS\tOUTCOME\tARGS\tRESULT\tERROR")
 	for _, r := range recs {
 		what := r.Tool // a resource's URI, a prompt's name: said so
-		if r.Kind == audit.KindResource || r.Kind == audit.KindPrompt {
+		switch r.Kind {
+		case audit.KindResource, audit.KindPrompt:
 			what = r.Kind + " " + r.Tool
+		case audit.KindSignIn:
+			what = "sign-in (" + r.Confirm + ")"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
 			r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Session, r.Run, r.Server, clip(what, 40),

@@ -299,6 +299,7 @@ func TestAuditCLI(t *testing.T) {
 	l := audit.New(audit.Dir(state), audit.Options{})
 	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	for i, r := range []audit.Record{
+		{Session: "s3", Run: 1, Server: "hosted", Kind: audit.KindSignIn, Confirm: "decline", Outcome: "auth_required", Error: "MCP server \"hosted\" needs you to sign in"},
 		{Session: "s1", Run: 1, Server: "everything", Kind: audit.KindResource, Tool: "demo://doc", Outcome: "ok", ResultBytes: 90},
 		{Session: "s1", Run: 1, Server: "everything", Tool: "echo", Outcome: "ok", ArgBytes: 17, ResultBytes: 80, DurationMS: 1.25},
 		{Session: "s1", Run: 2, Server: "everything", Tool: "toggle-simulated-logging", Outcome: "policy_denied", Error: "blocked by policy: read-only"},
@@ -320,6 +321,7 @@ func TestAuditCLI(t *testing.T) {
 		{args: []string{"audit"}, out: "SESSION", tools: []string{"echo", "toggle-simulated-logging", "read_graph", "nope"}},
 		{args: []string{"audit"}, out: "1.2  ", tools: []string{"echo"}},
 		{args: []string{"audit", "--session", "s1"}, out: "resource demo://doc", tools: []string{"echo"}},
+		{args: []string{"audit", "--server", "hosted"}, out: "sign-in (decline)", notIn: []string{"echo"}},
 		{args: []string{"audit", "-n", "1"}, tools: []string{"nope"}, notIn: []string{"echo", "read_graph"}},
 		{args: []string{"audit", "--server", "memory"}, tools: []string{"read_graph", "nope"}, notIn: []string{"echo"}},
 		{args: []string{"audit", "--session", "s1", "--errors"}, out: "blocked by policy: read-only", tools: []string{"toggle-simulated-logging"}, notIn: []string{"echo", "nope"}},
@@ -356,7 +358,7 @@ func TestAuditCLI(t *testing.T) {
 		}
 		n++
 	}
-	if n != 5 {
-		t.Errorf("--json -n 0 printed %d records, want 5", n)
+	if n != 6 {
+		t.Errorf("--json -n 0 printed %d records, want 6", n)
 	}
 }

@@ -25,7 +25,9 @@ on 127.0.0.1, which says who is signed in and until when.
 The tokens go to the OS keyring (else to a 0600 file under the state
 directory), never to ~/MCPs, and never reach the sandbox. codebridge refreshes
 them without asking you; when the server refuses them, calls fail with
-MCPError code auth_required until you run codebridge login NAME again.
+MCPError code auth_required until you run codebridge login NAME again, unless
+the agent's client supports URL-mode elicitation: then it asks you to open the
+sign-in page, and the call goes on once you signed in.
 
 Flags:
   --no-browser      print the address only; open it yourself (e.g. on another

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -133,6 +135,49 @@ func (k *storedSignIn) expire() {
 	k.write(rec)
 }
 
+// oauthDemo is the example OAuth server configured as "demo" in a config
+// folder of its own, with a Secret Service, audit contents on, and $BROWSER
+// a script that records each URL it is given.
+type oauthDemo struct {
+	srv        *oauthServer
+	dir, state string
+	env        []string // codebridge's
+	stored     *storedSignIn
+	visits     string // the URLs the browser was given, a line each
+}
+
+// newOAuthDemo sets up an oauthDemo; with follow, its browser follows the
+// authorization URL to codebridge's loopback redirect URI, as a user's
+// browser does once the user approves.
+func newOAuthDemo(t *testing.T, follow bool) *oauthDemo {
+	t.Helper()
+	busEnv := secretService(t)
+	d := &oauthDemo{srv: startOAuthServer(t), dir: t.TempDir(), visits: filepath.Join(t.TempDir(), "visits")}
+	writeServers(t, d.dir, "remote.json", map[string]any{"demo": map[string]any{"url": d.srv.URL}})
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	script := "#!/bin/sh\necho \"$1\" >> " + d.visits + "\n"
+	if follow {
+		script += "exec curl -fsSL -o /dev/null \"$1\"\n"
+	}
+	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.env = bridgeEnv(t, d.dir, append(busEnv, "BROWSER="+browser, "MCP_BRIDGE_AUDIT_CONTENTS=1")...)
+	for _, kv := range d.env {
+		if v, ok := strings.CutPrefix(kv, "MCP_BRIDGE_STATE_DIR="); ok {
+			d.state = v
+		}
+	}
+	d.stored = &storedSignIn{t: t, env: d.env, account: "demo " + d.srv.URL}
+	return d
+}
+
+// browserVisits is how many URLs the browser was given.
+func (d *oauthDemo) browserVisits() int {
+	data, _ := os.ReadFile(d.visits)
+	return strings.Count(string(data), "\n")
+}
+
 // TestOAuthEndToEnd: the TypeScript SDK's example OAuth server runs for real
 // on loopback and is configured in ~/MCPs by its URL alone. codebridge login,
 // with BROWSER set to a script that follows the sign-in page with curl,
@@ -146,31 +191,8 @@ func (k *storedSignIn) expire() {
 // or the sandbox container.
 func TestOAuthEndToEnd(t *testing.T) {
 	requirePodman(t)
-	busEnv := secretService(t)
-	srv := startOAuthServer(t)
-
-	dir := t.TempDir()
-	writeServers(t, dir, "remote.json", map[string]any{"demo": map[string]any{"url": srv.URL}})
-	visits := filepath.Join(t.TempDir(), "visits")
-	browser := filepath.Join(t.TempDir(), "browser.sh")
-	// The browser: follows the authorization URL to codebridge's loopback
-	// redirect URI, as a user's browser does once the user approves.
-	script := "#!/bin/sh\necho \"$1\" >> " + visits + "\nexec curl -fsSL -o /dev/null \"$1\"\n"
-	if err := os.WriteFile(browser, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := bridgeEnv(t, dir, append(busEnv, "BROWSER="+browser, "MCP_BRIDGE_AUDIT_CONTENTS=1")...)
-	var state string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "MCP_BRIDGE_STATE_DIR="); ok {
-			state = v
-		}
-	}
-	stored := &storedSignIn{t: t, env: env, account: "demo " + srv.URL}
-	browserVisits := func() int {
-		data, _ := os.ReadFile(visits)
-		return strings.Count(string(data), "\n")
-	}
+	d := newOAuthDemo(t, true)
+	srv, dir, state, env, stored, browserVisits := d.srv, d.dir, d.state, d.env, d.stored, d.browserVisits
 
 	var output strings.Builder // everything codebridge printed
 	cli := func(wantCode int, args ...string) string {
@@ -280,7 +302,18 @@ for attempt in range(2):
 	if len(tokens) < 6 {
 		t.Fatalf("saw %d tokens; want the access and refresh tokens of each sign-in and refresh", len(tokens))
 	}
-	for _, root := range []string{dir, state} {
+	checkNoTokens(t, tokens, output.String(), dir, state)
+	if audit, err := os.ReadFile(filepath.Join(state, "audit", "calls.jsonl")); err != nil || !strings.Contains(string(audit), "Hello, leaks!") {
+		t.Errorf("the audit log (%v) lacks the calls", err)
+	}
+}
+
+// checkNoTokens fails t if any of tokens is in a file under roots or in
+// output (what codebridge printed and returned, its log, and what was read
+// of its containers).
+func checkNoTokens(t *testing.T, tokens []string, output string, roots ...string) {
+	t.Helper()
+	for _, root := range roots {
 		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
@@ -294,11 +327,8 @@ for attempt in range(2):
 			return nil
 		})
 	}
-	if audit, err := os.ReadFile(filepath.Join(state, "audit", "calls.jsonl")); err != nil || !strings.Contains(string(audit), "Hello, leaks!") {
-		t.Errorf("the audit log (%v) lacks the calls", err)
-	}
 	for _, tok := range tokens {
-		if strings.Contains(output.String(), tok) {
+		if strings.Contains(output, tok) {
 			t.Error("a token is in codebridge's output, its log, or the container")
 		}
 	}
@@ -401,4 +431,138 @@ func TestOAuthLoginWithoutKeyring(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(state, "oauth", "*.json")); len(files) != 0 {
 		t.Errorf("sign-in files %v after logout; want none", files)
 	}
+}
+
+// signInPlan is what testdata/ts_signin.mjs does.
+type signInPlan struct {
+	Modes  []string `json:"modes"`  // the elicitation modes the client declares
+	Answer string   `json:"answer"` // its action for every question
+	Steps  []tsStep `json:"steps"`
+}
+
+// signInResult is one line of ts_signin.mjs: connected, paused, or a
+// step's result with the questions the client saw, the pages it followed
+// and the completion notices it got meanwhile.
+type signInResult struct {
+	tsResult
+	Asked []struct {
+		Mode, Message, URL, ElicitationID string
+	} `json:"asked"`
+	Visits    []int    `json:"visits"`
+	Completed []string `json:"completed"`
+}
+
+// tsSignIn runs plan through the official TypeScript client against the
+// built binary. At a pause step it calls onPause with codebridge's pid.
+// What codebridge printed and returned goes to output.
+func tsSignIn(t *testing.T, env []string, plan signInPlan, onPause func(pid int), output *strings.Builder) []signInResult {
+	t.Helper()
+	results, stderr := tsPausing(t, "ts_signin.mjs", env, plan, plan.Steps, func(pid int, _ []signInResult) {
+		if onPause != nil {
+			onPause(pid)
+		}
+	})
+	output.WriteString(stderr)
+	for _, r := range results {
+		output.WriteString(r.Text)
+	}
+	return results
+}
+
+// greetCode calls the demo server's greet tool and prints "OK" and its
+// result, or "ERR", the MCPError's code and its message.
+func greetCode(name string) string {
+	return fmt.Sprintf(`
+try:
+    print("OK", await call_tool("demo", "greet", {"name": %q}))
+except MCPError as e:
+    print("ERR", e.code, e.message)
+`, name)
+}
+
+// TestOAuthSignInThroughTSClient: the TypeScript SDK's example OAuth server
+// runs for real on loopback, configured by its URL alone and not signed in
+// to. Code run by the official TypeScript client calls its greet tool: a
+// client that declared form elicitation only is not asked and gets
+// auth_required naming codebridge login; a client that declared URL mode is
+// asked to open the authorization page, naming the server, and declining
+// gives auth_required naming the command; accepting, the client follows the
+// page as a browser would, codebridge completes the sign-in it started
+// (registration, PKCE, its loopback redirect URI, the Secret Service), tells
+// the client the question is complete, and the code gets greet's real
+// result; the next call asks nothing. codebridge opens no browser itself.
+// Each sign-in question is audited, and no token is under ~/MCPs, the state
+// directory, codebridge's log and output, or the sandbox container.
+func TestOAuthSignInThroughTSClient(t *testing.T) {
+	requirePodman(t)
+	d := newOAuthDemo(t, false)
+	dir, state, env, stored := d.dir, d.state, d.env, d.stored
+	var output strings.Builder // everything codebridge printed and returned
+
+	// A client without URL mode: today's auth_required, no question.
+	rs := tsSignIn(t, env, signInPlan{Modes: []string{"form"}, Answer: "accept", Steps: []tsStep{{Code: greetCode("form")}}}, nil, &output)
+	if out := rs[0].Out.Stdout; !strings.Contains(out, "ERR auth_required") || !strings.Contains(out, "run `codebridge login demo`") || len(rs[0].Asked) != 0 {
+		t.Errorf("a client with form elicitation only was asked %d questions; the code printed:\n%s", len(rs[0].Asked), rs[0].Text)
+	}
+
+	// A client that declines: asked once, in URL mode; auth_required.
+	rs = tsSignIn(t, env, signInPlan{Modes: []string{"form", "url"}, Answer: "decline", Steps: []tsStep{{Code: greetCode("declined")}}}, nil, &output)
+	if out := rs[0].Out.Stdout; !strings.Contains(out, "ERR auth_required") || !strings.Contains(out, "declined to sign in") ||
+		!strings.Contains(out, "run `codebridge login demo`") {
+		t.Errorf("after declining, the code printed:\n%s", rs[0].Text)
+	}
+	if q := rs[0].Asked; len(q) != 1 || q[0].Mode != "url" || !strings.Contains(q[0].URL, "/authorize?") || !strings.Contains(q[0].URL, "code_challenge=") ||
+		!strings.Contains(q[0].Message, `MCP server "demo"`) || len(rs[0].Visits) != 0 {
+		t.Errorf("the declining client was asked %+v and followed %v; want one URL question naming demo", q, rs[0].Visits)
+	}
+	if stored.read() != nil {
+		t.Fatal("a sign-in is stored after the person declined")
+	}
+
+	// A client that accepts: the code gets greet's result.
+	var pid int
+	rs = tsSignIn(t, env, signInPlan{Modes: []string{"form", "url"}, Answer: "accept", Steps: []tsStep{
+		{Code: greetCode("signed")}, {Code: greetCode("again")}, {Pause: true},
+	}}, func(p int) {
+		pid = p
+		stored.read()
+		checkContainerHides(t, pid, stored.lastSeen, &output)
+	}, &output)
+	if out := rs[0].Out.Stdout; out != "OK Hello, signed!\n" {
+		t.Errorf("after signing in through the client, the code printed:\n%s", rs[0].Text)
+	}
+	q := rs[0].Asked
+	if len(q) != 1 || q[0].Mode != "url" || q[0].ElicitationID == "" || !strings.Contains(q[0].Message, "codebridge login demo") {
+		t.Fatalf("the accepting client was asked %+v; want one URL question", q)
+	}
+	if len(rs[0].Visits) != 1 || rs[0].Visits[0] != 200 || len(rs[0].Completed) != 1 || rs[0].Completed[0] != q[0].ElicitationID {
+		t.Errorf("the client followed pages %v and got completion notices %q; want one page (200) and the notice for %q", rs[0].Visits, rs[0].Completed, q[0].ElicitationID)
+	}
+	if out := rs[1].Out.Stdout; out != "OK Hello, again!\n" || len(rs[1].Asked) != 0 {
+		t.Errorf("the next call asked %+v and printed:\n%s", rs[1].Asked, rs[1].Text)
+	}
+	rec := stored.read()
+	if rec == nil || rec["access_token"] == "" || rec["refresh_token"] == "" || rec["registered"] != true {
+		t.Fatalf("the Secret Service holds a sign-in: %v; want tokens and the registered client", rec != nil)
+	}
+	if n := d.browserVisits(); n != 0 {
+		t.Errorf("codebridge opened a browser itself, %d times", n)
+	}
+
+	// The audit has each question's answer and the calls' outcomes.
+	recs, _, err := audit.Tail(audit.Dir(state), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, strings.Join(strings.Fields(r.Kind+" "+r.Tool+" "+r.Outcome+" "+r.Confirm), " "))
+	}
+	want := []string{"greet auth_required", "sign_in auth_required decline", "greet auth_required", "sign_in ok accept", "greet ok", "greet ok"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audit:\n got %q\nwant %q", got, want)
+	}
+
+	// No token anywhere but the keyring.
+	checkNoTokens(t, stored.lastSeen, output.String(), dir, state)
 }

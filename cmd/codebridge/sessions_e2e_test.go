@@ -52,32 +52,56 @@ type tsResult struct {
 func tsSessions(t *testing.T, env []string, steps []tsStep, onPause func(pid int, results []tsResult)) []tsResult {
 	t.Helper()
 	requirePodman(t)
-	plan, _ := json.Marshal(steps)
+	results, _ := tsPausing(t, "ts_sessions.mjs", env, steps, steps, onPause)
+	return results
+}
+
+// stepLine is a line of a script that runs steps (ts_steps.mjs): R, which
+// embeds [tsResult] and adds what the script saw.
+type stepLine[R any] interface {
+	*R
+	line() *tsResult
+}
+
+func (r *tsResult) line() *tsResult { return r }
+
+// tsPausing runs testdata/script with the built binary and plan, a script
+// that prints {"connected": true, "pid": ...} and then the lines of steps
+// (ts_steps.mjs). At a pause step it calls onPause (if set) with
+// codebridge's pid and the results so far, then lets the script go on. It
+// returns the results and the script's stderr (codebridge's too).
+func tsPausing[R any, P stepLine[R]](t *testing.T, script string, env []string, plan any, steps []tsStep, onPause func(pid int, results []R)) ([]R, string) {
+	t.Helper()
+	raw, _ := json.Marshal(plan)
 	var (
 		pid     int
-		results []tsResult
+		results []R
+		errOut  string
 	)
-	runNodeScript(t, "ts_sessions.mjs", []string{binary(t), string(plan)}, env, func(line []byte) bool {
-		var r tsResult
+	runNodeScript(t, script, []string{binary(t), string(raw)}, env, func(line []byte) bool {
+		var r R
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("script line %q: %v", line, err)
 		}
-		switch {
-		case r.Connected:
-			pid = r.PID
-		case r.Paused:
-			onPause(pid, results)
+		switch l := P(&r).line(); {
+		case l.Connected:
+			pid = l.PID
+		case l.Paused:
+			if onPause != nil {
+				onPause(pid, results)
+			}
 			return true
 		default:
 			results = append(results, r)
 		}
 		return false
 	}, func(stderr string) {
+		errOut = stderr
 		if len(results) != countRuns(steps) {
-			t.Fatalf("ts client: %d results, want %d\nstderr: %s", len(results), countRuns(steps), stderr)
+			t.Fatalf("%s: %d results, want %d\nstderr: %s", script, len(results), countRuns(steps), stderr)
 		}
 	})
-	return results
+	return results, errOut
 }
 
 // runNodeScript runs testdata/script with node and the TypeScript SDK,
