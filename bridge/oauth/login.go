@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,9 +111,18 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		cfg *oauth2.Config
 		tok *oauth2.Token
 	}
-	var scopeFilter func([]string) []string
-	if def.OAuth != nil && len(def.OAuth.Scopes) > 0 {
-		scopeFilter = func([]string) []string { return slices.Clone(def.OAuth.Scopes) }
+	// The scopes: those of def's "oauth" entry, else those the server's
+	// challenge names and those it asked for more of since the last
+	// sign-in (step-up: see [handler.Authorize]).
+	scopeFilter := func(challenged []string) []string {
+		if def.OAuth != nil && len(def.OAuth.Scopes) > 0 {
+			return slices.Clone(def.OAuth.Scopes)
+		}
+		if prev == nil || prev.Resource != def.URL || prev.Issuer != asm.Issuer {
+			return challenged
+		}
+		// offline_access is go-sdk's to add, if the server supports it.
+		return unionScopes(challenged, slices.DeleteFunc(slices.Clone(prev.Scopes), func(s string) bool { return s == "offline_access" }))
 	}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
 		PreregisteredClient: reg.creds,
@@ -139,15 +149,20 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		return nil, fmt.Errorf("signing in to %s: %w", def.Name, err)
 	}
 	defer cs.Close()
-	if got.tok == nil {
-		return nil, fmt.Errorf("%s at %s: %w; nothing to sign in to", def.Name, def.URL, ErrNoSignInNeeded)
-	}
+	// Listed before the token is looked for: a server may let anyone
+	// initialize and ask for a sign-in only then.
 	tools := 0
 	for _, err := range cs.Tools(ctx, nil) {
+		if err != nil && got.tok == nil {
+			return nil, fmt.Errorf("signing in to %s: listing its tools: %w", def.Name, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("signed in to %s, but listing its tools failed: %w", def.Name, err)
 		}
 		tools++
+	}
+	if got.tok == nil {
+		return nil, fmt.Errorf("%s at %s: %w; nothing to sign in to", def.Name, def.URL, ErrNoSignInNeeded)
 	}
 
 	rec := &Record{
@@ -170,26 +185,16 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 // resource metadata (at the endpoint's path, then at the root), else (as in
 // the 2025-03-26 revision) the server's own origin.
 func discover(ctx context.Context, def *discovery.Server, client *http.Client) (*oauthex.AuthServerMeta, error) {
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"codebridge","version":"login"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, def.URL, strings.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", def.Name, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := client.Do(req)
-	if err != nil {
+	refused, err := probe(ctx, def, client)
+	switch {
+	case refused == nil && err != nil:
 		return nil, fmt.Errorf("reaching %s at %s: %w", def.Name, def.URL, err)
+	case refused == nil:
+		return nil, fmt.Errorf("%s at %s answered without asking for a sign-in: %w", def.Name, def.URL, ErrNoSignInNeeded)
+	case refused.StatusCode != http.StatusUnauthorized && refused.StatusCode != http.StatusForbidden:
+		return nil, fmt.Errorf("%s at %s answered %s, not 401 with a sign-in challenge: check its \"url\" in %s", def.Name, def.URL, refused.Status, def.Source)
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		if resp.StatusCode < 300 {
-			return nil, fmt.Errorf("%s at %s answered without asking for a sign-in: %w", def.Name, def.URL, ErrNoSignInNeeded)
-		}
-		return nil, fmt.Errorf("%s at %s answered %s, not 401 with a sign-in challenge: check its \"url\" in %s", def.Name, def.URL, resp.Status, def.Source)
-	}
-	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	challenges, _ := oauthex.ParseWWWAuthenticate(refused.Header.Values("WWW-Authenticate"))
 	var metaURL string
 	for _, c := range challenges {
 		metaURL = cmp.Or(metaURL, c.Params["resource_metadata"])
@@ -228,6 +233,74 @@ func discover(ctx context.Context, def *discovery.Server, client *http.Client) (
 			TokenEndpoint: issuer + "/token", RegistrationEndpoint: issuer + "/register"}
 	}
 	return asm, nil
+}
+
+// probe connects to def as a client without a token would, initializing and
+// listing its tools (a server may let anyone initialize and ask for a
+// sign-in only then), and returns the first answer that refused a request:
+// nil when there was none. err is why the probe failed, if it did.
+func probe(ctx context.Context, def *discovery.Server, client *http.Client) (refused *http.Response, err error) {
+	rec := &refusals{base: client.Transport}
+	if rec.base == nil {
+		rec.base = http.DefaultTransport
+	}
+	c := *client
+	c.Transport = rec
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge", Version: "login"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: &c}, nil)
+	if err == nil {
+		_, err = cs.ListTools(ctx, nil)
+		cs.Close()
+	}
+	return rec.first(), err
+}
+
+// refusals is an http.RoundTripper that keeps the first answer that refused
+// a request: a 401 or 403 of any request, else a POST's error status. Its
+// body is not kept.
+type refusals struct {
+	base http.RoundTripper
+
+	mu      sync.Mutex // protects following
+	auth    *http.Response
+	refused *http.Response
+}
+
+func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	kept := &http.Response{Status: resp.Status, StatusCode: resp.StatusCode, Header: resp.Header.Clone()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.auth == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+		r.auth = kept
+	case r.refused == nil && req.Method == http.MethodPost:
+		r.refused = kept
+	}
+	return resp, nil
+}
+
+func (r *refusals) first() *http.Response {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.auth != nil {
+		return r.auth
+	}
+	return r.refused
+}
+
+// unionScopes is a's scopes, then those of b that a does not have.
+func unionScopes(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // registration is the client a login signs in as, and the loopback listener
