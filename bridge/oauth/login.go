@@ -124,6 +124,12 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		// offline_access is go-sdk's to add, if the server supports it.
 		return unionScopes(challenged, slices.DeleteFunc(slices.Clone(prev.Scopes), func(s string) bool { return s == "offline_access" }))
 	}
+	flowClient := client
+	if reg.tokenAuth == "none" {
+		c := *client
+		c.Transport = publicClient{base: client.Transport, tokenURL: asm.TokenEndpoint}
+		flowClient = &c
+	}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
 		PreregisteredClient: reg.creds,
 		RedirectURL:         reg.redirectURI,
@@ -132,7 +138,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		},
 		ScopeFilter:         scopeFilter,
 		RequestRefreshToken: true,
-		Client:              client,
+		Client:              flowClient,
 		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			got.cfg, got.tok = cfg, tok
 			return cfg.TokenSource(ctx, tok), nil
@@ -290,6 +296,48 @@ func (r *refusals) first() *http.Response {
 		return r.auth
 	}
 	return r.refused
+}
+
+// publicClient is the http.RoundTripper of a sign-in as a public client
+// (token endpoint auth method none): a token request's client_id goes in its
+// body, as OAuth has a public client send it. go-sdk v1.8.0 sends a
+// pre-registered client without a secret in a Basic header with an empty
+// password when the server lists no secret method, which a server that
+// supports only none takes for client_secret_basic.
+type publicClient struct {
+	base     http.RoundTripper // nil for http.DefaultTransport
+	tokenURL string
+}
+
+func (p publicClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := p.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	id, pass, basic := req.BasicAuth()
+	if !basic || pass != "" || req.Method != http.MethodPost || req.URL.String() != p.tokenURL || req.Body == nil {
+		return base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, fmt.Errorf("the token request's body: %w", err)
+	}
+	if unescaped, err := url.QueryUnescape(id); err == nil { // golang.org/x/oauth2 escapes it
+		id = unescaped
+	}
+	form.Set("client_id", id)
+	enc := form.Encode()
+	out := req.Clone(req.Context())
+	out.Header.Del("Authorization")
+	out.Body = io.NopCloser(strings.NewReader(enc))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(enc)), nil }
+	out.ContentLength = int64(len(enc))
+	return base.RoundTrip(out)
 }
 
 // unionScopes is a's scopes, then those of b that a does not have.

@@ -43,6 +43,7 @@ type fakeAS struct {
 	registrations int
 	refreshes     int
 	scopes        []string // asked for at the last authorization
+	basicAuths    int      // token requests with a Basic header, which it refuses
 }
 
 type grant struct{ client, challenge, resource, redirect string }
@@ -137,8 +138,14 @@ func (a *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	client := r.PostForm.Get("client_id")
-	if id, _, ok := r.BasicAuth(); ok {
-		client = id
+	if _, _, ok := r.BasicAuth(); ok {
+		// Its clients are public (token_endpoint_auth_methods_supported
+		// is none): they send client_id in the body, not a Basic header.
+		a.mu.Lock()
+		a.basicAuths++
+		a.mu.Unlock()
+		writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "client_secret_basic is not supported"})
+		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -234,6 +241,11 @@ func (f *fixture) login(t *testing.T) *LoginResult {
 	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("Login: %v", err)
+	}
+	f.as.mu.Lock()
+	defer f.as.mu.Unlock()
+	if f.as.basicAuths > 0 {
+		t.Errorf("%d token requests authenticated the public client with a Basic header; want client_id in the body", f.as.basicAuths)
 	}
 	return res
 }
