@@ -51,6 +51,10 @@ type LoginOptions struct {
 	// Client is what codebridge calls itself in initialize and when it
 	// registers (client_name).
 	Client *mcp.Implementation
+	// ClientMetadataURL is the URL of a Client ID Metadata Document
+	// describing codebridge: where the authorization server supports them,
+	// Login signs in with it as the client ID instead of registering.
+	ClientMetadataURL string
 }
 
 // A LoginResult is a completed sign-in.
@@ -89,7 +93,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 	if err != nil {
 		return nil, err
 	}
-	reg, err := register(ctx, def, asm, prev, client, impl)
+	reg, err := register(ctx, def, asm, prev, client, impl, opts.ClientMetadataURL)
 	if err != nil {
 		return nil, err
 	}
@@ -361,11 +365,12 @@ type registration struct {
 	listener    net.Listener
 }
 
-// register chooses the client to sign in as: def's "oauth" client, else the
-// one codebridge registered with this authorization server at the last
-// login (when its redirect URI's port is free again: a registered client
-// keeps its redirect URIs), else a new registration.
-func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServerMeta, prev *Record, client *http.Client, impl *mcp.Implementation) (*registration, error) {
+// register chooses the client to sign in as: def's "oauth" client, else
+// the Client ID Metadata Document at cimd where the authorization server
+// supports them, else the one codebridge registered with this authorization
+// server at the last login (when its redirect URI's port is free again: a
+// registered client keeps its redirect URIs), else a new registration.
+func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServerMeta, prev *Record, client *http.Client, impl *mcp.Implementation, cimd string) (*registration, error) {
 	listen := func(addr string) (net.Listener, string, error) {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -386,6 +391,14 @@ func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServe
 	}
 	if def.OAuth != nil && def.OAuth.ClientID != "" {
 		r := withSecret(def.OAuth.ClientID, def.OAuth.ClientSecret.Reveal())
+		var err error
+		if r.listener, r.redirectURI, err = listen("127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("listening for the sign-in's redirect: %w", err)
+		}
+		return r, nil
+	}
+	if cimd != "" && asm.ClientIDMetadataDocumentSupported {
+		r := withSecret(cimd, "") // a public client: its document says token_endpoint_auth_method none
 		var err error
 		if r.listener, r.redirectURI, err = listen("127.0.0.1:0"); err != nil {
 			return nil, fmt.Errorf("listening for the sign-in's redirect: %w", err)

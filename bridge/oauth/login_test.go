@@ -44,6 +44,7 @@ type fakeAS struct {
 	refreshes     int
 	scopes        []string // asked for at the last authorization
 	basicAuths    int      // token requests with a Basic header, which it refuses
+	cimd          bool     // it advertises client_id_metadata_document_supported
 }
 
 type grant struct{ client, challenge, resource, redirect string }
@@ -60,8 +61,12 @@ func newFakeAS(t *testing.T) *fakeAS {
 		Resource: base + "/mcp", AuthorizationServers: []string{base}, ScopesSupported: []string{"tools"},
 	}))
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		cimd := a.cimd
+		a.mu.Unlock()
 		writeJSON(w, 200, map[string]any{
-			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
+			"client_id_metadata_document_supported": cimd,
+			"issuer":                                base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
 			"registration_endpoint": base + "/register", "code_challenge_methods_supported": []string{"S256"},
 			"response_types_supported": []string{"code"}, "token_endpoint_auth_methods_supported": []string{"none"},
 		})
@@ -224,6 +229,7 @@ type fixture struct {
 	store   *Store
 	def     *discovery.Server
 	browser *follower
+	cimd    string // codebridge's Client ID Metadata Document, if any
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -238,7 +244,7 @@ func newFixture(t *testing.T) *fixture {
 // login signs in to f's server, through its browser.
 func (f *fixture) login(t *testing.T) *LoginResult {
 	t.Helper()
-	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Timeout: 30 * time.Second})
+	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Timeout: 30 * time.Second, ClientMetadataURL: f.cimd})
 	if err != nil {
 		t.Fatalf("Login: %v", err)
 	}
@@ -495,6 +501,34 @@ func TestLoginConfiguredClient(t *testing.T) {
 	}
 	if err := callWhoami(t, f.store, f.def); err != nil {
 		t.Errorf("call after login: %v", err)
+	}
+}
+
+// TestLoginClientMetadataDocument: with a Client ID Metadata Document set,
+// login signs in with its URL as the client ID where the authorization
+// server supports them, and registers where it does not.
+func TestLoginClientMetadataDocument(t *testing.T) {
+	const doc = "https://codebridge.example/client.json"
+	for _, supported := range []bool{true, false} {
+		t.Run(fmt.Sprint("supported=", supported), func(t *testing.T) {
+			f := newFixture(t)
+			f.cimd = doc
+			f.as.mu.Lock()
+			f.as.cimd = supported
+			f.as.clients[doc] = []string{"http://127.0.0.1/callback"} // what the document lists
+			f.as.mu.Unlock()
+			res := f.login(t)
+			registrations, _ := f.as.counts()
+			if supported && (res.Record.ClientID != doc || registrations != 0 || res.Record.TokenAuth != "none") {
+				t.Errorf("signed in as %q (%s) after %d registrations; want %s, none, no registration", res.Record.ClientID, res.Record.TokenAuth, registrations, doc)
+			}
+			if !supported && (res.Record.ClientID == doc || registrations != 1) {
+				t.Errorf("signed in as %q after %d registrations; want a registered client", res.Record.ClientID, registrations)
+			}
+			if err := callWhoami(t, f.store, f.def); err != nil {
+				t.Errorf("call after login: %v", err)
+			}
+		})
 	}
 }
 

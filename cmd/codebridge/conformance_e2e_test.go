@@ -38,6 +38,11 @@ const (
 // conformanceVersion is the suite's version in scripts/npm/clients.
 const conformanceVersion = "0.1.16"
 
+// conformanceClientMetadataURL is the Client ID Metadata Document URL the
+// suite expects a client to sign in as (auth/basic-cimd); its authorization
+// servers do not fetch it.
+const conformanceClientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
 // conformanceUnsupported are the suite's client auth scenarios that go-sdk,
 // whose auth package codebridge signs in with, lists as unsupported in its
 // conformance/baseline.yml (v1.8.0), with the reason. They are skipped.
@@ -181,6 +186,10 @@ func runConformanceClient() int {
 		"MCP_BRIDGE_CONFIG_DIR="+configDir,
 		"MCP_BRIDGE_STATE_DIR="+stateDir,
 		"MCP_BRIDGE_LOG_LEVEL=debug",
+		// The document the suite's authorization servers take as
+		// codebridge's where they advertise Client ID Metadata Document
+		// support (auth/basic-cimd); the others are registered with.
+		"MCP_BRIDGE_OAUTH_CLIENT_METADATA_URL="+conformanceClientMetadataURL,
 		"BROWSER="+self,
 		conformanceBrowserEnv+"=1",
 		// No OS keyring: the sign-in goes to a file in stateDir, removed
