@@ -56,9 +56,25 @@ var conformanceUnsupported = map[string]string{
 		"auth/enterprise-managed-authorization)",
 }
 
+// conformanceSuiteBugs are client auth scenarios of this suite version
+// that no client following the specs passes, with the reason: they run, and
+// must fail as described (want is in the suite's output); one that passes
+// is an error, to be removed from here.
+var conformanceSuiteBugs = map[string]struct{ why, want string }{
+	"auth/2025-03-26-oauth-metadata-backcompat": {
+		why: "the scenario serves its authorization server metadata at the root's well-known address with issuer " +
+			"ROOT/oauth, and RFC 8414 (section 3.3) has a client refuse metadata whose issuer is not the one it " +
+			"asked; go-sdk v1.8.0's auth package refuses it, and so fails go-sdk's own conformance client. " +
+			"Later suites (0.2.0-alpha.11) name the root as the issuer.",
+		want: "does not match issuer URL",
+	},
+}
+
 // TestConformanceClientAuth runs every client auth scenario of the official
 // MCP conformance suite with codebridge as the client, as described above,
-// and fails on any scenario that fails but those of conformanceUnsupported.
+// and fails on any scenario that fails, but for those of
+// conformanceUnsupported (skipped) and conformanceSuiteBugs (which must fail
+// as described there).
 func TestConformanceClientAuth(t *testing.T) {
 	requirePodman(t)
 	clients := testenv.NPMClients(t)
@@ -106,6 +122,11 @@ func TestConformanceClientAuth(t *testing.T) {
 			t.Errorf("conformanceUnsupported names %s, which the suite does not have: remove it", name)
 		}
 	}
+	for name := range conformanceSuiteBugs {
+		if !slices.Contains(scenarios, name) {
+			t.Errorf("conformanceSuiteBugs names %s, which the suite does not have: remove it", name)
+		}
+	}
 
 	codebridge := binary(t)
 	for _, scenario := range scenarios {
@@ -116,11 +137,17 @@ func TestConformanceClientAuth(t *testing.T) {
 			cmd := conformance("client", "--command", self, "--scenario", scenario, "--timeout", "120000")
 			cmd.Env = append(os.Environ(), conformanceClientEnv+"="+codebridge, "MCP_BRIDGE_IMAGE="+testenv.Image())
 			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("conformance client --scenario %s: %v\n%s", scenario, err, out)
+			passed := err == nil && strings.Contains(string(out), "OVERALL: PASSED")
+			if bug, ok := conformanceSuiteBugs[scenario]; ok {
+				switch {
+				case passed:
+					t.Fatalf("%s passes now: remove it from conformanceSuiteBugs\n%s", scenario, out)
+				case strings.Contains(string(out), bug.want):
+					t.Skipf("fails as expected, a defect of suite %s: %s", conformanceVersion, bug.why)
+				}
 			}
-			if !strings.Contains(string(out), "OVERALL: PASSED") {
-				t.Fatalf("conformance client --scenario %s did not say it passed:\n%s", scenario, out)
+			if !passed {
+				t.Fatalf("conformance client --scenario %s failed (%v):\n%s", scenario, err, out)
 			}
 			t.Logf("%s passed", scenario)
 		})
