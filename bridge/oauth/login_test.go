@@ -42,9 +42,11 @@ type fakeAS struct {
 	refresh       map[string]bool
 	registrations int
 	refreshes     int
-	scopes        []string // asked for at the last authorization
-	basicAuths    int      // token requests with a Basic header, which it refuses
-	cimd          bool     // it advertises client_id_metadata_document_supported
+	scopes        []string            // asked for at the last authorization
+	basicAuths    int                 // token requests with a Basic header, which it refuses
+	need          string              // a scope the MCP endpoint wants besides tools, if any
+	granted       map[string][]string // access token → the scopes of its authorization
+	cimd          bool                // it advertises client_id_metadata_document_supported
 }
 
 type grant struct{ client, challenge, resource, redirect string }
@@ -52,7 +54,7 @@ type grant struct{ client, challenge, resource, redirect string }
 func newFakeAS(t *testing.T) *fakeAS {
 	t.Helper()
 	a := &fakeAS{t: t, ttl: time.Hour, clients: map[string][]string{}, codes: map[string]grant{},
-		access: map[string]time.Time{}, refresh: map[string]bool{}}
+		access: map[string]time.Time{}, refresh: map[string]bool{}, granted: map[string][]string{}}
 	mux := http.NewServeMux()
 	a.srv = httptest.NewServer(mux)
 	t.Cleanup(a.srv.Close)
@@ -87,9 +89,21 @@ func newFakeAS(t *testing.T) *fakeAS {
 		}
 		return &auth.TokenInfo{Expiration: exp, Scopes: []string{"tools"}}, nil
 	}
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+	protected := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		need := a.need
+		granted, known := a.granted[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		a.mu.Unlock()
+		if need != "" && known && !slices.Contains(granted, need) { // step-up authorization
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="tools %s", resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, need, base))
+			http.Error(w, "insufficient scope", http.StatusForbidden)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
 	return a
 }
 
@@ -177,6 +191,7 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	}
 	at, rt := "at-"+rand.Text(), "rt-"+rand.Text()
 	a.access[at] = time.Now().Add(a.ttl)
+	a.granted[at] = a.scopes
 	a.refresh[rt] = true
 	writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds())})
 }
@@ -529,6 +544,28 @@ func TestLoginClientMetadataDocument(t *testing.T) {
 				t.Errorf("call after login: %v", err)
 			}
 		})
+	}
+}
+
+// TestLoginStepUp: a server that answers 403 insufficient_scope fails the
+// call with ErrAuthRequired naming the scopes; the next login asks for them
+// besides the challenge's, and the call then succeeds.
+func TestLoginStepUp(t *testing.T) {
+	f := newFixture(t)
+	f.login(t)
+	f.as.mu.Lock()
+	f.as.need = "admin"
+	f.as.mu.Unlock()
+	err := callWhoami(t, f.store, f.def)
+	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "scope tools admin") {
+		t.Fatalf("call needing more scopes: %v; want ErrAuthRequired naming scope tools admin", err)
+	}
+	f.login(t)
+	if got := slices.Sorted(slices.Values(f.as.scopes)); !slices.Equal(got, []string{"admin", "tools"}) {
+		t.Errorf("the login after the 403 asked for scopes %v; want [admin tools]", f.as.scopes)
+	}
+	if err := callWhoami(t, f.store, f.def); err != nil {
+		t.Errorf("call after the new login: %v", err)
 	}
 }
 
