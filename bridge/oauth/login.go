@@ -389,21 +389,19 @@ func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServe
 		}
 		return r
 	}
-	if def.OAuth != nil && def.OAuth.ClientID != "" {
-		r := withSecret(def.OAuth.ClientID, def.OAuth.ClientSecret.Reveal())
-		var err error
-		if r.listener, r.redirectURI, err = listen("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("listening for the sign-in's redirect: %w", err)
-		}
-		return r, nil
+	var given *registration // a client codebridge need not register
+	switch {
+	case def.OAuth != nil && def.OAuth.ClientID != "":
+		given = withSecret(def.OAuth.ClientID, def.OAuth.ClientSecret.Reveal())
+	case cimd != "" && asm.ClientIDMetadataDocumentSupported:
+		given = withSecret(cimd, "") // a public client: its document says token_endpoint_auth_method none
 	}
-	if cimd != "" && asm.ClientIDMetadataDocumentSupported {
-		r := withSecret(cimd, "") // a public client: its document says token_endpoint_auth_method none
+	if given != nil {
 		var err error
-		if r.listener, r.redirectURI, err = listen("127.0.0.1:0"); err != nil {
+		if given.listener, given.redirectURI, err = listen("127.0.0.1:0"); err != nil {
 			return nil, fmt.Errorf("listening for the sign-in's redirect: %w", err)
 		}
-		return r, nil
+		return given, nil
 	}
 	if prev != nil && prev.Registered && prev.Issuer == asm.Issuer && prev.ClientID != "" {
 		if u, err := url.Parse(prev.RedirectURI); err == nil {
