@@ -258,11 +258,14 @@ func probe(ctx context.Context, def *discovery.Server, client *http.Client) (ref
 	c.Transport = rec
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge", Version: "login"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: &c}, nil)
-	if err == nil {
-		_, err = cs.ListTools(ctx, nil)
-		cs.Close()
+	if err != nil {
+		return rec.first(), err
 	}
-	return rec.first(), err
+	// Whether it was refused is what matters: another error (a server
+	// without tools, say) is not a sign-in's business.
+	cs.ListTools(ctx, nil)
+	cs.Close()
+	return rec.first(), nil
 }
 
 // refusals is an http.RoundTripper that keeps the first answer that refused
