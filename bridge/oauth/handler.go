@@ -244,7 +244,11 @@ func (h *handler) wantScopesLocked(scopes []string) {
 	if err != nil || rec == nil {
 		return
 	}
-	rec.Scopes = unionScopes(rec.Scopes, scopes)
+	want := unionScopes(rec.Scopes, scopes)
+	if len(want) == len(rec.Scopes) {
+		return // stored already
+	}
+	rec.Scopes = want
 	if _, err := h.store.Save(rec); err != nil {
 		h.logger.Warn("saving the scopes the server asks for", "server", h.def.Name, "err", err)
 	}
