@@ -40,7 +40,7 @@ func Login(ctx context.Context, cfg settings.Config, name string, opts LoginOpti
 	}
 	return oauth.Login(ctx, def, oauth.LoginOptions{
 		Store: oauth.NewStore(cfg.StateDir), Open: open, Out: opts.Out, Timeout: opts.Timeout,
-		Client: &mcp.Implementation{Name: "codebridge", Version: opts.Version},
+		Client: &mcp.Implementation{Name: "codebridge", Version: opts.Version}, ClientMetadataURL: cfg.OAuthClientMetadataURL,
 	})
 }
 

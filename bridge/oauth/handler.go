@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -196,13 +198,21 @@ func (h *handler) failedLocked() error {
 
 // Authorize is called when the server answered 401 or 403. codebridge cannot
 // ask the user to sign in in the middle of a run, so it fails the request
-// with an AuthRequiredError; `codebridge login` signs in.
+// with an AuthRequiredError; `codebridge login` signs in. A 403 with error
+// insufficient_scope (step-up authorization) adds the scopes it names to the
+// stored sign-in's, which the next login asks for.
 func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if resp.StatusCode == http.StatusForbidden && h.ts != nil {
+		challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+		if scopes := insufficientScope(challenges); len(scopes) > 0 {
+			// Step-up: the next codebridge login asks for these too.
+			h.wantScopesLocked(scopes)
+			return &AuthRequiredError{Server: h.def.Name, Reason: "the server asks for more access: scope " + strings.Join(scopes, " ")}
+		}
 		return fmt.Errorf("MCP server %q refused the request (403 Forbidden) with the stored sign-in: it may need more scopes; run `codebridge login %s` to sign in again", h.def.Name, h.def.Name)
 	}
 	if h.ts != nil && h.failed == nil {
@@ -213,4 +223,33 @@ func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Respo
 		return h.failed
 	}
 	return h.failedLocked()
+}
+
+// insufficientScope is the scopes a Bearer challenge with error
+// insufficient_scope names, nil when there is no such challenge.
+func insufficientScope(challenges []oauthex.Challenge) []string {
+	for _, c := range challenges {
+		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
+			return strings.Fields(c.Params["scope"])
+		}
+	}
+	return nil
+}
+
+// wantScopesLocked adds scopes to the sign-in's, in the store too, so that
+// the next login asks for them.
+func (h *handler) wantScopesLocked(scopes []string) {
+	h.rec.Scopes = unionScopes(h.rec.Scopes, scopes)
+	rec, err := h.store.Load(h.def.Name, h.def.URL)
+	if err != nil || rec == nil {
+		return
+	}
+	want := unionScopes(rec.Scopes, scopes)
+	if len(want) == len(rec.Scopes) {
+		return // stored already
+	}
+	rec.Scopes = want
+	if _, err := h.store.Save(rec); err != nil {
+		h.logger.Warn("saving the scopes the server asks for", "server", h.def.Name, "err", err)
+	}
 }

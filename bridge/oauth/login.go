@@ -56,6 +56,10 @@ type LoginOptions struct {
 	// Client is what codebridge calls itself in initialize and when it
 	// registers (client_name).
 	Client *mcp.Implementation
+	// ClientMetadataURL is the URL of a Client ID Metadata Document
+	// describing codebridge: where the authorization server supports them,
+	// Login signs in with it as the client ID instead of registering.
+	ClientMetadataURL string
 }
 
 // A LoginResult is a completed sign-in.
@@ -94,7 +98,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 	if err != nil {
 		return nil, err
 	}
-	reg, err := register(ctx, def, asm, prev, client, impl)
+	reg, err := register(ctx, def, asm, prev, client, impl, opts.ClientMetadataURL)
 	if err != nil {
 		return nil, err
 	}
@@ -116,9 +120,24 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		cfg *oauth2.Config
 		tok *oauth2.Token
 	}
-	var scopeFilter func([]string) []string
-	if def.OAuth != nil && len(def.OAuth.Scopes) > 0 {
-		scopeFilter = func([]string) []string { return slices.Clone(def.OAuth.Scopes) }
+	// The scopes: those of def's "oauth" entry, else those the server's
+	// challenge names and those it asked for more of since the last
+	// sign-in (step-up: see [handler.Authorize]).
+	scopeFilter := func(challenged []string) []string {
+		if def.OAuth != nil && len(def.OAuth.Scopes) > 0 {
+			return slices.Clone(def.OAuth.Scopes)
+		}
+		if prev == nil || prev.Resource != def.URL || prev.Issuer != asm.Issuer {
+			return challenged
+		}
+		// offline_access is go-sdk's to add, if the server supports it.
+		return unionScopes(challenged, slices.DeleteFunc(slices.Clone(prev.Scopes), func(s string) bool { return s == "offline_access" }))
+	}
+	flowClient := client
+	if reg.tokenAuth == "none" {
+		c := *client
+		c.Transport = publicClient{base: client.Transport, tokenURL: asm.TokenEndpoint}
+		flowClient = &c
 	}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
 		PreregisteredClient: reg.creds,
@@ -128,7 +147,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		},
 		ScopeFilter:         scopeFilter,
 		RequestRefreshToken: true,
-		Client:              client,
+		Client:              flowClient,
 		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			got.cfg, got.tok = cfg, tok
 			return cfg.TokenSource(ctx, tok), nil
@@ -145,15 +164,20 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		return nil, fmt.Errorf("signing in to %s: %w", def.Name, err)
 	}
 	defer cs.Close()
-	if got.tok == nil {
-		return nil, fmt.Errorf("%s at %s: %w; nothing to sign in to", def.Name, def.URL, ErrNoSignInNeeded)
-	}
+	// Listed before the token is looked for: a server may let anyone
+	// initialize and ask for a sign-in only then.
 	tools := 0
 	for _, err := range cs.Tools(ctx, nil) {
+		if err != nil && got.tok == nil {
+			return nil, fmt.Errorf("signing in to %s: listing its tools: %w", def.Name, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("signed in to %s, but listing its tools failed: %w", def.Name, err)
 		}
 		tools++
+	}
+	if got.tok == nil {
+		return nil, fmt.Errorf("%s at %s: %w; nothing to sign in to", def.Name, def.URL, ErrNoSignInNeeded)
 	}
 
 	rec := &Record{
@@ -176,26 +200,16 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 // resource metadata (at the endpoint's path, then at the root), else (as in
 // the 2025-03-26 revision) the server's own origin.
 func discover(ctx context.Context, def *discovery.Server, client *http.Client) (*oauthex.AuthServerMeta, error) {
-	body := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"codebridge","version":"login"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, def.URL, strings.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", def.Name, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := client.Do(req)
-	if err != nil {
+	refused, err := probe(ctx, def, client)
+	switch {
+	case refused == nil && err != nil:
 		return nil, fmt.Errorf("reaching %s at %s: %w", def.Name, def.URL, err)
+	case refused == nil:
+		return nil, fmt.Errorf("%s at %s answered without asking for a sign-in: %w", def.Name, def.URL, ErrNoSignInNeeded)
+	case refused.StatusCode != http.StatusUnauthorized && refused.StatusCode != http.StatusForbidden:
+		return nil, fmt.Errorf("%s at %s answered %s, not 401 with a sign-in challenge: check its \"url\" in %s", def.Name, def.URL, refused.Status, def.Source)
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		if resp.StatusCode < 300 {
-			return nil, fmt.Errorf("%s at %s answered without asking for a sign-in: %w", def.Name, def.URL, ErrNoSignInNeeded)
-		}
-		return nil, fmt.Errorf("%s at %s answered %s, not 401 with a sign-in challenge: check its \"url\" in %s", def.Name, def.URL, resp.Status, def.Source)
-	}
-	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	challenges, _ := oauthex.ParseWWWAuthenticate(refused.Header.Values("WWW-Authenticate"))
 	var metaURL string
 	for _, c := range challenges {
 		metaURL = cmp.Or(metaURL, c.Params["resource_metadata"])
@@ -236,6 +250,119 @@ func discover(ctx context.Context, def *discovery.Server, client *http.Client) (
 	return asm, nil
 }
 
+// probe connects to def as a client without a token would, initializing and
+// listing its tools (a server may let anyone initialize and ask for a
+// sign-in only then), and returns the first answer that refused a request:
+// nil when there was none. err is why the probe failed, if it did.
+func probe(ctx context.Context, def *discovery.Server, client *http.Client) (refused *http.Response, err error) {
+	rec := &refusals{base: client.Transport}
+	if rec.base == nil {
+		rec.base = http.DefaultTransport
+	}
+	c := *client
+	c.Transport = rec
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge", Version: "login"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: &c}, nil)
+	if err != nil {
+		return rec.first(), err
+	}
+	// Whether it was refused is what matters: another error (a server
+	// without tools, say) is not a sign-in's business.
+	cs.ListTools(ctx, nil)
+	cs.Close()
+	return rec.first(), nil
+}
+
+// refusals is an http.RoundTripper that keeps the first answer that refused
+// a request: a 401 or 403 of any request, else a POST's error status. Its
+// body is not kept.
+type refusals struct {
+	base http.RoundTripper
+
+	mu      sync.Mutex // protects following
+	auth    *http.Response
+	refused *http.Response
+}
+
+func (r *refusals) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	kept := &http.Response{Status: resp.Status, StatusCode: resp.StatusCode, Header: resp.Header.Clone()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.auth == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+		r.auth = kept
+	case r.refused == nil && req.Method == http.MethodPost:
+		r.refused = kept
+	}
+	return resp, nil
+}
+
+func (r *refusals) first() *http.Response {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.auth != nil {
+		return r.auth
+	}
+	return r.refused
+}
+
+// publicClient is the http.RoundTripper of a sign-in as a public client
+// (token endpoint auth method none): a token request's client_id goes in its
+// body, as OAuth has a public client send it. go-sdk v1.8.0 sends a
+// pre-registered client without a secret in a Basic header with an empty
+// password when the server lists no secret method, which a server that
+// supports only none takes for client_secret_basic.
+type publicClient struct {
+	base     http.RoundTripper // nil for http.DefaultTransport
+	tokenURL string
+}
+
+func (p publicClient) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := p.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	id, pass, basic := req.BasicAuth()
+	if !basic || pass != "" || req.Method != http.MethodPost || req.URL.String() != p.tokenURL || req.Body == nil {
+		return base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, fmt.Errorf("the token request's body: %w", err)
+	}
+	if unescaped, err := url.QueryUnescape(id); err == nil { // golang.org/x/oauth2 escapes it
+		id = unescaped
+	}
+	form.Set("client_id", id)
+	enc := form.Encode()
+	out := req.Clone(req.Context())
+	out.Header.Del("Authorization")
+	out.Body = io.NopCloser(strings.NewReader(enc))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(enc)), nil }
+	out.ContentLength = int64(len(enc))
+	return base.RoundTrip(out)
+}
+
+// unionScopes is a's scopes, then those of b that a does not have.
+func unionScopes(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // registration is the client a login signs in as, and the loopback listener
 // of its redirect URI.
 type registration struct {
@@ -246,11 +373,12 @@ type registration struct {
 	listener    net.Listener
 }
 
-// register chooses the client to sign in as: def's "oauth" client, else the
-// one codebridge registered with this authorization server at the last
-// login (when its redirect URI's port is free again: a registered client
-// keeps its redirect URIs), else a new registration.
-func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServerMeta, prev *Record, client *http.Client, impl *mcp.Implementation) (*registration, error) {
+// register chooses the client to sign in as: def's "oauth" client, else
+// the Client ID Metadata Document at cimd where the authorization server
+// supports them, else the one codebridge registered with this authorization
+// server at the last login (when its redirect URI's port is free again: a
+// registered client keeps its redirect URIs), else a new registration.
+func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServerMeta, prev *Record, client *http.Client, impl *mcp.Implementation, cimd string) (*registration, error) {
 	listen := func(addr string) (net.Listener, string, error) {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -269,13 +397,19 @@ func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServe
 		}
 		return r
 	}
-	if def.OAuth != nil && def.OAuth.ClientID != "" {
-		r := withSecret(def.OAuth.ClientID, def.OAuth.ClientSecret.Reveal())
+	var given *registration // a client codebridge need not register
+	switch {
+	case def.OAuth != nil && def.OAuth.ClientID != "":
+		given = withSecret(def.OAuth.ClientID, def.OAuth.ClientSecret.Reveal())
+	case cimd != "" && asm.ClientIDMetadataDocumentSupported:
+		given = withSecret(cimd, "") // a public client: its document says token_endpoint_auth_method none
+	}
+	if given != nil {
 		var err error
-		if r.listener, r.redirectURI, err = listen("127.0.0.1:0"); err != nil {
+		if given.listener, given.redirectURI, err = listen("127.0.0.1:0"); err != nil {
 			return nil, fmt.Errorf("listening for the sign-in's redirect: %w", err)
 		}
-		return r, nil
+		return given, nil
 	}
 	if prev != nil && prev.Registered && prev.Issuer == asm.Issuer && prev.ClientID != "" {
 		if u, err := url.Parse(prev.RedirectURI); err == nil {

@@ -42,7 +42,11 @@ type fakeAS struct {
 	refresh       map[string]bool
 	registrations int
 	refreshes     int
-	scopes        []string // asked for at the last authorization
+	scopes        []string            // asked for at the last authorization
+	basicAuths    int                 // token requests with a Basic header, which it refuses
+	need          string              // a scope the MCP endpoint wants besides tools, if any
+	granted       map[string][]string // access token → the scopes of its authorization
+	cimd          bool                // it advertises client_id_metadata_document_supported
 }
 
 type grant struct{ client, challenge, resource, redirect string }
@@ -50,7 +54,7 @@ type grant struct{ client, challenge, resource, redirect string }
 func newFakeAS(t *testing.T) *fakeAS {
 	t.Helper()
 	a := &fakeAS{t: t, ttl: time.Hour, clients: map[string][]string{}, codes: map[string]grant{},
-		access: map[string]time.Time{}, refresh: map[string]bool{}}
+		access: map[string]time.Time{}, refresh: map[string]bool{}, granted: map[string][]string{}}
 	mux := http.NewServeMux()
 	a.srv = httptest.NewServer(mux)
 	t.Cleanup(a.srv.Close)
@@ -59,8 +63,12 @@ func newFakeAS(t *testing.T) *fakeAS {
 		Resource: base + "/mcp", AuthorizationServers: []string{base}, ScopesSupported: []string{"tools"},
 	}))
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		cimd := a.cimd
+		a.mu.Unlock()
 		writeJSON(w, 200, map[string]any{
-			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
+			"client_id_metadata_document_supported": cimd,
+			"issuer":                                base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
 			"registration_endpoint": base + "/register", "code_challenge_methods_supported": []string{"S256"},
 			"response_types_supported": []string{"code"}, "token_endpoint_auth_methods_supported": []string{"none"},
 		})
@@ -81,9 +89,21 @@ func newFakeAS(t *testing.T) *fakeAS {
 		}
 		return &auth.TokenInfo{Expiration: exp, Scopes: []string{"tools"}}, nil
 	}
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+	protected := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
 		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		need := a.need
+		granted, known := a.granted[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		a.mu.Unlock()
+		if need != "" && known && !slices.Contains(granted, need) { // step-up authorization
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="tools %s", resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, need, base))
+			http.Error(w, "insufficient scope", http.StatusForbidden)
+			return
+		}
+		protected.ServeHTTP(w, r)
+	})
 	return a
 }
 
@@ -137,8 +157,14 @@ func (a *fakeAS) authorize(w http.ResponseWriter, r *http.Request) {
 func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	r.ParseForm()
 	client := r.PostForm.Get("client_id")
-	if id, _, ok := r.BasicAuth(); ok {
-		client = id
+	if _, _, ok := r.BasicAuth(); ok {
+		// Its clients are public (token_endpoint_auth_methods_supported
+		// is none): they send client_id in the body, not a Basic header.
+		a.mu.Lock()
+		a.basicAuths++
+		a.mu.Unlock()
+		writeJSON(w, 401, map[string]string{"error": "invalid_client", "error_description": "client_secret_basic is not supported"})
+		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -165,6 +191,7 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 	}
 	at, rt := "at-"+rand.Text(), "rt-"+rand.Text()
 	a.access[at] = time.Now().Add(a.ttl)
+	a.granted[at] = a.scopes
 	a.refresh[rt] = true
 	writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": int(a.ttl.Seconds())})
 }
@@ -217,6 +244,7 @@ type fixture struct {
 	store   *Store
 	def     *discovery.Server
 	browser *follower
+	cimd    string // codebridge's Client ID Metadata Document, if any
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -231,9 +259,14 @@ func newFixture(t *testing.T) *fixture {
 // login signs in to f's server, through its browser.
 func (f *fixture) login(t *testing.T) *LoginResult {
 	t.Helper()
-	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Timeout: 30 * time.Second})
+	res, err := Login(t.Context(), f.def, LoginOptions{Store: f.store, Open: f.browser.open, Timeout: 30 * time.Second, ClientMetadataURL: f.cimd})
 	if err != nil {
 		t.Fatalf("Login: %v", err)
+	}
+	f.as.mu.Lock()
+	defer f.as.mu.Unlock()
+	if f.as.basicAuths > 0 {
+		t.Errorf("%d token requests authenticated the public client with a Basic header; want client_id in the body", f.as.basicAuths)
 	}
 	return res
 }
@@ -483,6 +516,56 @@ func TestLoginConfiguredClient(t *testing.T) {
 	}
 	if err := callWhoami(t, f.store, f.def); err != nil {
 		t.Errorf("call after login: %v", err)
+	}
+}
+
+// TestLoginClientMetadataDocument: with a Client ID Metadata Document set,
+// login signs in with its URL as the client ID where the authorization
+// server supports them, and registers where it does not.
+func TestLoginClientMetadataDocument(t *testing.T) {
+	const doc = "https://codebridge.example/client.json"
+	for _, supported := range []bool{true, false} {
+		t.Run(fmt.Sprint("supported=", supported), func(t *testing.T) {
+			f := newFixture(t)
+			f.cimd = doc
+			f.as.mu.Lock()
+			f.as.cimd = supported
+			f.as.clients[doc] = []string{"http://127.0.0.1/callback"} // what the document lists
+			f.as.mu.Unlock()
+			res := f.login(t)
+			registrations, _ := f.as.counts()
+			if supported && (res.Record.ClientID != doc || registrations != 0 || res.Record.TokenAuth != "none") {
+				t.Errorf("signed in as %q (%s) after %d registrations; want %s, none, no registration", res.Record.ClientID, res.Record.TokenAuth, registrations, doc)
+			}
+			if !supported && (res.Record.ClientID == doc || registrations != 1) {
+				t.Errorf("signed in as %q after %d registrations; want a registered client", res.Record.ClientID, registrations)
+			}
+			if err := callWhoami(t, f.store, f.def); err != nil {
+				t.Errorf("call after login: %v", err)
+			}
+		})
+	}
+}
+
+// TestLoginStepUp: a server that answers 403 insufficient_scope fails the
+// call with ErrAuthRequired naming the scopes; the next login asks for them
+// besides the challenge's, and the call then succeeds.
+func TestLoginStepUp(t *testing.T) {
+	f := newFixture(t)
+	f.login(t)
+	f.as.mu.Lock()
+	f.as.need = "admin"
+	f.as.mu.Unlock()
+	err := callWhoami(t, f.store, f.def)
+	if !errors.Is(err, ErrAuthRequired) || !strings.Contains(err.Error(), "scope tools admin") {
+		t.Fatalf("call needing more scopes: %v; want ErrAuthRequired naming scope tools admin", err)
+	}
+	f.login(t)
+	if got := slices.Sorted(slices.Values(f.as.scopes)); !slices.Equal(got, []string{"admin", "tools"}) {
+		t.Errorf("the login after the 403 asked for scopes %v; want [admin tools]", f.as.scopes)
+	}
+	if err := callWhoami(t, f.store, f.def); err != nil {
+		t.Errorf("call after the new login: %v", err)
 	}
 }
 

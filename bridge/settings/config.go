@@ -69,6 +69,10 @@ type Config struct {
 	AuditMaxSize  int64 // rotate the audit log at this size, in bytes
 	AuditKeep     int   // rotated audit logs kept
 	QuarantineNew bool  // hold back tools without a pinned definition until approved
+	// OAuthClientMetadataURL is the Client ID Metadata Document codebridge
+	// login signs in as where an authorization server supports them; ""
+	// registers instead.
+	OAuthClientMetadataURL string
 }
 
 // A setting is one row of the settings table: its key in the settings file
@@ -291,6 +295,19 @@ var settings = []setting{
 		}},
 	{key: "audit_keep", def: "5", help: "Rotated audit logs kept besides the current one; older ones are deleted.",
 		apply: func(c *Config, v string) (err error) { c.AuditKeep, err = intBetween(v, 0, 100); return err }},
+	{key: "oauth_client_metadata_url", def: "", help: "The https URL of a Client ID Metadata Document that describes codebridge (client_name, redirect_uris `http://127.0.0.1/callback`, token_endpoint_auth_method none). `codebridge login` signs in with this URL as its client ID where the server's authorization server advertises `client_id_metadata_document_supported`, instead of registering; a server entry's own `oauth.clientId` still comes first. Unset: codebridge registers itself.",
+		apply: func(c *Config, v string) error {
+			c.OAuthClientMetadataURL = ""
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" || u.Fragment != "" {
+				return fmt.Errorf("%q is not an https URL with a path, such as https://example.com/codebridge/client.json", v)
+			}
+			c.OAuthClientMetadataURL = v
+			return nil
+		}},
 }
 
 // WarmAuto is [Config.WarmSandboxes] when warm_containers is auto.

@@ -38,6 +38,12 @@ func TestMain(m *testing.M) {
 		runPinServer()
 		return
 	}
+	if os.Getenv(conformanceBrowserEnv) != "" {
+		os.Exit(runConformanceBrowser())
+	}
+	if os.Getenv(conformanceClientEnv) != "" {
+		os.Exit(runConformanceClient())
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
