@@ -59,11 +59,6 @@ func (tk tokenizer) count(texts []string) ([]tokens, error) {
 	return res, nil
 }
 
-// counter counts the tokens of texts; [tokenizer] is the real one.
-type counter interface {
-	count(texts []string) ([]tokens, error)
-}
-
 // transcript is what one way puts in a model's context for a task: what it
 // reads before the first turn (tool definitions and the prompt), and for
 // each model turn what the model writes (calls or code) and reads back
