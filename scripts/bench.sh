@@ -19,7 +19,7 @@ tokens() {
   npm_trees servers clients bench
   local bin
   bin=$(mktemp -d)
-  trap 'rm -rf "$bin"' EXIT
+  trap "rm -rf '$bin'" EXIT
   go build -o "$bin/codebridge" ./cmd/codebridge
   go run ./scripts/tokenbench -npm "$CODEBRIDGE_TEST_NPM_DIR" -codebridge "$bin/codebridge" -docs docs
 }

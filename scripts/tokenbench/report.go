@@ -63,15 +63,15 @@ func (rep report) text() string {
 		tools += rep.counts[s.name]
 	}
 	fmt.Fprintf(&b, " %d tools in all.\n\n", tools)
-	fmt.Fprintln(&b, "Context tokens when the final turn starts (input tokens summed over all turns in the last columns):")
+	fmt.Fprintln(&b, "Tokens in the context when the final turn starts, direct (d) and through codebridge (cb); d used: direct with only the task's servers configured; input: summed over the turns.")
 	w := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "task\tkind\tdirect cl100k\tcodebridge cl100k\tdirect o200k\tcodebridge o200k\tchange\tdirect, used servers only, o200k\tturns direct\tturns codebridge\tbytes direct\tbytes codebridge\twall direct\twall codebridge\tinput direct o200k\tinput codebridge o200k\t")
+	fmt.Fprintln(w, "task\tkind\tcl100k d\tcl100k cb\to200k d\to200k cb\tchange\to200k d used\tturns d/cb\tKB d/cb\twall d/cb\tinput o200k d/cb\t")
 	row := func(r result) {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%.2fs\t%.2fs\t%d\t%d\t\n", r.Task, r.Kind,
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d/%d\t%.1f/%.1f\t%.2fs/%.2fs\t%d/%d\t\n", r.Task, r.Kind,
 			r.Direct.Context[0], r.Codebridge.Context[0], r.Direct.Context[1], r.Codebridge.Context[1],
 			pct(r.Direct.Context[1], r.Codebridge.Context[1]), r.DirectUsed.Context[1],
-			r.Direct.Turns, r.Codebridge.Turns, r.Direct.Bytes, r.Codebridge.Bytes, r.DirectWall.Seconds(), r.Wall.Seconds(),
-			r.Direct.Input[1], r.Codebridge.Input[1])
+			r.Direct.Turns, r.Codebridge.Turns, float64(r.Direct.Bytes)/1000, float64(r.Codebridge.Bytes)/1000,
+			r.DirectWall.Seconds(), r.Wall.Seconds(), r.Direct.Input[1], r.Codebridge.Input[1])
 	}
 	for _, r := range rep.results {
 		row(r)

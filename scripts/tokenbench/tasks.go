@@ -75,6 +75,15 @@ func (d *directRun) turn(ctx context.Context, wantError bool, calls ...call) ([]
 	return t.results, nil
 }
 
+// one makes a single call in a turn of its own and returns its result.
+func (d *directRun) one(ctx context.Context, c call) (string, error) {
+	r, err := d.turn(ctx, false, c)
+	if err != nil {
+		return "", err
+	}
+	return r[0], nil
+}
+
 func (d *directRun) path(rel string) string { return filepath.Join(d.w.files, rel) }
 
 // fileCall is a filesystem call on a path under the workspace.
@@ -174,11 +183,11 @@ var tasks = []task{
 		name: "filter-write", kind: "chaining", servers: []string{"filesystem"},
 		prompt: "Read orders.csv, keep the failed orders and write them, with the header, to failed.csv.",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, d.fileCall("read_text_file", "orders.csv"))
+			r, err := d.one(ctx, d.fileCall("read_text_file", "orders.csv"))
 			if err != nil {
 				return "", err
 			}
-			out := failedCSV(fileContent(r[0]))
+			out := failedCSV(fileContent(r))
 			if _, err := d.turn(ctx, false, d.fileCall("write_file", "failed.csv", "content", out)); err != nil {
 				return "", err
 			}
@@ -205,13 +214,13 @@ print(f"wrote {len(failed)} failed orders to failed.csv")`},
 		name: "urgent-notes", kind: "fan-out", servers: []string{"filesystem"},
 		prompt: "Which of the meeting notes in notes/ say URGENT? Read them all.",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, d.fileCall("list_directory", "notes"))
+			r, err := d.one(ctx, d.fileCall("list_directory", "notes"))
 			if err != nil {
 				return "", err
 			}
 			var names []string
 			var reads []call
-			for l := range strings.Lines(fileContent(r[0])) {
+			for l := range strings.Lines(fileContent(r)) {
 				if name, ok := strings.CutPrefix(strings.TrimSpace(l), "[FILE] "); ok {
 					names = append(names, name)
 					reads = append(reads, d.fileCall("read_text_file", "notes/"+name))
@@ -246,12 +255,12 @@ print(sorted(n for n, t in zip(names, texts) if "URGENT" in t["content"]))`},
 		name: "count-extensions", kind: "aggregation", servers: []string{"filesystem"},
 		prompt: "How many files of each extension are there under repo/?",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, d.fileCall("directory_tree", "repo"))
+			r, err := d.one(ctx, d.fileCall("directory_tree", "repo"))
 			if err != nil {
 				return "", err
 			}
 			var tree []node
-			if err := json.Unmarshal([]byte(fileContent(r[0])), &tree); err != nil {
+			if err := json.Unmarshal([]byte(fileContent(r)), &tree); err != nil {
 				return "", fmt.Errorf("directory_tree result: %w", err)
 			}
 			return extensionsAnswer(countExt(tree, map[string]int{})), nil
@@ -283,11 +292,7 @@ print(sorted(counts.items()))`},
 		name: "find-and-call", kind: "search-then-call", servers: []string{"everything"},
 		prompt: "Use whichever configured tool adds two numbers to add 1234 and 5678.",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, call{Server: "everything", Name: "get-sum", Args: map[string]any{"a": 1234, "b": 5678}})
-			if err != nil {
-				return "", err
-			}
-			return r[0], nil
+			return d.one(ctx, call{Server: "everything", Name: "get-sum", Args: map[string]any{"a": 1234, "b": 5678}})
 		},
 		// The first search finds it among the hits; the model picks it.
 		runs: []string{`for h in await search_tool_docs("add two numbers", limit=5):
@@ -296,14 +301,14 @@ print(sorted(counts.items()))`},
 		check: func(_ *workspace, answer string, _, _ bool) error { return wantAll(answer, "6912") },
 	},
 	{
-		name: "top-customers", kind: "multi-step, session state", servers: []string{"filesystem", "memory"},
+		name: "top-customers", kind: "session state, 2 runs", servers: []string{"filesystem", "memory"},
 		prompt: "Find the three customers with the most paid revenue in orders.csv, then record them in the memory graph as entities of type customer, with their total as an observation.",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, d.fileCall("read_text_file", "orders.csv"))
+			r, err := d.one(ctx, d.fileCall("read_text_file", "orders.csv"))
 			if err != nil {
 				return "", err
 			}
-			top, total := topCustomers(parseOrders(fileContent(r[0])))
+			top, total := topCustomers(parseOrders(fileContent(r)))
 			var entities []any
 			for _, c := range top {
 				entities = append(entities, map[string]any{"name": c, "entityType": "customer",
@@ -347,12 +352,12 @@ print("recorded", ", ".join(c for c, _ in top))`},
 		name: "revenue-chart", kind: "data (pandas + chart)", servers: []string{"filesystem"},
 		prompt: "Make a bar chart of the paid revenue per region in orders.csv and give me the totals.",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, d.fileCall("read_text_file", "orders.csv"))
+			r, err := d.one(ctx, d.fileCall("read_text_file", "orders.csv"))
 			if err != nil {
 				return "", err
 			}
 			// The model adds the figures up itself and cannot draw the chart.
-			return regionsAnswer(paidByRegion(parseOrders(fileContent(r[0])))), nil
+			return regionsAnswer(paidByRegion(parseOrders(fileContent(r)))), nil
 		},
 		runs: []string{`import io, pandas as pd, matplotlib.pyplot as plt
 df = pd.read_csv(io.StringIO((await mcp_filesystem.read_text_file(path="$ROOT/orders.csv"))["content"]))
@@ -365,20 +370,16 @@ print(paid.to_dict())`},
 				return err
 			}
 			if !direct && !image {
-				return fmt.Errorf("no chart came back")
+				return fmt.Errorf("no chart came back; the run printed:\n%s", answer)
 			}
 			return wantAll(answer, regionsAnswer(paidByRegion(rows)))
 		},
 	},
 	{
-		name: "allowed-dirs", kind: "one small call (direct should win)", servers: []string{"filesystem"},
+		name: "allowed-dirs", kind: "one small call: direct should win", servers: []string{"filesystem"},
 		prompt: "Which folders may the filesystem server read?",
 		direct: func(ctx context.Context, d *directRun) (string, error) {
-			r, err := d.turn(ctx, false, call{Server: "filesystem", Name: "list_allowed_directories", Args: map[string]any{}})
-			if err != nil {
-				return "", err
-			}
-			return r[0], nil
+			return d.one(ctx, call{Server: "filesystem", Name: "list_allowed_directories", Args: map[string]any{}})
 		},
 		// The model does not know the server's tools: it looks them up first.
 		runs: []string{`print(await query_tool_docs("filesystem"))`,
@@ -392,18 +393,18 @@ print(paid.to_dict())`},
 			if _, err := d.turn(ctx, true, d.fileCall("read_text_file", "reports/report-q3.txt")); err != nil {
 				return "", err
 			}
-			r, err := d.turn(ctx, false, d.fileCall("list_directory", "reports"))
+			r, err := d.one(ctx, d.fileCall("list_directory", "reports"))
 			if err != nil {
 				return "", err
 			}
-			if !strings.Contains(r[0], "q3-summary.txt") {
-				return "", fmt.Errorf("reports/ lacks q3-summary.txt: %s", r[0])
+			if !strings.Contains(r, "q3-summary.txt") {
+				return "", fmt.Errorf("reports/ lacks q3-summary.txt: %s", r)
 			}
-			r, err = d.turn(ctx, false, d.fileCall("read_text_file", "reports/q3-summary.txt"))
+			r, err = d.one(ctx, d.fileCall("read_text_file", "reports/q3-summary.txt"))
 			if err != nil {
 				return "", err
 			}
-			return fileContent(r[0]), nil
+			return fileContent(r), nil
 		},
 		runs: []string{`print((await mcp_filesystem.read_text_file(path="$ROOT/reports/report-q3.txt"))["content"])`,
 			`listing = (await mcp_filesystem.list_directory(path="$ROOT/reports"))["content"]
