@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"syscall"
 )
 
@@ -25,13 +27,22 @@ func main() {
 	flag.StringVar(&cfg.binary, "codebridge", "", "the codebridge binary to measure")
 	flag.StringVar(&cfg.docs, "docs", "", "write benchmark.md, benchmark.jsonl and benchmark.svg into this folder")
 	flag.StringVar(&cfg.command, "command", "scripts/bench.sh tokens", "the command named in the docs")
+	run := flag.String("run", "", "do only the tasks whose name matches this regular expression")
 	flag.Parse()
 	if cfg.npm == "" || cfg.binary == "" {
 		fmt.Fprintln(os.Stderr, "tokenbench: want -npm DIR and -codebridge BIN; run it with scripts/bench.sh tokens")
 		os.Exit(2)
 	}
+	if *run != "" {
+		re, err := regexp.Compile(*run)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tokenbench: -run:", err)
+			os.Exit(2)
+		}
+		tasks = slices.DeleteFunc(tasks, func(t task) bool { return !re.MatchString(t.name) })
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
+	err := runBench(ctx, cfg)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tokenbench:", err)

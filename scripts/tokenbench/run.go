@@ -35,10 +35,13 @@ type result struct {
 	ImageTok   int           `json:"codebridge_image_tokens,omitempty"`
 }
 
-func run(ctx context.Context, cfg config) error {
-	root, err := os.MkdirTemp("", "tokenbench-")
-	if err != nil {
-		return err
+func runBench(ctx context.Context, cfg config) error {
+	// A fixed folder, not a random one: its path is in the calls and results
+	// both ways, and a random name would change the token counts by a few
+	// from run to run.
+	root := filepath.Join(os.TempDir(), "codebridge-tokenbench")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return fmt.Errorf("%w: another tokenbench is running, or one was killed; remove %s if none runs", err, root)
 	}
 	defer os.RemoveAll(root)
 	// Both ways get the same data at paths of the same length.
@@ -56,6 +59,15 @@ func run(ctx context.Context, cfg config) error {
 	n, err := connectNative(ctx, cfg.npm, wd)
 	if err != nil {
 		return err
+	}
+	// The issue's floor: at least five real servers, 100 tools together.
+	tools := 0
+	for _, c := range n.counts {
+		tools += c
+	}
+	if len(n.counts) < 5 || tools < 100 {
+		n.close()
+		return fmt.Errorf("%d servers listed %d tools: the benchmark wants at least 5 servers and 100 tools", len(n.counts), tools)
 	}
 	direct := make([]transcript, len(tasks))
 	directWalls := make([]time.Duration, len(tasks))
@@ -171,7 +183,11 @@ func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) (
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, settings.EnvPrefix) && !strings.HasPrefix(kv, settings.EnvPrefix+"IMAGE=")
 	})
-	cmd.Env = append(cmd.Env, settings.FileEnv+"="+settingsFile, settings.EnvPrefix+"CONFIG_DIR="+confDir, settings.EnvPrefix+"STATE_DIR="+stateDir)
+	// A run's time limit of 120 s, not 30: on a loaded machine the first
+	// pandas and matplotlib run can take longer, and a timeout is not what
+	// is measured.
+	cmd.Env = append(cmd.Env, settings.FileEnv+"="+settingsFile, settings.EnvPrefix+"CONFIG_DIR="+confDir,
+		settings.EnvPrefix+"STATE_DIR="+stateDir, settings.EnvPrefix+"TIMEOUT=120")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "tokenbench", Version: "1"}, nil)
