@@ -11,13 +11,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
 	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -27,6 +30,7 @@ func main() {
 	flag.StringVar(&cfg.binary, "codebridge", "", "the codebridge binary to measure")
 	flag.StringVar(&cfg.docs, "docs", "", "write benchmark.md, benchmark.jsonl and benchmark.svg into this folder")
 	flag.StringVar(&cfg.command, "command", "scripts/bench.sh tokens", "the command named in the docs")
+	model := flag.String("model", cmp.Or(os.Getenv("ANTHROPIC_MODEL"), "claude-sonnet-4-5"), "the model of the replay (with ANTHROPIC_API_KEY set)")
 	run := flag.String("run", "", "do only the tasks whose name matches this regular expression")
 	flag.Parse()
 	if cfg.npm == "" || cfg.binary == "" {
@@ -40,6 +44,15 @@ func main() {
 			os.Exit(2)
 		}
 		tasks = slices.DeleteFunc(tasks, func(t task) bool { return !re.MatchString(t.name) })
+	}
+	if key := os.Getenv("ANTHROPIC_API_KEY"); key != "" {
+		url := anthropicURL
+		if base := os.Getenv("ANTHROPIC_BASE_URL"); base != "" {
+			url = strings.TrimSuffix(base, "/") + "/v1/messages"
+		}
+		cfg.replay = &replayer{url: url, key: key, model: *model, client: http.DefaultClient}
+	} else {
+		fmt.Fprintln(os.Stderr, "tokenbench: ANTHROPIC_API_KEY is not set, so no replay with a real model")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := runBench(ctx, cfg)

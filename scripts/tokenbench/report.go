@@ -78,6 +78,17 @@ func (rep report) text() string {
 	}
 	row(rep.total())
 	w.Flush()
+	if len(rep.results) > 0 && rep.results[0].ReplayDirect != nil {
+		fmt.Fprintln(&b, "\nReplayed with a real model: the usage the API reported, direct (d) and through codebridge (cb).")
+		w := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "task\tturns d/cb\tinput d/cb\toutput d/cb\tcache read d/cb\t")
+		for _, r := range rep.results {
+			d, c := r.ReplayDirect.Usage, r.ReplayCodebridge.Usage
+			fmt.Fprintf(w, "%s\t%d/%d\t%d/%d\t%d/%d\t%d/%d\t\n", r.Task, r.ReplayDirect.Turns, r.ReplayCodebridge.Turns,
+				d.InputTokens, c.InputTokens, d.OutputTokens, c.OutputTokens, d.CacheRead, c.CacheRead)
+		}
+		w.Flush()
+	}
 	fmt.Fprintf(&b, "\nNot in the codebridge figures: its manual (the resource %s), %d cl100k / %d o200k tokens, which a model may read once per conversation.\n",
 		server.ManualURI, rep.manualTok[0], rep.manualTok[1])
 	fmt.Fprintf(&b, "\n%s, %s, in %.0fs.\n", rep.command, rep.date.Format("2006-01-02 15:04 UTC"), rep.elapsed.Seconds())

@@ -21,6 +21,7 @@ import (
 
 type config struct {
 	npm, binary, docs, command string
+	replay                     *replayer // nil: no replay with a real model
 }
 
 // result is one task's figures, one JSON line.
@@ -33,6 +34,9 @@ type result struct {
 	Wall       time.Duration `json:"codebridge_wall_ns"` // run_python calls, through codebridge
 	DirectWall time.Duration `json:"direct_wall_ns"`     // the same calls made directly (sequentially) by a go-sdk client
 	ImageTok   int           `json:"codebridge_image_tokens,omitempty"`
+	// The replay with a real model, when a key was given.
+	ReplayDirect     *replayed `json:"replay_direct,omitempty"`
+	ReplayCodebridge *replayed `json:"replay_codebridge,omitempty"`
 }
 
 func runBench(ctx context.Context, cfg config) error {
@@ -84,10 +88,22 @@ func runBench(ctx context.Context, cfg config) error {
 		direct[i] = directTranscript(n, t, d)
 		directWalls[i] = d.wall
 	}
+	var replayDirect []*replayed
+	if cfg.replay != nil {
+		fmt.Fprintln(os.Stderr, "tokenbench: replaying each task with", cfg.replay.model, "calling tools directly")
+		tools, err := directTools(n)
+		if err == nil {
+			replayDirect, err = replayAll(ctx, cfg.replay, tools, wd, directRunner(n))
+		}
+		if err != nil {
+			n.close()
+			return err
+		}
+	}
 	n.close()
 
 	fmt.Fprintln(os.Stderr, "tokenbench: doing each task through codebridge's run_python")
-	cb, walls, images, manual, err := runCodebridge(ctx, cfg, root, wc)
+	cb, walls, images, manual, replayCB, err := runCodebridge(ctx, cfg, root, wc)
 	if err != nil {
 		return err
 	}
@@ -119,6 +135,9 @@ func runBench(ctx context.Context, cfg config) error {
 		k = len(cb[i].texts())
 		r.Codebridge, counts = cb[i].measureWith(counts[:k]), counts[k:]
 		r.DirectUsed = withoutServers(r.Direct, t, serverTok)
+		if cfg.replay != nil {
+			r.ReplayDirect, r.ReplayCodebridge = replayDirect[i], replayCB[i]
+		}
 		results = append(results, r)
 	}
 	rep := report{results: results, counts: n.counts, serverTok: serverTok, manualTok: manualTok, date: time.Now().UTC(),
@@ -166,18 +185,19 @@ func withoutServers(m measure, t task, serverTok map[string]tokens) measure {
 // runCodebridge does every task through the codebridge binary over stdio,
 // with the servers configured for workspace w, and returns the transcripts,
 // the wall time of each task's run_python calls, the tokens of the images
-// they returned, and codebridge's manual (a resource a model may read once).
-func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) ([]transcript, []time.Duration, []tokens, string, error) {
+// they returned, codebridge's manual (a resource a model may read once), and
+// the replays with a real model when cfg.replay is set.
+func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) ([]transcript, []time.Duration, []tokens, string, []*replayed, error) {
 	confDir := filepath.Join(root, "config")
 	stateDir := filepath.Join(root, "state")
 	settingsFile := filepath.Join(root, "settings.toml")
 	for _, err := range []error{os.MkdirAll(confDir, 0o700), os.MkdirAll(stateDir, 0o700), os.WriteFile(settingsFile, nil, 0o600)} {
 		if err != nil {
-			return nil, nil, nil, "", err
+			return nil, nil, nil, "", nil, err
 		}
 	}
 	if err := writeConfig(confDir, cfg.npm, w); err != nil {
-		return nil, nil, nil, "", err
+		return nil, nil, nil, "", nil, err
 	}
 	cmd := exec.Command(cfg.binary)
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
@@ -195,17 +215,17 @@ func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) (
 	defer cancel()
 	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
 	if err != nil {
-		return nil, nil, nil, "", fmt.Errorf("starting %s: %w\n%s", cfg.binary, err, stderr.String())
+		return nil, nil, nil, "", nil, fmt.Errorf("starting %s: %w\n%s", cfg.binary, err, stderr.String())
 	}
 	defer cs.Close()
 	listed, err := cs.ListTools(cctx, nil)
 	if err != nil {
-		return nil, nil, nil, "", fmt.Errorf("listing codebridge's tools: %w", err)
+		return nil, nil, nil, "", nil, fmt.Errorf("listing codebridge's tools: %w", err)
 	}
 	tool := mustJSON(listed.Tools)
 	res, err := cs.ReadResource(cctx, &mcp.ReadResourceParams{URI: server.ManualURI})
 	if err != nil || len(res.Contents) == 0 {
-		return nil, nil, nil, "", fmt.Errorf("reading codebridge's manual %s: %v", server.ManualURI, err)
+		return nil, nil, nil, "", nil, fmt.Errorf("reading codebridge's manual %s: %v", server.ManualURI, err)
 	}
 	manual := res.Contents[0].Text
 	// A first run starts the sandbox, as an agent's first call would; it is
@@ -216,9 +236,9 @@ func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) (
 		want = append(want, "mcp_"+s.name)
 	}
 	slices.Sort(want)
-	got, _, _, err := runPython(ctx, cs, `print(sorted(n for n in globals() if n.startswith("mcp_") and n != "mcp_servers"))`)
+	got, _, _, err := runPython(ctx, cs, map[string]any{"code": `print(sorted(n for n in globals() if n.startswith("mcp_") and n != "mcp_servers"))`})
 	if err != nil || strings.TrimSpace(got) != "['"+strings.Join(want, "', '")+"']" {
-		return nil, nil, nil, "", fmt.Errorf("first run: got %q, want the proxies %v (%v)\n%s", got, want, err, stderr.String())
+		return nil, nil, nil, "", nil, fmt.Errorf("first run: got %q, want the proxies %v (%v)\n%s", got, want, err, stderr.String())
 	}
 	trs := make([]transcript, len(tasks))
 	walls := make([]time.Duration, len(tasks))
@@ -230,10 +250,10 @@ func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) (
 		for _, code := range t.runs {
 			code = strings.ReplaceAll(code, "$ROOT", w.files)
 			began := time.Now()
-			text, img, imgTok, err := runPython(ctx, cs, code)
+			text, img, imgTok, err := runPython(ctx, cs, map[string]any{"code": code})
 			walls[i] += time.Since(began)
 			if err != nil {
-				return nil, nil, nil, "", fmt.Errorf("task %s: %w\n%s", t.name, err, stderr.String())
+				return nil, nil, nil, "", nil, fmt.Errorf("task %s: %w\n%s", t.name, err, stderr.String())
 			}
 			image = image || img
 			images[i] = images[i].add(tokens{imgTok, imgTok})
@@ -243,20 +263,49 @@ func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) (
 		}
 		tr.extra = images[i]
 		if err := t.check(w, printed.String(), image, false); err != nil {
-			return nil, nil, nil, "", fmt.Errorf("task %s through codebridge: %w", t.name, err)
+			return nil, nil, nil, "", nil, fmt.Errorf("task %s through codebridge: %w", t.name, err)
 		}
 		trs[i] = tr
 	}
-	return trs, walls, images, manual, nil
+	var replays []*replayed
+	if cfg.replay != nil {
+		fmt.Fprintln(os.Stderr, "tokenbench: replaying each task with", cfg.replay.model, "through codebridge")
+		tools := []apiTool{{Name: listed.Tools[0].Name, Description: listed.Tools[0].Description, InputSchema: json.RawMessage(mustJSON(listed.Tools[0].InputSchema))}}
+		replays, err = replayAll(ctx, cfg.replay, tools, w, func(ctx context.Context, name string, input map[string]any) (string, bool, error) {
+			if name != "run_python" {
+				return "", false, fmt.Errorf("no tool %q: the only tool is run_python", name)
+			}
+			text, _, _, err := runPython(ctx, cs, input)
+			return text, false, err
+		})
+		if err != nil {
+			return nil, nil, nil, "", nil, err
+		}
+	}
+	return trs, walls, images, manual, replays, nil
+}
+
+// replayAll replays every task with the model, one conversation each; the
+// prompt names the folder the files are in.
+func replayAll(ctx context.Context, rp *replayer, tools []apiTool, w *workspace, run toolRunner) ([]*replayed, error) {
+	var all []*replayed
+	for _, t := range tasks {
+		r, err := rp.converse(ctx, tools, "The files are in "+w.files+". "+t.prompt, run)
+		if err != nil {
+			return nil, fmt.Errorf("replaying %s with %s: %w", t.name, rp.model, err)
+		}
+		all = append(all, &r)
+	}
+	return all, nil
 }
 
 // runPython calls run_python and returns the text a model reads (a failed
 // run's traceback included), whether an image came back, and the image's
 // tokens as Anthropic counts them (width × height / 750).
-func runPython(ctx context.Context, cs *mcp.ClientSession, code string) (string, bool, int, error) {
+func runPython(ctx context.Context, cs *mcp.ClientSession, args map[string]any) (string, bool, int, error) {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "run_python", Arguments: args})
 	if err != nil {
 		return "", false, 0, fmt.Errorf("run_python: %w", err)
 	}

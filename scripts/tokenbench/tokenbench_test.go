@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -113,5 +118,55 @@ func TestTokenizer(t *testing.T) {
 	}
 	if diff := cmp.Diff([]tokens{{2, 2}, {0, 0}}, got); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestConverse replays a conversation against a fake Messages API: a tool
+// call, then an answer; the usage is summed and the call's result is sent
+// back with its id.
+func TestConverse(t *testing.T) {
+	var requests []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("x-api-key") != "test-key" || r.Header.Get("anthropic-version") == "" {
+			http.Error(w, "bad headers", http.StatusUnauthorized)
+			return
+		}
+		var req map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		requests = append(requests, req)
+		if len(requests) == 1 {
+			io.WriteString(w, `{"content":[{"type":"tool_use","id":"tu1","name":"run_python","input":{"code":"print(1)"}}],"stop_reason":"tool_use","usage":{"input_tokens":100,"output_tokens":10}}`)
+			return
+		}
+		io.WriteString(w, `{"content":[{"type":"text","text":"It printed 1."}],"stop_reason":"end_turn","usage":{"input_tokens":120,"output_tokens":5,"cache_read_input_tokens":90}}`)
+	}))
+	defer srv.Close()
+	rp := replayer{url: srv.URL, key: "test-key", model: "test-model", client: srv.Client()}
+	var calls []string
+	got, err := rp.converse(t.Context(), []apiTool{{Name: "run_python", InputSchema: json.RawMessage(`{"type":"object"}`)}}, "Print 1.",
+		func(_ context.Context, name string, input map[string]any) (string, bool, error) {
+			calls = append(calls, name+" "+input["code"].(string))
+			return "1\n", false, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := replayed{Turns: 2, Usage: apiUsage{InputTokens: 220, OutputTokens: 15, CacheRead: 90}, Answer: "It printed 1."}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"run_python print(1)"}, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if len(requests) != 2 {
+		t.Fatalf("%d requests, want 2", len(requests))
+	}
+	msgs := requests[1]["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if last["type"] != "tool_result" || last["tool_use_id"] != "tu1" || last["content"] != "1\n" {
+		t.Errorf("the second request's last block = %v, want the tool's result for tu1", last)
 	}
 }
