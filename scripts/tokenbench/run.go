@@ -64,43 +64,11 @@ func runBench(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	// The floor: at least five real servers, 100 tools together.
-	tools := 0
-	for _, c := range n.counts {
-		tools += c
-	}
-	if len(n.counts) < 5 || tools < 100 {
-		n.close()
-		return fmt.Errorf("%d servers listed %d tools: the benchmark wants at least 5 servers and 100 tools", len(n.counts), tools)
-	}
-	direct := make([]transcript, len(tasks))
-	directWalls := make([]time.Duration, len(tasks))
-	for i, t := range tasks {
-		d := &directRun{n: n, w: wd}
-		answer, err := t.direct(ctx, d)
-		if err == nil {
-			err = t.check(wd, answer, false, true)
-		}
-		if err != nil {
-			n.close()
-			return fmt.Errorf("task %s, direct: %w", t.name, err)
-		}
-		direct[i] = directTranscript(n, t, d)
-		directWalls[i] = d.wall
-	}
-	var replayDirect []*replayed
-	if cfg.replay != nil {
-		fmt.Fprintln(os.Stderr, "tokenbench: replaying each task with", cfg.replay.model, "calling tools directly")
-		tools, err := directTools(n)
-		if err == nil {
-			replayDirect, err = replayAll(ctx, cfg.replay, tools, wd, directRunner(n))
-		}
-		if err != nil {
-			n.close()
-			return err
-		}
-	}
+	direct, directWalls, replayDirect, err := runDirect(ctx, cfg, n, wd)
 	n.close()
+	if err != nil {
+		return err
+	}
 
 	fmt.Fprintln(os.Stderr, "tokenbench: doing each task through codebridge's run_python")
 	cb, walls, images, manual, replayCB, err := runCodebridge(ctx, cfg, root, wc)
@@ -144,6 +112,44 @@ func runBench(ctx context.Context, cfg config) error {
 		command: cfg.command, elapsed: time.Since(start)}
 	fmt.Print(rep.text())
 	return rep.write(cfg.docs)
+}
+
+// runDirect does every task by calling the tools directly through n, and
+// returns the transcripts, the time spent in the calls, and the replays
+// with a real model when cfg.replay is set.
+func runDirect(ctx context.Context, cfg config, n *native, w *workspace) ([]transcript, []time.Duration, []*replayed, error) {
+	// The floor: at least five real servers, 100 tools together.
+	tools := 0
+	for _, c := range n.counts {
+		tools += c
+	}
+	if len(n.counts) < 5 || tools < 100 {
+		return nil, nil, nil, fmt.Errorf("%d servers listed %d tools: the benchmark wants at least 5 servers and 100 tools", len(n.counts), tools)
+	}
+	trs := make([]transcript, len(tasks))
+	walls := make([]time.Duration, len(tasks))
+	for i, t := range tasks {
+		d := &directRun{n: n, w: w}
+		answer, err := t.direct(ctx, d)
+		if err == nil {
+			err = t.check(w, answer, false, true)
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("task %s, direct: %w", t.name, err)
+		}
+		trs[i] = directTranscript(n, t, d)
+		walls[i] = d.wall
+	}
+	if cfg.replay == nil {
+		return trs, walls, nil, nil
+	}
+	fmt.Fprintln(os.Stderr, "tokenbench: replaying each task with", cfg.replay.model, "calling tools directly")
+	apiTools, err := directTools(n)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	replays, err := replayAll(ctx, cfg.replay, apiTools, w, directRunner(n))
+	return trs, walls, replays, err
 }
 
 // directTranscript is what a direct agent's context carries for t: every
