@@ -1,10 +1,34 @@
 #!/usr/bin/env bash
-# The benchmarks behind the figures in the README. Needs what scripts/test.sh
-# installs (Podman, the sandbox image, the npm test servers); run that once first.
+# The benchmarks behind the figures in the docs.
+#
+#   scripts/bench.sh          the Go benchmarks behind docs/performance.md. They
+#                             need what scripts/test.sh installs (Podman, the
+#                             sandbox image); run that once first.
+#   scripts/bench.sh tokens   what one code tool saves an agent (docs/benchmark.md):
+#                             eight tasks over six real npm servers, done directly
+#                             and through codebridge, tokens counted offline. It
+#                             installs what it needs and rewrites docs/benchmark.*.
+#
 # Figures vary with the machine's load: run it on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CODEBRIDGE_TEST_NPM_DIR=${CODEBRIDGE_TEST_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/npm}
+. scripts/npm.sh
+
+tokens() {
+  scripts/setup.sh >&2 # Podman and the sandbox (data) image, when missing
+  npm_trees servers clients bench
+  local bin
+  bin=$(mktemp -d)
+  trap "rm -rf '$bin'" EXIT
+  go build -o "$bin/codebridge" ./cmd/codebridge
+  go run ./scripts/tokenbench -npm "$CODEBRIDGE_TEST_NPM_DIR" -codebridge "$bin/codebridge" -docs docs
+}
+
+case "${1:-}" in
+  tokens) tokens; exit ;;
+  "") npm_trees servers clients ;;
+  *) echo "usage: scripts/bench.sh [tokens]" >&2; exit 2 ;;
+esac
 
 bench() { # package, pattern, benchtime
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'

@@ -34,31 +34,10 @@ if ! command -v gnome-keyring-daemon >/dev/null || ! command -v dbus-run-session
     gnome-keyring dbus dbus-daemon libsecret-tools >/dev/null
 fi
 
-# npm packages for the integration tests: the whole trees are pinned by the
-# lockfiles in scripts/npm (servers/ and clients/ apart, as a user's npx keeps
-# them) and installed with npm ci into a folder named by the lockfiles' hash,
-# so a changed lockfile installs anew and nothing installed earlier is reused.
-npm_hash=$(cat scripts/npm/*/package.json scripts/npm/*/package-lock.json | sha256sum | cut -c1-16)
-npm_cache=${XDG_CACHE_HOME:-$HOME/.cache}/codebridge
-NPM_DIR=${CODEBRIDGE_TEST_NPM_DIR:-$npm_cache/npm-$npm_hash}
-if [ -z "${CODEBRIDGE_TEST_NPM_DIR:-}" ] && [ -d "$npm_cache" ]; then
-  # Trees of other lockfiles are of no further use.
-  find "$npm_cache" -mindepth 1 -maxdepth 1 \( -name 'npm-*' -o -name npm \) ! -name "npm-$npm_hash" -exec rm -rf {} +
-fi
-export CODEBRIDGE_TEST_NPM_DIR=$NPM_DIR
-for tree in scripts/npm/*/; do
-  tree=$(basename "$tree")
-  want=$(cat "scripts/npm/$tree/package.json" "scripts/npm/$tree/package-lock.json" | sha256sum | cut -c1-16)
-  [ "$(cat "$NPM_DIR/$tree/.codebridge-lock" 2>/dev/null)" = "$want" ] && continue
-  command -v npm >/dev/null || { log "npm is missing: install Node.js 20+ (Debian: apt-get install nodejs npm)"; exit 1; }
-  log "installing the pinned npm tree scripts/npm/$tree into $NPM_DIR/$tree (npm ci)"
-  rm -rf "$NPM_DIR/$tree.new" "$NPM_DIR/$tree"
-  mkdir -p "$NPM_DIR/$tree.new"
-  cp "scripts/npm/$tree/package.json" "scripts/npm/$tree/package-lock.json" "$NPM_DIR/$tree.new/"
-  (cd "$NPM_DIR/$tree.new" && npm ci --no-audit --no-fund --loglevel=error >&2)
-  printf '%s' "$want" >"$NPM_DIR/$tree.new/.codebridge-lock"
-  mv "$NPM_DIR/$tree.new" "$NPM_DIR/$tree"
-done
+# npm packages for the integration tests: the real MCP servers and clients,
+# whole trees pinned by the lockfiles in scripts/npm (see scripts/npm.sh).
+. scripts/npm.sh
+npm_trees servers clients
 
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
