@@ -6,8 +6,10 @@
 # $CODEBRIDGE_TEST_NPM_DIR/TREE, and exports CODEBRIDGE_TEST_NPM_DIR. Unset, it
 # is a folder in the cache named by the hash of the test trees' lockfiles
 # (servers/ and clients/, apart as a user's npx keeps them), so a changed
-# lockfile installs anew and nothing installed earlier is reused; trees of other
-# lockfiles are removed from the cache. A tree whose own files changed (its
+# lockfile installs anew and nothing installed earlier is reused. Trees of other
+# lockfiles are removed from the cache once unused for a week, not at once: two
+# checkouts of different commits on one machine (a CI run beside a branch's
+# tests) each keep their own while they run. A tree whose own files changed (its
 # .codebridge-lock differs) is installed again, so other trees such as bench/
 # share the folder without renaming it.
 npm_trees() {
@@ -16,9 +18,10 @@ npm_trees() {
     hash=$(cat scripts/npm/{clients,servers}/package.json scripts/npm/{clients,servers}/package-lock.json | sha256sum | cut -c1-16)
     cache=${XDG_CACHE_HOME:-$HOME/.cache}/codebridge
     if [ -d "$cache" ]; then
-      find "$cache" -mindepth 1 -maxdepth 1 \( -name 'npm-*' -o -name npm \) ! -name "npm-$hash" -exec rm -rf {} +
+      find "$cache" -mindepth 1 -maxdepth 1 \( -name 'npm-*' -o -name npm \) ! -name "npm-$hash" -mtime +7 -exec rm -rf {} +
     fi
     export CODEBRIDGE_TEST_NPM_DIR=$cache/npm-$hash
+    mkdir -p "$CODEBRIDGE_TEST_NPM_DIR" && touch "$CODEBRIDGE_TEST_NPM_DIR"
   fi
   local dir=$CODEBRIDGE_TEST_NPM_DIR tree want
   for tree in "$@"; do
