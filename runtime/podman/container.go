@@ -277,19 +277,53 @@ func (ct *Container) Stderr() string { return ct.stderr.String() }
 func (ct *Container) Done() <-chan struct{} { return ct.done }
 
 // Wait blocks until the container has stopped and returns its exit code. It
-// has no deadline of its own: give ctx one.
+// has no deadline of its own: give ctx one. A container removes itself once
+// it has exited ([createSpec.Remove]); when it is already gone, its exit code
+// is read from Podman's events.
 func (ct *Container) Wait(ctx context.Context) (int, error) {
 	q := url.Values{"condition": {"stopped", "exited"}}
-	var code int
 	resp, err := ct.c.request(ctx, http.MethodPost, "/containers/"+ct.ID+"/wait", q, nil)
+	if isStatus(err, http.StatusNotFound) {
+		return ct.diedCode(ctx)
+	}
 	if err != nil {
 		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
 	}
 	defer resp.Body.Close()
+	var code int
 	if err := json.NewDecoder(resp.Body).Decode(&code); err != nil {
 		return -1, fmt.Errorf("waiting for container %s: decoding exit code: %w", shortID(ct.ID), err)
 	}
 	return code, nil
+}
+
+// diedCode returns the exit code of the container, which has been removed,
+// from the "died" event Podman recorded when it exited.
+func (ct *Container) diedCode(ctx context.Context) (int, error) {
+	filters, _ := json.Marshal(map[string][]string{"container": {ct.ID}, "event": {"died"}})
+	q := url.Values{"stream": {"false"}, "filters": {string(filters)}}
+	if !ct.started.IsZero() {
+		// The events file holds every container's events: read only the
+		// ones since this container started.
+		q.Set("since", strconv.FormatInt(ct.started.Add(-time.Minute).Unix(), 10))
+	}
+	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
+	if err != nil {
+		return -1, fmt.Errorf("reading the exit code of removed container %s: %w", shortID(ct.ID), err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			Actor struct{ Attributes map[string]string }
+		}
+		if err := dec.Decode(&ev); err != nil {
+			return -1, fmt.Errorf("container %s was removed and Podman recorded no exit code for it: %w", shortID(ct.ID), err)
+		}
+		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
+			return code, nil
+		}
+	}
 }
 
 // Inspect returns the container's state.
@@ -318,9 +352,13 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 // (Podman 4.3 with runc on cgroup v1 never sets it), so an exit by SIGKILL
 // (code 137) that [Container.Kill] did not cause also counts: nothing else in
 // a sandbox without capabilities sends SIGKILL to its process, except the
-// code itself.
+// code itself. A container already removed is judged by its exit code alone.
 func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	st, err := ct.Inspect(ctx)
+	if isStatus(err, http.StatusNotFound) {
+		code, err := ct.diedCode(ctx)
+		return code == 137 && !ct.killed.Load(), err
+	}
 	if err != nil {
 		return false, err
 	}

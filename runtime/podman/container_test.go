@@ -188,11 +188,11 @@ func TestOOMKilled(t *testing.T) {
 	if code := waitExit(t, ct); code != 137 {
 		t.Errorf("exit code %d, want 137 (SIGKILL)", code)
 	}
-	st, err := ct.Inspect(t.Context())
-	if err != nil {
-		t.Fatal(err)
+	// The container removes itself once it has exited; while it is still
+	// there, Podman's own flag is worth a look.
+	if st, err := ct.Inspect(t.Context()); err == nil {
+		t.Logf("Inspect: %+v (Podman's own OOMKilled flag)", st)
 	}
-	t.Logf("Inspect: %+v (Podman's own OOMKilled flag)", st)
 	if oom, err := ct.OOMKilled(t.Context()); err != nil || !oom {
 		t.Errorf("OOMKilled = %v, %v; want true", oom, err)
 	}
