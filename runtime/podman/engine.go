@@ -242,8 +242,8 @@ func (e *Engine) channelDir(c *Client) string {
 	}
 	e.channelOnce.Do(func() {
 		dir := channelsDir(stateDir(e.opts.StateDir))
-		// A socket's path is dir/<random, up to 10 digits>/s.
-		if len(dir)+len("/0123456789/s") > maxSocketPath {
+		// A socket's path is dir/<pid, up to 7 digits>-<random, up to 10 digits>/s.
+		if len(dir)+len("/4194304-0123456789/s") > maxSocketPath {
 			e.log.Info("the state directory's path is too long for a socket: the sandbox talks through Podman's attach stream", "dir", dir)
 			return
 		}
