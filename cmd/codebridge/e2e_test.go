@@ -242,6 +242,21 @@ func containersOf(t testing.TB, pid int) []string {
 	return strings.Fields(string(out))
 }
 
+// containersLeft waits until none of the containers of codebridge process
+// pid remain and returns those still there after a minute. A container ends
+// with its stream and Podman then removes it, so a codebridge that has
+// exited does not wait for that; the minute is a hang guard for a loaded
+// machine, not a measure.
+func containersLeft(t testing.TB, pid int) []string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	left := containersOf(t, pid)
+	for ; len(left) > 0 && time.Now().Before(deadline); left = containersOf(t, pid) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return left
+}
+
 func TestRunPythonEndToEnd(t *testing.T) {
 	requirePodman(t)
 	cs, _ := session(t, bridgeEnv(t, t.TempDir()))
@@ -387,8 +402,9 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	// Close waited for codebridge to exit: everything it started is gone.
-	if left := containersOf(t, pid); len(left) != 0 {
+	// Close waited for codebridge to exit: everything it started has ended,
+	// and Podman removes the containers.
+	if left := containersLeft(t, pid); len(left) != 0 {
 		t.Fatalf("containers left after codebridge exited: %v", left)
 	}
 }

@@ -389,17 +389,50 @@ func (ct *Container) Remove(ctx context.Context) error {
 	already := ct.removed
 	ct.removed = true
 	ct.mu.Unlock()
-	if ct.conn != nil {
-		defer ct.conn.Close()
-		defer ct.stdout.Close()
-	}
-	if ct.ch != nil {
-		defer ct.ch.close()
-	}
+	defer ct.closeStreams()
 	if already {
 		return nil
 	}
 	return ct.c.remove(ctx, ct.ID)
+}
+
+// end ends the container's stream (the socket and the attach stream's
+// stdin) so that its process exits, and waits until its output ends (it
+// exited), d passes, ctx ends or stop is closed. It reports whether the
+// output ended.
+func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	if ct.ch != nil {
+		ct.ch.close()
+	}
+	if ct.conn == nil {
+		return false
+	}
+	ct.stdout.Close() // the pump drains what comes until the end
+	ct.stdin.CloseWrite()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ct.done:
+		return true
+	case <-stop:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// closeStreams closes the attach connection and the socket, which ends the
+// container's process: it exits when its stream ends. Closing again does
+// nothing.
+func (ct *Container) closeStreams() error {
+	if ct.ch != nil {
+		ct.ch.close()
+	}
+	if ct.conn == nil {
+		return nil
+	}
+	ct.stdout.Close()
+	return ct.conn.Close()
 }
 
 func (c *Client) remove(ctx context.Context, id string) error {

@@ -98,6 +98,11 @@ func (b *Box) Stderr() string { return b.ct.Stderr() }
 // it was killed for exceeding its memory limit. It has no deadline of its own.
 // An error that matches [ErrUnavailable] means Podman stopped answering.
 func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+	if b.e.isClosed() {
+		// Close ended the container; Podman, busy with others' shutdowns,
+		// is not asked why.
+		return -1, false, errShutDown
+	}
 	code, err = b.ct.Wait(ctx)
 	if err != nil {
 		if !b.e.checkAlive(ctx, b.ct.c) {
@@ -109,10 +114,18 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 	return code, oom, err
 }
 
-// Remove kills and removes the container and closes its streams. Removing
-// twice is not an error.
+// Remove ends the container, which Podman then removes, and closes its
+// streams. A container's process exits when its stream ends: Remove ends
+// the stream and waits a moment for that, and only when the process does
+// not exit (stuck in a call that holds the interpreter) asks Podman to kill
+// and remove the container. Once the engine is closed, which ended every
+// container, it only closes the streams. Removing twice is not an error.
 func (b *Box) Remove(ctx context.Context) error {
-	err := b.ct.Remove(ctx)
+	var err error
+	if !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+		err = b.ct.Remove(ctx)
+	}
+	b.ct.closeStreams()
 	b.e.mu.Lock()
 	delete(b.e.live, b)
 	b.e.mu.Unlock()
@@ -121,6 +134,10 @@ func (b *Box) Remove(ctx context.Context) error {
 	}
 	return err
 }
+
+// endTimeout is how long [Box.Remove] waits for a container to end with its
+// stream before it asks Podman to kill it.
+const endTimeout = 2 * time.Second
 
 // boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
 type boxStream struct{ ct *Container }
@@ -136,13 +153,7 @@ func (s boxStream) Write(p []byte) (int, error) {
 	return s.ct.w.Write(p)
 }
 
-func (s boxStream) Close() error {
-	s.ct.stdout.Close()
-	if s.ct.ch != nil {
-		s.ct.ch.close()
-	}
-	return s.ct.conn.Close()
-}
+func (s boxStream) Close() error { return s.ct.closeStreams() }
 
 // Ready connects to Podman, removes what dead codebridge processes left
 // behind and resolves the image. Start calls it; servers call it at start-up
@@ -185,12 +196,19 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	}
 	e.mu.Unlock()
 	if closed {
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		defer cancel()
-		ct.Remove(rctx)
-		return nil, errors.New("the sandbox is shut down")
+		ct.closeStreams() // it ends, and Podman removes it, as Close's do
+		return nil, errShutDown
 	}
 	return b, nil
+}
+
+// errShutDown is what an engine closed answers.
+var errShutDown = errors.New("the sandbox is shut down")
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 // seccomp returns the path, on the Podman host, of the sandbox's seccomp
@@ -259,8 +277,15 @@ func (e *Engine) channelDir(c *Client) string {
 	return e.channels
 }
 
-// Close removes every container of this engine and stops a Podman service it
-// started. Closing again does nothing.
+// Close ends every container of this engine by closing its stream and stops
+// a Podman service it started, without a request to Podman: a container's
+// process exits when its stream ends, and Podman removes a container once it
+// has exited ([createSpec.Remove]), whether or not codebridge still runs.
+// Asking Podman would cost seconds when many codebridge processes stop at
+// once (an editor quitting), longer than a client waits before its signals.
+// A container whose process does not read its stream (stuck in a call that
+// holds the interpreter) ends when it next reads; the sweep at the next start
+// is the last resort. Closing again does nothing.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if e.closed {
@@ -275,27 +300,26 @@ func (e *Engine) Close(ctx context.Context) error {
 	for b := range e.live {
 		boxes = append(boxes, b)
 	}
+	e.live = map[*Box]struct{}{}
 	e.mu.Unlock()
 
-	var errs []error
 	for _, b := range boxes {
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		if err := b.Remove(rctx); err != nil {
-			errs = append(errs, err)
-		}
-		cancel()
+		b.ct.closeStreams()
 	}
 	e.jobs.Wait() // the image job ends with e.bg
 	if c != nil {
-		// Anything of ours that escaped the bookkeeping.
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		if _, err := removeByClient(rctx, c, append(orphans, c.owner[labelClient])...); err != nil {
-			errs = append(errs, err)
+		if len(orphans) > 0 {
+			// Containers of a connection that died: their streams died with
+			// it, so they end and are removed; this is in case they did not.
+			rctx, cancel := deadlineCtx(ctx, requestTimeout)
+			if _, err := removeByClient(rctx, c, orphans...); err != nil {
+				e.log.Info("removing containers of an earlier podman connection", "err", err)
+			}
+			cancel()
 		}
-		cancel()
 		c.Close()
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // ready returns a connected client and the image, connecting first if needed.
@@ -304,7 +328,7 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 	c, img, closed := e.client, e.image, e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, "", errors.New("the sandbox is shut down")
+		return nil, "", errShutDown
 	}
 	if c != nil && img != "" && !c.serviceExited() {
 		return c, img, nil
@@ -363,7 +387,7 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		if e.closed {
 			e.mu.Unlock()
 			c.Close()
-			return nil, "", nil, errors.New("the sandbox is shut down")
+			return nil, "", nil, errShutDown
 		}
 		e.client = c
 		e.mu.Unlock()
