@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -460,9 +462,10 @@ func (c *Client) remove(ctx context.Context, id string) error {
 
 // Summary describes a container in [Client.List].
 type Summary struct {
-	ID     string            `json:"Id"`
-	State  string            `json:"State"`
-	Labels map[string]string `json:"Labels"`
+	ID        string            `json:"Id"`
+	State     string            `json:"State"`
+	Labels    map[string]string `json:"Labels"`
+	StartedAt int64             `json:"StartedAt"` // unix seconds; 0 if never started
 }
 
 // List returns all containers (running or not) carrying [LabelManaged],
@@ -480,27 +483,58 @@ func (c *Client) List(ctx context.Context) ([]Summary, error) {
 // RemoveStale removes the containers left behind by codebridge processes on
 // this host that no longer run, and returns how many it removed. Containers of
 // live codebridge processes, including other instances sharing this Podman,
-// and of other hosts are left alone.
+// and of other hosts are left alone, and so are those that started less than
+// [staleGrace] ago: they end with their streams, and Podman removes them. It
+// removes several at once, so a thousand leftovers do not hold up a start
+// for minutes.
 func (c *Client) RemoveStale(ctx context.Context) (int, error) {
+	return c.removeStale(ctx, staleGrace)
+}
+
+// staleGrace is how long a running container of a codebridge that no longer
+// runs is left to end by itself, as it does when its stream ends, before
+// [Client.RemoveStale] removes it: the sweep is the last resort, and a start
+// need not race containers that are removing themselves.
+const staleGrace = time.Minute
+
+func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, error) {
 	list, err := c.List(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
+	var stale []Summary
 	for _, s := range list {
-		if !c.stale(s.Labels) {
-			continue
+		young := s.State == "running" && time.Since(time.Unix(s.StartedAt, 0)) < grace
+		if c.stale(s.Labels) && !young {
+			stale = append(stale, s)
 		}
-		if err := c.remove(ctx, s.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.log.Info("removed stale container", "container", shortID(s.ID), "owner", s.Labels[LabelOwner])
-		n++
 	}
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
+	g.SetLimit(removeParallel)
+	for _, s := range stale {
+		g.Go(func() error {
+			err := c.remove(ctx, s.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			n++
+			return nil
+		})
+	}
+	g.Wait()
 	return n, errors.Join(errs...)
 }
+
+// removeParallel is how many removals [Client.RemoveStale] asks for at once.
+const removeParallel = 8
 
 // stale reports whether a container with these labels belongs to a codebridge
 // process on this host that has exited.
