@@ -285,7 +285,7 @@ func (ct *Container) Done() <-chan struct{} { return ct.done }
 func (ct *Container) Wait(ctx context.Context) (int, error) {
 	q := url.Values{"condition": {"stopped", "exited"}}
 	resp, err := ct.c.request(ctx, http.MethodPost, "/containers/"+ct.ID+"/wait", q, nil)
-	if isStatus(err, http.StatusNotFound) {
+	if isGone(err) {
 		return ct.diedCode(ctx)
 	}
 	if err != nil {
@@ -297,6 +297,12 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 		return -1, fmt.Errorf("waiting for container %s: decoding exit code: %w", shortID(ct.ID), err)
 	}
 	return code, nil
+}
+
+// isGone reports whether err says that the container does not exist: 404,
+// or a 500 that says so while Podman removes it.
+func isGone(err error) bool {
+	return isStatus(err, http.StatusNotFound) || err != nil && strings.Contains(err.Error(), "no such container")
 }
 
 // diedCode returns the exit code of the container, which has been removed,
@@ -357,7 +363,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 // code itself. A container already removed is judged by its exit code alone.
 func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	st, err := ct.Inspect(ctx)
-	if isStatus(err, http.StatusNotFound) {
+	if isGone(err) {
 		code, err := ct.diedCode(ctx)
 		return code == 137 && !ct.killed.Load(), err
 	}
@@ -398,19 +404,31 @@ func (ct *Container) Remove(ctx context.Context) error {
 	return ct.c.remove(ctx, ct.ID)
 }
 
-// end ends the container's stream (the socket and the attach stream's
-// stdin) so that its process exits, and waits until its output ends (it
-// exited), d passes, ctx ends or stop is closed. It reports whether the
-// output ended.
-func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+// endStream ends the container's protocol stream: its socket, or the
+// attach stream's stdin (the process reads the end of its input), and
+// unblocks every read and write on it. The attach connection stays open, so
+// its end ([Container.Done]) still tells when the process has exited; the
+// pump drains the output until then. Ending again does nothing.
+func (ct *Container) endStream() {
 	if ct.ch != nil {
 		ct.ch.close()
 	}
 	if ct.conn == nil {
+		return
+	}
+	ct.stdout.Close()
+	ct.conn.SetWriteDeadline(time.Unix(1, 0)) // unblocks a write conmon does not take
+	ct.stdin.CloseWrite()
+}
+
+// end ends the container's stream, so that its process exits, and waits
+// until it has (its output ended), d passes, ctx ends or stop is closed. It
+// reports whether the process exited.
+func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	ct.endStream()
+	if ct.conn == nil {
 		return false
 	}
-	ct.stdout.Close() // the pump drains what comes until the end
-	ct.stdin.CloseWrite()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -423,17 +441,14 @@ func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Durat
 	return false
 }
 
-// closeStreams closes the attach connection and the socket, which ends the
-// container's process: it exits when its stream ends. Closing again does
+// closeStreams ends the stream and closes the attach connection too. The
+// container's process exits when its stream ends. Closing again does
 // nothing.
 func (ct *Container) closeStreams() error {
-	if ct.ch != nil {
-		ct.ch.close()
-	}
+	ct.endStream()
 	if ct.conn == nil {
 		return nil
 	}
-	ct.stdout.Close()
 	return ct.conn.Close()
 }
 

@@ -73,7 +73,7 @@ func TestHardDeath(t *testing.T) {
 	testenv.Eventually(t, fmt.Sprintf("the child's podman service (pid %d) dies with it", svcPid), func() bool { return !processAlive(svcPid) })
 	testenv.Eventually(t, "the warm container is removed", func() bool {
 		_, err := c.inspect(t.Context(), id)
-		if err != nil && !isStatus(err, 404) {
+		if err != nil && !isGone(err) {
 			t.Fatal(err)
 		}
 		return err != nil

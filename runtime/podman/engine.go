@@ -82,9 +82,9 @@ func (b *Box) ID() string { return b.ct.ID }
 func (b *Box) Started() time.Time { return b.ct.started }
 
 // Stream is the container's stdin and stdout, or the socket it connected to
-// ([Spec.Channel]). Closing it closes the attach connection and the socket,
-// which unblocks every read and write on them (and conmon, if it was stuck
-// writing to a reader that stopped).
+// ([Spec.Channel]). Closing it ends the stream, which unblocks every read and
+// write on it and ends the container's process; the attach connection stays
+// open until [Box.Remove], which watches the process end through it.
 func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
 
 // Done is closed when the container's output has ended.
@@ -153,7 +153,10 @@ func (s boxStream) Write(p []byte) (int, error) {
 	return s.ct.w.Write(p)
 }
 
-func (s boxStream) Close() error { return s.ct.closeStreams() }
+func (s boxStream) Close() error {
+	s.ct.endStream()
+	return nil
+}
 
 // Ready connects to Podman, removes what dead codebridge processes left
 // behind and resolves the image. Start calls it; servers call it at start-up
