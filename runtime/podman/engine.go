@@ -41,7 +41,7 @@ type Engine struct {
 
 	bg   context.Context // ends with Close: the image job's context
 	stop context.CancelFunc
-	jobs sync.WaitGroup // the image job running
+	jobs sync.WaitGroup // the image job and the sweep running
 
 	mu      sync.Mutex // protects following
 	client  *Client
@@ -158,8 +158,8 @@ func (s boxStream) Close() error {
 	return nil
 }
 
-// Ready connects to Podman, removes what dead codebridge processes left
-// behind and resolves the image. Start calls it; servers call it at start-up
+// Ready connects to Podman, starts removing what dead codebridge processes
+// left behind and resolves the image. Start calls it; servers call it at start-up
 // to fail early, and only log its error. w says how the caller waits for an
 // image being pulled.
 func (e *Engine) Ready(ctx context.Context, w ImageWatch) error {
@@ -309,7 +309,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	for _, b := range boxes {
 		b.ct.closeStreams()
 	}
-	e.jobs.Wait() // the image job ends with e.bg
+	e.jobs.Wait() // the image job and the sweep end with e.bg
 	if c != nil {
 		if len(orphans) > 0 {
 			// Containers of a connection that died: their streams died with
@@ -366,11 +366,6 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		if err != nil {
 			return nil, "", nil, err
 		}
-		if n, err := c.RemoveStale(ctx); err != nil {
-			e.log.Warn("removing containers of dead codebridge processes", "err", err)
-		} else if n > 0 {
-			e.log.Info("removed containers of dead codebridge processes", "count", n)
-		}
 		e.mu.Lock()
 		orphans := e.orphans
 		e.mu.Unlock()
@@ -393,6 +388,7 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 			return nil, "", nil, errShutDown
 		}
 		e.client = c
+		e.sweep(c) // under e.mu, before Close can wait for it
 		e.mu.Unlock()
 	}
 	if img != "" {
@@ -400,6 +396,19 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 	}
 	img, job := e.imageJob(c)
 	return c, img, job, nil
+}
+
+// sweep removes, in the background, what dead codebridge processes left
+// ([Client.RemoveStale]): a thousand leftovers take a minute to remove, which
+// no run should wait for. Close cancels it. Call it with e.mu held.
+func (e *Engine) sweep(c *Client) {
+	e.jobs.Go(func() {
+		if n, err := c.RemoveStale(e.bg); err != nil && e.bg.Err() == nil {
+			e.log.Warn("removing containers of dead codebridge processes", "err", err)
+		} else if n > 0 {
+			e.log.Info("removed containers of dead codebridge processes", "count", n)
+		}
+	})
 }
 
 // checkAlive reports whether Podman still answers c, and drops the client
