@@ -2,6 +2,7 @@ package podman
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -279,24 +280,12 @@ func (ct *Container) Stderr() string { return ct.stderr.String() }
 func (ct *Container) Done() <-chan struct{} { return ct.done }
 
 // Wait blocks until the container has stopped and returns its exit code. It
-// has no deadline of its own: give ctx one. A container removes itself once
-// it has exited ([createSpec.Remove]); when it is already gone, its exit code
-// is read from Podman's events.
+// has no deadline of its own: give ctx one. It follows Podman's events
+// instead of asking the wait endpoint, which in Podman 4.3 may never answer
+// for a container removed while it waits: a container removes itself once
+// it has exited ([createSpec.Remove]), and its "died" event stays.
 func (ct *Container) Wait(ctx context.Context) (int, error) {
-	q := url.Values{"condition": {"stopped", "exited"}}
-	resp, err := ct.c.request(ctx, http.MethodPost, "/containers/"+ct.ID+"/wait", q, nil)
-	if isGone(err) {
-		return ct.diedCode(ctx)
-	}
-	if err != nil {
-		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
-	}
-	defer resp.Body.Close()
-	var code int
-	if err := json.NewDecoder(resp.Body).Decode(&code); err != nil {
-		return -1, fmt.Errorf("waiting for container %s: decoding exit code: %w", shortID(ct.ID), err)
-	}
-	return code, nil
+	return ct.diedCode(ctx, true)
 }
 
 // isGone reports whether err says that the container does not exist: 404,
@@ -305,19 +294,17 @@ func isGone(err error) bool {
 	return isStatus(err, http.StatusNotFound) || err != nil && strings.Contains(err.Error(), "no such container")
 }
 
-// diedCode returns the exit code of the container, which has been removed,
-// from the "died" event Podman recorded when it exited.
-func (ct *Container) diedCode(ctx context.Context) (int, error) {
+// diedCode returns the exit code of the container from the "died" event
+// Podman recorded when it exited, waiting for that event if follow is set.
+func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 	filters, _ := json.Marshal(map[string][]string{"container": {ct.ID}, "event": {"died"}})
-	q := url.Values{"stream": {"false"}, "filters": {string(filters)}}
-	if !ct.started.IsZero() {
-		// The events file holds every container's events: read only the
-		// ones since this container started.
-		q.Set("since", strconv.FormatInt(ct.started.Add(-time.Minute).Unix(), 10))
-	}
+	// The events file holds every container's events: read only those
+	// since this container started.
+	since := cmp.Or(ct.started, time.Now().Add(-time.Hour)).Add(-time.Minute)
+	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
 	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
-		return -1, fmt.Errorf("reading the exit code of removed container %s: %w", shortID(ct.ID), err)
+		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -326,7 +313,10 @@ func (ct *Container) diedCode(ctx context.Context) (int, error) {
 			Actor struct{ Attributes map[string]string }
 		}
 		if err := dec.Decode(&ev); err != nil {
-			return -1, fmt.Errorf("container %s was removed and Podman recorded no exit code for it: %w", shortID(ct.ID), err)
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", shortID(ct.ID), err)
 		}
 		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
 			return code, nil
@@ -364,7 +354,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	st, err := ct.Inspect(ctx)
 	if isGone(err) {
-		code, err := ct.diedCode(ctx)
+		code, err := ct.diedCode(ctx, false)
 		return code == 137 && !ct.killed.Load(), err
 	}
 	if err != nil {
