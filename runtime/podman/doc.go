@@ -27,8 +27,7 @@
 // request and waits for none, and [Box.Remove] asks Podman to kill a
 // container only when it does not end with its stream (stuck in a call that
 // holds the interpreter). A container that has exited may be gone before
-// anyone asks: [Container.Wait] then reads its exit code from Podman's
-// events.
+// anyone asks, so [Container.Wait] reads its exit code from Podman's events.
 //
 // A socket's folder is removed as soon as the container has connected. Its
 // name starts with the pid of the codebridge that made it, so the next start
@@ -39,6 +38,6 @@
 // The last resort, for what escaped all that (a container whose process
 // never reads again): containers carry [LabelManaged] and [LabelOwner]
 // (hostname/pid), and the next codebridge on the host calls
-// [Client.RemoveStale] on connecting, which removes only containers of
-// codebridge processes that no longer run.
+// [Client.RemoveStale] in the background on connecting, which removes only
+// containers of codebridge processes that no longer run.
 package podman
