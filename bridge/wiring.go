@@ -256,10 +256,14 @@ func (c *containers) Ready(ctx context.Context) error {
 	return c.engine.Ready(ctx, podman.ImageWatch{})
 }
 
-// Close ends every session and removes every container, then closes the
-// Podman connection (and a service codebridge started).
+// Close ends every container, which Podman then removes, and closes the
+// Podman connection (and a service codebridge started); then it ends every
+// session. The engine goes first: closing a container's stream ends it at
+// once, runs in progress end with it, and the manager then waits for nothing
+// Podman must do, which takes seconds when many codebridge processes stop
+// together.
 func (c *containers) Close(ctx context.Context) error {
-	return errors.Join(c.Manager.Close(ctx), c.engine.Close(ctx))
+	return errors.Join(c.engine.Close(ctx), c.Manager.Close(ctx))
 }
 
 // preload is what a session's interpreter imports ahead of its first run.

@@ -57,6 +57,8 @@ bench ./bridge/audit 'Record' 20000x
 echo "## the protocol's and Python's share: a request answered at once by the host, over local pipes"
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
+echo "## the start-up sweep: 1,000 containers a dead codebridge left (created, never started)"
+CODEBRIDGE_BENCH_STALE=1000 bench ./runtime/podman 'RemoveStale' 1x
 echo "## config folder: file written -> new configuration applied"
 bench ./discovery 'ReloadLatency' 50x
 echo "## downstream pool: echo call through the pool, server-everything start"

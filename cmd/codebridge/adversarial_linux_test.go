@@ -77,7 +77,7 @@ func (b *testBridge) sigterm(t *testing.T) {
 	if st := b.cmd.ProcessState; st == nil || !st.Exited() {
 		t.Errorf("codebridge did not exit on SIGTERM: %v", st)
 	}
-	if left := containersOf(t, b.pid); len(left) != 0 {
+	if left := containersLeft(t, b.pid); len(left) != 0 {
 		t.Errorf("containers left after SIGTERM: %v", left)
 	}
 	for _, p := range kids {

@@ -240,12 +240,49 @@ func requirePodman(t testing.TB) {
 // (its owner label), whatever other tests run beside it.
 func containersOf(t testing.TB, pid int) []string {
 	t.Helper()
+	return ownedContainers(t, ownerLabel(pid))
+}
+
+// ownerLabel is the owner label of the containers of codebridge process pid.
+func ownerLabel(pid int) string {
 	host, _ := os.Hostname()
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+podman.LabelOwner+"="+host+"/"+strconv.Itoa(pid), "--format", "{{.ID}}").Output()
+	return host + "/" + strconv.Itoa(pid)
+}
+
+// ownedContainers lists the codebridge containers of these owners.
+func ownedContainers(t testing.TB, owners ...string) []string {
+	t.Helper()
+	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+podman.LabelManaged+"=true",
+		"--format", `{{.ID}} {{index .Labels "`+podman.LabelOwner+`"}}`).Output()
 	if err != nil {
 		t.Fatalf("podman ps: %v", err)
 	}
-	return strings.Fields(string(out))
+	var ids []string
+	for line := range strings.Lines(string(out)) {
+		if id, owner, ok := strings.Cut(strings.TrimSpace(line), " "); ok && slices.Contains(owners, owner) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// containersLeft waits until none of the containers of these codebridge
+// processes remain and returns those still there after a minute. A
+// container ends with its stream and Podman then removes it, so a
+// codebridge that has exited does not wait for that; the minute is a hang
+// guard for a loaded machine, not a measure.
+func containersLeft(t testing.TB, pids ...int) []string {
+	t.Helper()
+	var owners []string
+	for _, pid := range pids {
+		owners = append(owners, ownerLabel(pid))
+	}
+	deadline := time.Now().Add(time.Minute)
+	left := ownedContainers(t, owners...)
+	for ; len(left) > 0 && time.Now().Before(deadline); left = ownedContainers(t, owners...) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return left
 }
 
 func TestRunPythonEndToEnd(t *testing.T) {
@@ -393,8 +430,9 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	// Close waited for codebridge to exit: everything it started is gone.
-	if left := containersOf(t, pid); len(left) != 0 {
+	// Close waited for codebridge to exit: everything it started has ended,
+	// and Podman removes the containers.
+	if left := containersLeft(t, pid); len(left) != 0 {
 		t.Fatalf("containers left after codebridge exited: %v", left)
 	}
 }

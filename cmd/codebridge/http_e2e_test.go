@@ -93,7 +93,7 @@ func (b *httpBridge) Stop(t testing.TB) {
 		if b.exitErr != nil {
 			t.Errorf("codebridge exited with %v after SIGTERM, want status 0", b.exitErr)
 		}
-		if left := containersOf(t, pid); len(left) > 0 {
+		if left := containersLeft(t, pid); len(left) > 0 {
 			t.Errorf("containers of codebridge %d left after SIGTERM: %v", pid, left)
 		}
 	})

@@ -230,7 +230,7 @@ print(r.returncode != 0, r.stderr.strip())`})
 	}
 	pid := cmd.Process.Pid
 	cs.Close()
-	if left := containersOf(t, pid); len(left) > 0 {
+	if left := containersLeft(t, pid); len(left) > 0 {
 		t.Errorf("containers left after codebridge exited: %v", left)
 	}
 
@@ -286,7 +286,7 @@ print(r.returncode != 0)`})
 	}
 	pid := cmd.Process.Pid
 	cs.Close()
-	if left := containersOf(t, pid); len(left) > 0 {
+	if left := containersLeft(t, pid); len(left) > 0 {
 		t.Errorf("containers left after codebridge exited: %v", left)
 	}
 }

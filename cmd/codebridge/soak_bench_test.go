@@ -96,7 +96,7 @@ print("contained")`},
 		b.Errorf("%d containers of codebridge after the soak, want at most a session's and a warm one", running)
 	}
 	cs.Close() // waits for codebridge to exit
-	left := len(containersOf(b, pid))
+	left := len(containersLeft(b, pid))
 	if left != 0 {
 		b.Errorf("%d containers left after codebridge exited", left)
 	}

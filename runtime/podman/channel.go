@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -58,7 +59,7 @@ func newChannel(parent string) (*channel, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil { // a cleaner may have removed it
 		return nil, fmt.Errorf("making the sandbox's socket folder: %w", err)
 	}
-	dir, err := os.MkdirTemp(parent, "")
+	dir, err := os.MkdirTemp(parent, strconv.Itoa(os.Getpid())+"-") // see sweepChannels
 	if err != nil {
 		return nil, fmt.Errorf("making the sandbox's socket folder: %w", err)
 	}
@@ -207,9 +208,11 @@ func (ch *channel) close() {
 	os.RemoveAll(ch.dir)
 }
 
-// sweepChannels removes the socket folders in dir older than an hour: what a
-// codebridge killed between starting a container and its connection left.
-// A live one's folder lives for the moments of a container's start.
+// sweepChannels removes the socket folders in dir of codebridge processes
+// that no longer run, and any older than an hour (a pid may be reused):
+// what a codebridge killed between starting a container and its connection
+// left. A folder is named for the pid of the process that made it; a live
+// one's folder lives for the moments of a container's start.
 func sweepChannels(dir string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -218,7 +221,13 @@ func sweepChannels(dir string) error {
 	var errs []error
 	for _, e := range entries {
 		info, ierr := e.Info()
-		if ierr == nil && time.Since(info.ModTime()) > time.Hour {
+		if ierr != nil {
+			continue // gone meanwhile
+		}
+		owner, _, _ := strings.Cut(e.Name(), "-")
+		pid, perr := strconv.Atoi(owner)
+		dead := perr != nil || pid <= 0 || pid != os.Getpid() && !processAlive(pid)
+		if dead || time.Since(info.ModTime()) > time.Hour {
 			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 		}
 	}

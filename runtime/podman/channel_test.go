@@ -5,8 +5,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -286,9 +288,15 @@ func TestChannelRemote(t *testing.T) {
 }
 
 func TestSweepChannels(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	old, fresh := filepath.Join(dir, "1"), filepath.Join(dir, "2")
-	for _, d := range []string{old, fresh} {
+	ours := strconv.Itoa(os.Getpid()) + "-"
+	old, fresh := filepath.Join(dir, ours+"1"), filepath.Join(dir, ours+"2")
+	deadOwner, unnamed := filepath.Join(dir, strconv.Itoa(dead.Process.Pid)+"-3"), filepath.Join(dir, "x4")
+	for _, d := range []string{old, fresh, deadOwner, unnamed} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -300,11 +308,13 @@ func TestSweepChannels(t *testing.T) {
 	if err := sweepChannels(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(old); !os.IsNotExist(err) {
-		t.Errorf("an old folder was kept: %v", err)
+	for _, d := range []string{old, deadOwner, unnamed} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s was kept: %v", filepath.Base(d), err)
+		}
 	}
 	if _, err := os.Stat(fresh); err != nil {
-		t.Errorf("a new folder was removed: %v", err)
+		t.Errorf("a live process's new folder was removed: %v", err)
 	}
 	if err := sweepChannels(filepath.Join(dir, "none")); err != nil {
 		t.Errorf("sweeping a missing folder: %v", err)

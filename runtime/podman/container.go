@@ -2,6 +2,7 @@ package podman
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -277,19 +280,48 @@ func (ct *Container) Stderr() string { return ct.stderr.String() }
 func (ct *Container) Done() <-chan struct{} { return ct.done }
 
 // Wait blocks until the container has stopped and returns its exit code. It
-// has no deadline of its own: give ctx one.
+// has no deadline of its own: give ctx one. It follows Podman's events
+// instead of asking the wait endpoint, which in Podman 4.3 may never answer
+// for a container removed while it waits: a container removes itself once
+// it has exited ([createSpec.Remove]), and its "died" event stays.
 func (ct *Container) Wait(ctx context.Context) (int, error) {
-	q := url.Values{"condition": {"stopped", "exited"}}
-	var code int
-	resp, err := ct.c.request(ctx, http.MethodPost, "/containers/"+ct.ID+"/wait", q, nil)
+	return ct.diedCode(ctx, true)
+}
+
+// isGone reports whether err says that the container does not exist: 404,
+// or a 500 that says so while Podman removes it.
+func isGone(err error) bool {
+	return isStatus(err, http.StatusNotFound) || err != nil && strings.Contains(err.Error(), "no such container")
+}
+
+// diedCode returns the exit code of the container from the "died" event
+// Podman recorded when it exited, waiting for that event if follow is set.
+func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
+	filters, _ := json.Marshal(map[string][]string{"container": {ct.ID}, "event": {"died"}})
+	// The events file holds every container's events: read only those
+	// since this container started.
+	since := cmp.Or(ct.started, time.Now().Add(-time.Hour)).Add(-time.Minute)
+	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
+	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
 		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&code); err != nil {
-		return -1, fmt.Errorf("waiting for container %s: decoding exit code: %w", shortID(ct.ID), err)
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			Actor struct{ Attributes map[string]string }
+		}
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", shortID(ct.ID), err)
+		}
+		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
+			return code, nil
+		}
 	}
-	return code, nil
 }
 
 // Inspect returns the container's state.
@@ -318,9 +350,13 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 // (Podman 4.3 with runc on cgroup v1 never sets it), so an exit by SIGKILL
 // (code 137) that [Container.Kill] did not cause also counts: nothing else in
 // a sandbox without capabilities sends SIGKILL to its process, except the
-// code itself.
+// code itself. A container already removed is judged by its exit code alone.
 func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	st, err := ct.Inspect(ctx)
+	if isGone(err) {
+		code, err := ct.diedCode(ctx, false)
+		return code == 137 && !ct.killed.Load(), err
+	}
 	if err != nil {
 		return false, err
 	}
@@ -351,17 +387,59 @@ func (ct *Container) Remove(ctx context.Context) error {
 	already := ct.removed
 	ct.removed = true
 	ct.mu.Unlock()
-	if ct.conn != nil {
-		defer ct.conn.Close()
-		defer ct.stdout.Close()
-	}
-	if ct.ch != nil {
-		defer ct.ch.close()
-	}
+	defer ct.closeStreams()
 	if already {
 		return nil
 	}
 	return ct.c.remove(ctx, ct.ID)
+}
+
+// endStream ends the container's protocol stream: its socket, or the
+// attach stream's stdin (the process reads the end of its input), and
+// unblocks every read and write on it. The attach connection stays open, so
+// its end ([Container.Done]) still tells when the process has exited; the
+// pump drains the output until then. Ending again does nothing.
+func (ct *Container) endStream() {
+	if ct.ch != nil {
+		ct.ch.close()
+	}
+	if ct.conn == nil {
+		return
+	}
+	ct.stdout.Close()
+	ct.conn.SetWriteDeadline(time.Unix(1, 0)) // unblocks a write conmon does not take
+	ct.stdin.CloseWrite()
+}
+
+// end ends the container's stream, so that its process exits, and waits
+// until it has (its output ended), d passes, ctx ends or stop is closed. It
+// reports whether the process exited.
+func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
+	ct.endStream()
+	if ct.conn == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ct.done:
+		return true
+	case <-stop:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// closeStreams ends the stream and closes the attach connection too. The
+// container's process exits when its stream ends. Closing again does
+// nothing.
+func (ct *Container) closeStreams() error {
+	ct.endStream()
+	if ct.conn == nil {
+		return nil
+	}
+	return ct.conn.Close()
 }
 
 func (c *Client) remove(ctx context.Context, id string) error {
@@ -389,9 +467,10 @@ func (c *Client) remove(ctx context.Context, id string) error {
 
 // Summary describes a container in [Client.List].
 type Summary struct {
-	ID     string            `json:"Id"`
-	State  string            `json:"State"`
-	Labels map[string]string `json:"Labels"`
+	ID        string            `json:"Id"`
+	State     string            `json:"State"`
+	Labels    map[string]string `json:"Labels"`
+	StartedAt int64             `json:"StartedAt"` // unix seconds; 0 if never started
 }
 
 // List returns all containers (running or not) carrying [LabelManaged],
@@ -409,27 +488,58 @@ func (c *Client) List(ctx context.Context) ([]Summary, error) {
 // RemoveStale removes the containers left behind by codebridge processes on
 // this host that no longer run, and returns how many it removed. Containers of
 // live codebridge processes, including other instances sharing this Podman,
-// and of other hosts are left alone.
+// and of other hosts are left alone, and so are those that started less than
+// [staleGrace] ago: they end with their streams, and Podman removes them. It
+// removes several at once, so a thousand leftovers do not hold up a start
+// for minutes.
 func (c *Client) RemoveStale(ctx context.Context) (int, error) {
+	return c.removeStale(ctx, staleGrace)
+}
+
+// staleGrace is how long a running container of a codebridge that no longer
+// runs is left to end by itself, as it does when its stream ends, before
+// [Client.RemoveStale] removes it: the sweep is the last resort, and a start
+// need not race containers that are removing themselves.
+const staleGrace = time.Minute
+
+func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, error) {
 	list, err := c.List(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
+	var stale []Summary
 	for _, s := range list {
-		if !c.stale(s.Labels) {
-			continue
+		young := s.State == "running" && time.Since(time.Unix(s.StartedAt, 0)) < grace
+		if c.stale(s.Labels) && !young {
+			stale = append(stale, s)
 		}
-		if err := c.remove(ctx, s.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.log.Info("removed stale container", "container", shortID(s.ID), "owner", s.Labels[LabelOwner])
-		n++
 	}
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
+	g.SetLimit(removeParallel)
+	for _, s := range stale {
+		g.Go(func() error {
+			err := c.remove(ctx, s.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			n++
+			return nil
+		})
+	}
+	g.Wait()
 	return n, errors.Join(errs...)
 }
+
+// removeParallel is how many removals [Client.RemoveStale] asks for at once.
+const removeParallel = 8
 
 // stale reports whether a container with these labels belongs to a codebridge
 // process on this host that has exited.

@@ -16,11 +16,28 @@
 //
 // # Leftovers
 //
-// Containers carry [LabelManaged] and [LabelOwner] (hostname/pid). If
-// codebridge dies without [Sandbox.Close]: a private service dies with it
-// (SIGTERM as parent-death signal, Linux); the warm containers see their
-// stream end and exit, and in any case give up after the bootstrap's wait
-// limit; the exited containers stay until the next codebridge on the host
-// calls [Client.RemoveStale] (the Sandbox does on connecting), which removes
-// only containers of codebridge processes that no longer run.
+// Nothing is left behind, whatever ends codebridge. Every container is
+// created with Podman's auto-remove (conmon runs 'podman container cleanup
+// --rm' when it exits, whether or not codebridge or its Podman service still
+// runs), and the sandbox's process exits when its stream ends: the warm
+// bootstrap waiting for its first session, and the runner even in the middle
+// of a run. Codebridge's end closes every stream, so its containers end and
+// are removed within moments, also after SIGKILL, an OOM kill or a crash (the
+// kernel closes the streams then). [Engine.Close] therefore sends Podman no
+// request and waits for none, and [Box.Remove] asks Podman to kill a
+// container only when it does not end with its stream (stuck in a call that
+// holds the interpreter). A container that has exited may be gone before
+// anyone asks, so [Container.Wait] reads its exit code from Podman's events.
+//
+// A socket's folder is removed as soon as the container has connected. Its
+// name starts with the pid of the codebridge that made it, so the next start
+// removes the folders of a codebridge killed between starting a container
+// and its connection. A private Podman service dies with codebridge (SIGTERM
+// as parent-death signal, Linux).
+//
+// The last resort, for what escaped all that (a container whose process
+// never reads again): containers carry [LabelManaged] and [LabelOwner]
+// (hostname/pid), and the next codebridge on the host calls
+// [Client.RemoveStale] in the background on connecting, which removes only
+// containers of codebridge processes that no longer run.
 package podman

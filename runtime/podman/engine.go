@@ -41,7 +41,7 @@ type Engine struct {
 
 	bg   context.Context // ends with Close: the image job's context
 	stop context.CancelFunc
-	jobs sync.WaitGroup // the image job running
+	jobs sync.WaitGroup // the image job and the sweep running
 
 	mu      sync.Mutex // protects following
 	client  *Client
@@ -82,9 +82,9 @@ func (b *Box) ID() string { return b.ct.ID }
 func (b *Box) Started() time.Time { return b.ct.started }
 
 // Stream is the container's stdin and stdout, or the socket it connected to
-// ([Spec.Channel]). Closing it closes the attach connection and the socket,
-// which unblocks every read and write on them (and conmon, if it was stuck
-// writing to a reader that stopped).
+// ([Spec.Channel]). Closing it ends the stream, which unblocks every read and
+// write on it and ends the container's process; the attach connection stays
+// open until [Box.Remove], which watches the process end through it.
 func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
 
 // Done is closed when the container's output has ended.
@@ -98,6 +98,11 @@ func (b *Box) Stderr() string { return b.ct.Stderr() }
 // it was killed for exceeding its memory limit. It has no deadline of its own.
 // An error that matches [ErrUnavailable] means Podman stopped answering.
 func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+	if b.e.isClosed() {
+		// Close ended the container; Podman, busy with others' shutdowns,
+		// is not asked why.
+		return -1, false, errShutDown
+	}
 	code, err = b.ct.Wait(ctx)
 	if err != nil {
 		if !b.e.checkAlive(ctx, b.ct.c) {
@@ -109,10 +114,18 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 	return code, oom, err
 }
 
-// Remove kills and removes the container and closes its streams. Removing
-// twice is not an error.
+// Remove ends the container, which Podman then removes, and closes its
+// streams. A container's process exits when its stream ends: Remove ends
+// the stream and waits a moment for that, and only when the process does
+// not exit (stuck in a call that holds the interpreter) asks Podman to kill
+// and remove the container. Once the engine is closed, which ended every
+// container, it only closes the streams. Removing twice is not an error.
 func (b *Box) Remove(ctx context.Context) error {
-	err := b.ct.Remove(ctx)
+	var err error
+	if !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+		err = b.ct.Remove(ctx)
+	}
+	b.ct.closeStreams()
 	b.e.mu.Lock()
 	delete(b.e.live, b)
 	b.e.mu.Unlock()
@@ -121,6 +134,10 @@ func (b *Box) Remove(ctx context.Context) error {
 	}
 	return err
 }
+
+// endTimeout is how long [Box.Remove] waits for a container to end with its
+// stream before it asks Podman to kill it.
+const endTimeout = 2 * time.Second
 
 // boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
 type boxStream struct{ ct *Container }
@@ -137,15 +154,12 @@ func (s boxStream) Write(p []byte) (int, error) {
 }
 
 func (s boxStream) Close() error {
-	s.ct.stdout.Close()
-	if s.ct.ch != nil {
-		s.ct.ch.close()
-	}
-	return s.ct.conn.Close()
+	s.ct.endStream()
+	return nil
 }
 
-// Ready connects to Podman, removes what dead codebridge processes left
-// behind and resolves the image. Start calls it; servers call it at start-up
+// Ready connects to Podman, starts removing what dead codebridge processes
+// left behind and resolves the image. Start calls it; servers call it at start-up
 // to fail early, and only log its error. w says how the caller waits for an
 // image being pulled.
 func (e *Engine) Ready(ctx context.Context, w ImageWatch) error {
@@ -185,12 +199,19 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	}
 	e.mu.Unlock()
 	if closed {
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		defer cancel()
-		ct.Remove(rctx)
-		return nil, errors.New("the sandbox is shut down")
+		ct.closeStreams() // it ends, and Podman removes it, as Close's do
+		return nil, errShutDown
 	}
 	return b, nil
+}
+
+// errShutDown is what an engine closed answers.
+var errShutDown = errors.New("the sandbox is shut down")
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 // seccomp returns the path, on the Podman host, of the sandbox's seccomp
@@ -242,8 +263,8 @@ func (e *Engine) channelDir(c *Client) string {
 	}
 	e.channelOnce.Do(func() {
 		dir := channelsDir(stateDir(e.opts.StateDir))
-		// A socket's path is dir/<random, up to 10 digits>/s.
-		if len(dir)+len("/0123456789/s") > maxSocketPath {
+		// A socket's path is dir/<pid, up to 7 digits>-<random, up to 10 digits>/s.
+		if len(dir)+len("/4194304-0123456789/s") > maxSocketPath {
 			e.log.Info("the state directory's path is too long for a socket: the sandbox talks through Podman's attach stream", "dir", dir)
 			return
 		}
@@ -259,8 +280,15 @@ func (e *Engine) channelDir(c *Client) string {
 	return e.channels
 }
 
-// Close removes every container of this engine and stops a Podman service it
-// started. Closing again does nothing.
+// Close ends every container of this engine by closing its stream and stops
+// a Podman service it started, without a request to Podman: a container's
+// process exits when its stream ends, and Podman removes a container once it
+// has exited ([createSpec.Remove]), whether or not codebridge still runs.
+// Asking Podman would cost seconds when many codebridge processes stop at
+// once (an editor quitting), longer than a client waits before its signals.
+// A container whose process does not read its stream (stuck in a call that
+// holds the interpreter) ends when it next reads; the sweep at the next start
+// is the last resort. Closing again does nothing.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if e.closed {
@@ -275,27 +303,26 @@ func (e *Engine) Close(ctx context.Context) error {
 	for b := range e.live {
 		boxes = append(boxes, b)
 	}
+	e.live = map[*Box]struct{}{}
 	e.mu.Unlock()
 
-	var errs []error
 	for _, b := range boxes {
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		if err := b.Remove(rctx); err != nil {
-			errs = append(errs, err)
-		}
-		cancel()
+		b.ct.closeStreams()
 	}
-	e.jobs.Wait() // the image job ends with e.bg
+	e.jobs.Wait() // the image job and the sweep end with e.bg
 	if c != nil {
-		// Anything of ours that escaped the bookkeeping.
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		if _, err := removeByClient(rctx, c, append(orphans, c.owner[labelClient])...); err != nil {
-			errs = append(errs, err)
+		if len(orphans) > 0 {
+			// Containers of a connection that died: their streams died with
+			// it, so they end and are removed; this is in case they did not.
+			rctx, cancel := deadlineCtx(ctx, requestTimeout)
+			if _, err := removeByClient(rctx, c, orphans...); err != nil {
+				e.log.Info("removing containers of an earlier podman connection", "err", err)
+			}
+			cancel()
 		}
-		cancel()
 		c.Close()
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // ready returns a connected client and the image, connecting first if needed.
@@ -304,7 +331,7 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 	c, img, closed := e.client, e.image, e.closed
 	e.mu.Unlock()
 	if closed {
-		return nil, "", errors.New("the sandbox is shut down")
+		return nil, "", errShutDown
 	}
 	if c != nil && img != "" && !c.serviceExited() {
 		return c, img, nil
@@ -339,11 +366,6 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		if err != nil {
 			return nil, "", nil, err
 		}
-		if n, err := c.RemoveStale(ctx); err != nil {
-			e.log.Warn("removing containers of dead codebridge processes", "err", err)
-		} else if n > 0 {
-			e.log.Info("removed containers of dead codebridge processes", "count", n)
-		}
 		e.mu.Lock()
 		orphans := e.orphans
 		e.mu.Unlock()
@@ -363,9 +385,10 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		if e.closed {
 			e.mu.Unlock()
 			c.Close()
-			return nil, "", nil, errors.New("the sandbox is shut down")
+			return nil, "", nil, errShutDown
 		}
 		e.client = c
+		e.sweep(c) // under e.mu, before Close can wait for it
 		e.mu.Unlock()
 	}
 	if img != "" {
@@ -373,6 +396,19 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 	}
 	img, job := e.imageJob(c)
 	return c, img, job, nil
+}
+
+// sweep removes, in the background, what dead codebridge processes left
+// ([Client.RemoveStale]): a thousand leftovers take a minute to remove, which
+// no run should wait for. Close cancels it. Call it with e.mu held.
+func (e *Engine) sweep(c *Client) {
+	e.jobs.Go(func() {
+		if n, err := c.RemoveStale(e.bg); err != nil && e.bg.Err() == nil {
+			e.log.Warn("removing containers of dead codebridge processes", "err", err)
+		} else if n > 0 {
+			e.log.Info("removed containers of dead codebridge processes", "count", n)
+		}
+	})
 }
 
 // checkAlive reports whether Podman still answers c, and drops the client

@@ -94,6 +94,10 @@ type createSpec struct {
 	Rlimits            []rlimit          `json:"r_limits"`
 	Mounts             []mount           `json:"mounts"`
 	SeccompProfilePath string            `json:"seccomp_profile_path,omitempty"`
+	// Remove has the engine remove the container once it exits (conmon's
+	// exit command runs 'podman container cleanup --rm'), whether or not
+	// the codebridge that created it still runs.
+	Remove bool `json:"remove"`
 }
 
 type namespace struct {
@@ -191,6 +195,7 @@ func (s Spec) createSpec(owner map[string]string) (createSpec, error) {
 			tmpfs("/work", cmpOr(s.WorkSize, DefaultWorkSize)),
 		},
 		SeccompProfilePath: s.SeccompProfile,
+		Remove:             true,
 	}
 	if s.CPUs > 0 {
 		quota := int64(math.Ceil(s.CPUs * cpuPeriod))

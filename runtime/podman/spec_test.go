@@ -20,6 +20,7 @@ func TestCreateSpec(t *testing.T) {
 		cs.Init = true
 		cs.StopSignal = 9
 		cs.StopTimeout = 1
+		cs.Remove = true
 		cs.Rlimits = []rlimit{{Type: "nofile", Soft: 1024, Hard: 1024}, {Type: "nproc", Soft: 4096, Hard: 4096}}
 	}
 	tests := []struct {

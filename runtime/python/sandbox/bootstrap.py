@@ -6,9 +6,7 @@
 # why on fd 1, and the stream is fds 0 and 1. Exits quietly when the stream ends first (a
 # pre-started container may be discarded unused) or, if CODEBRIDGE_WAIT_LIMIT
 # is set, when no frame arrives within that many seconds.
-import os, sys
-# What the runner needs, imported while the container waits for work.
-import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, socket, threading, traceback, types
+import os, sys, socket
 _in, _out = 0, 1
 _channel = os.environ.get("CODEBRIDGE_CHANNEL")
 if _channel:
@@ -20,6 +18,9 @@ if _channel:
         _sock.close()
         _why = ("cannot connect to %s: %s" % (_channel, e)).encode("utf-8", "replace")
         os.write(1, b"\x06" + _why[:1000].replace(b"\n", b" ") + b"\n")
+# What the runner needs, imported while the container waits for work: after
+# connecting, so the host removes the socket's folder as early as it can.
+import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
 def _read(n):
     chunks = []
     while n:

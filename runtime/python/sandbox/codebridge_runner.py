@@ -138,6 +138,7 @@ class Channel:
 
     def _read_loop(self):
         reason = "the host closed the connection"
+        eof = True
         try:
             while True:
                 head = self._read_exact(5)
@@ -155,6 +156,7 @@ class Channel:
                     _interrupt(json.loads(body).get("run"))
         except Exception as e:  # a broken reply stream fails every pending request
             reason = "reading replies: %s" % e
+            eof = False
         with self._plock:
             self._eof = reason
             pending, self._pending = self._pending, {}
@@ -162,6 +164,12 @@ class Channel:
             if not fut.done():
                 fut.set_exception(_make_error("internal", reason, None))
         self.runs.put(None)
+        if eof:
+            # The host is gone (closed the stream, or died): no one reads
+            # what a run in progress would report, so end now rather than
+            # after it. The container ends with this process, and the
+            # engine removes it.
+            os._exit(0)
 
     def _dispatch(self, reply):
         with self._plock:
