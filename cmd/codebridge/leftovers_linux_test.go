@@ -279,11 +279,8 @@ func startStdioBridge(t *testing.T) *stdioBridge {
 		return b
 	}
 	t.Cleanup(func() { cs.Close() })
-	// No output: what this test is about does not depend on it, and a
-	// print's output can be lost under this much load (the runner waits only
-	// DRAIN_LIMIT for its pipe).
-	if r := runPython(t, cs, map[string]any{"code": "x = 1"}); r.IsError {
-		t.Errorf("x = 1: %s\nstderr tail:\n%s", r.Text, tailLines(b.stderr.String(), 30))
+	if r := runPython(t, cs, map[string]any{"code": "print(1)"}); r.IsError || r.Out.Stdout != "1\n" {
+		t.Errorf("print(1): %s\nstderr tail:\n%s", r.Text, tailLines(b.stderr.String(), 30))
 	}
 	return b
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -615,5 +617,48 @@ print(plt.get_fignums())
 `}, &fakeHost{}, time.Minute)
 	if err != nil || second.Error != nil || second.Stdout != "[]\n" || second.Stderr != "" {
 		t.Errorf("second run: %v %+v", err, second)
+	}
+}
+
+// TestDrainWaitsForSlowPump: output written before a run ended is sent
+// before the run's end, however long the pump that forwards it takes to be
+// scheduled. The runner once gave its pumps half a second, and a loaded
+// machine's print(1) came back empty. Here the pump's send is held for a
+// second; drain, given the runner's own deadline, must return only once the
+// bytes were sent.
+func TestDrainWaitsForSlowPump(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "codebridge_runner.py"), []byte(mustRead("sandbox/codebridge_runner.py")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import os, sys, threading, time
+import codebridge_runner as r
+
+class Channel:
+    def __init__(self):
+        self.release = threading.Event()
+        self.got = b""
+    def send(self, kind, data):
+        self.release.wait()
+        self.got += data
+
+ch = Channel()
+rd, wr = os.pipe()
+p = r.Pump(ch, b"O", rd)
+p.start()
+os.write(wr, b"1\n")
+threading.Timer(1.0, ch.release.set).start()  # the pump gets its turn late
+p.drain(time.monotonic() + r.DRAIN_LIMIT)
+print(repr(ch.got))
+`
+	cmd := exec.Command(testenv.Python(t), "-c", script)
+	cmd.Env = append(slices.Clone(testenv.PythonEnv), "PYTHONPATH="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "b'1\\n'" {
+		t.Errorf("sent by the time drain returned: %s; want b'1\\n'", got)
 	}
 }

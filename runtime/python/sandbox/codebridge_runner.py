@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - Linux's value
 FILE_PREFIX = "<run_python"  # each run's code is compiled as "<run_python #N>"
 CHUNK = 64 << 10  # largest 'O'/'E' payload
 TEXT_LIMIT = 64 << 10  # characters kept of a failure's message and traceback
-DRAIN_LIMIT = 0.5  # seconds to wait for output still in the pipes after the code ends
+DRAIN_LIMIT = 10.0  # seconds a pipe's pump may go without sending before a run's end stops waiting for it
 
 # The run in progress: its number while user code runs, else 0. SIGINT raises
 # KeyboardInterrupt only while it is set. _interrupted is the latest run the
@@ -215,7 +215,11 @@ class Pump:
         self._ch = channel
         self._kind = kind
         self._fd = fd
-        self._busy = False  # a chunk has been taken from the pipe and not yet sent
+        # _taken counts the bytes read from the pipe, _sent those sent on:
+        # [drain] waits for _sent to reach what had been written when it began.
+        self._cond = threading.Condition()
+        self._taken = 0
+        self._sent = 0
         self._thread = threading.Thread(target=self._loop, name="codebridge-pump", daemon=True)
 
     def start(self):
@@ -225,27 +229,41 @@ class Pump:
         try:
             while True:
                 select.select([self._fd], [], [])
-                self._busy = True
-                data = os.read(self._fd, CHUNK)
+                with self._cond:
+                    data = os.read(self._fd, CHUNK)
+                    self._taken += len(data)
                 if not data:
                     return
                 self._ch.send(self._kind, data)
-                self._busy = False
+                with self._cond:
+                    self._sent += len(data)
+                    self._cond.notify_all()
         except OSError:
             return
+        finally:
+            with self._cond:
+                self._cond.notify_all()
 
     def drain(self, deadline):
-        """Waits until what was written to the pipe so far has been sent, or
-        the deadline passes (a background writer may keep it busy)."""
+        """Waits until everything written to the pipe before the call has been
+        sent on, however long a loaded machine takes to schedule the pump, or
+        until the pump has made no progress by deadline (the host stopped
+        reading). What a background writer adds meanwhile is not waited for:
+        it goes out with a later run."""
         n = array.array("i", [0])
-        while time.monotonic() < deadline:
+        with self._cond:
             try:
                 fcntl.ioctl(self._fd, FIONREAD, n)
             except OSError:
                 return
-            if n[0] == 0 and not self._busy:
-                return
-            time.sleep(0.0002)
+            target = self._taken + n[0]
+            while self._sent < target and self._thread.is_alive():
+                sent = self._sent
+                self._cond.wait(max(deadline - time.monotonic(), 0))
+                if self._sent == sent and time.monotonic() >= deadline:
+                    return
+                if self._sent > sent:
+                    deadline = time.monotonic() + DRAIN_LIMIT
 
 
 def _redirect_stdio(channel):
