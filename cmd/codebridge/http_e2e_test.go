@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -121,16 +122,26 @@ func (b *httpBridge) health(t testing.TB) (code int, h struct {
 // goClient connects the go-sdk's streamable HTTP client to b with token.
 func (b *httpBridge) goClient(t testing.TB, token string) *mcp.ClientSession {
 	t.Helper()
+	cs, err := b.dial(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// dial is goClient for any goroutine: it returns the error, and the caller
+// closes the session.
+func (b *httpBridge) dial(token string) (*mcp.ClientSession, error) {
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge-http-e2e", Version: "1"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL, HTTPClient: hc}, nil)
 	if err != nil {
-		t.Fatalf("connecting over HTTP: %v", err)
+		return nil, fmt.Errorf("connecting over HTTP: %w", err)
 	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, nil
 }
 
 type bearer struct {

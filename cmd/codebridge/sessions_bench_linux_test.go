@@ -1,0 +1,519 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// Flags of BenchmarkSessions (after -args on the go test command line).
+var (
+	sessionsHTTP     = flag.String("sessions.http", "1,10,100", "BenchmarkSessions: counts of live minimal-image sessions over one serve --http (comma-separated, empty for none)")
+	sessionsData     = flag.String("sessions.data", "1,10,100", "BenchmarkSessions: counts of live data-image sessions over one serve --http")
+	sessionsStdio    = flag.String("sessions.stdio", "1,10,100", "BenchmarkSessions: counts of stdio codebridge processes, one session each")
+	sessionsParallel = flag.Int("sessions.parallel", 4, "BenchmarkSessions: sessions started at once")
+	sessionsJSON     = flag.String("sessions.json", "", "BenchmarkSessions: also append one JSON line per configuration to this file")
+)
+
+// sessionFigures is what BenchmarkSessions measures for one configuration,
+// also written as a JSON line.
+type sessionFigures struct {
+	Transport  string `json:"transport"` // http or stdio
+	Image      string `json:"image"`     // minimal or data
+	Sessions   int    `json:"sessions"`
+	Containers int    `json:"containers"` // codebridge's containers with every session live (spares included)
+
+	// Memory, MB (10^6 bytes) per session: the containers' cgroup usage (what
+	// podman stats shows), conmon's proportional set size, and codebridge's
+	// and its Podman API service's growth over HTTP (resident memory after
+	// the sessions minus before, over the count) or their whole proportional
+	// set size per process over stdio.
+	ContainerMB  float64 `json:"container_mb"`
+	ConmonMB     float64 `json:"conmon_mb"`
+	CodebridgeMB float64 `json:"codebridge_mb"`
+	PodmanMB     float64 `json:"podman_mb"`
+	TotalMB      float64 `json:"total_mb"`
+
+	// print(1) through a go-sdk client, ms: a session's first call, calls one
+	// at a time across the live sessions, and every session calling at once.
+	FirstP50   float64 `json:"first_p50_ms"`
+	FirstP95   float64 `json:"first_p95_ms"`
+	SeqP50     float64 `json:"seq_p50_ms"`
+	SeqP95     float64 `json:"seq_p95_ms"`
+	ConcP50    float64 `json:"concurrent_p50_ms"`
+	ConcP95    float64 `json:"concurrent_p95_ms"`
+	RunsPerSec float64 `json:"concurrent_runs_per_s"`
+	Failed     int     `json:"failed"` // calls that did not print 1
+	FirstError string  `json:"first_error,omitempty"`
+
+	StopS float64 `json:"stop_s"` // SIGTERM (http) or every client closing (stdio) until every codebridge exited
+	Left  int     `json:"left"`   // containers of theirs left after they exited (then removed by the benchmark)
+	Load  string  `json:"load"`   // /proc/loadavg before the configuration
+	Date  string  `json:"date"`
+}
+
+// BenchmarkSessions is how cost grows with live sessions: N go-sdk clients
+// over one serve --http (minimal and data image) and N stdio codebridge
+// processes, each session running print(1) first. For each it reports the
+// memory per session by component, the first call's and sequential calls'
+// p50/p95, and runs per second with every session calling at once (3
+// rounds per b.Loop iteration). Every container it caused is gone when it
+// returns, even when it fails; scripts/bench.sh sessions also ends what a
+// killed benchmark left, from the pids named in $CODEBRIDGE_BENCH_PIDS.
+//
+//	go test ./cmd/codebridge -run '^$' -bench '^BenchmarkSessions$' -benchtime 1x -timeout 0 \
+//	    -args -sessions.http 1,10,100,1000 -sessions.data 1,10 -sessions.stdio 1,10,100
+func BenchmarkSessions(b *testing.B) {
+	requirePodman(b)
+	configs := []struct {
+		transport, image, counts string
+	}{
+		{"http", "minimal", *sessionsHTTP},
+		{"http", "data", *sessionsData},
+		{"stdio", "minimal", *sessionsStdio},
+	}
+	for _, c := range configs {
+		for _, s := range strings.Split(c.counts, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				b.Fatalf("session count %q: want a positive integer", s)
+			}
+			b.Run(fmt.Sprintf("%s/%s/n=%d", c.transport, c.image, n), func(b *testing.B) {
+				f := &sessionFigures{Transport: c.transport, Image: c.image, Sessions: n, Load: loadavg(), Date: time.Now().UTC().Format(time.RFC3339)}
+				image := testenv.MinimalImage()
+				// The minimal image has nothing to preload: without it the
+				// default bound on live sandboxes fits 1,000 of them.
+				env := bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_IMAGE="+image, "MCP_BRIDGE_PRELOAD=", "MCP_BRIDGE_LOG_LEVEL=info")
+				if c.image == "data" {
+					env = bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_IMAGE="+testenv.Image(), "MCP_BRIDGE_LOG_LEVEL=info")
+				}
+				if c.transport == "http" {
+					benchHTTPSessions(b, env, f)
+				} else {
+					benchStdioSessions(b, env, f)
+				}
+				reportSessions(b, f)
+			})
+		}
+	}
+}
+
+// benchHTTPSessions measures f.Sessions go-sdk clients over one serve --http.
+func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
+	hb := startHTTP(b, env)
+	pid := hb.Cmd.Process.Pid
+	notePid(b, pid)
+	var css []*mcp.ClientSession
+	b.Cleanup(func() { // before startHTTP's, which only stops codebridge
+		closeAll(css)
+		hb.Stop(b)
+		removeContainersOf(b, pid)
+	})
+	// The warm container (MCP_BRIDGE_WARM_CONTAINERS auto) means Podman's
+	// API service is up: measure from there.
+	waitFor(func() bool { return len(containersOf(b, pid)) > 0 }, time.Minute)
+	before := procsMem(pid, true)
+
+	css, first, errs := startSessions(f.Sessions, func() (*mcp.ClientSession, error) { return hb.dial(hb.Token) })
+	f.addErrors(errs)
+	f.FirstP50, f.FirstP95 = quantiles(first)
+
+	ctrs := containersOfAll(b, []int{pid})
+	ctrs.settle()
+	after := procsMem(pid, true)
+	f.CodebridgeMB = float64(after.codebridgeRSS-before.codebridgeRSS) / 1e6 / float64(f.Sessions)
+	f.PodmanMB = float64(after.podmanPSS-before.podmanPSS) / 1e6 / float64(f.Sessions)
+	f.measureMemory(ctrs)
+
+	f.runCalls(b, css)
+
+	start := time.Now()
+	hb.Stop(b) // fails the benchmark if codebridge leaves a container
+	f.StopS = time.Since(start).Seconds()
+}
+
+// benchStdioSessions measures f.Sessions stdio codebridge processes, one
+// go-sdk client each.
+func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
+	bin := binary(b)
+	var (
+		mu   sync.Mutex
+		pids []int
+	)
+	css, first, errs := startSessions(f.Sessions, func() (*mcp.ClientSession, error) {
+		cs, _, cmd, err := connectStdio(bin, env, nil)
+		if cmd.Process != nil {
+			mu.Lock()
+			pids = append(pids, cmd.Process.Pid)
+			mu.Unlock()
+			notePid(b, cmd.Process.Pid)
+		}
+		return cs, err
+	})
+	b.Cleanup(func() {
+		closeAll(css)
+		for _, pid := range pids {
+			removeContainersOf(b, pid)
+		}
+	})
+	f.addErrors(errs)
+	f.FirstP50, f.FirstP95 = quantiles(first)
+
+	ctrs := containersOfAll(b, pids)
+	ctrs.settle()
+	var cb, pm int64
+	for _, pid := range pids {
+		m := procsMem(pid, false)
+		cb, pm = cb+m.codebridgePSS, pm+m.podmanPSS
+	}
+	f.CodebridgeMB = float64(cb) / 1e6 / float64(f.Sessions)
+	f.PodmanMB = float64(pm) / 1e6 / float64(f.Sessions)
+	f.measureMemory(ctrs)
+
+	f.runCalls(b, css)
+
+	// An editor quitting: every client closes at once.
+	start := time.Now()
+	closeAll(css)
+	f.StopS = time.Since(start).Seconds()
+	for _, pid := range pids {
+		f.Left += len(containersOf(b, pid))
+	}
+}
+
+// startSessions connects n clients, sessionsParallel at a time, and times
+// each one's first print(1). Clients that failed are nil.
+func startSessions(n int, connect func() (*mcp.ClientSession, error)) (css []*mcp.ClientSession, first []time.Duration, errs []error) {
+	css = make([]*mcp.ClientSession, n)
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, max(1, *sessionsParallel))
+	)
+	for i := range css {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			cs, err := connect()
+			var d time.Duration
+			if err == nil {
+				css[i] = cs
+				start := time.Now()
+				err = callPrint(cs)
+				d = time.Since(start)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			first = append(first, d)
+		})
+	}
+	wg.Wait()
+	return css, first, errs
+}
+
+// runCalls times print(1) one call at a time round the live sessions (at
+// least 100 calls), then with every session calling at once, 3 rounds.
+func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
+	var live []*mcp.ClientSession
+	for _, cs := range css {
+		if cs != nil {
+			live = append(live, cs)
+		}
+	}
+	if len(live) == 0 {
+		b.Fatalf("no session started: %s", f.FirstError)
+	}
+	var (
+		seq, conc []time.Duration
+		errs      []error
+		wall      time.Duration
+	)
+	for b.Loop() {
+		for i := range max(100, len(live)) {
+			start := time.Now()
+			if err := callPrint(live[i%len(live)]); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			seq = append(seq, time.Since(start))
+		}
+		for range 3 {
+			var (
+				mu sync.Mutex
+				wg sync.WaitGroup
+			)
+			gate := make(chan struct{})
+			for _, cs := range live {
+				wg.Go(func() {
+					<-gate
+					start := time.Now()
+					err := callPrint(cs)
+					d := time.Since(start)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						errs = append(errs, err)
+						return
+					}
+					conc = append(conc, d)
+				})
+			}
+			start := time.Now()
+			close(gate)
+			wg.Wait()
+			wall += time.Since(start)
+		}
+	}
+	f.addErrors(errs)
+	f.SeqP50, f.SeqP95 = quantiles(seq)
+	f.ConcP50, f.ConcP95 = quantiles(conc)
+	f.RunsPerSec = float64(len(conc)) / wall.Seconds()
+}
+
+func (f *sessionFigures) addErrors(errs []error) {
+	if len(errs) > 0 && f.FirstError == "" {
+		f.FirstError = errs[0].Error()
+	}
+	f.Failed += len(errs)
+}
+
+// containers are the containers of some codebridge processes, as the
+// benchmark found them once every session was live.
+type containers struct {
+	cgroups []string // memory cgroup folders
+	conmons []int
+}
+
+// containersOfAll lists the containers of the codebridge processes pids.
+func containersOfAll(b *testing.B, pids []int) containers {
+	var ids []string
+	for _, pid := range pids {
+		ids = append(ids, containersOf(b, pid)...)
+	}
+	var c containers
+	if len(ids) == 0 {
+		return c
+	}
+	out, err := exec.Command("podman", append([]string{"inspect", "--format", "{{.State.CgroupPath}} {{.State.ConmonPid}}"}, ids...)...).Output()
+	if err != nil {
+		b.Fatalf("podman inspect: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		cgroup, conmon, _ := strings.Cut(line, " ")
+		c.cgroups = append(c.cgroups, filepath.Join("/sys/fs/cgroup/memory", cgroup))
+		if p, err := strconv.Atoi(conmon); err == nil && p > 0 {
+			c.conmons = append(c.conmons, p)
+		}
+	}
+	return c
+}
+
+// usage is the containers' memory use in bytes, as podman stats shows it
+// (the cgroup's usage, page cache included).
+func (c containers) usage() int64 {
+	var sum int64
+	for _, dir := range c.cgroups {
+		if raw, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes")); err == nil {
+			n, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+			sum += n
+		}
+	}
+	return sum
+}
+
+// settle waits until the containers' memory grows by less than 1% in a
+// second (at most a minute): a session's interpreter may still be importing
+// its preloaded modules after its first run.
+func (c containers) settle() {
+	last := c.usage()
+	for range 60 {
+		time.Sleep(time.Second)
+		now := c.usage()
+		if now-last < last/100 {
+			return
+		}
+		last = now
+	}
+}
+
+// measureMemory adds the containers' memory and their conmons' per session.
+func (f *sessionFigures) measureMemory(c containers) {
+	var conmon int64
+	for _, p := range c.conmons {
+		conmon += pss(p)
+	}
+	n := float64(f.Sessions)
+	f.Containers = len(c.cgroups)
+	f.ContainerMB, f.ConmonMB = float64(c.usage())/1e6/n, float64(conmon)/1e6/n
+	f.TotalMB = f.ContainerMB + f.ConmonMB + f.CodebridgeMB + f.PodmanMB
+}
+
+// procMemory is a codebridge process's memory and its Podman API service's
+// (the `podman system service` it started, if any), in bytes.
+type procMemory struct {
+	codebridgeRSS, codebridgePSS, podmanPSS int64
+}
+
+func procsMem(pid int, withRSS bool) procMemory {
+	m := procMemory{codebridgePSS: pss(pid)}
+	if withRSS {
+		m.codebridgeRSS = rollup(pid, "Rss:")
+	}
+	// Each thread lists the children it started.
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var children []string
+	for _, t := range tasks {
+		raw, _ := os.ReadFile(t)
+		children = append(children, strings.Fields(string(raw))...)
+	}
+	for _, s := range children {
+		child, _ := strconv.Atoi(s)
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == "podman" {
+			m.podmanPSS += pss(child)
+		}
+	}
+	return m
+}
+
+// pss is a process's proportional set size in bytes (0 if it is gone): its
+// resident pages, each shared one divided among the processes sharing it, so
+// that many processes of one binary add up to what they really take.
+func pss(pid int) int64 { return rollup(pid, "Pss:") }
+
+func rollup(pid int, field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func reportSessions(b *testing.B, f *sessionFigures) {
+	for _, m := range []struct {
+		v    float64
+		unit string
+	}{
+		{f.TotalMB, "MB/session"}, {f.ContainerMB, "container-MB"}, {f.ConmonMB, "conmon-MB"},
+		{f.CodebridgeMB, "codebridge-MB"}, {f.PodmanMB, "podman-MB"}, {float64(f.Containers), "containers"},
+		{f.FirstP50, "first-p50-ms"}, {f.FirstP95, "first-p95-ms"}, {f.SeqP50, "seq-p50-ms"}, {f.SeqP95, "seq-p95-ms"},
+		{f.ConcP50, "conc-p50-ms"}, {f.ConcP95, "conc-p95-ms"}, {f.RunsPerSec, "runs/s"},
+		{float64(f.Failed), "failed"}, {f.StopS, "stop-s"}, {float64(f.Left), "left"},
+	} {
+		b.ReportMetric(m.v, m.unit)
+	}
+	line, _ := json.Marshal(f)
+	fmt.Printf("%s\n", line)
+	if f.FirstError != "" {
+		b.Logf("%d calls failed; first: %s", f.Failed, f.FirstError)
+	}
+	if *sessionsJSON == "" {
+		return
+	}
+	file, err := os.OpenFile(*sessionsJSON, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := fmt.Fprintf(file, "%s\n", line); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// closeAll closes every session at once and waits for them (for stdio, for
+// their codebridge to exit).
+func closeAll(css []*mcp.ClientSession) {
+	var wg sync.WaitGroup
+	for _, cs := range css {
+		if cs != nil {
+			wg.Go(func() { cs.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// removeContainersOf removes what the codebridge process pid left (its owner
+// label names it): the benchmark's own containers only, after that process
+// has exited or been killed.
+func removeContainersOf(b *testing.B, pid int) {
+	if err := syscall.Kill(pid, 0); err == nil && isCodebridge(pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	ids := containersOf(b, pid)
+	if len(ids) == 0 {
+		return
+	}
+	if out, err := exec.Command("podman", append([]string{"rm", "-f", "-t", "0"}, ids...)...).CombinedOutput(); err != nil {
+		b.Errorf("removing the %d containers codebridge %d left: %v: %s", len(ids), pid, err, out)
+	}
+}
+
+func isCodebridge(pid int) bool {
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(comm)) == "codebridge"
+}
+
+// notePid appends pid to the file $CODEBRIDGE_BENCH_PIDS names, if any, so
+// that scripts/bench.sh can end a codebridge (and remove its containers)
+// that a killed benchmark left.
+func notePid(b *testing.B, pid int) {
+	path := os.Getenv("CODEBRIDGE_BENCH_PIDS")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = fmt.Fprintln(f, pid)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		b.Errorf("noting pid %d in %s: %v", pid, path, err)
+	}
+}
+
+// waitFor polls cond until it holds or d has passed.
+func waitFor(cond func() bool, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+func loadavg() string {
+	raw, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
