@@ -34,6 +34,33 @@ bench() { # package, pattern, benchtime
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
 }
 
+# scripts/bench.sh sessions [FLAGS]: how cost grows with live sessions (BenchmarkSessions in
+# cmd/codebridge), alone. FLAGS go to the benchmark: -sessions.http, -sessions.data and
+# -sessions.stdio take the counts (default 1,10,100 each; e.g. -sessions.http 1,10,100,1000),
+# -sessions.json FILE also appends its JSON lines there. Whatever ends the benchmark, the
+# codebridge processes it started are ended and their containers (by owner label) removed.
+if [ "${1:-}" = sessions ]; then
+  shift
+  pids=$(mktemp)
+  end_sessions() {
+    while read -r pid; do
+      if [ -e "/proc/$pid" ]; then # still ours if it has our environment, else leave it alone
+        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "CODEBRIDGE_BENCH_PIDS=$pids" || continue
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 300); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
+      ids=$(podman ps -aq --filter "label=io.codebridge.owner=$(hostname)/$pid")
+      [ -z "$ids" ] || podman rm -f -t 0 $ids >/dev/null
+    done <"$pids"
+    rm -f "$pids"
+  }
+  trap end_sessions EXIT
+  CODEBRIDGE_BENCH_PIDS=$pids go test ./cmd/codebridge -run '^$' -bench '^BenchmarkSessions$' -benchtime 1x \
+    -count 1 -timeout 60m -args "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\{|    )'
+  exit
+fi
+
 echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
