@@ -341,10 +341,14 @@ func BenchmarkHTTP(b *testing.B) {
 }
 
 // callPrint runs print(1) in cs and says what went wrong, if anything.
-func callPrint(cs *mcp.ClientSession) error {
+func callPrint(cs *mcp.ClientSession) error { return callCode(cs, "print(1)") }
+
+// callCode runs code, which must print 1, in cs and says what went wrong, if
+// anything.
+func callCode(cs *mcp.ClientSession, code string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "print(1)"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
 	switch {
 	case err != nil:
 		return err

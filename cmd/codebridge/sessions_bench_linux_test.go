@@ -29,13 +29,15 @@ var (
 	sessionsStdio    = flag.String("sessions.stdio", "1,10,100", "BenchmarkSessions: counts of stdio codebridge processes, one session each")
 	sessionsParallel = flag.Int("sessions.parallel", 4, "BenchmarkSessions: sessions started at once")
 	sessionsJSON     = flag.String("sessions.json", "", "BenchmarkSessions: also append one JSON line per configuration to this file")
+	sessionsPreload  = flag.String("sessions.preload", "default", "BenchmarkSessions: MCP_BRIDGE_PRELOAD for the data-image sessions (default: unset)")
 )
 
 // sessionFigures is what BenchmarkSessions measures for one configuration,
 // also written as a JSON line.
 type sessionFigures struct {
-	Transport  string `json:"transport"` // http or stdio
-	Image      string `json:"image"`     // minimal or data
+	Transport  string `json:"transport"`         // http or stdio
+	Image      string `json:"image"`             // minimal or data
+	Preload    string `json:"preload,omitempty"` // MCP_BRIDGE_PRELOAD of data-image sessions, if set
 	Sessions   int    `json:"sessions"`
 	Containers int    `json:"containers"` // codebridge's containers with every session live (spares included)
 
@@ -44,11 +46,12 @@ type sessionFigures struct {
 	// and its Podman API service's growth over HTTP (resident memory after
 	// the sessions minus before, over the count) or their whole proportional
 	// set size per process over stdio.
-	ContainerMB  float64 `json:"container_mb"`
-	ConmonMB     float64 `json:"conmon_mb"`
-	CodebridgeMB float64 `json:"codebridge_mb"`
-	PodmanMB     float64 `json:"podman_mb"`
-	TotalMB      float64 `json:"total_mb"`
+	ContainerMB     float64 `json:"container_mb"`
+	ContainerAnonMB float64 `json:"container_anon_mb"` // of container_mb, what is not page cache (total_rss in memory.stat)
+	ConmonMB        float64 `json:"conmon_mb"`
+	CodebridgeMB    float64 `json:"codebridge_mb"`
+	PodmanMB        float64 `json:"podman_mb"`
+	TotalMB         float64 `json:"total_mb"`
 
 	// print(1) through a go-sdk client, ms: a session's first call, calls one
 	// at a time across the live sessions, and every session calling at once.
@@ -59,6 +62,10 @@ type sessionFigures struct {
 	ConcP50    float64 `json:"concurrent_p50_ms"`
 	ConcP95    float64 `json:"concurrent_p95_ms"`
 	RunsPerSec float64 `json:"concurrent_runs_per_s"`
+	// The first `import pandas` of up to 10 live data-image sessions, one
+	// at a time, after the memory is measured.
+	ImportP50  float64 `json:"import_pandas_p50_ms,omitempty"`
+	ImportP95  float64 `json:"import_pandas_p95_ms,omitempty"`
 	Failed     int     `json:"failed"` // calls that did not print 1
 	FirstError string  `json:"first_error,omitempty"`
 
@@ -105,6 +112,10 @@ func BenchmarkSessions(b *testing.B) {
 				env := bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_IMAGE="+image, "MCP_BRIDGE_PRELOAD=", "MCP_BRIDGE_LOG_LEVEL=info")
 				if c.image == "data" {
 					env = bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_IMAGE="+testenv.Image(), "MCP_BRIDGE_LOG_LEVEL=info")
+					if *sessionsPreload != "default" {
+						f.Preload = *sessionsPreload
+						env = append(env, "MCP_BRIDGE_PRELOAD="+f.Preload)
+					}
 				}
 				if c.transport == "http" {
 					benchHTTPSessions(b, env, f)
@@ -143,6 +154,9 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	f.CodebridgeMB = float64(after.codebridgeRSS-before.codebridgeRSS) / 1e6 / float64(f.Sessions)
 	f.PodmanMB = float64(after.podmanPSS-before.podmanPSS) / 1e6 / float64(f.Sessions)
 	f.measureMemory(ctrs)
+	if f.Image == "data" {
+		f.importPandas(css)
+	}
 
 	f.runCalls(b, css)
 
@@ -293,6 +307,26 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
 	f.RunsPerSec = float64(len(conc)) / wall.Seconds()
 }
 
+// importPandas times the first `import pandas` in up to 10 sessions, one
+// at a time.
+func (f *sessionFigures) importPandas(css []*mcp.ClientSession) {
+	var ds []time.Duration
+	var errs []error
+	for _, cs := range css[:min(10, len(css))] {
+		if cs == nil {
+			continue
+		}
+		start := time.Now()
+		if err := callCode(cs, "import pandas\nprint(1)"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ds = append(ds, time.Since(start))
+	}
+	f.addErrors(errs)
+	f.ImportP50, f.ImportP95 = quantiles(ds)
+}
+
 func (f *sessionFigures) addErrors(errs []error) {
 	if len(errs) > 0 && f.FirstError == "" {
 		f.FirstError = errs[0].Error()
@@ -344,6 +378,22 @@ func (c containers) usage() int64 {
 	return sum
 }
 
+// anon is the containers' memory that is not page cache, in bytes: what
+// no other container can share.
+func (c containers) anon() int64 {
+	var sum int64
+	for _, dir := range c.cgroups {
+		raw, _ := os.ReadFile(filepath.Join(dir, "memory.stat"))
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "total_rss "); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				sum += n
+			}
+		}
+	}
+	return sum
+}
+
 // settle waits until the containers' memory grows by less than 1% in a
 // second (at most a minute): a session's interpreter may still be importing
 // its preloaded modules after its first run.
@@ -368,6 +418,7 @@ func (f *sessionFigures) measureMemory(c containers) {
 	n := float64(f.Sessions)
 	f.Containers = len(c.cgroups)
 	f.ContainerMB, f.ConmonMB = float64(c.usage())/1e6/n, float64(conmon)/1e6/n
+	f.ContainerAnonMB = float64(c.anon()) / 1e6 / n
 	f.TotalMB = f.ContainerMB + f.ConmonMB + f.CodebridgeMB + f.PodmanMB
 }
 
@@ -422,11 +473,12 @@ func reportSessions(b *testing.B, f *sessionFigures) {
 		v    float64
 		unit string
 	}{
-		{f.TotalMB, "MB/session"}, {f.ContainerMB, "container-MB"}, {f.ConmonMB, "conmon-MB"},
+		{f.TotalMB, "MB/session"}, {f.ContainerMB, "container-MB"}, {f.ContainerAnonMB, "container-anon-MB"},
+		{f.ConmonMB, "conmon-MB"},
 		{f.CodebridgeMB, "codebridge-MB"}, {f.PodmanMB, "podman-MB"}, {float64(f.Containers), "containers"},
 		{f.FirstP50, "first-p50-ms"}, {f.FirstP95, "first-p95-ms"}, {f.SeqP50, "seq-p50-ms"}, {f.SeqP95, "seq-p95-ms"},
 		{f.ConcP50, "conc-p50-ms"}, {f.ConcP95, "conc-p95-ms"}, {f.RunsPerSec, "runs/s"},
-		{float64(f.Failed), "failed"}, {f.StopS, "stop-s"}, {float64(f.Left), "left"},
+		{f.ImportP50, "import-p50-ms"}, {f.ImportP95, "import-p95-ms"}, {float64(f.Failed), "failed"}, {f.StopS, "stop-s"}, {float64(f.Left), "left"},
 	} {
 		b.ReportMetric(m.v, m.unit)
 	}
