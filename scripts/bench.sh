@@ -36,7 +36,7 @@ bench() { # package, pattern, benchtime
 
 # scripts/bench.sh sessions [FLAGS]: how cost grows with live sessions (BenchmarkSessions in
 # cmd/codebridge), alone. FLAGS go to the benchmark: -sessions.http, -sessions.data and
-# -sessions.stdio take the counts (default 1,10,100 each; e.g. -sessions.http 1,10,100,1000),
+# -sessions.stdio take the counts (default 1,10,100; 1,10 for data; e.g. -sessions.http 1,10,100,1000),
 # -sessions.json FILE also appends its JSON lines there. Whatever ends the benchmark, the
 # codebridge processes it started are ended and their containers (by owner label) removed.
 if [ "${1:-}" = sessions ]; then

@@ -19,13 +19,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // Flags of BenchmarkSessions (after -args on the go test command line).
 var (
 	sessionsHTTP     = flag.String("sessions.http", "1,10,100", "BenchmarkSessions: counts of live minimal-image sessions over one serve --http (comma-separated, empty for none)")
-	sessionsData     = flag.String("sessions.data", "1,10,100", "BenchmarkSessions: counts of live data-image sessions over one serve --http")
+	sessionsData     = flag.String("sessions.data", "1,10", "BenchmarkSessions: counts of live data-image sessions over one serve --http")
 	sessionsStdio    = flag.String("sessions.stdio", "1,10,100", "BenchmarkSessions: counts of stdio codebridge processes, one session each")
 	sessionsParallel = flag.Int("sessions.parallel", 4, "BenchmarkSessions: sessions started at once")
 	sessionsJSON     = flag.String("sessions.json", "", "BenchmarkSessions: also append one JSON line per configuration to this file")
@@ -137,7 +138,7 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	b.Cleanup(func() { // before startHTTP's, which only stops codebridge
 		closeAll(css)
 		hb.Stop(b)
-		removeContainersOf(b, pid)
+		removeContainersOf(b, []int{pid})
 	})
 	// The warm container (MCP_BRIDGE_WARM_CONTAINERS auto) means Podman's
 	// API service is up: measure from there.
@@ -185,9 +186,7 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 	})
 	b.Cleanup(func() {
 		closeAll(css)
-		for _, pid := range pids {
-			removeContainersOf(b, pid)
-		}
+		removeContainersOf(b, pids)
 	})
 	f.addErrors(errs)
 	f.FirstP50, f.FirstP95 = quantiles(first)
@@ -209,9 +208,7 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 	start := time.Now()
 	closeAll(css)
 	f.StopS = time.Since(start).Seconds()
-	for _, pid := range pids {
-		f.Left += len(containersOf(b, pid))
-	}
+	f.Left = len(containerIDs(b, pids))
 }
 
 // startSessions connects n clients, sessionsParallel at a time, and times
@@ -341,12 +338,31 @@ type containers struct {
 	conmons []int
 }
 
+// containerIDs lists the containers of the codebridge processes pids (their
+// owner label), with one podman ps for all.
+func containerIDs(b *testing.B, pids []int) []string {
+	host, _ := os.Hostname()
+	owners := map[string]bool{}
+	for _, pid := range pids {
+		owners[host+"/"+strconv.Itoa(pid)] = true
+	}
+	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+podman.LabelManaged+"=true",
+		"--format", `{{.ID}} {{index .Labels "`+podman.LabelOwner+`"}}`).Output()
+	if err != nil {
+		b.Fatalf("podman ps: %v", err)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if id, owner, _ := strings.Cut(line, " "); owners[owner] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // containersOfAll lists the containers of the codebridge processes pids.
 func containersOfAll(b *testing.B, pids []int) containers {
-	var ids []string
-	for _, pid := range pids {
-		ids = append(ids, containersOf(b, pid)...)
-	}
+	ids := containerIDs(b, pids)
 	var c containers
 	if len(ids) == 0 {
 		return c
@@ -433,15 +449,7 @@ func procsMem(pid int, withRSS bool) procMemory {
 	if withRSS {
 		m.codebridgeRSS = rollup(pid, "Rss:")
 	}
-	// Each thread lists the children it started.
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	var children []string
-	for _, t := range tasks {
-		raw, _ := os.ReadFile(t)
-		children = append(children, strings.Fields(string(raw))...)
-	}
-	for _, s := range children {
-		child, _ := strconv.Atoi(s)
+	for _, child := range descendants(pid) {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == "podman" {
 			m.podmanPSS += pss(child)
 		}
@@ -512,19 +520,21 @@ func closeAll(css []*mcp.ClientSession) {
 	wg.Wait()
 }
 
-// removeContainersOf removes what the codebridge process pid left (its owner
-// label names it): the benchmark's own containers only, after that process
-// has exited or been killed.
-func removeContainersOf(b *testing.B, pid int) {
-	if err := syscall.Kill(pid, 0); err == nil && isCodebridge(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
+// removeContainersOf removes what the codebridge processes pids left (their
+// owner label names them): the benchmark's own containers only, after
+// those processes have exited or been killed.
+func removeContainersOf(b *testing.B, pids []int) {
+	for _, pid := range pids {
+		if processAlive(pid) && isCodebridge(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
-	ids := containersOf(b, pid)
+	ids := containerIDs(b, pids)
 	if len(ids) == 0 {
 		return
 	}
 	if out, err := exec.Command("podman", append([]string{"rm", "-f", "-t", "0"}, ids...)...).CombinedOutput(); err != nil {
-		b.Errorf("removing the %d containers codebridge %d left: %v: %s", len(ids), pid, err, out)
+		b.Errorf("removing the %d containers codebridge left: %v: %s", len(ids), err, out)
 	}
 }
 
