@@ -334,7 +334,7 @@ func (f *sessionFigures) addErrors(errs []error) {
 // containers are the containers of some codebridge processes, as the
 // benchmark found them once every session was live.
 type containers struct {
-	cgroups []string // memory cgroup folders
+	cgroups []string // cgroup paths below a controller's folder
 	conmons []int
 }
 
@@ -373,7 +373,7 @@ func containersOfAll(b *testing.B, pids []int) containers {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		cgroup, conmon, _ := strings.Cut(line, " ")
-		c.cgroups = append(c.cgroups, filepath.Join("/sys/fs/cgroup/memory", cgroup))
+		c.cgroups = append(c.cgroups, cgroup)
 		if p, err := strconv.Atoi(conmon); err == nil && p > 0 {
 			c.conmons = append(c.conmons, p)
 		}
@@ -383,10 +383,16 @@ func containersOfAll(b *testing.B, pids []int) containers {
 
 // usage is the containers' memory use in bytes, as podman stats shows it
 // (the cgroup's usage, page cache included).
-func (c containers) usage() int64 {
+func (c containers) usage() int64 { return c.sum("memory", "memory.usage_in_bytes") }
+
+// cpu is the CPU time the containers have used, in ns.
+func (c containers) cpu() int64 { return c.sum("cpuacct", "cpuacct.usage") }
+
+// sum adds up a number the containers' cgroups (cgroup v1) show in file.
+func (c containers) sum(controller, file string) int64 {
 	var sum int64
-	for _, dir := range c.cgroups {
-		if raw, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes")); err == nil {
+	for _, cg := range c.cgroups {
+		if raw, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", controller, cg, file)); err == nil {
 			n, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
 			sum += n
 		}
@@ -399,7 +405,7 @@ func (c containers) usage() int64 {
 func (c containers) anon() int64 {
 	var sum int64
 	for _, dir := range c.cgroups {
-		raw, _ := os.ReadFile(filepath.Join(dir, "memory.stat"))
+		raw, _ := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", dir, "memory.stat"))
 		for _, line := range strings.Split(string(raw), "\n") {
 			if v, ok := strings.CutPrefix(line, "total_rss "); ok {
 				n, _ := strconv.ParseInt(v, 10, 64)
@@ -410,18 +416,19 @@ func (c containers) anon() int64 {
 	return sum
 }
 
-// settle waits until the containers' memory grows by less than 1% in a
-// second (at most a minute): a session's interpreter may still be importing
-// its preloaded modules after its first run.
+// settle waits until the containers are idle (at most 3 minutes): less
+// than 50 ms of CPU between them in a second, and their memory grown by
+// less than 1%. A session's interpreter may still be importing its
+// preloaded modules after its first run, slowly on a loaded machine.
 func (c containers) settle() {
-	last := c.usage()
-	for range 60 {
+	mem, cpu := c.usage(), c.cpu()
+	for range 180 {
 		time.Sleep(time.Second)
-		now := c.usage()
-		if now-last < last/100 {
+		mem1, cpu1 := c.usage(), c.cpu()
+		if cpu1-cpu < 50e6 && mem1-mem < mem/100 {
 			return
 		}
-		last = now
+		mem, cpu = mem1, cpu1
 	}
 }
 
