@@ -36,9 +36,9 @@ var (
 // sessionFigures is what BenchmarkSessions measures for one configuration,
 // also written as a JSON line.
 type sessionFigures struct {
-	Transport  string `json:"transport"`         // http or stdio
-	Image      string `json:"image"`             // minimal or data
-	Preload    string `json:"preload,omitempty"` // MCP_BRIDGE_PRELOAD of data-image sessions, if set
+	Transport  string `json:"transport"` // http or stdio
+	Image      string `json:"image"`     // minimal or data
+	Preload    string `json:"preload"`   // MCP_BRIDGE_PRELOAD ("default" where unset)
 	Sessions   int    `json:"sessions"`
 	Containers int    `json:"containers"` // codebridge's containers with every session live (spares included)
 
@@ -113,8 +113,8 @@ func BenchmarkSessions(b *testing.B) {
 				env := bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_IMAGE="+image, "MCP_BRIDGE_PRELOAD=", "MCP_BRIDGE_LOG_LEVEL=info")
 				if c.image == "data" {
 					env = bridgeEnv(b, b.TempDir(), "MCP_BRIDGE_IMAGE="+testenv.Image(), "MCP_BRIDGE_LOG_LEVEL=info")
-					if *sessionsPreload != "default" {
-						f.Preload = *sessionsPreload
+					f.Preload = *sessionsPreload
+					if f.Preload != "default" {
 						env = append(env, "MCP_BRIDGE_PRELOAD="+f.Preload)
 					}
 				}
