@@ -30,6 +30,7 @@ var (
 	sessionsStdio    = flag.String("sessions.stdio", "1,10,100", "BenchmarkSessions: counts of stdio codebridge processes, one session each")
 	sessionsParallel = flag.Int("sessions.parallel", 4, "BenchmarkSessions: sessions started at once")
 	sessionsJSON     = flag.String("sessions.json", "", "BenchmarkSessions: also append one JSON line per configuration to this file")
+	sessionsImport   = flag.String("sessions.import", "pandas", "BenchmarkSessions: the module whose first import in data-image sessions is timed")
 	sessionsPreload  = flag.String("sessions.preload", "default", "BenchmarkSessions: MCP_BRIDGE_PRELOAD for the data-image sessions (default: unset)")
 )
 
@@ -63,10 +64,11 @@ type sessionFigures struct {
 	ConcP50    float64 `json:"concurrent_p50_ms"`
 	ConcP95    float64 `json:"concurrent_p95_ms"`
 	RunsPerSec float64 `json:"concurrent_runs_per_s"`
-	// The first `import pandas` of up to 10 live data-image sessions, one
-	// at a time, after the memory is measured.
-	ImportP50  float64 `json:"import_pandas_p50_ms,omitempty"`
-	ImportP95  float64 `json:"import_pandas_p95_ms,omitempty"`
+	// The first import of a data library (-sessions.import) in up to 10
+	// live data-image sessions, one at a time, after the memory is measured.
+	Import     string  `json:"import,omitempty"`
+	ImportP50  float64 `json:"import_p50_ms,omitempty"`
+	ImportP95  float64 `json:"import_p95_ms,omitempty"`
 	Failed     int     `json:"failed"` // calls that did not print 1
 	FirstError string  `json:"first_error,omitempty"`
 
@@ -156,7 +158,7 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	f.PodmanMB = float64(after.podmanPSS-before.podmanPSS) / 1e6 / float64(f.Sessions)
 	f.measureMemory(ctrs)
 	if f.Image == "data" {
-		f.importPandas(css)
+		f.importFirst(css, *sessionsImport)
 	}
 
 	f.runCalls(b, css)
@@ -304,9 +306,10 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
 	f.RunsPerSec = float64(len(conc)) / wall.Seconds()
 }
 
-// importPandas times the first `import pandas` in up to 10 sessions, one
+// importFirst times the first import of module in up to 10 sessions, one
 // at a time.
-func (f *sessionFigures) importPandas(css []*mcp.ClientSession) {
+func (f *sessionFigures) importFirst(css []*mcp.ClientSession, module string) {
+	f.Import = module
 	var ds []time.Duration
 	var errs []error
 	for _, cs := range css[:min(10, len(css))] {
@@ -314,7 +317,7 @@ func (f *sessionFigures) importPandas(css []*mcp.ClientSession) {
 			continue
 		}
 		start := time.Now()
-		if err := callCode(cs, "import pandas\nprint(1)"); err != nil {
+		if err := callCode(cs, "import "+module+"\nprint(1)"); err != nil {
 			errs = append(errs, err)
 			continue
 		}
