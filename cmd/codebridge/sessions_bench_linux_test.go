@@ -147,9 +147,9 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	waitFor(func() bool { return len(containersOf(b, pid)) > 0 }, time.Minute)
 	before := procsMem(pid, true)
 
-	css, first, errs := startSessions(f.Sessions, func() (*mcp.ClientSession, error) { return hb.dial(hb.Token) })
-	f.addErrors(errs)
-	f.FirstP50, f.FirstP95 = quantiles(first)
+	css, first := startSessions(f.Sessions, func() (*mcp.ClientSession, error) { return hb.dial(hb.Token) })
+	f.addErrors(first.errs)
+	f.FirstP50, f.FirstP95 = quantiles(first.ds)
 
 	ctrs := containersOfAll(b, []int{pid})
 	ctrs.settle()
@@ -176,7 +176,7 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 		mu   sync.Mutex
 		pids []int
 	)
-	css, first, errs := startSessions(f.Sessions, func() (*mcp.ClientSession, error) {
+	css, first := startSessions(f.Sessions, func() (*mcp.ClientSession, error) {
 		cs, _, cmd, err := connectStdio(bin, env, nil)
 		if cmd.Process != nil {
 			mu.Lock()
@@ -190,8 +190,8 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 		closeAll(css)
 		removeContainersOf(b, pids)
 	})
-	f.addErrors(errs)
-	f.FirstP50, f.FirstP95 = quantiles(first)
+	f.addErrors(first.errs)
+	f.FirstP50, f.FirstP95 = quantiles(first.ds)
 
 	ctrs := containersOfAll(b, pids)
 	ctrs.settle()
@@ -213,38 +213,52 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 	f.Left = len(containerIDs(b, pids))
 }
 
+// calls collects how long the calls that succeeded took and why the others
+// failed, from any goroutine.
+type calls struct {
+	mu   sync.Mutex // protects following
+	ds   []time.Duration
+	errs []error
+}
+
+// time runs call and records its duration, or its error.
+func (c *calls) time(call func() error) {
+	start := time.Now()
+	err := call()
+	d := time.Since(start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.errs = append(c.errs, err)
+		return
+	}
+	c.ds = append(c.ds, d)
+}
+
 // startSessions connects n clients, sessionsParallel at a time, and times
 // each one's first print(1). Clients that failed are nil.
-func startSessions(n int, connect func() (*mcp.ClientSession, error)) (css []*mcp.ClientSession, first []time.Duration, errs []error) {
-	css = make([]*mcp.ClientSession, n)
+func startSessions(n int, connect func() (*mcp.ClientSession, error)) ([]*mcp.ClientSession, *calls) {
+	css := make([]*mcp.ClientSession, n)
 	var (
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		sem = make(chan struct{}, max(1, *sessionsParallel))
+		first calls
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, max(1, *sessionsParallel))
 	)
 	for i := range css {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
 			cs, err := connect()
-			var d time.Duration
-			if err == nil {
-				css[i] = cs
-				start := time.Now()
-				err = callPrint(cs)
-				d = time.Since(start)
-			}
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, err)
+				first.time(func() error { return err })
 				return
 			}
-			first = append(first, d)
+			css[i] = cs
+			first.time(func() error { return callPrint(cs) })
 		})
 	}
 	wg.Wait()
-	return css, first, errs
+	return css, &first
 }
 
 // runCalls times print(1) one call at a time round the live sessions (at
@@ -260,38 +274,20 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
 		b.Fatalf("no session started: %s", f.FirstError)
 	}
 	var (
-		seq, conc []time.Duration
-		errs      []error
+		seq, conc calls
 		wall      time.Duration
 	)
 	for b.Loop() {
 		for i := range max(100, len(live)) {
-			start := time.Now()
-			if err := callPrint(live[i%len(live)]); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			seq = append(seq, time.Since(start))
+			seq.time(func() error { return callPrint(live[i%len(live)]) })
 		}
 		for range 3 {
-			var (
-				mu sync.Mutex
-				wg sync.WaitGroup
-			)
+			var wg sync.WaitGroup
 			gate := make(chan struct{})
 			for _, cs := range live {
 				wg.Go(func() {
 					<-gate
-					start := time.Now()
-					err := callPrint(cs)
-					d := time.Since(start)
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						errs = append(errs, err)
-						return
-					}
-					conc = append(conc, d)
+					conc.time(func() error { return callPrint(cs) })
 				})
 			}
 			start := time.Now()
@@ -300,31 +296,25 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
 			wall += time.Since(start)
 		}
 	}
-	f.addErrors(errs)
-	f.SeqP50, f.SeqP95 = quantiles(seq)
-	f.ConcP50, f.ConcP95 = quantiles(conc)
-	f.RunsPerSec = float64(len(conc)) / wall.Seconds()
+	f.addErrors(seq.errs)
+	f.addErrors(conc.errs)
+	f.SeqP50, f.SeqP95 = quantiles(seq.ds)
+	f.ConcP50, f.ConcP95 = quantiles(conc.ds)
+	f.RunsPerSec = float64(len(conc.ds)) / wall.Seconds()
 }
 
 // importFirst times the first import of module in up to 10 sessions, one
 // at a time.
 func (f *sessionFigures) importFirst(css []*mcp.ClientSession, module string) {
 	f.Import = module
-	var ds []time.Duration
-	var errs []error
+	var imports calls
 	for _, cs := range css[:min(10, len(css))] {
-		if cs == nil {
-			continue
+		if cs != nil {
+			imports.time(func() error { return callCode(cs, "import "+module+"\nprint(1)") })
 		}
-		start := time.Now()
-		if err := callCode(cs, "import "+module+"\nprint(1)"); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		ds = append(ds, time.Since(start))
 	}
-	f.addErrors(errs)
-	f.ImportP50, f.ImportP95 = quantiles(ds)
+	f.addErrors(imports.errs)
+	f.ImportP50, f.ImportP95 = quantiles(imports.ds)
 }
 
 func (f *sessionFigures) addErrors(errs []error) {
