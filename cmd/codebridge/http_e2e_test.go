@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,8 @@ type httpBridge struct {
 	Token  string
 	Cmd    *exec.Cmd
 	Stderr *syncBuffer
+
+	StopWait time.Duration // how long Stop waits for codebridge to exit (0: 90 s)
 
 	stopOnce sync.Once
 	exited   chan struct{}
@@ -86,10 +89,10 @@ func (b *httpBridge) Stop(t testing.TB) {
 		b.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-b.exited:
-		case <-time.After(90 * time.Second):
+		case <-time.After(cmp.Or(b.StopWait, 90*time.Second)):
 			b.Cmd.Process.Kill()
 			<-b.exited
-			t.Errorf("codebridge did not exit within 90 s of SIGTERM")
+			t.Errorf("codebridge did not exit within %v of SIGTERM", cmp.Or(b.StopWait, 90*time.Second))
 		}
 		if b.exitErr != nil {
 			t.Errorf("codebridge exited with %v after SIGTERM, want status 0", b.exitErr)

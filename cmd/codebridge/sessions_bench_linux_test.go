@@ -87,7 +87,7 @@ type sessionFigures struct {
 // returns, even when it fails; scripts/bench.sh sessions also ends what a
 // killed benchmark left, from the pids named in $CODEBRIDGE_BENCH_PIDS.
 //
-//	go test ./cmd/codebridge -run '^$' -bench '^BenchmarkSessions$' -benchtime 1x -timeout 0 \
+//	go test ./cmd/codebridge -run '^$' -bench '^BenchmarkSessions$' -benchtime 1x -timeout 60m \
 //	    -args -sessions.http 1,10,100,1000 -sessions.data 1,10 -sessions.stdio 1,10,100
 func BenchmarkSessions(b *testing.B) {
 	requirePodman(b)
@@ -134,6 +134,7 @@ func BenchmarkSessions(b *testing.B) {
 // benchHTTPSessions measures f.Sessions go-sdk clients over one serve --http.
 func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	hb := startHTTP(b, env)
+	hb.StopWait = 10 * time.Minute // a thousand sessions take a while to end
 	pid := hb.Cmd.Process.Pid
 	notePid(b, pid)
 	var css []*mcp.ClientSession
@@ -166,6 +167,7 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	start := time.Now()
 	hb.Stop(b) // fails the benchmark if codebridge leaves a container
 	f.StopS = time.Since(start).Seconds()
+	f.Left = len(containerIDs(b, []int{pid}))
 }
 
 // benchStdioSessions measures f.Sessions stdio codebridge processes, one
