@@ -40,6 +40,7 @@ sessions() {
 }
 
 end_sessions() {
+  local pid owners=""
   while read -r pid; do
     if [ -e "/proc/$pid" ]; then # still ours if it has our environment, else leave it alone
       tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "CODEBRIDGE_BENCH_PIDS=$pids" || continue
@@ -47,10 +48,14 @@ end_sessions() {
       for _ in $(seq 300); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null || true
     fi
-    ids=$(podman ps -aq --filter "label=io.codebridge.owner=$(hostname)/$pid")
-    [ -z "$ids" ] || podman rm -f -t 0 $ids >/dev/null
+    owners+=" $(hostname)/$pid "
   done <"$pids"
   rm -f "$pids"
+  # One podman ps for all: their containers by owner label.
+  podman ps -a --filter label=io.codebridge.managed=true --format '{{.ID}} {{index .Labels "io.codebridge.owner"}}' |
+    while read -r id owner; do
+      case "$owners" in *" $owner "*) podman rm -f -t 0 "$id" >/dev/null || true ;; esac
+    done
 }
 
 case "${1:-}" in
