@@ -8,6 +8,10 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
+#   scripts/bench.sh sessions [FLAGS]
+#                             how cost grows with live sessions (BenchmarkSessions,
+#                             docs/performance.md), alone; FLAGS go to it, e.g.
+#                             -sessions.http 1,10,100,1000.
 #
 # Figures vary with the machine's load: run it on a quiet machine.
 set -euo pipefail
@@ -24,10 +28,41 @@ tokens() {
   go run ./scripts/tokenbench -npm "$CODEBRIDGE_TEST_NPM_DIR" -codebridge "$bin/codebridge" -docs docs
 }
 
+# sessions runs BenchmarkSessions with FLAGS: -sessions.http, -sessions.data and
+# -sessions.stdio take the counts (default 1,10,100; 1,10 for data), -sessions.json FILE
+# also appends its JSON lines there. Whatever ends the benchmark, the codebridge processes
+# it started are ended and their containers (by owner label) removed.
+sessions() {
+  pids=$(mktemp)
+  trap end_sessions EXIT
+  CODEBRIDGE_BENCH_PIDS=$pids go test ./cmd/codebridge -run '^$' -bench '^BenchmarkSessions$' -benchtime 1x \
+    -count 1 -timeout 60m -args "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|\{|    )'
+}
+
+end_sessions() {
+  local pid owners=""
+  while read -r pid; do
+    if [ -e "/proc/$pid" ]; then # still ours if it has our environment, else leave it alone
+      tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "CODEBRIDGE_BENCH_PIDS=$pids" || continue
+      kill -TERM "$pid" 2>/dev/null || true
+      for _ in $(seq 300); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    owners+=" $(hostname)/$pid "
+  done <"$pids"
+  rm -f "$pids"
+  # One podman ps for all: their containers by owner label.
+  podman ps -a --filter label=io.codebridge.managed=true --format '{{.ID}} {{index .Labels "io.codebridge.owner"}}' |
+    while read -r id owner; do
+      case "$owners" in *" $owner "*) podman rm -f -t 0 "$id" >/dev/null || true ;; esac
+    done
+}
+
 case "${1:-}" in
   tokens) tokens; exit ;;
+  sessions) shift; sessions "$@"; exit ;;
   "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [tokens | sessions [FLAGS]]" >&2; exit 2 ;;
 esac
 
 bench() { # package, pattern, benchtime

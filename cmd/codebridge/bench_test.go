@@ -23,10 +23,20 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 	if len(ds) == 0 {
 		return
 	}
+	p50, p95 := quantiles(ds)
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p95, "p95-ms")
+}
+
+// quantiles returns the median and the 95th percentile of ds in
+// milliseconds (0 for none), sorting ds.
+func quantiles(ds []time.Duration) (p50, p95 float64) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
 	slices.Sort(ds)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(ds[len(ds)/2]), "p50-ms")
-	b.ReportMetric(ms(ds[min(len(ds)-1, len(ds)*95/100)]), "p95-ms")
+	return ms(ds[len(ds)/2]), ms(ds[min(len(ds)-1, len(ds)*95/100)])
 }
 
 // BenchmarkRunPythonPrint is run_python("print(1)") through a real MCP client
@@ -331,10 +341,14 @@ func BenchmarkHTTP(b *testing.B) {
 }
 
 // callPrint runs print(1) in cs and says what went wrong, if anything.
-func callPrint(cs *mcp.ClientSession) error {
+func callPrint(cs *mcp.ClientSession) error { return callCode(cs, "print(1)") }
+
+// callCode runs code, which must print 1, in cs and says what went wrong, if
+// anything.
+func callCode(cs *mcp.ClientSession, code string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "print(1)"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
 	switch {
 	case err != nil:
 		return err

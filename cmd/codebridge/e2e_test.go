@@ -139,16 +139,9 @@ func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *syncBuffer, *
 // the defaults).
 func sessionProcWith(t testing.TB, env []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary(t))
-	cmd.Env = env
-	stderr := new(syncBuffer)
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)
+	cs, stderr, cmd, err := connectStdio(binary(t), env, opts)
 	if err != nil {
-		t.Fatalf("connecting to codebridge: %v\nstderr:\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := cs.Close(); err != nil {
@@ -159,6 +152,24 @@ func sessionProcWith(t testing.TB, env []string, opts *mcp.ClientOptions) (*mcp.
 		}
 	})
 	return cs, stderr, cmd
+}
+
+// connectStdio launches the codebridge binary bin with env and connects a
+// client configured by opts (nil for the defaults) to it, from any
+// goroutine; the caller closes the session.
+func connectStdio(bin string, env []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, *exec.Cmd, error) {
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	stderr := new(syncBuffer)
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)
+	if err != nil {
+		return nil, stderr, cmd, fmt.Errorf("connecting to codebridge: %w\nstderr:\n%s", err, stderr.String())
+	}
+	return cs, stderr, cmd, nil
 }
 
 type syncBuffer = testenv.SyncBuffer

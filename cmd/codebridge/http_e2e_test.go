@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -27,6 +29,8 @@ type httpBridge struct {
 	Token  string
 	Cmd    *exec.Cmd
 	Stderr *syncBuffer
+
+	StopWait time.Duration // how long Stop waits for codebridge to exit (0: 90 s)
 
 	stopOnce sync.Once
 	exited   chan struct{}
@@ -85,10 +89,10 @@ func (b *httpBridge) Stop(t testing.TB) {
 		b.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-b.exited:
-		case <-time.After(90 * time.Second):
+		case <-time.After(cmp.Or(b.StopWait, 90*time.Second)):
 			b.Cmd.Process.Kill()
 			<-b.exited
-			t.Errorf("codebridge did not exit within 90 s of SIGTERM")
+			t.Errorf("codebridge did not exit within %v of SIGTERM", cmp.Or(b.StopWait, 90*time.Second))
 		}
 		if b.exitErr != nil {
 			t.Errorf("codebridge exited with %v after SIGTERM, want status 0", b.exitErr)
@@ -121,16 +125,26 @@ func (b *httpBridge) health(t testing.TB) (code int, h struct {
 // goClient connects the go-sdk's streamable HTTP client to b with token.
 func (b *httpBridge) goClient(t testing.TB, token string) *mcp.ClientSession {
 	t.Helper()
+	cs, err := b.dial(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// dial is goClient for any goroutine: it returns the error, and the caller
+// closes the session.
+func (b *httpBridge) dial(token string) (*mcp.ClientSession, error) {
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge-http-e2e", Version: "1"}, nil).
 		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL, HTTPClient: hc}, nil)
 	if err != nil {
-		t.Fatalf("connecting over HTTP: %v", err)
+		return nil, fmt.Errorf("connecting over HTTP: %w", err)
 	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, nil
 }
 
 type bearer struct {
