@@ -14,9 +14,21 @@ import (
 type Passthrough struct {
 	Elicit   Asker              // elicitation, in the modes the client declared
 	URL      URLAsker           // codebridge's own URL-mode questions (sign-in), and their completion
-	Sampling *mcp.ServerSession // sampling/createMessage
-	Roots    *mcp.ServerSession // roots/list
+	Sampling Sampler            // sampling/createMessage
+	Roots    RootsLister        // roots/list
 	Log      *mcp.ServerSession // log messages: every client takes them at the level it set
+}
+
+// Sampler passes sampling requests to the client: *mcp.ServerSession for
+// clients that take requests from the server.
+type Sampler interface {
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+}
+
+// RootsLister asks the client for its roots: *mcp.ServerSession for clients
+// that take requests from the server.
+type RootsLister interface {
+	ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
 }
 
 // ErrNotDeclared is returned for a request the agent's client did not
