@@ -146,14 +146,27 @@ type URLAsker interface {
 }
 
 // urlAsker is ss when its client declared URL-mode elicitation (MCP
-// 2025-11-25) and takes requests from the server, else nil.
+// 2025-11-25), else nil. A client speaking MCP 2026-07-28 or later is
+// asked through the run's call ([Session.Via]) and told through ss.
 func urlAsker(ss *mcp.ServerSession) URLAsker {
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil ||
-		ip.Capabilities.Elicitation.URL == nil || ip.ProtocolVersion >= multiRoundTrip {
+		ip.Capabilities.Elicitation.URL == nil {
 		return nil
 	}
 	return ss
+}
+
+// urlVia asks through a run's call ([Channel]) and sends the notification
+// that the interaction is over through the session, as notifications may
+// still go from the server in every protocol version.
+type urlVia struct {
+	Asker
+	done URLAsker
+}
+
+func (u urlVia) NotifyElicitationComplete(ctx context.Context, p *mcp.ElicitationCompleteParams) error {
+	return u.done.NotifyElicitationComplete(ctx, p)
 }
 
 // CanOpenURL reports whether the session's client takes URL-mode questions

@@ -88,6 +88,9 @@ func (s *Session) Via(ch Channel) *Session {
 	if v.pass.Roots != nil {
 		v.pass.Roots = ch
 	}
+	if v.pass.URL != nil {
+		v.pass.URL = urlVia{Asker: ch, done: v.pass.URL}
+	}
 	return &v
 }
 
