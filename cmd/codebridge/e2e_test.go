@@ -139,11 +139,16 @@ func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *syncBuffer, *
 // the defaults).
 func sessionProcWith(t testing.TB, env []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
 	t.Helper()
+	return sessionOf(t, env, mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts))
+}
+
+// sessionOf is sessionProc with client connecting.
+func sessionOf(t testing.TB, env []string, client *mcp.Client) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(binary(t))
 	cmd.Env = env
 	stderr := new(syncBuffer)
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)
