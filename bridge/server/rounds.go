@@ -36,6 +36,7 @@ type inbox struct {
 type question struct {
 	req    mcp.InputRequest
 	answer chan mcp.InputResponse // buffered: the answer never waits
+	gone   chan struct{}          // closed when the run stopped waiting for the answer
 }
 
 func newInbox() *inbox { return &inbox{asks: make(chan *question)} }
@@ -43,7 +44,8 @@ func newInbox() *inbox { return &inbox{asks: make(chan *question)} }
 // ask puts r to the client through the run's call and waits for the answer,
 // or for ctx (the run's time limit) to end.
 func (b *inbox) ask(ctx context.Context, r mcp.InputRequest) (mcp.InputResponse, error) {
-	q := &question{req: r, answer: make(chan mcp.InputResponse, 1)}
+	q := &question{req: r, answer: make(chan mcp.InputResponse, 1), gone: make(chan struct{})}
+	defer close(q.gone)
 	select {
 	case b.asks <- q:
 	case <-ctx.Done():
@@ -122,6 +124,14 @@ type suspended struct {
 // wait waits on run r for the call ctx: its result once it has finished, or
 // its questions (input_required) under a new requestState.
 func (s *Server) wait(ctx context.Context, r *suspended) (*mcp.CallToolResult, error) {
+	// A question the run gave up on (its time limit) is not asked again.
+	for id, q := range r.pending {
+		select {
+		case <-q.gone:
+			delete(r.pending, id)
+		default:
+		}
+	}
 	if len(r.pending) == 0 {
 		select {
 		case q := <-r.inbox.asks:
