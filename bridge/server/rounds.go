@@ -62,16 +62,22 @@ func (b *inbox) ask(ctx context.Context, r mcp.InputRequest) (mcp.InputResponse,
 // errWrongAnswer is an answer of another kind than the question's.
 var errWrongAnswer = errors.New("the agent's client answered an input request with a response of another kind")
 
+// answerOf puts r to the client through b and returns the answer as a T.
+func answerOf[T mcp.InputResponse](ctx context.Context, b *inbox, kind string, r mcp.InputRequest) (T, error) {
+	var zero T
+	a, err := b.ask(ctx, r)
+	if err != nil {
+		return zero, err
+	}
+	if t, ok := a.(T); ok {
+		return t, nil
+	}
+	return zero, fmt.Errorf("%s: %w (%T)", kind, errWrongAnswer, a)
+}
+
 // Elicit implements [elicit.Channel].
 func (b *inbox) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	a, err := b.ask(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if r, ok := a.(*mcp.ElicitResult); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("elicitation: %w (%T)", errWrongAnswer, a)
+	return answerOf[*mcp.ElicitResult](ctx, b, "elicitation", p)
 }
 
 // CreateMessage implements [elicit.Channel].
@@ -95,14 +101,7 @@ func (b *inbox) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (
 
 // ListRoots implements [elicit.Channel].
 func (b *inbox) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
-	a, err := b.ask(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if r, ok := a.(*mcp.ListRootsResult); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("roots: %w (%T)", errWrongAnswer, a)
+	return answerOf[*mcp.ListRootsResult](ctx, b, "roots", p)
 }
 
 var _ elicit.Channel = (*inbox)(nil)

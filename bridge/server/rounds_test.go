@@ -92,24 +92,12 @@ func (askRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result,
 }
 
 // askClient connects a go-sdk client speaking version ("" for its newest,
-// 2026-07-28) with handlers for every question, and records what it was
-// asked.
+// 2026-07-28) with opts and one root.
 func askClient(t *testing.T, s *Server, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
 	c := mcp.NewClient(&mcp.Implementation{Name: "asked"}, opts)
 	c.AddRoots(&mcp.Root{URI: "file:///work"})
-	cs, err := c.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return connectClient(t, s, c, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 // TestQuestionsBothWays: the same run's questions of every kind reach a
