@@ -203,9 +203,16 @@ func unknownState() *mcp.CallToolResult {
 func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run func(ctx context.Context, ch elicit.Channel) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	// The run outlives this call when it asks: its own time limit, the
 	// client cancelling a call waiting on it, or the server quitting end it.
+	s.mu.Lock()
+	if s.quitting {
+		// Close may be waiting for bg already: the run is refused in the foreground.
+		s.mu.Unlock()
+		return run(ctx, nil)
+	}
+	s.bg.Add(1)
+	s.mu.Unlock()
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &suspended{ss: req.Session, inbox: newInbox(), cancel: cancel, done: make(chan struct{}), pending: map[string]*question{}}
-	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		defer cancel()
