@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -193,5 +194,27 @@ func TestInputRequiredRounds(t *testing.T) {
 	last := callWith(cs, third.RequestState, mcp.InputResponseMap{id2: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow once"}}})
 	if last.NeedsInput() || text(last) != "confirm: decline\nconfirm: allow once\n" {
 		t.Errorf("result %s", text(last))
+	}
+}
+
+// TestSuspendedRunEndsWithSession: a run waiting for answers ends when its
+// MCP session does, without waiting for its time limit.
+func TestSuspendedRunEndsWithSession(t *testing.T) {
+	s := NewServer(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}})
+	cs := askClient(t, s, "", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"code": "confirm"}})
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("want input_required, got %+v, %v", res, err)
+	}
+	if s.Runs() != 1 {
+		t.Fatalf("%d runs in progress, want the suspended one", s.Runs())
+	}
+	cs.Close()
+	// The guard only bounds a failure; the run's own limit is far longer.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if !s.runs.Wait(ctx) {
+		t.Fatal("the suspended run outlived its MCP session")
 	}
 }
