@@ -14,9 +14,21 @@ import (
 type Passthrough struct {
 	Elicit   Asker              // elicitation, in the modes the client declared
 	URL      URLAsker           // codebridge's own URL-mode questions (sign-in), and their completion
-	Sampling *mcp.ServerSession // sampling/createMessage
-	Roots    *mcp.ServerSession // roots/list
+	Sampling Sampler            // sampling/createMessage
+	Roots    RootsLister        // roots/list
 	Log      *mcp.ServerSession // log messages: every client takes them at the level it set
+}
+
+// Sampler passes sampling requests to the client: *mcp.ServerSession for
+// clients that take requests from the server.
+type Sampler interface {
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+}
+
+// RootsLister asks the client for its roots: *mcp.ServerSession for clients
+// that take requests from the server.
+type RootsLister interface {
+	ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
 }
 
 // ErrNotDeclared is returned for a request the agent's client did not
@@ -134,14 +146,27 @@ type URLAsker interface {
 }
 
 // urlAsker is ss when its client declared URL-mode elicitation (MCP
-// 2025-11-25) and takes requests from the server, else nil.
+// 2025-11-25), else nil. A client speaking MCP 2026-07-28 or later is
+// asked through the run's call ([Session.Via]) and told through ss.
 func urlAsker(ss *mcp.ServerSession) URLAsker {
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil ||
-		ip.Capabilities.Elicitation.URL == nil || ip.ProtocolVersion >= multiRoundTrip {
+		ip.Capabilities.Elicitation.URL == nil {
 		return nil
 	}
 	return ss
+}
+
+// urlVia asks through a run's call ([Channel]) and sends the notification
+// that the interaction is over through the session, as notifications may
+// still go from the server in every protocol version.
+type urlVia struct {
+	Asker
+	done URLAsker
+}
+
+func (u urlVia) NotifyElicitationComplete(ctx context.Context, p *mcp.ElicitationCompleteParams) error {
+	return u.done.NotifyElicitationComplete(ctx, p)
 }
 
 // CanOpenURL reports whether the session's client takes URL-mode questions

@@ -199,7 +199,7 @@ func TestOpenURL(t *testing.T) {
 		caps    *mcp.ElicitationCapabilities
 	}{
 		{"2025-11-25", &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
-		{"2026-07-28", &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		{"2026-07-28", &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
 	} {
 		s := connectURL(tt.version, tt.caps)
 		if _, _, err := s.OpenURL(t.Context(), "tracker", "https://x", "?"); s.CanOpenURL() || !errors.Is(err, ErrNotDeclared) {
@@ -208,5 +208,24 @@ func TestOpenURL(t *testing.T) {
 	}
 	if len(asked) != 0 {
 		t.Errorf("a client that cannot open URLs was asked %+v", <-asked)
+	}
+
+	// A client speaking MCP 2026-07-28 is asked through the run's call and
+	// told through the session that the interaction is over.
+	var viaAsked *mcp.ElicitParams
+	s = connectURL("2026-07-28", &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}).Via(viaCall{
+		answer: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			viaAsked = r.Params
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}})
+	action, id, err = s.OpenURL(t.Context(), "tracker", "https://x", "?")
+	if err != nil || action != "accept" || viaAsked == nil || viaAsked.Mode != "url" || viaAsked.ElicitationID != id {
+		t.Fatalf("2026-07-28: OpenURL = %q, %v; asked through the call %+v", action, err, viaAsked)
+	}
+	if err := s.Completed(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	if done := <-completed; done != id {
+		t.Errorf("2026-07-28: notifications/elicitation/complete named %q, want %q", done, id)
 	}
 }

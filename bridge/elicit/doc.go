@@ -8,5 +8,7 @@
 // codebridge needs them to open, such as a server's sign-in, where the client
 // declared URL-mode elicitation ([Session.OpenURL]). A [Session] belongs to one MCP
 // session: it asks one question at a time and remembers what was allowed for
-// the session.
+// the session. A client speaking MCP 2026-07-28 or later takes no requests
+// from the server, so each run's questions go through its tool call instead
+// ([Session.Via], a [Channel]).
 package elicit

@@ -18,9 +18,10 @@ type Asker interface {
 }
 
 // ForClient returns the session of ss's client. It cannot ask when the
-// client did not declare form elicitation at initialize, or speaks MCP
-// 2026-07-28 or later, where a server asks through multi-round-trip tool
-// results (input_required) instead of requests of its own.
+// client did not declare form elicitation at initialize. A client speaking
+// MCP 2026-07-28 or later ([MultiRoundTrip]) takes no requests from the
+// server: its questions must go through each run's tool call
+// (input_required results), so each run asks through [Session.Via].
 //
 // The session also passes through to the client what downstream servers
 // ask of it, as far as the client declared it ([Passthrough]).
@@ -42,15 +43,56 @@ func confirmsFor(ss *mcp.ServerSession) *Session {
 	// A client that names neither mode supports form, as before modes existed.
 	case ip.Capabilities.Elicitation.Form == nil && ip.Capabilities.Elicitation.URL != nil:
 		return cannotAsk("it declared MCP elicitation in URL mode only, and the question is a form")
-	case ip.ProtocolVersion >= multiRoundTrip:
-		return cannotAsk(fmt.Sprintf("it speaks MCP %s, where a server asks through multi-round-trip tool results, which codebridge does not support yet", ip.ProtocolVersion))
 	}
 	return NewSession(ss)
 }
 
 // multiRoundTrip is the first MCP version in which a server may not send
-// elicitation requests while it serves a tool call.
+// requests of its own while it serves a tool call.
 const multiRoundTrip = "2026-07-28"
+
+// MultiRoundTrip reports whether ss's client speaks MCP 2026-07-28 or later,
+// where a server asks it questions only through a tool call's result
+// (input_required), which the client answers by calling the tool again.
+func MultiRoundTrip(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= multiRoundTrip
+}
+
+// Channel carries every kind of question to the client, each as an
+// [mcp.InputRequest] (elicitation, sampling, roots): one run's tool call
+// (bridge/server) for a client speaking MCP 2026-07-28 or later.
+type Channel interface {
+	Asker
+	Sampler
+	RootsLister
+}
+
+// Via returns s for one run whose questions go through ch instead of
+// requests of the server's own: what the client declared, the one question
+// at a time and what was allowed for the session stay shared with s.
+func (s *Session) Via(ch Channel) *Session {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	if v.asker != nil {
+		v.asker = ch
+	}
+	if v.pass.Elicit != nil {
+		v.pass.Elicit = ch
+	}
+	if v.pass.Sampling != nil {
+		v.pass.Sampling = ch
+	}
+	if v.pass.Roots != nil {
+		v.pass.Roots = ch
+	}
+	if v.pass.URL != nil {
+		v.pass.URL = urlVia{Asker: ch, done: v.pass.URL}
+	}
+	return &v
+}
 
 // Session is the questions of one MCP session: its client's asker, one
 // question at a time, and the calls allowed for the rest of the session.

@@ -145,10 +145,23 @@ func connect(t *testing.T, version string, handler func(context.Context, *mcp.El
 	return ss
 }
 
+// viaCall is a [Channel] that answers every form question with answer, as
+// a run's tool call does for a client speaking MCP 2026-07-28.
+type viaCall struct {
+	Sampler
+	RootsLister
+	answer func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+}
+
+func (v viaCall) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return v.answer(ctx, &mcp.ElicitRequest{Params: p})
+}
+
 // TestForClient: a go-sdk client with an elicitation handler declares the
 // capability and is asked, and its answer passes the SDK's check against
-// the form's schema; one without it, or one speaking a protocol version in
-// which a server may not ask during a call, cannot be asked, saying why.
+// the form's schema; one without it cannot be asked, saying why. A client
+// speaking a protocol version in which a server may not ask during a call
+// is asked through the run's call instead ([Session.Via]).
 func TestForClient(t *testing.T) {
 	var seen *mcp.ElicitParams
 	answer := func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -163,9 +176,16 @@ func TestForClient(t *testing.T) {
 		{"2025-11-25", nil, "it did not declare the MCP elicitation capability"},
 		{"2025-11-25", answer, ""},
 		{"2025-06-18", answer, ""},
-		{"2026-07-28", answer, "it speaks MCP 2026-07-28, where a server asks through multi-round-trip tool results"},
+		{"2026-07-28", answer, ""},
 	} {
-		s := ForClient(connect(t, tt.version, tt.handler))
+		ss := connect(t, tt.version, tt.handler)
+		s := ForClient(ss)
+		if MultiRoundTrip(ss) != (tt.version >= "2026-07-28") {
+			t.Errorf("%s: MultiRoundTrip = %v", tt.version, MultiRoundTrip(ss))
+		}
+		if MultiRoundTrip(ss) {
+			s = s.Via(viaCall{answer: answer})
+		}
 		if got := s.WhyNot(); !strings.HasPrefix(got, tt.whyNot) || (got == "") != (tt.whyNot == "") || s.CanAsk() != (got == "") {
 			t.Errorf("%s, handler %v: WhyNot = %q, want %q", tt.version, tt.handler != nil, got, tt.whyNot)
 		}

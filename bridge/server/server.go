@@ -62,6 +62,9 @@ type Server struct {
 	// ended has one goroutine per MCP session, which ends the session's
 	// sandbox when the MCP session ends; Close waits for them.
 	ended sync.WaitGroup
+	// bg has the runs of clients asked through input_required results,
+	// which outlive the call that started them (rounds.go); Close waits.
+	bg sync.WaitGroup
 
 	mu       sync.Mutex // protects following
 	sessions map[*mcp.ServerSession]mcpSession
@@ -69,6 +72,9 @@ type Server struct {
 	quitting bool                            // runs in progress were cancelled; new ones are refused
 	cancels  map[*mcp.CallToolRequest]func() // of the runs in progress
 	queued   map[*mcp.ServerSession]int      // run_python calls in progress or waiting, by MCP session
+	// suspended has the runs waiting for their client's answers, by the
+	// requestState of the input_required result that asked (rounds.go).
+	suspended map[string]*suspended
 
 	runs Counter // run_python calls in progress or waiting their turn
 }
@@ -124,7 +130,7 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}}
+	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = logger.With("component", "mcp")
@@ -175,7 +181,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 func (s *Server) Close(ctx context.Context) error {
 	s.quit()
 	done := make(chan struct{})
-	go func() { s.ended.Wait(); close(done) }()
+	go func() { s.ended.Wait(); s.bg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -243,8 +249,28 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ cont
 }
 
 // runPython is the run_python handler. A problem with the caller's input or code
-// is a tool result with IsError, written for a model to act on.
+// is a tool result with IsError, written for a model to act on. A client
+// speaking MCP 2026-07-28 or later is asked questions through the call's
+// result, and answers by calling again (rounds.go).
 func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		r := s.resume(req)
+		if r == nil {
+			return unknownState(), nil
+		}
+		return s.wait(ctx, r)
+	}
+	if req.Session != nil && elicit.MultiRoundTrip(req.Session) {
+		return s.background(ctx, req, func(ctx context.Context, ch elicit.Channel) (*mcp.CallToolResult, error) {
+			return s.run(ctx, req, ch)
+		})
+	}
+	return s.run(ctx, req, nil)
+}
+
+// run runs the code of req; its questions go through ch, or, when ch is
+// nil, as requests of the server's own.
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Channel) (*mcp.CallToolResult, error) {
 	ctx, done, refused := s.startRun(ctx, req)
 	if refused != nil {
 		return refused, nil
@@ -276,6 +302,9 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	defer stopProgress()
 	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
 	sess := s.session(req.Session)
+	if ch != nil {
+		sess.ask = sess.ask.Via(ch)
+	}
 	if d := s.opts.Servers; d != nil {
 		servers, err := d.Prepare(ctx, in.Servers)
 		if err != nil {
@@ -351,6 +380,7 @@ func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 	go func() {
 		defer s.ended.Done()
 		ss.Wait()
+		s.endSuspended(ss)
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		s.mu.Unlock()

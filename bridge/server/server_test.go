@@ -58,13 +58,19 @@ func (f *fakeRunner) End(_ context.Context, key string) {
 // connect starts s and returns a client session talking to it in memory.
 func connect(t *testing.T, s *Server) *mcp.ClientSession {
 	t.Helper()
+	return connectClient(t, s, mcp.NewClient(&mcp.Implementation{Name: "test"}, nil), nil)
+}
+
+// connectClient is connect with client connecting with opts.
+func connectClient(t *testing.T, s *Server, client *mcp.Client, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.MCP().Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(), ct, nil)
+	cs, err := client.Connect(t.Context(), ct, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

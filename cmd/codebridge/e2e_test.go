@@ -139,7 +139,13 @@ func sessionProc(t testing.TB, env []string) (*mcp.ClientSession, *syncBuffer, *
 // the defaults).
 func sessionProcWith(t testing.TB, env []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
 	t.Helper()
-	cs, stderr, cmd, err := connectStdio(binary(t), env, opts)
+	return sessionOf(t, env, e2eClient(opts))
+}
+
+// sessionOf is sessionProc with client connecting.
+func sessionOf(t testing.TB, env []string, client *mcp.Client) (*mcp.ClientSession, *syncBuffer, *exec.Cmd) {
+	t.Helper()
+	cs, stderr, cmd, err := connectStdio(binary(t), env, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +160,19 @@ func sessionProcWith(t testing.TB, env []string, opts *mcp.ClientOptions) (*mcp.
 	return cs, stderr, cmd
 }
 
-// connectStdio launches the codebridge binary bin with env and connects a
-// client configured by opts (nil for the defaults) to it, from any
-// goroutine; the caller closes the session.
-func connectStdio(bin string, env []string, opts *mcp.ClientOptions) (*mcp.ClientSession, *syncBuffer, *exec.Cmd, error) {
+// e2eClient is the tests' MCP client, configured by opts (nil for the
+// defaults).
+func e2eClient(opts *mcp.ClientOptions) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts)
+}
+
+// connectStdio launches the codebridge binary bin with env and connects
+// client to it, from any goroutine; the caller closes the session.
+func connectStdio(bin string, env []string, client *mcp.Client) (*mcp.ClientSession, *syncBuffer, *exec.Cmd, error) {
 	cmd := exec.Command(bin)
 	cmd.Env = env
 	stderr := new(syncBuffer)
 	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "codebridge-e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: shutdownGrace}, nil)

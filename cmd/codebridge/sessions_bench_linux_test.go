@@ -180,7 +180,7 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 		pids []int
 	)
 	css, first := startSessions(f.Sessions, func() (*mcp.ClientSession, error) {
-		cs, _, cmd, err := connectStdio(bin, env, nil)
+		cs, _, cmd, err := connectStdio(bin, env, e2eClient(nil))
 		if cmd.Process != nil {
 			mu.Lock()
 			pids = append(pids, cmd.Process.Pid)
