@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -151,12 +152,7 @@ func TestOpenURL(t *testing.T) {
 	asked := make(chan *mcp.ElicitParams, 1)
 	completed := make(chan string, 1)
 	connectURL := func(version string, caps *mcp.ElicitationCapabilities) *Session {
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := mcp.NewServer(&mcp.Implementation{Name: "codebridge"}, nil).Connect(t.Context(), st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl := mcp.NewClient(&mcp.Implementation{Name: "agent"}, &mcp.ClientOptions{
+		ss := bridgetest.Agent(t, version, &mcp.ClientOptions{
 			Capabilities: &mcp.ClientCapabilities{Elicitation: caps},
 			ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				asked <- r.Params
@@ -166,11 +162,6 @@ func TestOpenURL(t *testing.T) {
 				completed <- r.Params.ElicitationID
 			},
 		})
-		cs, err := cl.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close(); ss.Wait() })
 		return ForClient(ss)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
@@ -66,12 +67,7 @@ func (a *agentURL) connect(t *testing.T, url bool) *elicit.Session {
 	if url {
 		caps.URL = &mcp.URLElicitationCapabilities{}
 	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := mcp.NewServer(&mcp.Implementation{Name: "codebridge"}, nil).Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "agent"}, &mcp.ClientOptions{
+	ss := bridgetest.Agent(t, "2025-11-25", &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{Elicitation: caps},
 		ElicitationHandler: func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			a.asked <- r.Params
@@ -84,11 +80,6 @@ func (a *agentURL) connect(t *testing.T, url bool) *elicit.Session {
 			a.completed <- r.Params.ElicitationID
 		},
 	})
-	cs, err := cl.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return elicit.ForClient(ss)
 }
 
