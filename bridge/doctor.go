@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
@@ -110,7 +111,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 
 	img := cfg.Image
 	if img == "" {
-		img = podman.DefaultImage
+		img = confine.DefaultImage
 	}
 	ok, err := c.ImageExists(ctx, img)
 	c.Close()
@@ -121,7 +122,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		out = append(out, finding{findFail, "image", img + " (MCP_BRIDGE_IMAGE) is not there; the first run would try to pull it",
 			"codebridge setup --image " + img + ", or set MCP_BRIDGE_IMAGE to an image with python3"})
 	case !ok:
-		out = append(out, finding{findFail, "image", img + " is not there; the first run would pull " + podman.FallbackImage + " instead, without the data libraries",
+		out = append(out, finding{findFail, "image", img + " is not there; the first run would pull " + confine.FallbackImage + " instead, without the data libraries",
 			"codebridge setup builds it"})
 	default:
 		out = append(out, finding{findOK, "image", img, ""})

@@ -22,6 +22,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -189,7 +190,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 	engine := podman.NewEngine(podman.EngineOptions{
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
-		Spec: podman.Spec{
+		Spec: confine.Spec{
 			Command: python.Command(),
 			Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(wait.Seconds()))},
 			Channel: channel,
@@ -216,7 +217,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 		MaxSessions: cfg.MaxSessions,
 		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
-		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
+		Memory:      cmp.Or(cfg.Memory, confine.DefaultMemory),
 		Prelude:     host.SavedHelpers(memory.New(cfg.StateDir), logger),
 		Preload:     preload(cfg, logger),
 		// A request carries a tool call's arguments, or an image or file in
