@@ -170,6 +170,43 @@ func (e *Engine) Ready(ctx context.Context, w ImageWatch) error {
 	return err
 }
 
+// Info is what [Engine.Info] reports: the Podman that answered.
+type Info struct {
+	URI        string // where it answered
+	APIVersion string // its libpod API version, e.g. "4.3.1"
+	Private    bool   // a 'podman system service' codebridge started
+}
+
+// Info connects to Podman if needed, without resolving the image, and says
+// which Podman answered.
+func (e *Engine) Info(ctx context.Context) (Info, error) {
+	c, err := e.connected(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private()}, nil
+}
+
+// ImageExists connects to Podman if needed and reports whether the image is
+// in its store, without pulling it.
+func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
+	c, err := e.connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	return c.ImageExists(ctx, image)
+}
+
+// connected returns the connected client, connecting first if needed.
+func (e *Engine) connected(ctx context.Context) (*Client, error) {
+	if e.isClosed() {
+		return nil, errShutDown
+	}
+	e.connectMu.Lock()
+	defer e.connectMu.Unlock()
+	return e.dial(ctx)
+}
+
 // Start starts a container from the engine's spec with its streams attached.
 // w says how the caller waits for an image being pulled.
 func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
@@ -353,8 +390,25 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error) {
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
+	c, err := e.dial(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	e.mu.Lock()
-	c, img := e.client, e.image
+	img := e.image
+	e.mu.Unlock()
+	if img != "" {
+		return c, img, nil, nil
+	}
+	img, job := e.imageJob(c)
+	return c, img, job, nil
+}
+
+// dial returns the connected client, connecting first if needed. Call it
+// with e.connectMu held.
+func (e *Engine) dial(ctx context.Context) (*Client, error) {
+	e.mu.Lock()
+	c := e.client
 	e.mu.Unlock()
 	if c != nil && c.serviceExited() {
 		e.log.Warn("the podman service codebridge started has exited; starting another")
@@ -365,7 +419,7 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		var err error
 		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
 		if err != nil {
-			return nil, "", nil, err
+			return nil, err
 		}
 		e.mu.Lock()
 		orphans := e.orphans
@@ -386,17 +440,13 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		if e.closed {
 			e.mu.Unlock()
 			c.Close()
-			return nil, "", nil, errShutDown
+			return nil, errShutDown
 		}
 		e.client = c
 		e.sweep(c) // under e.mu, before Close can wait for it
 		e.mu.Unlock()
 	}
-	if img != "" {
-		return c, img, nil, nil
-	}
-	img, job := e.imageJob(c)
-	return c, img, job, nil
+	return c, nil
 }
 
 // sweep removes, in the background, what dead codebridge processes left
