@@ -16,7 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -42,11 +42,11 @@ type finding struct {
 }
 
 // Doctor checks what codebridge needs, in the order a run needs it, and
-// prints one line per check with the fix for each problem: Podman reachable,
-// the sandbox image present, a sandbox container running Python with
-// codebridge's limits, the config folder and every server file, every
-// server starting and listing its tools, and the state directory. It returns
-// [ErrProblems] when a check failed.
+// prints one line per check with the fix for each problem: the container
+// engine reachable, the sandbox image present, a sandbox container running
+// Python with codebridge's limits, the config folder and every server file,
+// every server starting and listing its tools, and the state directory. It
+// returns [ErrProblems] when a check failed.
 func Doctor(ctx context.Context, cfg settings.Config, opts DoctorOptions) error {
 	logger := orDiscard(opts.Logger)
 	var (
@@ -90,38 +90,49 @@ func Doctor(ctx context.Context, cfg settings.Config, opts DoctorOptions) error 
 	return nil
 }
 
-// doctorSandbox checks Podman, the image and a sandbox container.
+// doctorSandbox checks the container engine, the image and a sandbox
+// container.
 func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger) []finding {
+	// The container has everything a run has (the limits, the seccomp
+	// profile, the helper module and code sent over the sandbox's stream),
+	// without warm containers, sessions or preloads.
+	cfg.WarmSandboxes, cfg.Sessions, cfg.Preload = 0, false, nil
+	eng, err := newEngine(cfg, logger)
+	if err != nil {
+		return []finding{{findFail, "engine", err.Error(), ""}}
+	}
+	ct := withEngine(cfg, eng, logger)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		ct.Close(cctx)
+	}()
+
 	start := time.Now()
-	c, err := podman.Connect(ctx, podman.Options{StateDir: cfg.StateDir, Logger: logger})
+	info, err := eng.Describe(ctx)
+	check := strings.ToLower(info.Name)
 	if err != nil {
 		return []finding{
-			{findFail, "podman", rootMessage(err), "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"},
-			{findFail, "sandbox", "not checked: it needs Podman", ""},
+			{findFail, check, err.Error(), info.Fix},
+			{findFail, "sandbox", "not checked: it needs " + info.Name, ""},
 		}
 	}
 	var out []finding
-	uri := c.URI()
-	how := "a Podman API socket"
-	if c.Private() {
-		how = "a private 'podman system service' codebridge starts"
-	}
-	out = append(out, finding{findOK, "podman", fmt.Sprintf("Podman %s at %s (%s), answered in %s", c.APIVersion(), uri, how, since(start)), ""})
+	out = append(out, finding{findOK, check, fmt.Sprintf("%s %s at %s (%s), answered in %s", info.Name, info.Version, info.Endpoint, info.Via, since(start)), ""})
 
 	img := cfg.Image
 	if img == "" {
-		img = podman.DefaultImage
+		img = confine.DefaultImage
 	}
-	ok, err := c.ImageExists(ctx, img)
-	c.Close()
+	ok, err := eng.HasImage(ctx, img)
 	switch {
 	case err != nil:
-		out = append(out, finding{findFail, "image", err.Error(), "check that Podman works: podman images"})
+		out = append(out, finding{findFail, "image", err.Error(), "check that " + info.Name + " works: " + check + " images"})
 	case !ok && cfg.Image != "":
 		out = append(out, finding{findFail, "image", img + " (MCP_BRIDGE_IMAGE) is not there; the first run would try to pull it",
 			"codebridge setup --image " + img + ", or set MCP_BRIDGE_IMAGE to an image with python3"})
 	case !ok:
-		out = append(out, finding{findFail, "image", img + " is not there; the first run would pull " + podman.FallbackImage + " instead, without the data libraries",
+		out = append(out, finding{findFail, "image", img + " is not there; the first run would pull " + confine.FallbackImage + " instead, without the data libraries",
 			"codebridge setup builds it"})
 	default:
 		out = append(out, finding{findOK, "image", img, ""})
@@ -130,16 +141,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		return append(out, finding{findFail, "sandbox", "not checked: it needs the image", ""})
 	}
 
-	// A container with everything a run has: the limits, the seccomp profile,
-	// the helper module and code sent over the sandbox's stream.
 	start = time.Now()
-	cfg.WarmSandboxes, cfg.Sessions, cfg.Preload = 0, false, nil
-	ct := newContainers(cfg, logger)
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		ct.Close(cctx)
-	}()
 	res, err := ct.Run(ctx, sandbox.Request{
 		Program: python.Program{Code: "import sys, codebridge_runner\nprint('ok', sys.version.split()[0], codebridge_runner.STREAM)", OutputLimit: cfg.OutputLimit},
 		Host:    func(sandbox.SessionInfo) python.Host { return protocol.Server{Handler: host.NoServers} }, Timeout: cfg.Timeout,
@@ -149,16 +151,16 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		out = append(out, finding{findFail, "sandbox", err.Error(), ""})
 	case res.Error != nil:
 		out = append(out, finding{findFail, "sandbox", "a sandbox container did not run Python: " + res.Error.Message,
-			"codebridge setup probes a container and fixes Podman's runtime and rlimit defaults where that fails"})
+			"codebridge setup probes a container and fixes " + info.Name + "'s runtime and rlimit defaults where that fails"})
 	default:
 		version, stream, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(res.Stdout), "ok "), " ")
-		over := "over Podman's attach stream"
+		over := "over " + info.Name + "'s attach stream"
 		if stream == "socket" {
 			over = "over a unix socket"
 		}
 		out = append(out, finding{findOK, "sandbox", fmt.Sprintf("a container with codebridge's limits ran Python %s in %s, %s", version, since(start), over), ""})
-		if stream != "socket" && cfg.SocketStream && podman.SharesFiles(uri) {
-			out = append(out, finding{findWarn, "sandbox", "the sandbox did not use its unix socket, so tool calls go through Podman's relay and are slower; codebridge's log (stderr) says why",
+		if stream != "socket" && cfg.SocketStream && info.SharesFiles {
+			out = append(out, finding{findWarn, "sandbox", "the sandbox did not use its unix socket, so tool calls go through " + info.Name + "'s relay and are slower; codebridge's log (stderr) says why",
 				"on an SELinux host, set MCP_BRIDGE_SANDBOX_STREAM=attach; otherwise check that the state directory is yours and not writable by others"})
 		}
 	}
@@ -240,16 +242,6 @@ func doctorStateDir(cfg settings.Config) finding {
 	f.Close()
 	os.Remove(f.Name())
 	return finding{findOK, "state", dir + " is writable", ""}
-}
-
-// rootMessage is an error's message without the wrapping of Podman's
-// unavailable errors.
-func rootMessage(err error) string {
-	var u *podman.UnavailableError
-	if errors.As(err, &u) {
-		return u.Msg
-	}
-	return err.Error()
 }
 
 func oneLine(s string) string {

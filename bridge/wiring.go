@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -72,10 +71,14 @@ func signInFor(cfg settings.Config) host.SignIn {
 }
 
 // start builds the parts. Nothing slow happens here: the config folder is read
-// and watched, Podman is contacted in the background, and no downstream server
+// and watched, the container engine is contacted in the background, and no downstream server
 // starts until a run needs it.
 func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*parts, error) {
-	return startWith(ctx, cfg, newContainers(cfg, logger), logger)
+	ct, err := newContainers(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	return startWith(ctx, cfg, ct, logger)
 }
 
 // startWith is start with the sandbox given.
@@ -137,7 +140,7 @@ func (p *parts) apply(cfg *discovery.Config) {
 }
 
 // close stops everything start began and waits for it: the watcher, the
-// sandbox's warm-up, every downstream server, every container, and a Podman
+// sandbox's warm-up, every downstream server, every container, and an engine
 // service codebridge spawned. What fails is logged as a warning, not returned:
 // the session itself ended cleanly, and what is left behind is removed by the
 // next start.
@@ -165,58 +168,37 @@ func (p *parts) close() {
 }
 
 // containers is the real sandbox runtime: sessions (runtime/sandbox) over
-// Podman containers (runtime/podman).
+// the containers of an engine driver ([engine]).
 type containers struct {
 	*sandbox.Manager
-	engine *podman.Engine
+	engine engine
 	logger *slog.Logger
 }
 
-func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
-	// An interpreter gives up waiting for its next run a little after the
-	// manager would end it anyway (a warm container unused, a session idle),
-	// so a codebridge killed hard leaves nothing running for long. Sessions
-	// kept until their MCP session ends wait for ever; the next codebridge
-	// start removes what a dead one left.
-	wait := max(sandbox.DefaultWarmLimit, cfg.SessionIdle) + time.Minute
-	if cfg.Sessions && cfg.SessionIdle == 0 {
-		wait = 0
+// newContainers is the sandbox runtime over the engine the settings name.
+func newContainers(cfg settings.Config, logger *slog.Logger) (*containers, error) {
+	eng, err := newEngine(cfg, logger)
+	if err != nil {
+		return nil, err
 	}
-	channel := ""
-	if cfg.SocketStream {
-		channel = python.ChannelEnv
-	}
-	engine := podman.NewEngine(podman.EngineOptions{
-		Image:    cfg.Image,
-		StateDir: cfg.StateDir,
-		Spec: podman.Spec{
-			Command: python.Command(),
-			Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(wait.Seconds()))},
-			Channel: channel,
-			User:    cfg.ContainerUser,
-			Memory:  cfg.Memory,
-			CPUs:    cfg.CPUs,
-			Pids:    cfg.Pids,
-		},
-		Logger: logger.With("component", "podman"),
-		Declined: func(container, reason string) {
-			logger.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
-				"component", "podman", "container", container, "reason", reason)
-		},
-	})
+	return withEngine(cfg, eng, logger), nil
+}
+
+// withEngine is the sandbox runtime over eng, which it closes.
+func withEngine(cfg settings.Config, eng engine, logger *slog.Logger) *containers {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
 	}
 	warm, spare := cfg.Warm()
-	m := sandbox.New(podmanEngine{engine}, sandbox.Options{
+	m := sandbox.New(eng, sandbox.Options{
 		Warm:        warm,
 		Spare:       spare,
 		Sessions:    cfg.Sessions,
 		MaxSessions: cfg.MaxSessions,
 		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
-		Memory:      cmp.Or(cfg.Memory, podman.DefaultMemory),
+		Memory:      cmp.Or(cfg.Memory, confine.DefaultMemory),
 		Prelude:     host.SavedHelpers(memory.New(cfg.StateDir), logger),
 		Preload:     preload(cfg, logger),
 		// A request carries a tool call's arguments, or an image or file in
@@ -227,12 +209,12 @@ func newContainers(cfg settings.Config, logger *slog.Logger) *containers {
 		},
 		Logger: logger.With("component", "sandbox"),
 	})
-	return &containers{Manager: m, engine: engine, logger: logger}
+	return &containers{Manager: m, engine: eng, logger: logger}
 }
 
-// Warm connects to Podman and starts the warm containers.
+// Warm connects to the engine and starts the warm containers.
 func (c *containers) Warm(ctx context.Context) error {
-	if err := c.engine.Ready(ctx, podman.ImageWatch{}); err != nil {
+	if err := c.engine.Ready(ctx, sandbox.Wait{}); err != nil {
 		c.logger.Warn("sandbox not ready; run_python will explain and try again", "err", settings.Explain(err))
 		return err
 	}
@@ -250,17 +232,17 @@ func (c *containers) Run(ctx context.Context, req sandbox.Request) (*sandbox.Res
 	return res, err
 }
 
-// Ready reports whether Podman answers and the image is there, connecting
-// first if needed.
+// Ready reports whether the engine answers and the image is there,
+// connecting first if needed.
 func (c *containers) Ready(ctx context.Context) error {
-	return c.engine.Ready(ctx, podman.ImageWatch{})
+	return c.engine.Ready(ctx, sandbox.Wait{})
 }
 
-// Close ends every container, which Podman then removes, and closes the
-// Podman connection (and a service codebridge started); then it ends every
+// Close ends every container, which the engine then removes, and closes the
+// engine's connection (and a service codebridge started); then it ends every
 // session. The engine goes first: closing a container's stream ends it at
 // once, runs in progress end with it, and the manager then waits for nothing
-// Podman must do, which takes seconds when many codebridge processes stop
+// the engine must do, which takes seconds when many codebridge processes stop
 // together.
 func (c *containers) Close(ctx context.Context) error {
 	return errors.Join(c.engine.Close(ctx), c.Manager.Close(ctx))
@@ -273,15 +255,4 @@ func preload(cfg settings.Config, logger *slog.Logger) []string {
 		return nil
 	}
 	return cfg.Preload
-}
-
-// podmanEngine adapts runtime/podman's engine to the sandbox manager's.
-type podmanEngine struct{ e *podman.Engine }
-
-func (e podmanEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
-	b, err := e.e.Start(ctx, podman.ImageWatch(w)) // the engine prepares by resolving the image
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return b, nil
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -339,7 +339,7 @@ func (c Config) Preloads() bool {
 // bounds are the default bounds on live sandboxes and runs, for this machine
 // and these containers.
 func (c Config) bounds() sandbox.Bounds {
-	return sandbox.DefaultBounds(sandbox.LocalMachine(), cmp.Or(c.Memory, podman.DefaultMemory), sandbox.IdleMemory(c.Preloads()))
+	return sandbox.DefaultBounds(sandbox.LocalMachine(), cmp.Or(c.Memory, confine.DefaultMemory), sandbox.IdleMemory(c.Preloads()))
 }
 
 // optionalBool parses a setting that a server's entry can override: set,

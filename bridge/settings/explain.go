@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -63,5 +64,5 @@ func imageMissing(e *podman.ImageError) string {
 			e.Image, e.Err, podman.SetupHint)
 	}
 	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
-		podman.DefaultImage, podman.FallbackImage, e.Err, podman.SetupHint)
+		confine.DefaultImage, confine.FallbackImage, e.Err, podman.SetupHint)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -27,7 +28,7 @@ func TestExplain(t *testing.T) {
 			"cannot start a sandbox container: sandbox image localhost/x:1 (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: manifest unknown: build it (" +
 				podman.SetupHint + ") or set MCP_BRIDGE_IMAGE to a local image with python3"},
 		{"no image", fmt.Errorf("cannot start a sandbox container: %w", &podman.ImageError{Err: pull}),
-			"cannot start a sandbox container: no sandbox image: " + podman.DefaultImage + " does not exist and pulling " + podman.FallbackImage +
+			"cannot start a sandbox container: no sandbox image: " + confine.DefaultImage + " does not exist and pulling " + confine.FallbackImage +
 				" failed: manifest unknown: build it (" + podman.SetupHint + "; no registry needed) or set MCP_BRIDGE_IMAGE"},
 		{"other", errors.New("podman API not reachable"), "podman API not reachable"},
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -273,8 +273,8 @@ func ownerLabel(pid int) string {
 // ownedContainers lists the codebridge containers of these owners.
 func ownedContainers(t testing.TB, owners ...string) []string {
 	t.Helper()
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+podman.LabelManaged+"=true",
-		"--format", `{{.ID}} {{index .Labels "`+podman.LabelOwner+`"}}`).Output()
+	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+confine.LabelManaged+"=true",
+		"--format", `{{.ID}} {{index .Labels "`+confine.LabelOwner+`"}}`).Output()
 	if err != nil {
 		t.Fatalf("podman ps: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -359,8 +359,8 @@ func containerIDs(b *testing.B, pids []int) []string {
 	for _, pid := range pids {
 		owners[host+"/"+strconv.Itoa(pid)] = true
 	}
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+podman.LabelManaged+"=true",
-		"--format", `{{.ID}} {{index .Labels "`+podman.LabelOwner+`"}}`).Output()
+	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+confine.LabelManaged+"=true",
+		"--format", `{{.ID}} {{index .Labels "`+confine.LabelOwner+`"}}`).Output()
 	if err != nil {
 		b.Fatalf("podman ps: %v", err)
 	}

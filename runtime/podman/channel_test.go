@@ -5,15 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -42,7 +40,7 @@ func startChannel(t *testing.T, e *Engine) *Box {
 // channelsLeft lists what is in the engine's socket folder.
 func channelsLeft(t *testing.T, e *Engine) []string {
 	t.Helper()
-	entries, err := os.ReadDir(channelsDir(e.opts.StateDir))
+	entries, err := os.ReadDir(confine.ChannelsDir(e.opts.StateDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +77,7 @@ func readEnds(t *testing.T, b *Box, end func()) {
 func TestChannelSocket(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
 	b := startChannel(t, e)
-	if !b.ct.ch.socket() {
+	if !b.ct.ch.Socket() {
 		t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 	}
 	if left := channelsLeft(t, e); len(left) != 0 {
@@ -107,7 +105,7 @@ func TestChannelEnds(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := startChannel(t, e)
-			if !b.ct.ch.socket() {
+			if !b.ct.ch.Socket() {
 				t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 			}
 			// The bootstrap waits for its start frame: nothing comes.
@@ -159,10 +157,10 @@ func TestChannelFallback(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var log testenv.SyncBuffer
-			e := newTestEngine(t, EngineOptions{Spec: Spec{Command: tt.command, Channel: python.ChannelEnv},
+			e := newTestEngine(t, EngineOptions{Spec: confine.Spec{Command: tt.command, Channel: python.ChannelEnv},
 				Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			b := startChannel(t, e)
-			if b.ct.ch.socket() {
+			if b.ct.ch.Socket() {
 				t.Fatal("the stream is a socket")
 			}
 			warned := strings.Contains(log.String(), "could not connect to its socket") &&
@@ -187,7 +185,7 @@ func TestChannelDeclinedTold(t *testing.T) {
 		told []string
 	)
 	e := newTestEngine(t, EngineOptions{
-		Spec: Spec{Command: []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, Channel: python.ChannelEnv},
+		Spec: confine.Spec{Command: []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, Channel: python.ChannelEnv},
 		Declined: func(container, reason string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -209,7 +207,7 @@ func TestChannelDeclinedTold(t *testing.T) {
 // connected (its process only sleeps): a read waiting for the container
 // ends, a write fails, and the socket's folder is removed.
 func TestChannelClosedBeforeConnect(t *testing.T) {
-	e := newTestEngine(t, EngineOptions{Spec: Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
+	e := newTestEngine(t, EngineOptions{Spec: confine.Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
 	b, err := e.Start(t.Context(), ImageWatch{})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +239,7 @@ func TestChannelPrivateDir(t *testing.T) {
 	if NewEngine(EngineOptions{StateDir: good}).channelDir(local) == "" {
 		t.Fatal("no socket folder in a private state directory")
 	}
-	if info, err := os.Stat(channelsDir(good)); err != nil || info.Mode().Perm() != 0o700 {
+	if info, err := os.Stat(confine.ChannelsDir(good)); err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("socket folder: %v, %v; want mode 0700", info.Mode(), err)
 	}
 
@@ -250,16 +248,16 @@ func TestChannelPrivateDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := t.TempDir()
-	if err := os.Symlink(t.TempDir(), channelsDir(link)); err != nil {
+	if err := os.Symlink(t.TempDir(), confine.ChannelsDir(link)); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]string{"written by others": open, "a symbolic link": link}
 	if os.Geteuid() == 0 {
 		other := t.TempDir()
-		if err := os.Mkdir(channelsDir(other), 0o700); err != nil {
+		if err := os.Mkdir(confine.ChannelsDir(other), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chown(channelsDir(other), 12345, 12345); err != nil {
+		if err := os.Chown(confine.ChannelsDir(other), 12345, 12345); err != nil {
 			t.Fatal(err)
 		}
 		cases["another user's"] = other
@@ -284,39 +282,5 @@ func TestChannelRemote(t *testing.T) {
 		if got := e.channelDir(&Client{uri: uri}) != ""; got != want {
 			t.Errorf("%s: socket %v, want %v", uri, got, want)
 		}
-	}
-}
-
-func TestSweepChannels(t *testing.T) {
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ours := strconv.Itoa(os.Getpid()) + "-"
-	old, fresh := filepath.Join(dir, ours+"1"), filepath.Join(dir, ours+"2")
-	deadOwner, unnamed := filepath.Join(dir, strconv.Itoa(dead.Process.Pid)+"-3"), filepath.Join(dir, "x4")
-	for _, d := range []string{old, fresh, deadOwner, unnamed} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hoursAgo := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(old, hoursAgo, hoursAgo); err != nil {
-		t.Fatal(err)
-	}
-	if err := sweepChannels(dir); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{old, deadOwner, unnamed} {
-		if _, err := os.Stat(d); !os.IsNotExist(err) {
-			t.Errorf("%s was kept: %v", filepath.Base(d), err)
-		}
-	}
-	if _, err := os.Stat(fresh); err != nil {
-		t.Errorf("a live process's new folder was removed: %v", err)
-	}
-	if err := sweepChannels(filepath.Join(dir, "none")); err != nil {
-		t.Errorf("sweeping a missing folder: %v", err)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/containers/podman/v5/pkg/bindings"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
@@ -69,7 +71,7 @@ type Options struct {
 	// Logger receives progress and diagnostics; nil discards them.
 	Logger *slog.Logger
 	// Declined, if non-nil, is told, once per connection, that a container
-	// could not connect to its socket ([Spec.Channel]) and talks through
+	// could not connect to its socket ([confine.Spec.Channel]) and talks through
 	// Podman's attach stream instead, which makes its requests slower: its
 	// short ID and the reason it gave. nil logs that as a warning.
 	Declined func(container, reason string)
@@ -84,8 +86,7 @@ type Client struct {
 	log        *slog.Logger
 	svc        *service          // a service Connect started, or nil
 	owner      map[string]string // ownership labels put on our containers
-	host       string
-	pid        int
+	self       confine.Owner     // this process
 
 	declined   sync.Once // a container could not connect to its socket; told once
 	onDeclined func(container, reason string)
@@ -158,16 +159,11 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 }
 
 func newClient(log *slog.Logger) *Client {
-	host, _ := os.Hostname()
-	pid := os.Getpid()
-	owner := map[string]string{LabelOwner: ownerID(host, pid), labelClient: rand.Text()[:12]}
-	if st, ok := processStart(pid); ok {
-		owner[LabelOwnerStart] = st
-	}
-	return &Client{log: log, owner: owner, host: host, pid: pid}
+	self := confine.Self()
+	owner := self.Labels()
+	owner[labelClient] = rand.Text()[:12]
+	return &Client{log: log, owner: owner, self: self}
 }
-
-func ownerID(host string, pid int) string { return host + "/" + strconv.Itoa(pid) }
 
 // destination is a Podman API to connect to.
 type destination struct {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -120,7 +121,7 @@ func TestConnectSpawnsService(t *testing.T) {
 	default:
 		t.Error("service still running after Close")
 	}
-	if processAlive(pid) {
+	if confine.ProcessAlive(pid) {
 		t.Errorf("service pid %d still exists", pid)
 	}
 	if _, err := os.Stat(c.svc.sock); !os.IsNotExist(err) {
@@ -131,10 +132,10 @@ func TestConnectSpawnsService(t *testing.T) {
 func TestEnsureImage(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
-	if img == DefaultImage {
+	if img == confine.DefaultImage {
 		got, err := c.EnsureImage(t.Context(), "", nil)
-		if err != nil || got != DefaultImage {
-			t.Errorf("EnsureImage(\"\") = %q, %v; want %s", got, err, DefaultImage)
+		if err != nil || got != confine.DefaultImage {
+			t.Errorf("EnsureImage(\"\") = %q, %v; want %s", got, err, confine.DefaultImage)
 		}
 	}
 	got, err := c.EnsureImage(t.Context(), img, nil)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -35,10 +36,8 @@ type Container struct {
 	stdin  *stdinWriter
 
 	// The stream of [Box.Stream]: stdout and stdin, or a socket (ch).
-	ch    *channel
-	ready <-chan struct{} // closed once r and w are set
-	r     io.Reader
-	w     io.Writer
+	ch    *confine.Channel
+	ready <-chan struct{} // closed once the stream is known
 
 	started time.Time   // when Start returned
 	killed  atomic.Bool // Kill was called
@@ -67,20 +66,25 @@ type State struct {
 const stderrCap = 64 << 10
 
 // Start creates a container from s, attaches to its stdin, stdout and stderr,
-// and starts it. Attaching before starting loses no output. On error nothing
-// is left behind.
-func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
-	cs, err := s.createSpec(c.owner)
+// and starts it, with Podman's default seccomp profile ([Engine] gives
+// codebridge's). Attaching before starting loses no output. On error
+// nothing is left behind.
+func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) {
+	return c.start(ctx, s, placement{})
+}
+
+func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+	cs, err := newCreateSpec(s, c.owner, at.seccomp)
 	if err != nil {
 		return nil, err
 	}
-	var ch *channel
-	if s.Channel != "" && s.channelDir != "" {
-		if ch, err = newChannel(s.channelDir); err != nil {
+	var ch *confine.Channel
+	if s.Channel != "" && at.channelDir != "" {
+		if ch, err = confine.NewChannel(at.channelDir); err != nil {
 			c.log.Warn("the sandbox talks through Podman's attach stream instead of a socket", "err", err)
 		} else {
-			cs.Env[s.Channel] = channelMount + "/s"
-			cs.Mounts = append(cs.Mounts, ch.mount())
+			cs.Env[s.Channel] = confine.SocketPath
+			cs.Mounts = append(cs.Mounts, channelMount(ch))
 		}
 	}
 	var created struct {
@@ -89,7 +93,7 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
 	}
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
 		if ch != nil {
-			ch.close()
+			ch.Close()
 		}
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
@@ -126,10 +130,9 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Container, error) {
 	}
 	ct.started = time.Now()
 	if ch != nil {
-		ct.ready = ch.ready
+		ct.ready = ch.Ready()
 		go ct.negotiate()
 	} else {
-		ct.r, ct.w = ct.stdout, ct.stdin
 		ct.ready = closedChan
 	}
 	return ct, nil
@@ -199,55 +202,20 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 	return br, nil
 }
 
-// pump demultiplexes the attach stream: 8-byte headers (stream id, 3 zero
-// bytes, big-endian length) each followed by a frame. Stdout goes through a
-// pipe, so it is streamed with back-pressure and never buffered whole.
+// pump demultiplexes the attach stream ([confine.Demux]). Stdout goes
+// through a pipe, so it is streamed with back-pressure and never buffered
+// whole.
 func (ct *Container) pump(r io.Reader, stdout *io.PipeWriter) {
 	defer close(ct.done)
-	var hdr [8]byte
-	buf := make([]byte, 32<<10)
-	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				stdout.Close()
-			} else {
-				stdout.CloseWithError(fmt.Errorf("container %s: reading attach stream: %w", shortID(ct.ID), err))
-			}
-			return
-		}
-		n := int64(binary.BigEndian.Uint32(hdr[4:]))
-		var dst io.Writer
-		switch hdr[0] {
-		case 0, 1:
-			dst = stdout
-		case 2:
-			dst = ct.stderr
-		case 3: // an error from the server
-			msg, _ := io.ReadAll(io.LimitReader(r, n))
-			stdout.CloseWithError(fmt.Errorf("container %s: podman attach: %s", shortID(ct.ID), msg))
-			return
-		default:
-			stdout.CloseWithError(fmt.Errorf("container %s: attach stream lost sync (stream id %d)", shortID(ct.ID), hdr[0]))
-			return
-		}
-		for n > 0 {
-			k, err := r.Read(buf[:min(n, int64(len(buf)))])
-			if k > 0 {
-				n -= int64(k)
-				if _, werr := dst.Write(buf[:k]); werr != nil {
-					// The reader is gone (container being removed): keep
-					// draining so stderr and Done still work.
-					dst = io.Discard
-				}
-			}
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				stdout.CloseWithError(fmt.Errorf("container %s: reading attach stream: %w", shortID(ct.ID), err))
-				return
-			}
-		}
+	err := confine.Demux(r, stdout, ct.stderr)
+	var engine *confine.EngineError
+	switch {
+	case err == nil:
+		stdout.Close()
+	case errors.As(err, &engine):
+		stdout.CloseWithError(fmt.Errorf("container %s: podman attach: %s", shortID(ct.ID), engine.Msg))
+	default:
+		stdout.CloseWithError(fmt.Errorf("container %s: %w", shortID(ct.ID), err))
 	}
 }
 
@@ -283,7 +251,7 @@ func (ct *Container) Done() <-chan struct{} { return ct.done }
 // has no deadline of its own: give ctx one. It follows Podman's events
 // instead of asking the wait endpoint, which in Podman 4.3 may never answer
 // for a container removed while it waits: a container removes itself once
-// it has exited ([createSpec.Remove]), and its "died" event stays.
+// it has exited ([confine.Hardened.AutoRemove]), and its "died" event stays.
 func (ct *Container) Wait(ctx context.Context) (int, error) {
 	return ct.diedCode(ctx, true)
 }
@@ -401,7 +369,7 @@ func (ct *Container) Remove(ctx context.Context) error {
 // pump drains the output until then. Ending again does nothing.
 func (ct *Container) endStream() {
 	if ct.ch != nil {
-		ct.ch.close()
+		ct.ch.Close()
 	}
 	if ct.conn == nil {
 		return
@@ -473,10 +441,10 @@ type Summary struct {
 	StartedAt int64             `json:"StartedAt"` // unix seconds; 0 if never started
 }
 
-// List returns all containers (running or not) carrying [LabelManaged],
+// List returns all containers (running or not) carrying [confine.LabelManaged],
 // whichever codebridge process created them.
 func (c *Client) List(ctx context.Context) ([]Summary, error) {
-	filters, _ := json.Marshal(map[string][]string{"label": {LabelManaged + "=true"}})
+	filters, _ := json.Marshal(map[string][]string{"label": {confine.LabelManaged + "=true"}})
 	q := url.Values{"all": {"true"}, "filters": {string(filters)}}
 	var list []Summary
 	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
@@ -510,7 +478,7 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 	var stale []Summary
 	for _, s := range list {
 		young := s.State == "running" && time.Since(time.Unix(s.StartedAt, 0)) < grace
-		if c.stale(s.Labels) && !young {
+		if c.self.Stale(s.Labels) && !young {
 			stale = append(stale, s)
 		}
 	}
@@ -540,32 +508,6 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 
 // removeParallel is how many removals [Client.RemoveStale] asks for at once.
 const removeParallel = 8
-
-// stale reports whether a container with these labels belongs to a codebridge
-// process on this host that has exited.
-func (c *Client) stale(labels map[string]string) bool {
-	host, pidStr, ok := strings.Cut(labels[LabelOwner], "/")
-	if !ok || host != c.host {
-		return false
-	}
-	pid, err := strconv.Atoi(pidStr)
-	if err != nil || pid <= 0 {
-		return false
-	}
-	start := labels[LabelOwnerStart]
-	if pid == c.pid {
-		// Ours, unless an earlier process had our pid.
-		return start != "" && start != c.owner[LabelOwnerStart]
-	}
-	if !processAlive(pid) {
-		return true
-	}
-	if start == "" {
-		return false
-	}
-	cur, ok := processStart(pid)
-	return ok && cur != start
-}
 
 func shortID(id string) string {
 	if len(id) > 12 {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // probe runs inside a container and reports what the hardening looks like
@@ -87,7 +89,7 @@ print(json.dumps(r))
 func TestHardening(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
-	ct := startTest(t, c, Spec{
+	ct := startTest(t, c, confine.Spec{
 		Image:   img,
 		Command: []string{"python3", "-c", probe},
 		Env:     map[string]string{"CB_TEST": "yes"},
@@ -177,7 +179,7 @@ func waitExit(t *testing.T, ct *Container) int {
 func TestOOMKilled(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
-	ct := startTest(t, c, Spec{
+	ct := startTest(t, c, confine.Spec{
 		Image:   img,
 		Command: []string{"python3", "-c", "print('allocating', flush=True); b = b'x' * (256 << 20); print('survived')"},
 		Memory:  64 << 20,
@@ -212,7 +214,7 @@ sys.stdout.buffer.write(line + b"\n")
 sys.stdout.buffer.flush()
 sys.stderr.write(hashlib.sha256(line).hexdigest())
 `
-	ct := startTest(t, c, Spec{Image: img, Command: []string{"python3", "-c", code}})
+	ct := startTest(t, c, confine.Spec{Image: img, Command: []string{"python3", "-c", code}})
 	br := bufio.NewReader(ct.Stdout())
 	h := sha256.New()
 	n, err := io.Copy(h, readLine{br})
@@ -252,7 +254,7 @@ func (r readLine) Read(p []byte) (int, error) {
 func TestStdinRoundTrip(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
-	ct := startTest(t, c, Spec{Image: img, Command: []string{"python3", "-c", "import sys; print('ready', flush=True); print(sys.stdin.read().upper())"}})
+	ct := startTest(t, c, confine.Spec{Image: img, Command: []string{"python3", "-c", "import sys; print('ready', flush=True); print(sys.stdin.read().upper())"}})
 	br := bufio.NewReader(ct.Stdout())
 	if l, err := br.ReadString('\n'); l != "ready\n" {
 		t.Fatalf("first line %q, %v", l, err)
@@ -280,7 +282,7 @@ func TestStdinRoundTrip(t *testing.T) {
 func TestKillRemove(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
-	ct, err := c.Start(t.Context(), Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
+	ct, err := c.Start(t.Context(), confine.Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,14 +328,14 @@ func TestStartBadImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Start(t.Context(), Spec{Image: "localhost/codebridge-no-such-image:1", Command: []string{"true"}})
+	_, err = c.Start(t.Context(), confine.Spec{Image: "localhost/codebridge-no-such-image:1", Command: []string{"true"}})
 	if err == nil || !strings.Contains(err.Error(), "no-such-image") {
 		t.Fatalf("Start with a missing image: %v", err)
 	}
 	// With init, the runtime starts catatonit, which then fails to run the
 	// program: Start succeeds and the container exits at once.
 	img := testImage(t, c)
-	ct := startTest(t, c, Spec{Image: img, Command: []string{"/no/such/program"}})
+	ct := startTest(t, c, confine.Spec{Image: img, Command: []string{"/no/such/program"}})
 	out, err := io.ReadAll(ct.Stdout())
 	if len(out) != 0 || err != nil {
 		t.Errorf("stdout %q, %v", out, err)
@@ -378,7 +380,7 @@ func TestRemoveStale(t *testing.T) {
 	if err := dead.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadStart, _ := processStart(dead.Process.Pid)
+	deadStart, _ := confine.ProcessStart(dead.Process.Pid)
 	dead.Process.Kill()
 	dead.Wait()
 	live := exec.Command("sleep", "3600")
@@ -387,30 +389,31 @@ func TestRemoveStale(t *testing.T) {
 	}
 	t.Cleanup(func() { live.Process.Kill(); live.Wait() })
 
-	liveStart, _ := processStart(live.Process.Pid)
+	liveStart, _ := confine.ProcessStart(live.Process.Pid)
 	// A host name of its own, so that the sweep, without its grace for
 	// running containers, touches no other test's containers on this host.
 	host := "codebridge-test-" + strconv.Itoa(os.Getpid())
-	us := map[string]string{LabelOwner: ownerID(host, c.pid), LabelOwnerStart: c.owner[LabelOwnerStart]}
-	sweeper := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: us, host: host, pid: c.pid}
+	self := confine.Owner{Host: host, PID: c.self.PID, Start: c.self.Start}
+	us := self.Labels()
+	sweeper := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: us, self: self}
 	owners := map[string]map[string]string{
-		"dead":            {LabelOwner: ownerID(host, dead.Process.Pid), LabelOwnerStart: deadStart},
-		"live":            {LabelOwner: ownerID(host, live.Process.Pid), LabelOwnerStart: liveStart},
-		"pid reused":      {LabelOwner: ownerID(host, live.Process.Pid), LabelOwnerStart: "1"},
-		"other host":      {LabelOwner: ownerID("not-"+host, dead.Process.Pid)},
+		"dead":            {confine.LabelOwner: confine.Owner{Host: host, PID: dead.Process.Pid}.ID(), confine.LabelOwnerStart: deadStart},
+		"live":            {confine.LabelOwner: confine.Owner{Host: host, PID: live.Process.Pid}.ID(), confine.LabelOwnerStart: liveStart},
+		"pid reused":      {confine.LabelOwner: confine.Owner{Host: host, PID: live.Process.Pid}.ID(), confine.LabelOwnerStart: "1"},
+		"other host":      {confine.LabelOwner: confine.Owner{Host: "not-" + host, PID: dead.Process.Pid}.ID()},
 		"us":              us,
-		"us, earlier run": {LabelOwner: us[LabelOwner], LabelOwnerStart: "1"},
+		"us, earlier run": {confine.LabelOwner: us[confine.LabelOwner], confine.LabelOwnerStart: "1"},
 	}
 	wantGone := map[string]bool{"dead": true, "pid reused": true, "us, earlier run": true}
-	if _, ok := processStart(live.Process.Pid); !ok {
+	if _, ok := confine.ProcessStart(live.Process.Pid); !ok {
 		// Without /proc start times a reused pid looks alive.
 		wantGone["pid reused"] = false
 		wantGone["us, earlier run"] = false
 	}
 	ids := map[string]string{}
 	for name, owner := range owners {
-		other := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: owner, host: host, pid: c.pid}
-		ct := startTest(t, other, Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
+		other := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: owner, self: self}
+		ct := startTest(t, other, confine.Spec{Image: img, Command: []string{"python3", "-c", "import time; time.sleep(600)"}})
 		ids[name] = ct.ID
 	}
 	n, err := sweeper.removeStale(t.Context(), 0) // without the grace for containers that end by themselves
@@ -447,7 +450,7 @@ func TestNoOutputLost(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
 	for i := range 5 {
-		ct := startTest(t, c, Spec{Image: img, Command: []string{"python3", "-c", "import sys; sys.stdout.write('x%d' % 1); sys.stderr.write('e')"}})
+		ct := startTest(t, c, confine.Spec{Image: img, Command: []string{"python3", "-c", "import sys; sys.stdout.write('x%d' % 1); sys.stderr.write('e')"}})
 		out, err := io.ReadAll(ct.Stdout())
 		if err != nil || string(out) != "x1" {
 			t.Errorf("run %d: stdout %q, %v", i, out, err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
@@ -26,7 +27,7 @@ func init() {
 	if dir == "" {
 		return
 	}
-	e := NewEngine(EngineOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE"), Spec: Spec{
+	e := NewEngine(EngineOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE"), Spec: confine.Spec{
 		Command: python.Command(),
 		Env:     map[string]string{python.WaitLimitEnv: "600"}, // not what ends it
 	}})
@@ -70,7 +71,7 @@ func TestHardDeath(t *testing.T) {
 	child.Wait()
 	killed := time.Now()
 
-	testenv.Eventually(t, fmt.Sprintf("the child's podman service (pid %d) dies with it", svcPid), func() bool { return !processAlive(svcPid) })
+	testenv.Eventually(t, fmt.Sprintf("the child's podman service (pid %d) dies with it", svcPid), func() bool { return !confine.ProcessAlive(svcPid) })
 	testenv.Eventually(t, "the warm container is removed", func() bool {
 		_, err := c.inspect(t.Context(), id)
 		if err != nil && !isGone(err) {

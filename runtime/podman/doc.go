@@ -1,6 +1,9 @@
 // Package podman runs sandbox containers through Podman's libpod REST API.
 //
-// It speaks to Podman with the root package of
+// It is one of the engine drivers under runtime/: it translates what every
+// engine must do to a sandbox container (runtime/confine: the hardening of
+// [confine.Spec.Harden], the seccomp profile, the labels, the unix-socket
+// stream) into libpod requests. It speaks to Podman with the root package of
 // github.com/containers/podman/v5/pkg/bindings only (connection set-up and
 // version negotiation), and sends the few libpod requests it needs itself, so the
 // binary builds with no build tags and no cgo. Every container it creates is
@@ -8,7 +11,9 @@
 // no-new-privileges, an unprivileged user, memory, pids and rlimit caps, and
 // size-limited noexec tmpfs mounts. Where Podman runs on this host, a
 // container may also get a read-only mount of an empty folder that held the
-// socket of its stream ([Spec.Channel]).
+// socket of its stream ([confine.Spec.Channel]). The seccomp profile is a
+// file in the state directory there, and elsewhere is put on the Podman host
+// through the API.
 //
 // [Connect] finds a Podman API or starts a private 'podman system service';
 // [Client.Start] creates, attaches to and starts a container; [Sandbox] is
@@ -36,8 +41,9 @@
 // as parent-death signal, Linux).
 //
 // The last resort, for what escaped all that (a container whose process
-// never reads again): containers carry [LabelManaged] and [LabelOwner]
-// (hostname/pid), and the next codebridge on the host calls
-// [Client.RemoveStale] in the background on connecting, which removes only
-// containers of codebridge processes that no longer run.
+// never reads again): containers carry [confine.LabelManaged] and
+// [confine.LabelOwner] (hostname/pid), and the next codebridge on the host
+// calls [Client.RemoveStale] in the background on connecting, which removes
+// only containers of codebridge processes that no longer run
+// ([confine.Owner.Stale]).
 package podman

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // EngineOptions configure an [Engine]. Zero values mean the defaults.
@@ -17,8 +19,9 @@ type EngineOptions struct {
 	StateDir string // see [Options.StateDir]
 	Image    string // the configured image; "" lets [Client.EnsureImage] choose
 	// Spec is the template of every container: its Image is filled in from
-	// the resolved image; Command is required.
-	Spec     Spec
+	// the resolved image; Command is required. The engine adds its seccomp
+	// profile ([confine.SeccompProfile]).
+	Spec     confine.Spec
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
 }
@@ -82,7 +85,7 @@ func (b *Box) ID() string { return b.ct.ID }
 func (b *Box) Started() time.Time { return b.ct.started }
 
 // Stream is the container's stdin and stdout, or the socket it connected to
-// ([Spec.Channel]). Closing it ends the stream, which unblocks every read and
+// ([confine.Spec.Channel]). Closing it ends the stream, which unblocks every read and
 // write on it and ends the container's process; the attach connection stays
 // open until [Box.Remove], which watches the process end through it.
 func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
@@ -144,13 +147,13 @@ type boxStream struct{ ct *Container }
 
 // Read and Write wait until the container has taken its stream.
 func (s boxStream) Read(p []byte) (int, error) {
-	<-s.ct.ready
-	return s.ct.r.Read(p)
+	r, _ := s.ct.stream()
+	return r.Read(p)
 }
 
 func (s boxStream) Write(p []byte) (int, error) {
-	<-s.ct.ready
-	return s.ct.w.Write(p)
+	_, w := s.ct.stream()
+	return w.Write(p)
 }
 
 func (s boxStream) Close() error {
@@ -167,6 +170,43 @@ func (e *Engine) Ready(ctx context.Context, w ImageWatch) error {
 	return err
 }
 
+// Info is what [Engine.Info] reports: the Podman that answered.
+type Info struct {
+	URI        string // where it answered
+	APIVersion string // its libpod API version, e.g. "4.3.1"
+	Private    bool   // a 'podman system service' codebridge started
+}
+
+// Info connects to Podman if needed, without resolving the image, and says
+// which Podman answered.
+func (e *Engine) Info(ctx context.Context) (Info, error) {
+	c, err := e.connected(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private()}, nil
+}
+
+// ImageExists connects to Podman if needed and reports whether the image is
+// in its store, without pulling it.
+func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
+	c, err := e.connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	return c.ImageExists(ctx, image)
+}
+
+// connected returns the connected client, connecting first if needed.
+func (e *Engine) connected(ctx context.Context) (*Client, error) {
+	if e.isClosed() {
+		return nil, errShutDown
+	}
+	e.connectMu.Lock()
+	defer e.connectMu.Unlock()
+	return e.dial(ctx)
+}
+
 // Start starts a container from the engine's spec with its streams attached.
 // w says how the caller waits for an image being pulled.
 func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
@@ -176,15 +216,14 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	}
 	spec := e.opts.Spec
 	spec.Image = img
-	if spec.SeccompProfile == "" {
-		if spec.SeccompProfile, err = e.seccomp(ctx, c, img); err != nil {
-			return nil, err
-		}
+	var at placement
+	if at.seccomp, err = e.seccomp(ctx, c, img); err != nil {
+		return nil, err
 	}
 	if spec.Channel != "" {
-		spec.channelDir = e.channelDir(c)
+		at.channelDir = e.channelDir(c)
 	}
-	ct, err := c.Start(ctx, spec)
+	ct, err := c.start(ctx, spec, at)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.checkAlive(ctx, c)
@@ -243,7 +282,7 @@ func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, 
 		e.mu.Unlock()
 		return path, nil
 	}
-	path, err := writeSeccompProfile(stateDir(e.opts.StateDir))
+	path, err := confine.WriteSeccompProfile(stateDir(e.opts.StateDir))
 	if err != nil {
 		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}
@@ -254,7 +293,7 @@ func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, 
 }
 
 // channelDir is where containers started through c get their sockets
-// ([Spec.Channel]): a folder in the state directory where Podman shares this
+// ([confine.Spec.Channel]): a folder in the state directory where Podman shares this
 // host's files and the path is short enough for a socket, else "" (the
 // containers use stdin and stdout).
 func (e *Engine) channelDir(c *Client) string {
@@ -262,17 +301,16 @@ func (e *Engine) channelDir(c *Client) string {
 		return ""
 	}
 	e.channelOnce.Do(func() {
-		dir := channelsDir(stateDir(e.opts.StateDir))
-		// A socket's path is dir/<pid, up to 7 digits>-<random, up to 10 digits>/s.
-		if len(dir)+len("/4194304-0123456789/s") > maxSocketPath {
+		dir := confine.ChannelsDir(stateDir(e.opts.StateDir))
+		if !confine.SocketsFit(dir) {
 			e.log.Info("the state directory's path is too long for a socket: the sandbox talks through Podman's attach stream", "dir", dir)
 			return
 		}
-		if err := privateDir(dir); err != nil {
+		if err := confine.PrivateDir(dir); err != nil {
 			e.log.Warn("the sandbox talks through Podman's attach stream: its sockets need a folder only this user can reach", "err", err)
 			return
 		}
-		if err := sweepChannels(dir); err != nil {
+		if err := confine.SweepChannels(dir); err != nil {
 			e.log.Warn("removing old sandbox socket folders", "dir", dir, "err", err)
 		}
 		e.channels = dir
@@ -283,7 +321,7 @@ func (e *Engine) channelDir(c *Client) string {
 // Close ends every container of this engine by closing its stream and stops
 // a Podman service it started, without a request to Podman: a container's
 // process exits when its stream ends, and Podman removes a container once it
-// has exited ([createSpec.Remove]), whether or not codebridge still runs.
+// has exited ([confine.Hardened.AutoRemove]), whether or not codebridge still runs.
 // Asking Podman would cost seconds when many codebridge processes stop at
 // once (an editor quitting), longer than a client waits before its signals.
 // A container whose process does not read its stream (stuck in a call that
@@ -352,8 +390,25 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error) {
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
+	c, err := e.dial(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	e.mu.Lock()
-	c, img := e.client, e.image
+	img := e.image
+	e.mu.Unlock()
+	if img != "" {
+		return c, img, nil, nil
+	}
+	img, job := e.imageJob(c)
+	return c, img, job, nil
+}
+
+// dial returns the connected client, connecting first if needed. Call it
+// with e.connectMu held.
+func (e *Engine) dial(ctx context.Context) (*Client, error) {
+	e.mu.Lock()
+	c := e.client
 	e.mu.Unlock()
 	if c != nil && c.serviceExited() {
 		e.log.Warn("the podman service codebridge started has exited; starting another")
@@ -364,7 +419,7 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		var err error
 		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
 		if err != nil {
-			return nil, "", nil, err
+			return nil, err
 		}
 		e.mu.Lock()
 		orphans := e.orphans
@@ -385,17 +440,13 @@ func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error
 		if e.closed {
 			e.mu.Unlock()
 			c.Close()
-			return nil, "", nil, errShutDown
+			return nil, errShutDown
 		}
 		e.client = c
 		e.sweep(c) // under e.mu, before Close can wait for it
 		e.mu.Unlock()
 	}
-	if img != "" {
-		return c, img, nil, nil
-	}
-	img, job := e.imageJob(c)
-	return c, img, job, nil
+	return c, nil
 }
 
 // sweep removes, in the background, what dead codebridge processes left

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // Hints in errors, for people who started codebridge with go run or a
@@ -21,17 +23,9 @@ const (
 	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + SetupHint
 )
 
-// Images [Client.EnsureImage] falls back to.
-const (
-	// DefaultImage is the sandbox image codebridge's set-up builds.
-	DefaultImage = "localhost/codebridge-sandbox:latest"
-	// FallbackImage is pulled when DefaultImage does not exist.
-	FallbackImage = "docker.io/library/python:3.12-slim"
-)
-
 // EnsureImage returns the image sandboxes should use. A configured image
-// must exist or be pullable; otherwise [DefaultImage] is
-// used if present, else [FallbackImage] is pulled. Pull progress is logged and,
+// must exist or be pullable; otherwise [confine.DefaultImage] is
+// used if present, else [confine.FallbackImage] is pulled. Pull progress is logged and,
 // if progress is non-nil, passed to it line by line. When nothing works the
 // error is an [*ImageError].
 func (c *Client) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
@@ -52,24 +46,24 @@ func (c *Client) EnsureImage(ctx context.Context, configured string, progress fu
 		}
 		return configured, nil
 	}
-	ok, err := c.ImageExists(ctx, DefaultImage)
+	ok, err := c.ImageExists(ctx, confine.DefaultImage)
 	if err != nil {
 		return "", err
 	}
 	if ok {
-		return DefaultImage, nil
+		return confine.DefaultImage, nil
 	}
-	c.log.Info("sandbox image missing, pulling a fallback", "missing", DefaultImage, "pulling", FallbackImage)
-	progress(fmt.Sprintf("the sandbox image %s is not here (codebridge setup builds it): pulling %s instead; only the first run waits", DefaultImage, FallbackImage))
-	if err := c.pull(ctx, FallbackImage, progress); err != nil {
+	c.log.Info("sandbox image missing, pulling a fallback", "missing", confine.DefaultImage, "pulling", confine.FallbackImage)
+	progress(fmt.Sprintf("the sandbox image %s is not here (codebridge setup builds it): pulling %s instead; only the first run waits", confine.DefaultImage, confine.FallbackImage))
+	if err := c.pull(ctx, confine.FallbackImage, progress); err != nil {
 		return "", &ImageError{Err: err}
 	}
-	return FallbackImage, nil
+	return confine.FallbackImage, nil
 }
 
 // ImageError is why there is no sandbox image: the configured one does not
 // exist and could not be pulled, or, with none configured, neither
-// [DefaultImage] exists nor could [FallbackImage] be pulled. It matches
+// [confine.DefaultImage] exists nor could [confine.FallbackImage] be pulled. It matches
 // [ErrUnavailable].
 type ImageError struct {
 	Image string // the configured image; "" when none is configured
@@ -82,7 +76,7 @@ func (e *ImageError) Error() string {
 			e.Image, e.Err, SetupHint)
 	}
 	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or configure another image",
-		DefaultImage, FallbackImage, e.Err, SetupHint)
+		confine.DefaultImage, confine.FallbackImage, e.Err, SetupHint)
 }
 
 func (e *ImageError) Unwrap() error { return e.Err }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -84,7 +85,7 @@ func testImage(t testing.TB, c *Client) string {
 }
 
 // startTest starts a container running argv and removes it when t ends.
-func startTest(t testing.TB, c *Client, s Spec) *Container {
+func startTest(t testing.TB, c *Client, s confine.Spec) *Container {
 	t.Helper()
 	ct, err := c.Start(t.Context(), s)
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 func TestCreateSpec(t *testing.T) {
-	owner := map[string]string{LabelOwner: "host/42"}
+	owner := map[string]string{confine.LabelOwner: "host/42"}
 	hardening := func(cs *createSpec) {
 		cs.Stdin = true
 		cs.WorkDir = "/work"
@@ -25,17 +27,18 @@ func TestCreateSpec(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		spec    Spec
+		spec    confine.Spec
+		seccomp string
 		want    func(*createSpec)
 		wantErr string
 	}{
 		{
 			name: "defaults",
-			spec: Spec{Image: "img", Command: []string{"python3"}},
+			spec: confine.Spec{Image: "img", Command: []string{"python3"}},
 			want: func(cs *createSpec) {
 				cs.Image, cs.Command = "img", []string{"python3"}
 				cs.Env = map[string]string{"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
-				cs.Labels = map[string]string{LabelManaged: "true", LabelOwner: "host/42"}
+				cs.Labels = map[string]string{confine.LabelManaged: "true", confine.LabelOwner: "host/42"}
 				cs.User = "65534:65534"
 				cs.ResourceLimits = resources{Memory: &memoryLimits{Limit: 512 << 20, Swap: 512 << 20}, Pids: &pidsLimit{Limit: 128}}
 				cs.Mounts = []mount{
@@ -46,18 +49,18 @@ func TestCreateSpec(t *testing.T) {
 		},
 		{
 			name: "everything set; labels and env cannot override ours",
-			spec: Spec{
+			spec: confine.Spec{
 				Image: "img", Command: []string{"python3", "-c", "1"},
 				Env:    map[string]string{"A": "1", "HOME": "/root"},
 				User:   "1000:1000",
 				Memory: 64 << 20, CPUs: 1.5, Pids: 32, TmpSize: 1 << 20, WorkSize: 2 << 20,
-				Labels:         map[string]string{"x": "y", LabelManaged: "false", LabelOwner: "evil/1"},
-				SeccompProfile: "/state/seccomp.json",
+				Labels: map[string]string{"x": "y", confine.LabelManaged: "false", confine.LabelOwner: "evil/1"},
 			},
+			seccomp: "/state/seccomp.json",
 			want: func(cs *createSpec) {
 				cs.Image, cs.Command = "img", []string{"python3", "-c", "1"}
 				cs.Env = map[string]string{"A": "1", "HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
-				cs.Labels = map[string]string{"x": "y", LabelManaged: "true", LabelOwner: "host/42"}
+				cs.Labels = map[string]string{"x": "y", confine.LabelManaged: "true", confine.LabelOwner: "host/42"}
 				cs.User = "1000:1000"
 				cs.SeccompProfilePath = "/state/seccomp.json"
 				cs.ResourceLimits = resources{
@@ -71,14 +74,14 @@ func TestCreateSpec(t *testing.T) {
 				}
 			},
 		},
-		{name: "no image", spec: Spec{Command: []string{"x"}}, wantErr: "no image"},
-		{name: "no command", spec: Spec{Image: "img"}, wantErr: "no command"},
-		{name: "negative memory", spec: Spec{Image: "img", Command: []string{"x"}, Memory: -1}, wantErr: "invalid limit"},
-		{name: "negative cpus", spec: Spec{Image: "img", Command: []string{"x"}, CPUs: -1}, wantErr: "invalid limit"},
+		{name: "no image", spec: confine.Spec{Command: []string{"x"}}, wantErr: "no image"},
+		{name: "no command", spec: confine.Spec{Image: "img"}, wantErr: "no command"},
+		{name: "negative memory", spec: confine.Spec{Image: "img", Command: []string{"x"}, Memory: -1}, wantErr: "invalid limit"},
+		{name: "negative cpus", spec: confine.Spec{Image: "img", Command: []string{"x"}, CPUs: -1}, wantErr: "invalid limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.spec.createSpec(owner)
+			got, err := newCreateSpec(tt.spec, owner, tt.seccomp)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("createSpec: err %v, want %q", err, tt.wantErr)
@@ -101,7 +104,7 @@ func TestCreateSpec(t *testing.T) {
 // TestCreateSpecJSON pins the field names Podman's API reads: a typo there is
 // silently ignored by the server, so the hardening would quietly be lost.
 func TestCreateSpecJSON(t *testing.T) {
-	cs, err := Spec{Image: "img", Command: []string{"python3"}, CPUs: 0.5, SeccompProfile: "/state/seccomp.json"}.createSpec(nil)
+	cs, err := newCreateSpec(confine.Spec{Image: "img", Command: []string{"python3"}, CPUs: 0.5}, nil, "/state/seccomp.json")
 	if err != nil {
 		t.Fatal(err)
 	}

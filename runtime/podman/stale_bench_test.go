@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // staleEnv sets how many leftover containers BenchmarkRemoveStale sweeps
@@ -27,9 +29,9 @@ func BenchmarkRemoveStale(b *testing.B) {
 		b.Fatalf("%s: want a count", staleEnv)
 	}
 	host := "codebridge-bench-" + strconv.Itoa(os.Getpid())
-	dead := map[string]string{LabelOwner: ownerID(host, 1<<22+1), labelClient: host} // above any pid_max
-	sweeper := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: c.owner, host: host, pid: c.pid}
-	cs, err := Spec{Image: img, Command: []string{"true"}}.createSpec(dead)
+	dead := map[string]string{confine.LabelOwner: confine.Owner{Host: host, PID: 1<<22 + 1}.ID(), labelClient: host} // above any pid_max
+	sweeper := &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: c.owner, self: confine.Owner{Host: host, PID: c.self.PID, Start: c.self.Start}}
+	cs, err := newCreateSpec(confine.Spec{Image: img, Command: []string{"true"}}, dead, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -51,8 +51,8 @@ const WaitLimitEnv = "CODEBRIDGE_WAIT_LIMIT"
 // ChannelEnv names the environment variable that gives the bootstrap the path
 // of a unix socket to connect to for the protocol, instead of stdin and
 // stdout. When the connection fails the bootstrap writes the byte 0x06 and a
-// line saying why on stdout, and uses stdin and stdout (podman.Spec.Channel
-// is the host side).
+// line saying why on stdout, and uses stdin and stdout (confine.Spec.Channel
+// and confine.Channel are the host side).
 const ChannelEnv = "CODEBRIDGE_CHANNEL"
 
 // Command is the argv a sandbox container runs. The bootstrap it contains waits

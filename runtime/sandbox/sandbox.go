@@ -7,7 +7,8 @@
 // a clean container state.
 //
 // It knows containers only through the small [Engine] interface, so its logic
-// is tested with a fake engine; runtime/podman provides the real one.
+// is tested with a fake engine; the engine drivers under runtime/
+// (runtime/podman) provide the real ones.
 package sandbox
 
 import (

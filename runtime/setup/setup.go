@@ -22,12 +22,13 @@ import (
 	"strings"
 
 	"github.com/codebridge-mcp/codebridge/configs"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
 // Images codebridge knows how to build, and their variants.
 const (
-	DataImage    = podman.DefaultImage
+	DataImage    = confine.DefaultImage
 	MinimalImage = "localhost/codebridge-sandbox:minimal"
 )
 

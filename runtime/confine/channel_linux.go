@@ -1,4 +1,4 @@
-package podman
+package confine
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	"syscall"
 )
 
-// privateDir makes dir if needed and checks that it and its parent are real
+// PrivateDir makes dir if needed and checks that it and its parent are real
 // folders owned by this user that no one else may write to, so that no
 // other user on this host can reach the sockets made in dir; dir itself is
 // made 0700.
-func privateDir(dir string) error {
+func PrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
