@@ -52,8 +52,8 @@ type Engine struct {
 	live    map[*Box]struct{} // every container not yet removed
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
-	job     *imageJob // resolving the image, nil when none runs
-	profile string    // path of the seccomp profile last used
+	job     *confine.ImageJob // resolving the image, nil when none runs
+	profile string            // path of the seccomp profile last used
 	// placed is where the profile was put on the Podman host of the
 	// current connection, when that host does not share this one's files.
 	placed struct {
@@ -379,7 +379,7 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 	if err != nil || job == nil {
 		return c, img, err
 	}
-	if img, err = job.wait(ctx, w); err != nil {
+	if img, err = job.Wait(ctx, w, imageLate); err != nil {
 		return nil, "", err
 	}
 	return c, img, nil
@@ -387,7 +387,7 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 
 // connect returns a connected client and the image, or the job resolving the
 // image, connecting first if needed. Connecting is serialized.
-func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error) {
+func (e *Engine) connect(ctx context.Context) (*Client, string, *confine.ImageJob, error) {
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
 	c, err := e.dial(ctx)
