@@ -29,10 +29,10 @@ type Container struct {
 	ID string
 
 	c      *Client
-	conn   net.Conn       // the hijacked attach connection
-	stdout *io.PipeReader // demultiplexed stdout, fed by pump
-	stderr *capBuffer     // demultiplexed stderr, capped
-	done   chan struct{}  // closed when the attach stream has ended
+	conn   net.Conn           // the hijacked attach connection
+	stdout *io.PipeReader     // demultiplexed stdout, fed by pump
+	stderr *confine.CapBuffer // demultiplexed stderr, capped
+	done   chan struct{}      // closed when the attach stream has ended
 	stdin  *stdinWriter
 
 	// The stream of [Box.Stream]: stdout and stdin, or a socket (ch).
@@ -103,7 +103,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	ct := &Container{
 		ID:     created.ID,
 		c:      c,
-		stderr: &capBuffer{max: stderrCap},
+		stderr: &confine.CapBuffer{Max: stderrCap},
 		done:   make(chan struct{}),
 		ch:     ch,
 	}

@@ -1,8 +1,6 @@
 package podman
 
 import (
-	"bytes"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // service is a 'podman system service' child process serving a private socket.
@@ -18,7 +18,7 @@ type service struct {
 	sock    string
 	cmd     *exec.Cmd
 	log     *slog.Logger
-	stderr  *capBuffer
+	stderr  *confine.CapBuffer
 	exited  chan struct{} // closed when the process has exited
 	waitErr error         // valid after exited is closed
 
@@ -37,7 +37,7 @@ func startService(bin, dir string, log *slog.Logger) (*service, error) {
 	s := &service{
 		sock:   sock,
 		log:    log,
-		stderr: &capBuffer{max: 16 << 10},
+		stderr: &confine.CapBuffer{Max: 16 << 10},
 		exited: make(chan struct{}),
 	}
 	// The service must outlive ctx (which only bounds start-up), so it is not
@@ -98,32 +98,6 @@ func (s *service) stop() {
 		_ = os.Remove(s.sock)
 		s.log.Info("stopped podman API service", "pid", s.cmd.Process.Pid)
 	})
-}
-
-// capBuffer keeps the first max bytes written to it and counts the rest.
-type capBuffer struct {
-	mu      sync.Mutex
-	max     int
-	buf     bytes.Buffer
-	dropped int64
-}
-
-func (b *capBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := min(len(p), b.max-b.buf.Len())
-	b.buf.Write(p[:n])
-	b.dropped += int64(len(p) - n)
-	return len(p), nil
-}
-
-func (b *capBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.dropped > 0 {
-		return fmt.Sprintf("%s… (%d more bytes)", b.buf.String(), b.dropped)
-	}
-	return b.buf.String()
 }
 
 // serviceEnv drops the variables that would make the podman CLI act as a
