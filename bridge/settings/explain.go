@@ -8,6 +8,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/docker"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -29,7 +30,11 @@ func Explain(err error) string {
 	}
 	var image *podman.ImageError
 	if errors.As(err, &image) {
-		msg = reword(msg, image, imageMissing(image))
+		msg = reword(msg, image, imageMissing(image.Image, image.Err, podman.SetupHint))
+	}
+	var dimage *docker.ImageError
+	if errors.As(err, &dimage) {
+		msg = reword(msg, dimage, imageMissing(dimage.Image, dimage.Err, docker.SetupHint))
 	}
 	if errors.Is(err, discovery.ErrSelfServer) {
 		msg = reword(msg, discovery.ErrSelfServer, "it would start codebridge inside codebridge; remove it, or set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to nest bridges on purpose")
@@ -58,11 +63,14 @@ func sessionLimit(e *sandbox.SessionLimitError) string {
 	return fmt.Sprintf("all %d sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS", e.Limit)
 }
 
-func imageMissing(e *podman.ImageError) string {
-	if e.Image != "" {
+// imageMissing words an engine's missing image: the configured one
+// (MCP_BRIDGE_IMAGE) when image is set, else the default; setup is how that
+// engine's images are built.
+func imageMissing(image string, err error, setup string) string {
+	if image != "" {
 		return fmt.Sprintf("sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (%s) or set MCP_BRIDGE_IMAGE to a local image with python3",
-			e.Image, e.Err, podman.SetupHint)
+			image, err, setup)
 	}
 	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
-		confine.DefaultImage, confine.FallbackImage, e.Err, podman.SetupHint)
+		confine.DefaultImage, confine.FallbackImage, err, setup)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/docker"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -30,6 +31,9 @@ func TestExplain(t *testing.T) {
 		{"no image", fmt.Errorf("cannot start a sandbox container: %w", &podman.ImageError{Err: pull}),
 			"cannot start a sandbox container: no sandbox image: " + confine.DefaultImage + " does not exist and pulling " + confine.FallbackImage +
 				" failed: manifest unknown: build it (" + podman.SetupHint + "; no registry needed) or set MCP_BRIDGE_IMAGE"},
+		{"no image in Docker", fmt.Errorf("cannot start a sandbox container: %w", &docker.ImageError{Err: pull}),
+			"cannot start a sandbox container: no sandbox image: " + confine.DefaultImage + " does not exist and pulling " + confine.FallbackImage +
+				" failed: manifest unknown: build it (" + docker.SetupHint + "; no registry needed) or set MCP_BRIDGE_IMAGE"},
 		{"other", errors.New("podman API not reachable"), "podman API not reachable"},
 	}
 	for _, tt := range tests {

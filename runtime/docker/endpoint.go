@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -205,4 +206,20 @@ func parseHost(host string) (scheme, addr string, err error) {
 		return "", "", fmt.Errorf("%q: named pipes (Docker on Windows) are not supported; run codebridge in WSL with Docker Desktop's WSL integration", host)
 	}
 	return "", "", fmt.Errorf("%q: want unix://, tcp:// or ssh://", host)
+}
+
+// Present reports, without connecting, whether Docker looks usable here:
+// DOCKER_HOST or a Docker context is set, a default socket exists, or the
+// docker command is installed.
+func Present(getenv func(string) string) bool {
+	if _, chosen, _ := explicitEndpoint("", getenv); chosen {
+		return true
+	}
+	for _, sock := range defaultSockets(getenv) {
+		if _, err := os.Stat(sock); err == nil {
+			return true
+		}
+	}
+	_, err := exec.LookPath("docker")
+	return err == nil
 }

@@ -419,3 +419,19 @@ func rootCause(err error) error {
 	}
 	return err
 }
+
+// Present reports, without connecting, whether Podman looks usable here:
+// CONTAINER_HOST or CONTAINER_CONNECTION is set, a Podman socket exists, or
+// the podman command is installed (codebridge starts a private service).
+func Present() bool {
+	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" {
+		return true
+	}
+	for _, sock := range defaultSockets() {
+		if _, err := os.Stat(sock); err == nil {
+			return true
+		}
+	}
+	_, err := exec.LookPath("podman")
+	return err == nil
+}
