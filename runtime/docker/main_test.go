@@ -21,8 +21,8 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	enginetest.Child(func(spec confine.Spec) enginetest.Start {
-		e := NewEngine(EngineOptions{Image: spec.Image, StateDir: os.TempDir(), Spec: spec})
+	enginetest.Child(func(spec confine.Spec, dir string) enginetest.Start {
+		e := NewEngine(EngineOptions{Image: spec.Image, StateDir: dir, Spec: spec})
 		return func(ctx context.Context) (sandboxContainer, error) { return e.Start(ctx, ImageWatch{}) }
 	})
 	code := m.Run()

@@ -365,6 +365,11 @@ print("works", " ".join(out))
 // (its runner, over the sandbox's stream): new namespaces, mounts,
 // keyrings, bpf, io_uring and ptrace are refused, and threads, processes,
 // asyncio and the rest work.
+//
+// With Podman's default profile instead (/usr/share/containers/seccomp.json)
+// the probe reports unshare-user (EINVAL: the runner has threads),
+// clone-newuser (a child in a new user namespace), clone3-enosys, keyctl,
+// io_uring_setup, ptrace and unshare-cli as ALLOWED.
 func seccomp(t *testing.T, d Driver) {
 	ct := start(t, d, confine.Spec{Command: python.Command(), Channel: python.ChannelEnv})
 	res, err := python.Exec(t.Context(), ct.Stream(), python.Program{Code: SeccompProbe}, nil, time.Minute)
@@ -463,12 +468,16 @@ func waitGone(t *testing.T, d Driver, id string) {
 // reports what it started, and waits to be killed ([Child]).
 const childEnv = "CODEBRIDGE_ENGINETEST_CHILD"
 
+// childDirEnv names a folder the child may use as its state directory,
+// removed by the test that started it.
+const childDirEnv = "CODEBRIDGE_ENGINETEST_CHILD_DIR"
+
 // Child, called first in a driver's TestMain, makes the test binary act as
 // a codebridge for the suite's owner test when the suite started it so: it
-// starts a container on an engine new makes (spec with the image set),
-// prints its ID and waits to be killed. It returns when the binary is not
-// such a child.
-func Child(new func(spec confine.Spec) Start) {
+// starts a container on an engine new makes (spec with the image set; dir a
+// state directory), prints its ID and waits to be killed. It returns when
+// the binary is not such a child.
+func Child(new func(spec confine.Spec, dir string) Start) {
 	img := os.Getenv(childEnv)
 	if img == "" {
 		return
@@ -477,7 +486,7 @@ func Child(new func(spec confine.Spec) Start) {
 		Image:   img,
 		Command: python.Command(),
 		Env:     map[string]string{python.WaitLimitEnv: "600"}, // not what ends it
-	})(context.Background())
+	}, os.Getenv(childDirEnv))(context.Background())
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -492,7 +501,7 @@ func Child(new func(spec confine.Spec) Start) {
 // remove it.
 func goneWithOwner(t *testing.T, d Driver) {
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), childEnv+"="+d.Image)
+	child.Env = append(os.Environ(), childEnv+"="+d.Image, childDirEnv+"="+t.TempDir())
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
