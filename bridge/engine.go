@@ -56,7 +56,7 @@ type engineInfo struct {
 // engine only when used. It is the one place where an engine is chosen by
 // name.
 func newEngine(cfg settings.Config, logger *slog.Logger) (engine, error) {
-	name, why := chooseEngine(cfg.Engine, podman.Present, func() bool { return docker.Present(os.Getenv) })
+	name, why := ChooseEngine(cfg)
 	logger.Info("container engine", "engine", name, "why", why)
 	spec := sandboxSpec(cfg)
 	switch name {
@@ -86,10 +86,17 @@ func chooseEngine(setting string, podmanPresent, dockerPresent func() bool) (nam
 	return settings.EnginePodman, "auto: neither Podman nor Docker is here"
 }
 
-// EngineChoice says which container engine the settings choose and why,
-// without connecting to it, for codebridge servers and the start-up log.
+// ChooseEngine says which container engine the settings choose
+// (settings.EnginePodman or settings.EngineDocker) and why, without
+// connecting to it.
+func ChooseEngine(cfg settings.Config) (name, why string) {
+	return chooseEngine(cfg.Engine, podman.Present, func() bool { return docker.Present(os.Getenv) })
+}
+
+// EngineChoice says which container engine the settings choose and why, for
+// codebridge servers.
 func EngineChoice(cfg settings.Config) string {
-	name, why := chooseEngine(cfg.Engine, podman.Present, func() bool { return docker.Present(os.Getenv) })
+	name, why := ChooseEngine(cfg)
 	return name + " (" + why + ")"
 }
 

@@ -38,7 +38,8 @@ func privatePodman(t *testing.T) (podman string, env []string, conf string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+storage, "CONTAINERS_CONF="+conf)
+	// Podman's, whichever engine the other tests run against.
+	env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+storage, "CONTAINERS_CONF="+conf, "MCP_BRIDGE_ENGINE=podman")
 	t.Cleanup(func() {
 		cmd := exec.Command("podman", "rmi", "--all", "--force")
 		cmd.Env = env
@@ -141,10 +142,9 @@ func TestSetupRegistryRoute(t *testing.T) {
 // that waited says so in its result.
 func TestFirstRunPullsImage(t *testing.T) {
 	requirePodman(t)
-	podman := testenv.RequirePodmanBinary(t)
 	gate := make(chan struct{})
-	ref := testenv.Registry(t, testenv.MinimalImage(), gate)
-	t.Cleanup(func() { exec.Command(podman, "rmi", "--force", ref).Run() })
+	ref := testenv.Registry(t, testenv.MinimalImage(), gate) // served from Podman's store
+	t.Cleanup(func() { exec.Command(testenv.EngineCLI(t), "rmi", "--force", ref).Run() })
 
 	var (
 		mu       sync.Mutex

@@ -74,7 +74,10 @@ func (s *setup) buildDebian(ctx context.Context, variant string) error {
 	}
 
 	s.logf("importing it as %s", s.Image)
-	args := []string{"import", "--quiet"}
+	args := []string{"import"}
+	if s.Engine == EnginePodman {
+		args = append(args, "--quiet")
+	}
 	for _, c := range imageChanges(variant) {
 		args = append(args, "--change", c)
 	}
@@ -89,14 +92,14 @@ func (s *setup) buildDebian(ctx context.Context, variant string) error {
 	if err := tar.Start(); err != nil {
 		return err
 	}
-	importErr := s.podmanRun(ctx, pipe, args...)
+	importErr := s.run(ctx, pipe, args...)
 	if err := tar.Wait(); err != nil {
 		return fmt.Errorf("tar of the image tree: %v: %s", err, tarErr.String())
 	}
 	if importErr != nil {
 		return importErr
 	}
-	size, _ := s.podmanOutput(ctx, "image", "inspect", "--format", "{{.Size}}", s.Image)
+	size, _ := s.output(ctx, "image", "inspect", "--format", "{{.Size}}", s.Image)
 	s.logf("built %s (%s variant, %s bytes)", s.Image, variant, size)
 	return nil
 }
