@@ -177,8 +177,9 @@ func (s *setup) packages(ctx context.Context, cmds ...string) error {
 		if c == "podman" && s.Podman != "podman" {
 			c = s.Podman
 		}
-		if _, err := exec.LookPath(c); err != nil {
-			missing = append(missing, cmp.Or(debianPackage[filepath.Base(c)], filepath.Base(c)))
+		pkg := cmp.Or(debianPackage[filepath.Base(c)], filepath.Base(c))
+		if _, err := exec.LookPath(c); err != nil && !slices.Contains(missing, pkg) {
+			missing = append(missing, pkg)
 		}
 	}
 	if len(missing) == 0 {

@@ -71,3 +71,14 @@ func ManagedContainers(t testing.TB) map[string]string {
 	}
 	return found
 }
+
+// OnlyOn skips t when the tests run against another engine than engine:
+// a test of one driver's own ways (Podman over ssh, Podman's
+// containers.conf), which the other engine's phase has no use for. It is
+// not a failure in CI, where each engine has its own phase.
+func OnlyOn(t testing.TB, engine string) {
+	t.Helper()
+	if Engine() != engine {
+		t.Skipf("a test of %s; the tests run against %s", engine, Engine())
+	}
+}
