@@ -14,9 +14,18 @@ import (
 type sandboxContainer = sandbox.Container
 
 // TestConformance runs the engines' conformance suite against Docker.
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { enginetest.Run(t, driver(t)) }
+
+// BenchmarkStart: a sandbox container started until its Python answered
+// print(1).
+//
+//	go test ./runtime/docker -run '^$' -bench Start -benchtime 20x
+func BenchmarkStart(b *testing.B) { enginetest.BenchStart(b, driver(b)) }
+
+// driver is the suite's view of this driver, on the test engine.
+func driver(t testing.TB) enginetest.Driver {
 	c := testClient(t)
-	enginetest.Run(t, enginetest.Driver{
+	return enginetest.Driver{
 		Name:  "Docker",
 		Image: testImage(t, c),
 		Init:  "docker-init",
@@ -42,7 +51,7 @@ func TestConformance(t *testing.T) {
 		},
 		Sweep:  func(ctx context.Context, self confine.Owner) (int, error) { return c.removeStale(ctx, self, 0) },
 		Remove: func(ctx context.Context, id string) error { return c.remove(ctx, id) },
-	})
+	}
 }
 
 // newTestEngine returns an engine on the test daemon, closed (and checked

@@ -10,14 +10,23 @@ import (
 )
 
 // TestConformance runs the engines' conformance suite against Podman.
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { enginetest.Run(t, driver(t)) }
+
+// BenchmarkStart: a sandbox container started until its Python answered
+// print(1).
+//
+//	go test ./runtime/podman -run '^$' -bench Start -benchtime 20x
+func BenchmarkStart(b *testing.B) { enginetest.BenchStart(b, driver(b)) }
+
+// driver is the suite's view of this driver, on the test engine.
+func driver(t testing.TB) enginetest.Driver {
 	c := testClient(t)
 	// as is a client on c's connection whose containers carry owner's labels
 	// and whose sweep sees stale containers as self does.
 	as := func(owner map[string]string, self confine.Owner) *Client {
 		return &Client{conn: c.conn, uri: c.uri, apiVersion: c.apiVersion, log: c.log, owner: owner, self: self}
 	}
-	enginetest.Run(t, enginetest.Driver{
+	return enginetest.Driver{
 		Name:  "Podman",
 		Image: testImage(t, c),
 		Init:  "podman-init", // catatonit, bind-mounted as /run/podman-init
@@ -45,5 +54,5 @@ func TestConformance(t *testing.T) {
 			return as(self.Labels(), self).removeStale(ctx, 0)
 		},
 		Remove: func(ctx context.Context, id string) error { return c.remove(ctx, id) },
-	})
+	}
 }
