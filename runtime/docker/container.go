@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,21 +19,15 @@ import (
 )
 
 // Container is a started sandbox container with its standard streams
-// attached. Read [Container.Stdout] and write [Container.Stdin] from one
-// goroutine each; the other methods are safe for concurrent use.
+// attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
+// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// write Stdin from one goroutine each; the other methods are safe for
+// concurrent use.
 type Container struct {
 	ID string
+	*confine.Attached
 
-	c      *Client
-	conn   net.Conn           // the hijacked attach connection
-	stdout *io.PipeReader     // demultiplexed stdout, fed by pump
-	stderr *confine.CapBuffer // demultiplexed stderr, capped
-	done   chan struct{}      // closed when the attach stream has ended
-	stdin  *stdinWriter
-
-	// The stream of [Box.Stream]: stdout and stdin, or a socket (ch).
-	ch *confine.Channel
-
+	c       *Client
 	started time.Time
 	killed  atomic.Bool // Kill was called
 
@@ -50,14 +42,7 @@ type Container struct {
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
-type StdinWriter interface {
-	io.Writer
-	CloseWrite() error
-}
-
-// stderrCap bounds the stderr kept for diagnostics; the sandbox protocol
-// carries the program's own stderr on stdout.
-const stderrCap = 64 << 10
+type StdinWriter = confine.StdinWriter
 
 // placement is what a container started through a client gets from the
 // engine: its socket's folder made in channelDir, "" meaning none (the
@@ -110,14 +95,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	for _, w := range created.Warnings {
 		c.log.Warn("docker create warning", "container", shortID(created.ID), "warning", w)
 	}
-	ct := &Container{
-		ID:     created.ID,
-		c:      c,
-		stderr: &confine.CapBuffer{Max: stderrCap},
-		done:   make(chan struct{}),
-		exited: make(chan struct{}),
-		ch:     ch,
-	}
+	ct := &Container{ID: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
 		defer cancel()
@@ -132,10 +110,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	if err != nil {
 		return fail(fmt.Errorf("attaching to container %s: %w", shortID(ct.ID), err))
 	}
-	pr, pw := io.Pipe()
-	ct.conn, ct.stdout = conn, pr
-	ct.stdin = &stdinWriter{conn: conn}
-	go ct.pump(br, pw)
+	ct.Attach(conn, br, "container "+shortID(ct.ID)+": docker attach")
 
 	// The exit code is asked for before the start: the container removes
 	// itself once it has exited, and with it its state.
@@ -147,7 +122,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	}
 	ct.started = time.Now()
 	if ch != nil {
-		go ct.negotiate()
+		ct.negotiate()
 	}
 	return ct, nil
 }
@@ -190,51 +165,6 @@ func (ct *Container) watchExit(ctx context.Context) error {
 	}()
 	return nil
 }
-
-// pump demultiplexes the attach stream ([confine.Demux]). Stdout goes
-// through a pipe, so it is streamed with back-pressure and never buffered
-// whole.
-func (ct *Container) pump(r io.Reader, stdout *io.PipeWriter) {
-	defer close(ct.done)
-	err := confine.Demux(r, stdout, ct.stderr)
-	var engine *confine.EngineError
-	switch {
-	case err == nil:
-		stdout.Close()
-	case errors.As(err, &engine):
-		stdout.CloseWithError(fmt.Errorf("container %s: docker attach: %s", shortID(ct.ID), engine.Msg))
-	default:
-		stdout.CloseWithError(fmt.Errorf("container %s: %w", shortID(ct.ID), err))
-	}
-}
-
-type stdinWriter struct {
-	conn net.Conn
-}
-
-func (w *stdinWriter) Write(p []byte) (int, error) { return w.conn.Write(p) }
-
-func (w *stdinWriter) CloseWrite() error {
-	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.New("attach connection cannot half-close")
-}
-
-// Stdin is the container's standard input.
-func (ct *Container) Stdin() StdinWriter { return ct.stdin }
-
-// Stdout is the container's standard output, streamed as it is produced. It
-// returns io.EOF when the container's output ends.
-func (ct *Container) Stdout() io.Reader { return ct.stdout }
-
-// Stderr returns the container's standard error so far (at most 64 KiB, for
-// diagnostics). It is collected while Stdout is read.
-func (ct *Container) Stderr() string { return ct.stderr.String() }
-
-// Done is closed when the attach stream has ended, normally because the
-// container exited (or was killed).
-func (ct *Container) Done() <-chan struct{} { return ct.done }
 
 // Wait blocks until the container has stopped and been removed, and returns
 // its exit code. It has no deadline of its own: give ctx one.
@@ -286,53 +216,13 @@ func (ct *Container) Remove(ctx context.Context) error {
 	return ct.c.remove(ctx, ct.ID)
 }
 
-// endStream ends the container's protocol stream: its socket, or the
-// attach stream's stdin (the process reads the end of its input), and
-// unblocks every read and write on it. The attach connection stays open, so
-// its end ([Container.Done]) still tells when the process has exited; the
-// pump drains the output until then. Ending again does nothing.
-func (ct *Container) endStream() {
-	if ct.ch != nil {
-		ct.ch.Close()
-	}
-	if ct.conn == nil {
-		return
-	}
-	ct.stdout.Close()
-	ct.conn.SetWriteDeadline(time.Unix(1, 0)) // unblocks a write the daemon does not take
-	ct.stdin.CloseWrite()
-}
-
-// end ends the container's stream, so that its process exits, and waits
-// until it has (its output ended), d passes, ctx ends or stop is closed. It
-// reports whether the process exited.
-func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	ct.endStream()
-	if ct.conn == nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ct.done:
-		return true
-	case <-stop:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
-}
-
 // closeStreams ends the stream, closes the attach connection and gives up
 // the wait for the exit code. The container's process exits when its stream
 // ends. Closing again does nothing.
 func (ct *Container) closeStreams() {
-	ct.endStream()
+	ct.CloseStreams()
 	if ct.stopWait != nil {
 		ct.stopWait()
-	}
-	if ct.conn != nil {
-		ct.conn.Close()
 	}
 }
 
@@ -447,9 +337,9 @@ func (c *Client) removeByClient(ctx context.Context, clients ...string) (int, er
 	return n, errors.Join(errs...)
 }
 
-// negotiate waits until the container has taken its stream
-// ([confine.Channel.Negotiate]); a container that could not connect to its
-// socket is reported once per client.
+// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// a container that could not connect to its socket is reported once per
+// client.
 func (ct *Container) negotiate() {
 	declined := func(reason string) {
 		ct.c.declined.Do(func() {
@@ -461,17 +351,7 @@ func (ct *Container) negotiate() {
 				"container", shortID(ct.ID), "reason", reason)
 		})
 	}
-	ct.ch.Negotiate(confine.Stdio{Stdout: ct.stdout, Stdin: ct.stdin, Stderr: ct.stderr}, declined, ct.c.log.With("container", shortID(ct.ID)))
-}
-
-// stream is the container's stream: stdout and stdin, or its socket. It
-// waits until the container has taken it.
-func (ct *Container) stream() (io.Reader, io.Writer) {
-	if ct.ch == nil {
-		return ct.stdout, ct.stdin
-	}
-	<-ct.ch.Ready()
-	return ct.ch.Stream()
+	ct.Negotiate(declined, ct.c.log.With("container", shortID(ct.ID)))
 }
 
 func shortID(id string) string {

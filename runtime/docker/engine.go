@@ -110,7 +110,8 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 		}
 		return -1, false, err
 	}
-	return code, code == 137 && !b.ct.killed.Load(), nil
+	oom, err = b.ct.OOMKilled(ctx)
+	return code, oom, err
 }
 
 // Remove ends the container, which Docker then removes, and closes its
@@ -121,7 +122,7 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 // container, it only closes the streams. Removing twice is not an error.
 func (b *Box) Remove(ctx context.Context) error {
 	var err error
-	if !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+	if !b.ct.End(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
 		err = b.ct.Remove(ctx)
 	}
 	b.ct.closeStreams()
@@ -143,17 +144,17 @@ type boxStream struct{ ct *Container }
 
 // Read and Write wait until the container has taken its stream.
 func (s boxStream) Read(p []byte) (int, error) {
-	r, _ := s.ct.stream()
+	r, _ := s.ct.Stream()
 	return r.Read(p)
 }
 
 func (s boxStream) Write(p []byte) (int, error) {
-	_, w := s.ct.stream()
+	_, w := s.ct.Stream()
 	return w.Write(p)
 }
 
 func (s boxStream) Close() error {
-	s.ct.endStream()
+	s.ct.EndStream()
 	return nil
 }
 

@@ -39,7 +39,7 @@ func driver(t testing.TB) enginetest.Driver {
 			if err != nil {
 				return "", err
 			}
-			ct.closeStreams() // it runs on, without its streams
+			ct.CloseStreams() // it runs on, without its streams
 			return ct.ID, nil
 		},
 		List: func(ctx context.Context) (map[string]map[string]string, error) {

@@ -125,10 +125,10 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 // container, it only closes the streams. Removing twice is not an error.
 func (b *Box) Remove(ctx context.Context) error {
 	var err error
-	if !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+	if !b.ct.End(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
 		err = b.ct.Remove(ctx)
 	}
-	b.ct.closeStreams()
+	b.ct.CloseStreams()
 	b.e.mu.Lock()
 	delete(b.e.live, b)
 	b.e.mu.Unlock()
@@ -147,17 +147,17 @@ type boxStream struct{ ct *Container }
 
 // Read and Write wait until the container has taken its stream.
 func (s boxStream) Read(p []byte) (int, error) {
-	r, _ := s.ct.stream()
+	r, _ := s.ct.Stream()
 	return r.Read(p)
 }
 
 func (s boxStream) Write(p []byte) (int, error) {
-	_, w := s.ct.stream()
+	_, w := s.ct.Stream()
 	return w.Write(p)
 }
 
 func (s boxStream) Close() error {
-	s.ct.endStream()
+	s.ct.EndStream()
 	return nil
 }
 
@@ -238,7 +238,7 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	}
 	e.mu.Unlock()
 	if closed {
-		ct.closeStreams() // it ends, and Podman removes it, as Close's do
+		ct.CloseStreams() // it ends, and Podman removes it, as Close's do
 		return nil, errShutDown
 	}
 	return b, nil
@@ -345,7 +345,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 
 	for _, b := range boxes {
-		b.ct.closeStreams()
+		b.ct.CloseStreams()
 	}
 	e.jobs.Wait() // the image job and the sweep end with e.bg
 	if c != nil {
