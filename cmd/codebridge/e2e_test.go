@@ -453,10 +453,12 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	}
 }
 
-// TestPodmanMissing: with no Podman at all, codebridge still starts, lists its
-// tool, and run_python explains what to install.
+// TestPodmanMissing: with no Podman at all (no Docker daemon, in the Docker
+// phase), codebridge still starts, lists its tool, and run_python explains
+// what to install or start.
 func TestPodmanMissing(t *testing.T) {
-	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"))
+	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"),
+		"DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"))
 	for i, kv := range env {
 		if strings.HasPrefix(kv, "PATH=") {
 			env[i] = "PATH=" + t.TempDir() // no podman binary anywhere
@@ -474,7 +476,11 @@ func TestPodmanMissing(t *testing.T) {
 	if r.Out.ExitCode != -1 {
 		t.Errorf("exit_code %d, want -1: the code never ran", r.Out.ExitCode)
 	}
-	if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
+	if testenv.Engine() == "docker" {
+		if !strings.Contains(r.Text, "Docker not reachable") || !strings.Contains(r.Text, "start Docker") || !strings.Contains(r.Text, "DOCKER_HOST") {
+			t.Errorf("message does not say what to do: %q", r.Text)
+		}
+	} else if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
 		t.Errorf("message does not say what to do: %q", r.Text)
 	}
 }

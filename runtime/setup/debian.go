@@ -60,7 +60,7 @@ func (s *setup) buildDebian(ctx context.Context, variant string) error {
 	if err := os.WriteFile(script, configs.SandboxImageScript, 0o755); err != nil {
 		return err
 	}
-	if err := s.quiet(ctx, logFile, "chroot", root, "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "bash", "/tmp/sandbox-image.sh", variant); err != nil {
+	if err := s.quiet(ctx, logFile, "chroot", root, "/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "bash", "/tmp/sandbox-image.sh", variant); err != nil {
 		return err
 	}
 	// Forget the build host's resolver and name, which debootstrap copied.
@@ -147,7 +147,7 @@ func (s *setup) smoke(ctx context.Context, root, variant string) error {
 		return err
 	}
 	in := strings.TrimPrefix(tmp, root)
-	cmd := exec.CommandContext(ctx, "chroot", "--userspec=65534:65534", root, "env", "-i", "PATH=/usr/bin:/bin",
+	cmd := exec.CommandContext(ctx, "chroot", "--userspec=65534:65534", root, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin",
 		"HOME="+in, "TMPDIR="+in, "MPLCONFIGDIR="+in+"/matplotlib", "MPLBACKEND=Agg", "python3", "-I", "-c", smokeCode[variant])
 	out, err := cmd.CombinedOutput()
 	if err != nil {
