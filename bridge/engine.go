@@ -50,6 +50,8 @@ type engineInfo struct {
 	SharesFiles bool
 	// Fix is what to do when the engine does not answer.
 	Fix string
+	// Setup is the command that prepares the engine and builds its images.
+	Setup string
 }
 
 // newEngine returns the engine driver the settings name, which reaches its
@@ -157,7 +159,7 @@ func (e podmanEngine) Ready(ctx context.Context, w sandbox.Wait) error {
 func (e podmanEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
 
 func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
-	info := engineInfo{Name: "Podman",
+	info := engineInfo{Name: "Podman", Setup: "codebridge setup",
 		Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
 	pi, err := e.e.Info(ctx)
 	if err != nil {
@@ -210,7 +212,7 @@ func (e dockerEngine) Ready(ctx context.Context, w sandbox.Wait) error {
 func (e dockerEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
 
 func (e dockerEngine) Describe(ctx context.Context) (engineInfo, error) {
-	info := engineInfo{Name: "Docker", Fix: docker.StartHint}
+	info := engineInfo{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: docker.StartHint}
 	di, err := e.e.Info(ctx)
 	if err != nil {
 		var u *docker.UnavailableError
