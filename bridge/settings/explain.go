@@ -8,8 +8,6 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/docker"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -28,13 +26,9 @@ func Explain(err error) string {
 		msg = reword(msg, runs, fmt.Sprintf("all %d run slots were busy for the whole %s of this run's time limit; try again when a run finishes, or raise MCP_BRIDGE_MAX_RUNS",
 			runs.Limit, runs.Waited.Round(time.Millisecond)))
 	}
-	var image *podman.ImageError
+	var image *confine.ImageError
 	if errors.As(err, &image) {
-		msg = reword(msg, image, imageMissing(image.Image, image.Err, podman.SetupHint))
-	}
-	var dimage *docker.ImageError
-	if errors.As(err, &dimage) {
-		msg = reword(msg, dimage, imageMissing(dimage.Image, dimage.Err, docker.SetupHint))
+		msg = reword(msg, image, imageMissing(image))
 	}
 	if errors.Is(err, discovery.ErrSelfServer) {
 		msg = reword(msg, discovery.ErrSelfServer, "it would start codebridge inside codebridge; remove it, or set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to nest bridges on purpose")
@@ -64,13 +58,13 @@ func sessionLimit(e *sandbox.SessionLimitError) string {
 }
 
 // imageMissing words an engine's missing image: the configured one
-// (MCP_BRIDGE_IMAGE) when image is set, else the default; setup is how that
+// (MCP_BRIDGE_IMAGE), or the default; the error's hint says how that
 // engine's images are built.
-func imageMissing(image string, err error, setup string) string {
-	if image != "" {
+func imageMissing(e *confine.ImageError) string {
+	if e.Image != "" {
 		return fmt.Sprintf("sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (%s) or set MCP_BRIDGE_IMAGE to a local image with python3",
-			image, err, setup)
+			e.Image, e.Err, e.Hint)
 	}
 	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
-		confine.DefaultImage, confine.FallbackImage, err, setup)
+		confine.DefaultImage, confine.FallbackImage, e.Err, e.Hint)
 }
