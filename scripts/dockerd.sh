@@ -55,9 +55,16 @@ stop_run() {
 
 start() {
   if ! command -v dockerd >/dev/null; then
-    log "installing docker.io (Debian's Docker Engine)"
+    log "installing docker.io (Debian's Docker Engine), without starting its system service"
+    local policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then # the package's service would start a system dockerd
+      policy=/usr/sbin/policy-rc.d
+      printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+      as_root chmod +x "$policy"
+    fi
     as_root apt-get update -qq
     DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq docker.io >/dev/null
+    if [ -n "$policy" ]; then as_root rm -f "$policy"; fi
   fi
   run=$(mktemp -d /tmp/cbdockerd.XXXXXX) # global: the traps read it
   trap 'stop_run "$run"; exit 130' INT TERM
