@@ -62,9 +62,10 @@ start() {
       printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
       as_root chmod +x "$policy"
     fi
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq docker.io >/dev/null
+    local ok=0
+    as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq docker.io >/dev/null || ok=$?
     if [ -n "$policy" ]; then as_root rm -f "$policy"; fi
+    if [ "$ok" != 0 ]; then log "installing docker.io failed"; return 1; fi
   fi
   run=$(mktemp -d /tmp/cbdockerd.XXXXXX) # global: the traps read it
   trap 'stop_run "$run"; exit 130' INT TERM
