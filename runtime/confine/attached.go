@@ -127,6 +127,28 @@ func (a *Attached) Stream() (io.Reader, io.Writer) {
 	return a.ch.Stream()
 }
 
+// Conn is the container's stream ([Attached.Stream]) as one
+// ReadWriteCloser: reads and writes wait until the container has taken its
+// stream, and Close ends it ([Attached.EndStream]).
+func (a *Attached) Conn() io.ReadWriteCloser { return conn{a} }
+
+type conn struct{ a *Attached }
+
+func (c conn) Read(p []byte) (int, error) {
+	r, _ := c.a.Stream()
+	return r.Read(p)
+}
+
+func (c conn) Write(p []byte) (int, error) {
+	_, w := c.a.Stream()
+	return w.Write(p)
+}
+
+func (c conn) Close() error {
+	c.a.EndStream()
+	return nil
+}
+
 // EndStream ends the container's protocol stream: its socket, or the
 // attach stream's stdin (the process reads the end of its input), and
 // unblocks every read and write on it. The attach connection stays open, so

@@ -87,7 +87,7 @@ func (b *Box) Started() time.Time { return b.ct.started }
 // read and write on it and ends the container's process; the attach
 // connection stays open until [Box.Remove], which watches the process end
 // through it.
-func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
+func (b *Box) Stream() io.ReadWriteCloser { return b.ct.Conn() }
 
 // Done is closed when the container's output has ended.
 func (b *Box) Done() <-chan struct{} { return b.ct.Done() }
@@ -138,25 +138,6 @@ func (b *Box) Remove(ctx context.Context) error {
 // endTimeout is how long [Box.Remove] waits for a container to end with its
 // stream before it asks Docker to remove it.
 const endTimeout = 2 * time.Second
-
-// boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
-type boxStream struct{ ct *Container }
-
-// Read and Write wait until the container has taken its stream.
-func (s boxStream) Read(p []byte) (int, error) {
-	r, _ := s.ct.Stream()
-	return r.Read(p)
-}
-
-func (s boxStream) Write(p []byte) (int, error) {
-	_, w := s.ct.Stream()
-	return w.Write(p)
-}
-
-func (s boxStream) Close() error {
-	s.ct.EndStream()
-	return nil
-}
 
 // Ready connects to Docker, starts removing what dead codebridge processes
 // left behind and resolves the image. Start calls it; servers call it at
