@@ -447,7 +447,7 @@ func (c *Client) List(ctx context.Context) ([]Summary, error) {
 	filters, _ := json.Marshal(map[string][]string{"label": {confine.LabelManaged + "=true"}})
 	q := url.Values{"all": {"true"}, "filters": {string(filters)}}
 	var list []Summary
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
+	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
 		return nil, fmt.Errorf("listing codebridge containers: %w", err)
 	}
 	return list, nil
