@@ -341,7 +341,8 @@ alive() {
   pid=$(cat "$DIR/pid/$1" 2>/dev/null) || return 1
   [ -n "$pid" ] && grep -q "$DIR" "/proc/$pid/cmdline" 2>/dev/null
 }
-# stop NAME...: SIGTERM to each, then SIGKILL to those still running after 10 s.
+# stop NAME...: SIGTERM to each, then SIGKILL to those still running after 5 s
+# (the cluster is thrown away: a graceful end matters little).
 stop() {
   local name pid pids=() i
   for name in "$@"; do
@@ -350,7 +351,7 @@ stop() {
   done
   [ ${#pids[@]} -gt 0 ] || return 0
   kill -TERM "${pids[@]}" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do
+  for ((i = 0; i < 50; i++)); do
     running "${pids[@]}" || return 0
     sleep 0.1
   done
@@ -556,7 +557,7 @@ start_cluster() {
 # from Podman is built first by scripts/setup.sh; an image whose Podman ID
 # has not changed since the last copy is not copied again.
 load_images() {
-  local img id stamp archive
+  local img id stamp archive t0
   for img in "$@"; do
     command -v podman >/dev/null && id=$(podman image inspect --format '{{.Id}}' "$img" 2>/dev/null) || {
       log "$img is not in Podman: building it (scripts/setup.sh --image $img)"
@@ -566,6 +567,7 @@ load_images() {
     stamp=$DIR/images/$(printf '%s' "$img" | tr '/:' '__')
     if [ "$(cat "$stamp" 2>/dev/null)" = "$id" ]; then continue; fi
     log "copying $img (${id:0:12}) from Podman into the cluster"
+    t0=$(date +%s%N)
     archive=$DIR/tmp/image.tar
     rm -f "$archive"
     # Uncompressed: compressing the layers only to unpack them again takes
@@ -574,6 +576,7 @@ load_images() {
     ctr_ images import --index-name "$img" "$archive" >/dev/null
     rm -f "$archive"
     printf '%s' "$id" >"$stamp"
+    log "copied $img in $((($(date +%s%N) - t0) / 1000000)) ms"
   done
 }
 
