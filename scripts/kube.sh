@@ -341,7 +341,7 @@ alive() {
   pid=$(cat "$DIR/pid/$1" 2>/dev/null) || return 1
   [ -n "$pid" ] && grep -q "$DIR" "/proc/$pid/cmdline" 2>/dev/null
 }
-# stop NAME...: SIGTERM to each, then SIGKILL to those still running after 5 s
+# stop NAME...: SIGTERM to each, then SIGKILL to those still running after 3 s
 # (the cluster is thrown away: a graceful end matters little).
 stop() {
   local name pid pids=() i
@@ -351,7 +351,7 @@ stop() {
   done
   [ ${#pids[@]} -gt 0 ] || return 0
   kill -TERM "${pids[@]}" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
+  for ((i = 0; i < 30; i++)); do
     running "${pids[@]}" || return 0
     sleep 0.1
   done
