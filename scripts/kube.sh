@@ -22,9 +22,9 @@
 # All its state is under one folder, /var/lib/codebridge-kube
 # (CODEBRIDGE_KUBE_DIR): a containerd of its own (socket, root and state),
 # etcd's data, certificates, logs and PIDs. `down` stops every process by PID,
-# unmounts, removes the network namespaces, cgroups and log links its pods
-# made, restores the kernel settings the kubelet changed, and removes the
-# folder. Safe to run again: `up` keeps a healthy cluster and otherwise cleans
+# unmounts, removes the cgroups, network namespaces, sockets, CNI caches and
+# log links its pods made, restores the kernel settings the kubelet changed,
+# and removes the folder. Safe to run again: `up` keeps a healthy cluster and otherwise cleans
 # up what an earlier one left and starts afresh; `down` with nothing running
 # does nothing.
 set -euo pipefail
@@ -84,7 +84,7 @@ build_kube() {
   local out src mod start
   out=$(kube_bin_dir)
   [ -f "$out/bin/.complete" ] && { BIN=$out/bin; return; }
-  log "building Kubernetes $KUBE_VERSION from its Go sources into $out (once; about 6 minutes on 2 cores)"
+  log "building Kubernetes $KUBE_VERSION from its Go sources into $out (once; 6 minutes on 2 idle cores, far longer on a busy machine)"
   start=$SECONDS
   rm -rf "$out" && mkdir -p "$out/src"
   src=$out/src
