@@ -32,7 +32,9 @@ cd "$(dirname "$0")/.."
 
 KUBE_VERSION=v1.34.4
 DIR=${CODEBRIDGE_KUBE_DIR:-/var/lib/codebridge-kube}
-CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/kube
+# The built binaries (CODEBRIDGE_KUBE_CACHE: e.g. kept by scripts/fresh.sh,
+# which empties XDG_CACHE_HOME, so that it does not build Kubernetes again).
+CACHE=${CODEBRIDGE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/kube}
 NAMESPACE=${CODEBRIDGE_KUBE_NAMESPACE:-codebridge}
 # Images copied from Podman by `up` (space-separated).
 IMAGES=${CODEBRIDGE_KUBE_IMAGES:-localhost/codebridge-sandbox:minimal}
@@ -79,10 +81,19 @@ kube_bin_dir() {
   hash=$( { echo "$KUBE_VERSION $KUBE_PACKAGES"; kube_ldflags; kube_tools_go; go env GOVERSION GOARCH; } | sha256sum | cut -c1-12)
   printf '%s/%s-%s' "$CACHE" "$KUBE_VERSION" "$hash"
 }
+# prune_cache DIR: marks DIR as used and removes the other builds in the
+# cache unused for a week (not at once: two checkouts of different versions on
+# one machine each keep theirs, as scripts/npm.sh does for npm trees).
+prune_cache() {
+  mkdir -p "$CACHE"
+  [ -d "$1" ] && touch "$1"
+  find "$CACHE" -mindepth 1 -maxdepth 1 -type d \( -name 'v*-*' -o -name 'own-*' \) ! -path "$1" -mtime +7 -exec rm -rf {} +
+}
 build_kube() {
   command -v go >/dev/null || die "Go is missing: install Go 1.26 or newer (https://go.dev/dl/)"
   local out src mod start
   out=$(kube_bin_dir)
+  prune_cache "$out"
   [ -f "$out/bin/.complete" ] && { BIN=$out/bin; return; }
   log "building Kubernetes $KUBE_VERSION from its Go sources into $out (once; 6 minutes on 2 idle cores, far longer on a busy machine)"
   start=$SECONDS
@@ -139,6 +150,7 @@ build_own() {
   local hash out
   hash=$( { go env GOVERSION; cat scripts/kube/cni/*.go scripts/kube/pause/*.go; } | sha256sum | cut -c1-12)
   out=$CACHE/own-$hash
+  prune_cache "$out"
   if [ ! -f "$out/.complete" ]; then
     rm -rf "$out" && mkdir -p "$out"
     CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$out/codebridge-cni" ./scripts/kube/cni
@@ -741,11 +753,13 @@ print("ok")
   log "check passed: hardened pod Running after $running ms, exec python3 -c 'print(1)' in $exec_ms ms, pod deleted"
 }
 
-# lock: one up, down or load at a time on this machine (the lock is released
-# when the script ends).
+# lock: one up, down or load at a time on this machine, whatever the cache
+# folder (the lock is released when the script ends; its empty file stays in
+# /run/lock, the place for such files, until the machine restarts).
 lock() {
-  mkdir -p "$CACHE"
-  exec 9>>"$CACHE/lock"
+  local file=/run/lock/codebridge-kube.lock
+  [ -d /run/lock ] || { mkdir -p "$CACHE" && file=$CACHE/lock; }
+  exec 9>>"$file"
   flock 9
 }
 
