@@ -301,11 +301,14 @@ func (f *front) countPosts(next http.Handler) http.Handler {
 	})
 }
 
-// sessions is the number of MCP sessions open.
+// sessions is the number of MCP sessions open, not counting the ones of
+// sessionless requests in progress (which have no id).
 func (f *front) sessions() int {
 	n := 0
-	for range f.srv.MCP().Sessions() {
-		n++
+	for ss := range f.srv.MCP().Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
 	}
 	return n
 }
