@@ -2,6 +2,7 @@ package front
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http"
@@ -129,5 +130,24 @@ func TestRetryField(t *testing.T) {
 				t.Errorf("body %q, want %q", rec.Body, tt.want)
 			}
 		})
+	}
+}
+
+// TestTokenIdentity: the token's holder is named by a hash of the token's
+// hash, neither the token nor what codebridge compares it with; a wrong
+// token names nobody.
+func TestTokenIdentity(t *testing.T) {
+	const token = "0123456789abcdef0123"
+	f := &front{token: tokenDigest(token)}
+	info, err := f.verify(t.Context(), token, nil)
+	d := tokenDigest(token)
+	if err != nil || info.UserID == "" || strings.Contains(info.UserID, token) || strings.Contains(hex.EncodeToString(d[:]), info.UserID) {
+		t.Errorf("identity %+v, %v: want a hash that is neither the token nor its digest", info, err)
+	}
+	if again, _ := f.verify(t.Context(), token, nil); again.UserID != info.UserID {
+		t.Error("the same token named two identities")
+	}
+	if _, err := f.verify(t.Context(), token+"x", nil); err == nil {
+		t.Error("a wrong token was verified")
 	}
 }

@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
@@ -129,5 +131,46 @@ func TestEvictLeavesSandboxToHandle(t *testing.T) {
 	defer r.mu.Unlock()
 	if len(r.detached) != 1 || r.detached[0] != key {
 		t.Errorf("detached %q, want the evicted MCP session's %q", r.detached, key)
+	}
+}
+
+// TestPrincipal: who a call is from, for binding handles and suspended
+// runs: the token's identity over HTTP, one anonymous caller over HTTP
+// without a token, the local user otherwise; and which calls are
+// sessionless.
+func TestPrincipal(t *testing.T) {
+	header := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}}
+	token := func(id string) *mcp.RequestExtra {
+		return &mcp.RequestExtra{Header: header, TokenInfo: &auth.TokenInfo{UserID: id}}
+	}
+	for _, tt := range []struct {
+		name  string
+		extra *mcp.RequestExtra
+		want  string
+	}{
+		{"stdio", nil, localUser},
+		{"http token", token("abc"), "http-token:abc"},
+		{"another token", token("abd"), "http-token:abd"},
+		{"http without a token", &mcp.RequestExtra{Header: header}, "http-anonymous"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := principal(&mcp.CallToolRequest{Extra: tt.extra}); got != tt.want {
+				t.Errorf("principal = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if !strings.HasPrefix(localUser, "local-uid:") {
+		t.Errorf("localUser = %q", localUser)
+	}
+	// A run suspended for one token's holder is not resumed by another's.
+	r := &suspended{owner: principal(&mcp.CallToolRequest{Extra: token("abc")})}
+	ss := &mcp.ServerSession{} // no id: as a sessionless request's
+	for _, tt := range []struct {
+		extra *mcp.RequestExtra
+		want  bool
+	}{{token("abc"), true}, {token("abd"), false}, {&mcp.RequestExtra{Header: header}, false}, {nil, false}} {
+		if got := r.heldBy(&mcp.CallToolRequest{Session: ss, Extra: tt.extra}); got != tt.want {
+			t.Errorf("heldBy(%+v) = %v, want %v", tt.extra, got, tt.want)
+		}
 	}
 }
