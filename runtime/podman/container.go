@@ -369,7 +369,7 @@ func (ct *Container) Remove(ctx context.Context) error {
 // pump drains the output until then. Ending again does nothing.
 func (ct *Container) endStream() {
 	if ct.ch != nil {
-		ct.ch.Close()
+		ct.ch.ShutDown()
 	}
 	if ct.conn == nil {
 		return
@@ -403,6 +403,9 @@ func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Durat
 // container's process exits when its stream ends. Closing again does
 // nothing.
 func (ct *Container) closeStreams() error {
+	if ct.ch != nil {
+		ct.ch.Close() // first: the process must not see a shutdown
+	}
 	ct.endStream()
 	if ct.conn == nil {
 		return nil

@@ -1,12 +1,15 @@
 package podman
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,7 +27,22 @@ type EngineOptions struct {
 	Spec     confine.Spec
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
+	// ExitDelay names an environment variable that tells each container
+	// how many seconds to wait, once its stream is closed rather than shut
+	// down ([Box.Stream]), before its process exits: every container that
+	// exits costs Podman a process ('podman container cleanup'), and the
+	// hundreds of containers of a codebridge that shuts down or dies, ending
+	// at once, would overwhelm the machine. Live containers get distinct
+	// turns, ExitInterval apart. "" means none.
+	ExitDelay    string
+	ExitInterval time.Duration // 0 means [DefaultExitInterval]
 }
+
+// DefaultExitInterval is the time between the exits of a codebridge's
+// containers when their streams all close at once
+// ([EngineOptions.ExitDelay]): about as many a second as Podman 4.3 cleans
+// up on two busy cores (docs/performance.md).
+const DefaultExitInterval = 250 * time.Millisecond
 
 // Engine starts containers from one spec on a Podman it connects to on first
 // use. While Podman is unavailable every Start tries again, so Podman may be
@@ -50,6 +68,7 @@ type Engine struct {
 	client  *Client
 	image   string            // resolved image, "" until resolved
 	live    map[*Box]struct{} // every container not yet removed
+	turns   []bool            // exit turns taken by live containers ([EngineOptions.ExitDelay])
 	orphans []string          // client labels of dropped connections whose containers may remain
 	closed  bool
 	job     *imageJob // resolving the image, nil when none runs
@@ -74,8 +93,9 @@ func NewEngine(opts EngineOptions) *Engine {
 
 // Box is a started container of an [Engine].
 type Box struct {
-	ct *Container
-	e  *Engine
+	ct   *Container
+	e    *Engine
+	turn int // its exit turn; -1 when none
 }
 
 // ID is the container's ID.
@@ -85,8 +105,9 @@ func (b *Box) ID() string { return b.ct.ID }
 func (b *Box) Started() time.Time { return b.ct.started }
 
 // Stream is the container's stdin and stdout, or the socket it connected to
-// ([confine.Spec.Channel]). Closing it ends the stream, which unblocks every read and
-// write on it and ends the container's process; the attach connection stays
+// ([confine.Spec.Channel]). Closing it ends the stream, which unblocks every
+// read and write on it and ends the container's process at once (a socket is
+// shut down, not closed, until [Box.Remove]); the attach connection stays
 // open until [Box.Remove], which watches the process end through it.
 func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
 
@@ -131,6 +152,7 @@ func (b *Box) Remove(ctx context.Context) error {
 	b.ct.closeStreams()
 	b.e.mu.Lock()
 	delete(b.e.live, b)
+	b.e.freeTurn(b)
 	b.e.mu.Unlock()
 	if err != nil {
 		b.e.log.Warn("removing sandbox container", "container", shortID(b.ct.ID), "err", err)
@@ -223,14 +245,29 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	if spec.Channel != "" {
 		at.channelDir = e.channelDir(c)
 	}
+	b := &Box{e: e, turn: -1}
+	if e.opts.ExitDelay != "" {
+		e.mu.Lock()
+		b.turn = e.takeTurn()
+		e.mu.Unlock()
+		spec.Env = maps.Clone(spec.Env)
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		delay := time.Duration(b.turn) * cmp.Or(e.opts.ExitInterval, DefaultExitInterval)
+		spec.Env[e.opts.ExitDelay] = strconv.FormatFloat(delay.Seconds(), 'f', -1, 64)
+	}
 	ct, err := c.start(ctx, spec, at)
 	if err != nil {
+		e.mu.Lock()
+		e.freeTurn(b)
+		e.mu.Unlock()
 		if ctx.Err() == nil {
 			e.checkAlive(ctx, c)
 		}
 		return nil, err
 	}
-	b := &Box{ct: ct, e: e}
+	b.ct = ct
 	e.mu.Lock()
 	closed := e.closed
 	if !closed {
@@ -242,6 +279,26 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 		return nil, errShutDown
 	}
 	return b, nil
+}
+
+// takeTurn returns the first exit turn no live container has. Call it with
+// e.mu held.
+func (e *Engine) takeTurn() int {
+	i := slices.Index(e.turns, false)
+	if i < 0 {
+		i = len(e.turns)
+		e.turns = append(e.turns, true)
+	}
+	e.turns[i] = true
+	return i
+}
+
+// freeTurn gives b's exit turn back. Call it with e.mu held.
+func (e *Engine) freeTurn(b *Box) {
+	if b.turn >= 0 && b.turn < len(e.turns) {
+		e.turns[b.turn] = false
+	}
+	b.turn = -1
 }
 
 // errShutDown is what an engine closed answers.
@@ -320,10 +377,13 @@ func (e *Engine) channelDir(c *Client) string {
 
 // Close ends every container of this engine by closing its stream and stops
 // a Podman service it started, without a request to Podman: a container's
-// process exits when its stream ends, and Podman removes a container once it
-// has exited ([confine.Hardened.AutoRemove]), whether or not codebridge still runs.
+// process exits when its stream ends, after its exit turn
+// ([EngineOptions.ExitDelay]), and Podman removes a container once it has
+// exited ([confine.Hardened.AutoRemove]), whether or not codebridge still runs.
 // Asking Podman would cost seconds when many codebridge processes stop at
-// once (an editor quitting), longer than a client waits before its signals.
+// once (an editor quitting), longer than a client waits before its signals;
+// and each container's exit costs a process ('podman container cleanup'),
+// hence the turns, which also apply when codebridge is killed.
 // A container whose process does not read its stream (stuck in a call that
 // holds the interpreter) ends when it next reads; the sweep at the next start
 // is the last resort. Closing again does nothing.

@@ -203,3 +203,51 @@ func TestEngineConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestExitTurns: a container ended alone (its stream shut down) exits at
+// once whatever its exit turn; when the engine closes every stream at once,
+// as a codebridge shutting down or killed does, each container exits after
+// its turn, and turns are given back for reuse.
+func TestExitTurns(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour})
+	a, b, c := startChannel(t, e), startChannel(t, e), startChannel(t, e)
+	if a.turn != 0 || b.turn != 1 || c.turn != 2 {
+		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.turn, b.turn, c.turn)
+	}
+	for _, x := range []*Box{a, b, c} {
+		if !x.ct.ch.Socket() {
+			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
+		}
+	}
+	id := b.ID()
+	if err := b.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err := (&Container{c: testClient(t), ID: id, started: b.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("the container ended alone: exit code %d, %v; want 0 (it exited by itself, not an hour later killed)", code, err)
+	}
+	d := startChannel(t, e)
+	if d.turn != 1 {
+		t.Errorf("a new container took turn %d; want 1, given back", d.turn)
+	}
+
+	label := e.client.owner[labelClient]
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err = (&Container{c: testClient(t), ID: a.ID(), started: a.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("turn 0 after Close: exit code %d, %v; want 0", code, err)
+	}
+	// The others wait for their turn, an hour or more.
+	for _, x := range []*Box{c, d} {
+		st, err := testClient(t).inspect(t.Context(), x.ID())
+		if err != nil || !st.Running {
+			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.turn, st, err)
+		}
+	}
+	if _, err := removeByClient(t.Context(), testClient(t), label); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -65,6 +65,7 @@ class Channel:
         self.max_request = 0  # largest request frame the host reads; 0 means no check
         self.max_attachment = 0  # largest image or file the host takes with a run's result
         self._reader = threading.Thread(target=self._read_loop, name="codebridge-reader", daemon=True)
+        self.ended = lambda fd: os._exit(0)  # how to end when the host ends the stream
 
     def start(self):
         self._reader.start()
@@ -163,13 +164,13 @@ class Channel:
         for fut in pending.values():
             if not fut.done():
                 fut.set_exception(_make_error("internal", reason, None))
-        self.runs.put(None)
         if eof:
             # The host is gone (closed the stream, or died): no one reads
-            # what a run in progress would report, so end now rather than
-            # after it. The container ends with this process, and the
-            # engine removes it.
-            os._exit(0)
+            # what a run in progress would report, so end rather than after
+            # it (ended spreads the exits of a host's many sandboxes). The
+            # container ends with this process, and the engine removes it.
+            self.ended(self._in)
+        self.runs.put(None)
 
     def _dispatch(self, reply):
         with self._plock:
@@ -493,7 +494,7 @@ def _run(msg, namespace, mcp, pumps, channel):
     channel.send(b"X", json.dumps(exit_frame, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 
-def main(start, fd_in=0, fd_out=1):
+def main(start, fd_in=0, fd_out=1, ended=None):
     global STREAM
     if fd_in not in (0, 1, 2):
         STREAM = "socket"
@@ -502,6 +503,8 @@ def main(start, fd_in=0, fd_out=1):
     for fd in {fd_in, fd_out} - {0, 1, 2}:
         os.close(fd)  # a socket the bootstrap connected: now only the dups
     channel = Channel(proto_in, proto_out)
+    if ended is not None:
+        channel.ended = ended
     channel.max_request = int(start.get("max_request") or 0)
     channel.max_attachment = int(start.get("max_attachment") or 0)
     pumps = _redirect_stdio(channel)
