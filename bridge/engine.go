@@ -136,7 +136,7 @@ func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
 	info.Version, info.Endpoint, info.SharesFiles = pi.APIVersion, pi.URI, podman.SharesFiles(pi.URI)
 	info.Via = "a Podman API socket"
 	if pi.Private {
-		info.Via = "a private 'podman system service' codebridge starts"
+		info.Via = "the 'podman system service' codebridge processes start and share"
 	}
 	return info, nil
 }

@@ -36,6 +36,8 @@ type EngineOptions struct {
 	// turns, ExitInterval apart. "" means none.
 	ExitDelay    string
 	ExitInterval time.Duration // 0 means [DefaultExitInterval]
+
+	serviceIdle time.Duration // see [Options.idle]
 }
 
 // DefaultExitInterval is the time between the exits of a codebridge's
@@ -471,13 +473,13 @@ func (e *Engine) dial(ctx context.Context) (*Client, error) {
 	c := e.client
 	e.mu.Unlock()
 	if c != nil && c.serviceExited() {
-		e.log.Warn("the podman service codebridge started has exited; starting another")
+		e.log.Warn("the podman service codebridge processes share has exited; starting another")
 		e.dropClient(c)
 		c = nil
 	}
 	if c == nil {
 		var err error
-		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
+		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined, idle: e.opts.serviceIdle})
 		if err != nil {
 			return nil, err
 		}
@@ -573,13 +575,13 @@ func removeByClient(ctx context.Context, c *Client, clients ...string) (int, err
 	return n, errors.Join(errs...)
 }
 
-// serviceExited reports whether c's private Podman service has died.
+// serviceExited reports whether c's shared Podman service has exited.
 func (c *Client) serviceExited() bool {
 	if c.svc == nil {
 		return false
 	}
 	select {
-	case <-c.svc.exited:
+	case <-c.svc.gone:
 		return true
 	default:
 		return false

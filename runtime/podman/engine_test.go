@@ -26,6 +26,9 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
+	if opts.serviceIdle == 0 {
+		opts.serviceIdle = time.Second // not to keep services of the tests
+	}
 	if opts.Spec.Command == nil { // codebridge's sandbox, with its socket
 		opts.Spec.Command = python.Command()
 		opts.Spec.Channel = python.ChannelEnv
@@ -112,9 +115,9 @@ func TestEngineRunAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-svc.exited:
-	default:
-		t.Error("podman service still running after Close")
+	case <-svc.gone: // it exits once idle
+	case <-time.After(time.Minute): // a hang guard only
+		t.Error("podman service still running a minute after Close")
 	}
 	select {
 	case <-b.Done():
@@ -157,12 +160,12 @@ func TestEngineServiceDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := e.client
-	if old.svc == nil {
-		t.Skip("no private podman service (CONTAINER_HOST or a system socket is in use)")
+	if old.svc == nil || old.svc.child == nil {
+		t.Skip("no podman service of this engine's (CONTAINER_HOST or a system socket is in use)")
 	}
 	oldLabel := old.owner[labelClient]
-	old.svc.cmd.Process.Kill()
-	<-old.svc.exited
+	old.svc.child.cmd.Process.Kill()
+	<-old.svc.gone
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if _, _, err := b.Exit(ctx); err == nil || !strings.Contains(err.Error(), "lost the connection to Podman") {
