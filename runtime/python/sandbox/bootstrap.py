@@ -20,7 +20,9 @@ if _channel:
         os.write(1, b"\x06" + _why[:1000].replace(b"\n", b" ") + b"\n")
 # What the runner needs, imported while the container waits for work: after
 # connecting, so the host removes the socket's folder as early as it can.
-import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
+# Not asyncio: the first run that awaits imports it (a quarter of an idle
+# session's memory).
+import array, ast, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
 def _ended(fd):
     # The host ended the stream. A host that ends this one sandbox shuts its
     # side down and waits: exit now. A host that closed it (every sandbox of a

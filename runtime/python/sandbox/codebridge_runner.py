@@ -13,7 +13,6 @@ Runs on Python 3.9+.
 
 import array
 import ast
-import asyncio
 import builtins
 import concurrent.futures
 import fcntl
@@ -367,6 +366,10 @@ def _compile(src, filename, mode="exec"):
 
 def _run_code(code, namespace):
     if code.co_flags & inspect.CO_COROUTINE:
+        # Imported on the first run that awaits, not at start: asyncio (with
+        # ssl) is a quarter of an idle session's memory.
+        import asyncio
+
         loop = asyncio.new_event_loop()
         try:
             asyncio.set_event_loop(loop)
