@@ -497,6 +497,17 @@ def _run(msg, namespace, mcp, pumps, channel):
     channel.send(b"X", json.dumps(exit_frame, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 
+def _trim():
+    """Gives the system back the memory start-up freed, which glibc's malloc
+    keeps otherwise: about 0.9 MB of an idle session's 9.4 MB."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except Exception:  # not glibc, or no ctypes: nothing to give back
+        pass
+
+
 def main(start, fd_in=0, fd_out=1, ended=None):
     global STREAM
     if fd_in not in (0, 1, 2):
@@ -516,6 +527,7 @@ def main(start, fd_in=0, fd_out=1, ended=None):
     sys.argv = [""]
     namespace, mcp = _namespace(channel)
     _preload(start.get("preload"))
+    _trim()
     # Like the bootstrap, give up when nothing comes for the wait limit: a
     # codebridge killed hard leaves no interpreter waiting for ever.
     wait = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0) or None
