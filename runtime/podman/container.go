@@ -181,7 +181,11 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 	if err := req.Write(conn); err != nil {
 		return nil, fmt.Errorf("sending attach request: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
+	// Small: it holds the answer's header, and the frames of the stream that
+	// follows are read through it into the demultiplexer's own buffer (of a
+	// sandbox that talks over its socket, there are none); a thousand
+	// sessions would hold 64 MB with a 64 KiB one.
+	br := bufio.NewReaderSize(conn, 4<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		if ctx.Err() != nil {
