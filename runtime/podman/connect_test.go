@@ -88,20 +88,27 @@ func TestConnectUnavailable(t *testing.T) {
 	}
 }
 
-// TestConnectSharesService: Connect starts a Podman service when no socket
-// answers; a second client configured alike joins it instead of starting
-// another; the service outlives its clients' Close and exits by itself once
-// idle, removing its socket.
-func TestConnectSharesService(t *testing.T) {
+// serviceTest skips t unless Connect would start a service here, and
+// returns a state directory for it and a context that ends with t.
+func serviceTest(t *testing.T) (dir string, ctx context.Context) {
+	t.Helper()
 	testenv.RequirePodmanBinary(t)
 	t.Setenv("CONTAINER_HOST", "")
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	if _, err := os.Stat(rootfulSocket); err == nil {
 		t.Skipf("%s exists: Connect would use it", rootfulSocket)
 	}
-	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return t.TempDir(), ctx
+}
+
+// TestConnectSharesService: Connect starts a Podman service when no socket
+// answers; a second client configured alike joins it instead of starting
+// another; the service outlives its clients' Close and exits by itself once
+// idle, removing its socket.
+func TestConnectSharesService(t *testing.T) {
+	dir, ctx := serviceTest(t)
 	t0 := time.Now()
 	c, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
 	if err != nil {
@@ -144,15 +151,7 @@ func TestConnectSharesService(t *testing.T) {
 
 // TestConnectStartsOneService: clients connecting at once start one service.
 func TestConnectStartsOneService(t *testing.T) {
-	testenv.RequirePodmanBinary(t)
-	t.Setenv("CONTAINER_HOST", "")
-	t.Setenv("XDG_RUNTIME_DIR", "")
-	if _, err := os.Stat(rootfulSocket); err == nil {
-		t.Skipf("%s exists: Connect would use it", rootfulSocket)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	dir, ctx := serviceTest(t)
 	clients := make([]*Client, 4)
 	var g errgroup.Group
 	for i := range clients {
