@@ -38,6 +38,7 @@ type EngineOptions struct {
 	ExitInterval time.Duration // 0 means [DefaultExitInterval]
 
 	serviceIdle time.Duration // see [Options.idle]
+	exitBurst   int           // 0 means exitBurst; tests lower it
 }
 
 // DefaultExitInterval is the time between the exits of a codebridge's
@@ -66,15 +67,16 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the image job and the sweep running
 
-	mu      sync.Mutex // protects following
-	client  *Client
-	image   string            // resolved image, "" until resolved
-	live    map[*Box]struct{} // every container not yet removed
-	turns   []bool            // exit turns taken by live containers ([EngineOptions.ExitDelay])
-	orphans []string          // client labels of dropped connections whose containers may remain
-	closed  bool
-	job     *imageJob // resolving the image, nil when none runs
-	profile string    // path of the seccomp profile last used
+	mu       sync.Mutex // protects following
+	client   *Client
+	image    string            // resolved image, "" until resolved
+	live     map[*Box]struct{} // every container not yet removed
+	turns    []bool            // exit turns taken by live containers ([EngineOptions.ExitDelay])
+	nextExit time.Time         // when the next container ending may exit at once ([Engine.depart])
+	orphans  []string          // client labels of dropped connections whose containers may remain
+	closed   bool
+	job      *imageJob // resolving the image, nil when none runs
+	profile  string    // path of the seccomp profile last used
 	// placed is where the profile was put on the Podman host of the
 	// current connection, when that host does not share this one's files.
 	placed struct {
@@ -98,6 +100,9 @@ type Box struct {
 	ct   *Container
 	e    *Engine
 	turn int // its exit turn; -1 when none
+
+	ending  sync.Once // ends the stream: endStream
+	delayed bool      // the stream was closed, not shut down: the process exits at its turn; set in ending
 }
 
 // ID is the container's ID.
@@ -111,7 +116,7 @@ func (b *Box) Started() time.Time { return b.ct.started }
 // read and write on it and ends the container's process at once (a socket is
 // shut down, not closed, until [Box.Remove]); the attach connection stays
 // open until [Box.Remove], which watches the process end through it.
-func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
+func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b} }
 
 // Done is closed when the container's output has ended.
 func (b *Box) Done() <-chan struct{} { return b.ct.Done() }
@@ -146,9 +151,14 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 // not exit (stuck in a call that holds the interpreter) asks Podman to kill
 // and remove the container. Once the engine is closed, which ended every
 // container, it only closes the streams. Removing twice is not an error.
+//
+// When many containers end together (the sessions of a server that stops,
+// or that expire at once), each beyond a few a second is told to exit at its
+// turn ([EngineOptions.ExitDelay]) instead, and Remove does not wait for it.
 func (b *Box) Remove(ctx context.Context) error {
+	b.endStream()
 	var err error
-	if !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+	if !b.delayed && !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
 		err = b.ct.Remove(ctx)
 	}
 	b.ct.closeStreams()
@@ -166,22 +176,59 @@ func (b *Box) Remove(ctx context.Context) error {
 // stream before it asks Podman to kill it.
 const endTimeout = 2 * time.Second
 
+// endStream ends b's stream, once. It shuts the socket down, so that the
+// process exits at once, unless more containers are ending than Podman
+// cleans up after (exitBurst at once, then one an interval): then it closes
+// the socket, as codebridge's end does, and the process exits at its turn.
+// Over the attach stream the process cannot tell, and exits at once.
+func (b *Box) endStream() {
+	b.ending.Do(func() {
+		if b.turn >= 0 && b.ct.ch != nil && b.ct.ch.Socket() && !b.e.depart() {
+			b.delayed = true
+			b.ct.closeStreams()
+			return
+		}
+		b.ct.endStream()
+	})
+}
+
+// exitBurst is how many containers may end at once before the rest wait for
+// their turns ([Box.endStream]).
+const exitBurst = 8
+
+// depart reports whether a container ending now may exit at once: exitBurst
+// at once, then one an exit interval.
+func (e *Engine) depart() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	interval := cmp.Or(e.opts.ExitInterval, DefaultExitInterval)
+	if e.nextExit.Before(now) {
+		e.nextExit = now
+	}
+	if e.nextExit.Sub(now) > time.Duration(cmp.Or(e.opts.exitBurst, exitBurst)-1)*interval {
+		return false
+	}
+	e.nextExit = e.nextExit.Add(interval)
+	return true
+}
+
 // boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
-type boxStream struct{ ct *Container }
+type boxStream struct{ b *Box }
 
 // Read and Write wait until the container has taken its stream.
 func (s boxStream) Read(p []byte) (int, error) {
-	r, _ := s.ct.stream()
+	r, _ := s.b.ct.stream()
 	return r.Read(p)
 }
 
 func (s boxStream) Write(p []byte) (int, error) {
-	_, w := s.ct.stream()
+	_, w := s.b.ct.stream()
 	return w.Write(p)
 }
 
 func (s boxStream) Close() error {
-	s.ct.endStream()
+	s.b.endStream()
 	return nil
 }
 

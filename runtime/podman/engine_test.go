@@ -254,3 +254,33 @@ func TestExitTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExitTurnsWhenManyEnd: when more containers end than Podman cleans up
+// after (here one an hour, one at once), the first exits at once and the
+// next waits for its turn, and Remove does not wait for it.
+func TestExitTurnsWhenManyEnd(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour, exitBurst: 1})
+	a, b := startChannel(t, e), startChannel(t, e)
+	if !a.ct.ch.Socket() || !b.ct.ch.Socket() {
+		t.Fatalf("the sandboxes did not connect to their sockets; stderr: %s %s", a.Stderr(), b.Stderr())
+	}
+	label := e.client.owner[labelClient]
+	t.Cleanup(func() { removeByClient(context.Background(), testClient(t), label) })
+	if err := a.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err := (&Container{c: testClient(t), ID: a.ID(), started: a.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("the first to end: exit code %d, %v; want 0 (it exited by itself)", code, err)
+	}
+	if err := b.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !b.delayed {
+		t.Error("the second to end was not left to its turn")
+	}
+	st, err := testClient(t).inspect(t.Context(), b.ID())
+	if err != nil || !st.Running {
+		t.Errorf("the second to end, after Remove: %+v, %v; want it running until its turn, an hour on", st, err)
+	}
+}
