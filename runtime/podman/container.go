@@ -344,8 +344,9 @@ func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
-	// has exited, 409 in later versions.
-	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) ||
+	// has exited, 409 in later versions; and 500 "no such container" for one
+	// its auto-remove is removing at that moment.
+	if err == nil || isStatus(err, http.StatusConflict) || isGone(err) ||
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
