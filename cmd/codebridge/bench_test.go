@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +44,9 @@ func quantiles(ds []time.Duration) (p50, p95 float64) {
 //     default): the code goes to an interpreter that is already running.
 //     live-session/attach-stream is the same with the sandbox's stream
 //     relayed by Podman (MCP_BRIDGE_SANDBOX_STREAM=attach) instead of a socket.
+//     live-session/agent-paced is the same with 200 ms between calls (not
+//     timed), as an agent's calls come: every thread on the way has gone to
+//     sleep by the time the next call arrives.
 //   - sessions-off/agent-paced and sessions-off/back-to-back: with
 //     MCP_BRIDGE_SESSIONS=0 every call takes a fresh container; a second
 //     between calls (a model thinking) lets the warm container be replaced,
@@ -57,6 +58,7 @@ func quantiles(ds []time.Duration) (p50, p95 float64) {
 func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session", func(b *testing.B) { benchRunPrint(b, 0) })
 	b.Run("live-session/attach-stream", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
+	b.Run("live-session/agent-paced", func(b *testing.B) { benchRunPrint(b, 200*time.Millisecond) })
 	b.Run("sessions-off/agent-paced", func(b *testing.B) { benchRunPrint(b, time.Second, "MCP_BRIDGE_SESSIONS=0") })
 	b.Run("sessions-off/back-to-back", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SESSIONS=0") })
 }
@@ -214,29 +216,60 @@ func BenchmarkToolCallFromSandbox(b *testing.B) {
 	b.Run("attach-stream", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
 }
 
+// Besides the wall time per call (us/call), it reports per call the CPU
+// time of the sandbox's Python (sandbox-cpu-us/call) and of codebridge
+// (bridge-cpu-us/call, without the server's), and how often each waited
+// (sandbox-waits/call, bridge-waits/call: voluntary context switches, each a
+// thread going to sleep and being woken): figures that vary less with the
+// machine's load than the wall time.
 func benchToolCall(b *testing.B, env ...string) {
 	requirePodman(b)
 	dir := b.TempDir()
 	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
-	cs, _ := session(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
+	cs, _, cmd := sessionProc(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
 	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
-	var perCall []time.Duration
+	var perCall, sandboxCPU, bridgeCPU []time.Duration
+	var sandboxWaits, bridgeWaits []float64
 	for b.Loop() {
+		cpu, waits := processCPU(cmd.Process.Pid)
 		out := mustRun(b, cs, `
-import time
-start = time.perf_counter()
+import glob, time
+def waits():
+    n = 0
+    for t in glob.glob("/proc/self/task/*/status"):
+        for line in open(t):
+            if line.startswith("voluntary_ctxt_switches:"):
+                n += int(line.split()[1])
+    return n
+start, cpu, w = time.perf_counter(), time.process_time(), waits()
 for i in range(1000):
     await call_tool("everything", "echo", {"message": "x"})
-print(int((time.perf_counter() - start) * 1e6 / 1000))
+print(int((time.perf_counter() - start) * 1e6 / 1000), int((time.process_time() - cpu) * 1e6 / 1000), waits() - w)
 `, "timeout", 120)
-		us, err := strconv.Atoi(strings.TrimSpace(out))
-		if err != nil {
+		cpu2, waits2 := processCPU(cmd.Process.Pid)
+		bridgeCPU = append(bridgeCPU, (cpu2-cpu)/1000)
+		bridgeWaits = append(bridgeWaits, float64(waits2-waits)/1000)
+		var us, cpuUS, w int
+		if _, err := fmt.Sscan(out, &us, &cpuUS, &w); err != nil {
 			b.Fatalf("output %q", out)
 		}
 		perCall = append(perCall, time.Duration(us)*time.Microsecond)
+		sandboxCPU = append(sandboxCPU, time.Duration(cpuUS)*time.Microsecond)
+		sandboxWaits = append(sandboxWaits, float64(w)/1000)
 	}
-	slices.Sort(perCall)
-	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+	reportMedian(b, perCall, "us/call")
+	reportMedian(b, sandboxCPU, "sandbox-cpu-us/call")
+	reportMedian(b, bridgeCPU, "bridge-cpu-us/call")
+	slices.Sort(sandboxWaits)
+	slices.Sort(bridgeWaits)
+	b.ReportMetric(sandboxWaits[len(sandboxWaits)/2], "sandbox-waits/call")
+	b.ReportMetric(bridgeWaits[len(bridgeWaits)/2], "bridge-waits/call")
+}
+
+// reportMedian adds the median of ds, in microseconds, to b's results as unit.
+func reportMedian(b *testing.B, ds []time.Duration, unit string) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, unit)
 }
 
 // BenchmarkToolCallNative is the same 1,000 echo calls from a go-sdk client
@@ -258,8 +291,7 @@ func BenchmarkToolCallNative(b *testing.B) {
 		}
 		perCall = append(perCall, time.Since(start)/1000)
 	}
-	slices.Sort(perCall)
-	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+	reportMedian(b, perCall, "us/call")
 }
 
 // BenchmarkHTTP is run_python over the HTTP front (serve --http), through
