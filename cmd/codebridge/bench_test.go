@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -302,7 +303,10 @@ func BenchmarkToolCallNative(b *testing.B) {
 //   - 20-sessions: 20 sessions at once, each running 50 short runs back to
 //     back (their first run, which starts the session's container, is done
 //     before timing); runs/s is the throughput of all 1,000 runs, p50/p95
-//     their latency. Every run must succeed, and stopping codebridge
+//     their latency; per run, the CPU time of codebridge
+//     (bridge-cpu-us/run), how often its threads waited (bridge-waits/run)
+//     and the CPU time of the 20 clients in the benchmark's own process
+//     (client-cpu-us/run). Every run must succeed, and stopping codebridge
 //     afterwards must leave no container (startHTTP's cleanup checks).
 //
 // Run it with:
@@ -344,8 +348,11 @@ func BenchmarkHTTP(b *testing.B) {
 			ds   []time.Duration
 			errs []error
 		)
-		var total time.Duration
+		var total, bridgeCPU, clientCPU time.Duration
+		var bridgeWaits int
 		for b.Loop() {
+			cpu, waits := processCPU(hb.Cmd.Process.Pid)
+			own, _ := processCPU(os.Getpid())
 			start := time.Now()
 			for _, cs := range css {
 				wg.Go(func() {
@@ -363,12 +370,22 @@ func BenchmarkHTTP(b *testing.B) {
 			}
 			wg.Wait()
 			total += time.Since(start)
+			cpu2, waits2 := processCPU(hb.Cmd.Process.Pid)
+			own2, _ := processCPU(os.Getpid())
+			bridgeCPU += cpu2 - cpu
+			bridgeWaits += waits2 - waits
+			clientCPU += own2 - own
 		}
 		if len(errs) > 0 {
 			b.Fatalf("%d of %d runs failed; first: %v", len(errs), len(ds), errs[0])
 		}
 		b.ReportMetric(float64(len(ds))/total.Seconds(), "runs/s")
 		reportQuantiles(b, ds)
+		if n := len(ds); n > 0 && bridgeCPU > 0 {
+			b.ReportMetric(float64(bridgeCPU.Microseconds())/float64(n), "bridge-cpu-us/run")
+			b.ReportMetric(float64(bridgeWaits)/float64(n), "bridge-waits/run")
+			b.ReportMetric(float64(clientCPU.Microseconds())/float64(n), "client-cpu-us/run")
+		}
 	})
 }
 
