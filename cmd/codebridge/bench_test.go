@@ -232,31 +232,18 @@ func benchToolCall(b *testing.B, env ...string) {
 	var perCall, sandboxCPU, bridgeCPU []time.Duration
 	var sandboxWaits, bridgeWaits []float64
 	for b.Loop() {
-		cpu, waits := processCPU(cmd.Process.Pid)
-		out := mustRun(b, cs, `
-import glob, time
-def waits():
-    n = 0
-    for t in glob.glob("/proc/self/task/*/status"):
-        for line in open(t):
-            if line.startswith("voluntary_ctxt_switches:"):
-                n += int(line.split()[1])
-    return n
-start, cpu, w = time.perf_counter(), time.process_time(), waits()
-for i in range(1000):
-    await call_tool("everything", "echo", {"message": "x"})
-print(int((time.perf_counter() - start) * 1e6 / 1000), int((time.process_time() - cpu) * 1e6 / 1000), waits() - w)
-`, "timeout", 120)
-		cpu2, waits2 := processCPU(cmd.Process.Pid)
+		cpu, waits := testenv.ProcessCPU(cmd.Process.Pid)
+		out := mustRun(b, cs, testenv.PythonTimed(1000, `await call_tool("everything", "echo", {"message": "x"})`), "timeout", 120)
+		cpu2, waits2 := testenv.ProcessCPU(cmd.Process.Pid)
 		bridgeCPU = append(bridgeCPU, (cpu2-cpu)/1000)
 		bridgeWaits = append(bridgeWaits, float64(waits2-waits)/1000)
-		var us, cpuUS, w int
+		var us, cpuUS, w float64
 		if _, err := fmt.Sscan(out, &us, &cpuUS, &w); err != nil {
 			b.Fatalf("output %q", out)
 		}
-		perCall = append(perCall, time.Duration(us)*time.Microsecond)
-		sandboxCPU = append(sandboxCPU, time.Duration(cpuUS)*time.Microsecond)
-		sandboxWaits = append(sandboxWaits, float64(w)/1000)
+		perCall = append(perCall, time.Duration(us*1e3))
+		sandboxCPU = append(sandboxCPU, time.Duration(cpuUS*1e3))
+		sandboxWaits = append(sandboxWaits, w)
 	}
 	reportMedian(b, perCall, "us/call")
 	reportMedian(b, sandboxCPU, "sandbox-cpu-us/call")
@@ -351,8 +338,8 @@ func BenchmarkHTTP(b *testing.B) {
 		var total, bridgeCPU, clientCPU time.Duration
 		var bridgeWaits int
 		for b.Loop() {
-			cpu, waits := processCPU(hb.Cmd.Process.Pid)
-			own, _ := processCPU(os.Getpid())
+			cpu, waits := testenv.ProcessCPU(hb.Cmd.Process.Pid)
+			own, _ := testenv.ProcessCPU(os.Getpid())
 			start := time.Now()
 			for _, cs := range css {
 				wg.Go(func() {
@@ -370,8 +357,8 @@ func BenchmarkHTTP(b *testing.B) {
 			}
 			wg.Wait()
 			total += time.Since(start)
-			cpu2, waits2 := processCPU(hb.Cmd.Process.Pid)
-			own2, _ := processCPU(os.Getpid())
+			cpu2, waits2 := testenv.ProcessCPU(hb.Cmd.Process.Pid)
+			own2, _ := testenv.ProcessCPU(os.Getpid())
 			bridgeCPU += cpu2 - cpu
 			bridgeWaits += waits2 - waits
 			clientCPU += own2 - own

@@ -1,4 +1,4 @@
-package main
+package testenv
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// processCPU is the CPU time the threads of process pid have used so far
+// ProcessCPU is the CPU time the threads of process pid have used so far
 // (from /proc/PID/task/*/schedstat) and how often they have waited
 // (voluntary context switches: each a sleep and a wake-up), or zeros when
 // they cannot be read.
-func processCPU(pid int) (cpu time.Duration, waits int) {
+func ProcessCPU(pid int) (cpu time.Duration, waits int) {
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
 	for _, t := range tasks {
 		if b, err := os.ReadFile(t + "/schedstat"); err == nil {
