@@ -20,7 +20,7 @@ if _channel:
         os.write(1, b"\x06" + _why[:1000].replace(b"\n", b" ") + b"\n")
 # What the runner needs, imported while the container waits for work: after
 # connecting, so the host removes the socket's folder as early as it can.
-import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
+import array, ast, asyncio, collections, fcntl, functools, importlib.util, inspect, json, linecache, queue, select, selectors, signal, struct, threading, traceback, types
 def _read(n):
     chunks = []
     while n:
