@@ -613,6 +613,7 @@ class Pump:
         self._ch = channel
         self._kind = kind
         self._fd = fd
+        os.set_blocking(fd, False)  # drain may take what woke the pump
         # _taken counts the bytes read from the pipe, _sent those sent on:
         # [drain] waits for _sent to reach what had been written when it began.
         self._cond = threading.Condition()
@@ -628,7 +629,10 @@ class Pump:
             while True:
                 select.select([self._fd], [], [])
                 with self._cond:
-                    data = os.read(self._fd, CHUNK)
+                    try:
+                        data = os.read(self._fd, CHUNK)
+                    except BlockingIOError:  # drain took it
+                        continue
                     self._taken += len(data)
                 if not data:
                     return
@@ -643,11 +647,12 @@ class Pump:
                 self._cond.notify_all()
 
     def drain(self, deadline):
-        """Waits until everything written to the pipe before the call has been
-        sent on, however long a loaded machine takes to schedule the pump, or
-        until the pump has made no progress by deadline (the host stopped
-        reading). What a background writer adds meanwhile is not waited for:
-        it goes out with a later run."""
+        """Sends on everything written to the pipe before the call: what the
+        pump has taken, once it has sent it (however long a loaded machine
+        takes to schedule it, unless it has made no progress by deadline: the
+        host stopped reading), and the rest itself, which spares a run's end
+        the wait for the pump to be scheduled. What a background writer adds
+        meanwhile is not waited for: it goes out with a later run."""
         n = array.array("i", [0])
         with self._cond:
             try:
@@ -656,6 +661,17 @@ class Pump:
                 return
             target = self._taken + n[0]
             while self._sent < target and self._thread.is_alive():
+                if self._taken == self._sent:  # the pump holds nothing: send the rest from here
+                    try:
+                        data = os.read(self._fd, min(target - self._taken, CHUNK))
+                    except BlockingIOError:
+                        return
+                    if not data:
+                        return
+                    self._taken += len(data)
+                    self._ch.send(self._kind, data)  # under the lock, so the pump sends nothing before it
+                    self._sent += len(data)
+                    continue
                 sent = self._sent
                 self._cond.wait(max(deadline - time.monotonic(), 0))
                 if self._sent == sent and time.monotonic() >= deadline:
