@@ -97,7 +97,7 @@ case "${1:-}" in
   *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS]]" >&2; exit 2 ;;
 esac
 
-echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
+echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
 echo "## the same with Podman reached over ssh (a loopback sshd the benchmark starts)"
@@ -117,11 +117,14 @@ echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000
 bench ./cmd/codebridge 'ToolCall' 3x
 echo "## one audit line (write under the folder lock, rotation check)"
 bench ./bridge/audit 'Record' 20000x
-echo "## the protocol's and Python's share: a request answered at once by the host, over local pipes"
+echo "## the protocol's and Python's share over local pipes: a request answered at once by the host; print('ok') back to back and paced"
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
 echo "## the start-up sweep: 1,000 containers a dead codebridge left (created, never started)"
 CODEBRIDGE_BENCH_STALE=1000 bench ./runtime/podman 'RemoveStale' 1x
+echo "## 200 sandboxes of one codebridge ending together: in turns, then all at once as before (cleanup processes, load)"
+CODEBRIDGE_BENCH_EXIT=200 go test ./runtime/podman -run '^$' -bench 'MassExit' -benchtime 1x -count 1 -v 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|massexit'
+CODEBRIDGE_BENCH_EXIT=200 CODEBRIDGE_BENCH_EXIT_AT_ONCE=1 go test ./runtime/podman -run '^$' -bench 'MassExit' -benchtime 1x -count 1 -v 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|massexit'
 echo "## config folder: file written -> new configuration applied"
 bench ./discovery 'ReloadLatency' 50x
 echo "## downstream pool: echo call through the pool, server-everything start"

@@ -76,8 +76,8 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
   go run ./cmd/codebridge setup --engine docker --yes
   go run ./cmd/codebridge setup --engine docker --yes --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
-  # One dockerd serves every codebridge here (Podman gives each its own
-  # service): 20 siblings closing at once, not the 50 of the Podman phase.
+  # One dockerd serves every codebridge here: 20 siblings closing at once,
+  # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
     go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
   scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"

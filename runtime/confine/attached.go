@@ -149,14 +149,15 @@ func (c conn) Close() error {
 	return nil
 }
 
-// EndStream ends the container's protocol stream: its socket, or the
+// EndStream ends the container's protocol stream: it shuts its socket
+// down ([Channel.ShutDown]: the process exits at once), or closes the
 // attach stream's stdin (the process reads the end of its input), and
 // unblocks every read and write on it. The attach connection stays open, so
 // its end ([Attached.Done]) still tells when the process has exited; the
 // pump drains the output until then. Ending again does nothing.
 func (a *Attached) EndStream() {
 	if a.ch != nil {
-		a.ch.Close()
+		a.ch.ShutDown()
 	}
 	if a.conn == nil {
 		return
@@ -187,9 +188,13 @@ func (a *Attached) End(ctx context.Context, stop <-chan struct{}, d time.Duratio
 }
 
 // CloseStreams ends the stream and closes the attach connection too. The
-// container's process exits when its stream ends. Closing again does
-// nothing.
+// container's process exits when its stream ends: a socket closed, not shut
+// down, tells it that codebridge ends, so it exits at its exit turn, if
+// the driver gave it one. Closing again does nothing.
 func (a *Attached) CloseStreams() {
+	if a.ch != nil {
+		a.ch.Close() // first: the process must not see a shutdown
+	}
 	a.EndStream()
 	if a.conn != nil {
 		a.conn.Close()

@@ -39,7 +39,13 @@ var unavailable = confine.Unavailable
 // Timeouts of requests to Podman. Every request has a deadline; the caller's
 // ctx may shorten it.
 const (
-	requestTimeout = 30 * time.Second // create, start, inspect, kill, remove, list
+	requestTimeout = 30 * time.Second // create, start, inspect, kill, remove
+	// listTimeout bounds a list of containers: Podman takes every
+	// container's lock for it, and containers exiting in numbers hold those
+	// locks while their cleanup processes queue for the storage lock (over
+	// 30 s seen on a loaded 2-core machine). Nothing waits on a list but the
+	// background sweep and tests.
+	listTimeout    = 2 * time.Minute
 	pingTimeout    = 5 * time.Second  // one connection attempt
 	serviceStartup = 20 * time.Second // a spawned 'podman system service' must answer within this
 	pullTimeout    = 10 * time.Minute
@@ -58,6 +64,9 @@ type Options struct {
 	StateDir string
 	// Logger receives progress and diagnostics; nil discards them.
 	Logger *slog.Logger
+	// idle is how long a service Connect starts stays after its last
+	// client; 0 means serviceIdle. Tests shorten it.
+	idle time.Duration
 	// Declined, if non-nil, is told, once per connection, that a container
 	// could not connect to its socket ([confine.Spec.Channel]) and talks through
 	// Podman's attach stream instead, which makes its requests slower: its
@@ -72,7 +81,10 @@ type Client struct {
 	uri        string
 	apiVersion string // the server's libpod API version, e.g. "4.3.1"
 	log        *slog.Logger
-	svc        *service          // a service Connect started, or nil
+	svc        *service      // the shared service Connect started or joined, or nil
+	stopHold   chan struct{} // closed by Close: ends holdService
+	closeOnce  sync.Once
+	holding    sync.WaitGroup    // holdService
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
 
@@ -83,9 +95,10 @@ type Client struct {
 // Connect finds a Podman API and returns a client for it. In order it tries:
 // opts.URI or $CONTAINER_HOST (only that, when set), the rootless socket
 // $XDG_RUNTIME_DIR/podman/podman.sock, the rootful /run/podman/podman.sock, and
-// finally starts 'podman system service' itself on a private socket in
-// opts.StateDir, which [Client.Close] stops. Errors that mean Podman cannot be
-// used match [ErrUnavailable] and say what to do.
+// finally the 'podman system service' the codebridge processes of this user
+// share, on a socket in opts.StateDir, starting it if none answers there
+// (service.go). Errors that mean Podman cannot be used match
+// [ErrUnavailable] and say what to do.
 func Connect(ctx context.Context, opts Options) (*Client, error) {
 	log := opts.Logger
 	if log == nil {
@@ -134,15 +147,13 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := startService(bin, stateDir(opts.StateDir), log)
+	svc, err := c.shareService(ctx, bin, stateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
 		return nil, err
 	}
-	if err := c.dialWait(ctx, svc); err != nil {
-		svc.stop()
-		return nil, err
-	}
 	c.svc = svc
+	c.stopHold = make(chan struct{})
+	c.holding.Go(func() { c.holdService(c.stopHold) })
 	return c, nil
 }
 
@@ -268,6 +279,7 @@ func (c *Client) dial(ctx context.Context, d destination) error {
 
 // dialWait connects to a service just started, retrying until it answers.
 func (c *Client) dialWait(ctx context.Context, svc *service) error {
+	ch := svc.child
 	ctx, cancel := context.WithTimeout(ctx, serviceStartup)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -280,15 +292,15 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 			}
 		}
 		select {
-		case <-svc.exited:
-			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
-				svc.diagnostics(), svc.uri(), SetupHint)
+		case <-ch.exited:
+			return unavailable(ch.waitErr, "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
+				ch.diagnostics(), svc.uri(), SetupHint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
 			return unavailable(last, "podman system service did not answer at %s within %s: %s; try 'podman system service --time=0' by hand",
-				svc.uri(), serviceStartup, svc.diagnostics())
+				svc.uri(), serviceStartup, ch.diagnostics())
 		case <-tick.C:
 		}
 	}
@@ -300,14 +312,16 @@ func (c *Client) URI() string { return c.uri }
 // APIVersion is the Podman API version the service reports, e.g. 4.3.1.
 func (c *Client) APIVersion() string { return c.apiVersion }
 
-// Private reports whether Connect started the Podman service itself.
+// Private reports whether the Podman service is the one codebridge
+// processes start and share, rather than one the user runs.
 func (c *Client) Private() bool { return c.svc != nil }
 
-// Close stops the Podman service Connect started, if any. Containers are not
-// touched: remove them first (as [Sandbox.Close] does).
+// Close closes c's connections. A shared service stays for others, and
+// exits once nobody has used it for a while. Containers are not touched.
 func (c *Client) Close() error {
 	if c.svc != nil {
-		c.svc.stop()
+		c.closeOnce.Do(func() { close(c.stopHold) })
+		c.holding.Wait()
 	}
 	if t, ok := c.conn.Client.Transport.(*http.Transport); ok {
 		t.CloseIdleConnections()
@@ -410,7 +424,7 @@ func rootCause(err error) error {
 
 // Present reports, without connecting, whether Podman looks usable here:
 // CONTAINER_HOST or CONTAINER_CONNECTION is set, a Podman socket exists, or
-// the podman command is installed (codebridge starts a private service).
+// the podman command is installed (codebridge starts a service).
 func Present() bool {
 	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" {
 		return true

@@ -153,7 +153,11 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 	if err := req.Write(conn); err != nil {
 		return nil, fmt.Errorf("sending attach request: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
+	// Small: it holds the answer's header, and the frames of the stream that
+	// follows are read through it into the demultiplexer's own buffer (of a
+	// sandbox that talks over its socket, there are none); a thousand
+	// sessions would hold 64 MB with a 64 KiB one.
+	br := bufio.NewReaderSize(conn, 4<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -267,8 +271,9 @@ func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
-	// has exited, 409 in later versions.
-	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) ||
+	// has exited, 409 in later versions; and 500 "no such container" for one
+	// its auto-remove is removing at that moment.
+	if err == nil || isStatus(err, http.StatusConflict) || isGone(err) ||
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
@@ -326,7 +331,7 @@ func (c *Client) List(ctx context.Context) ([]Summary, error) {
 	filters, _ := json.Marshal(map[string][]string{"label": {confine.LabelManaged + "=true"}})
 	q := url.Values{"all": {"true"}, "filters": {string(filters)}}
 	var list []Summary
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
+	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
 		return nil, fmt.Errorf("listing codebridge containers: %w", err)
 	}
 	return list, nil
