@@ -8,6 +8,10 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
+#   scripts/bench.sh engines  per engine (Podman, and Docker on a private dockerd
+#                             that scripts/dockerd.sh starts and stops): a container
+#                             start, a session's print(1) through an MCP client, a
+#                             tool call from code (docs/engines.md).
 #   scripts/bench.sh sessions [FLAGS]
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
@@ -58,16 +62,40 @@ end_sessions() {
     done
 }
 
-case "${1:-}" in
-  tokens) tokens; exit ;;
-  sessions) shift; sessions "$@"; exit ;;
-  "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | sessions [FLAGS]]" >&2; exit 2 ;;
-esac
-
 bench() { # package, pattern, benchtime
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
 }
+
+# engines runs the same three benchmarks on each engine; Docker's is a private
+# dockerd (its images cached, built by codebridge setup --engine docker when
+# missing), stopped at the end or on an interrupt.
+engines() {
+  npm_trees servers clients
+  local engine
+  for engine in podman docker; do
+    if [ "$engine" = docker ]; then
+      eval "$(scripts/dockerd.sh start)"
+      trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
+      go run ./cmd/codebridge setup --engine docker --yes >&2
+    fi
+    echo "## $engine: a container started until its Python answers print(1)"
+    MCP_BRIDGE_ENGINE=$engine bench ./runtime/$engine '^BenchmarkStart$' 20x
+    echo "## $engine: run_python(\"print(1)\") in a live session through an MCP client (socket; attach stream)"
+    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+    echo "## $engine: one tool call from sandboxed code (1,000 echo calls to server-everything)"
+    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
+  done
+  scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
+  trap - EXIT
+}
+
+case "${1:-}" in
+  tokens) tokens; exit ;;
+  sessions) shift; sessions "$@"; exit ;;
+  engines) engines; exit ;;
+  "") npm_trees servers clients ;;
+  *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS]]" >&2; exit 2 ;;
+esac
 
 echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x

@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -110,6 +109,7 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 		"MCP_BRIDGE_CONFIG_DIR=" + configDir,
 		"MCP_BRIDGE_STATE_DIR=" + t.TempDir(),
 		"MCP_BRIDGE_IMAGE=" + testenv.Image(),
+		"MCP_BRIDGE_ENGINE=" + testenv.Engine(),
 		"MCP_BRIDGE_LOG_LEVEL=debug",
 	}, extra...)...)
 }
@@ -249,12 +249,12 @@ func callRunPython(t testing.TB, cs *mcp.ClientSession, params *mcp.CallToolPara
 	return r
 }
 
+// requirePodman skips t (fails it in CI) when the engine the tests run
+// against (testenv.Engine: Podman, or Docker in scripts/test.sh's Docker
+// phase) or its sandbox image is missing.
 func requirePodman(t testing.TB) {
 	t.Helper()
-	testenv.RequirePodmanBinary(t)
-	if out, err := exec.Command("podman", "image", "exists", testenv.Image()).CombinedOutput(); err != nil {
-		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh ("+strings.TrimSpace(string(out))+")")
-	}
+	testenv.RequireImage(t, testenv.Image())
 }
 
 // containersOf lists the containers that the codebridge process pid created
@@ -273,14 +273,9 @@ func ownerLabel(pid int) string {
 // ownedContainers lists the codebridge containers of these owners.
 func ownedContainers(t testing.TB, owners ...string) []string {
 	t.Helper()
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+confine.LabelManaged+"=true",
-		"--format", `{{.ID}} {{index .Labels "`+confine.LabelOwner+`"}}`).Output()
-	if err != nil {
-		t.Fatalf("podman ps: %v", err)
-	}
 	var ids []string
-	for line := range strings.Lines(string(out)) {
-		if id, owner, ok := strings.Cut(strings.TrimSpace(line), " "); ok && slices.Contains(owners, owner) {
+	for id, owner := range testenv.ManagedContainers(t) {
+		if slices.Contains(owners, owner) {
 			ids = append(ids, id)
 		}
 	}
@@ -464,10 +459,12 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	}
 }
 
-// TestPodmanMissing: with no Podman at all, codebridge still starts, lists its
-// tool, and run_python explains what to install.
+// TestPodmanMissing: with no Podman at all (no Docker daemon, in the Docker
+// phase), codebridge still starts, lists its tool, and run_python explains
+// what to install or start.
 func TestPodmanMissing(t *testing.T) {
-	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"))
+	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"),
+		"DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"))
 	for i, kv := range env {
 		if strings.HasPrefix(kv, "PATH=") {
 			env[i] = "PATH=" + t.TempDir() // no podman binary anywhere
@@ -485,7 +482,11 @@ func TestPodmanMissing(t *testing.T) {
 	if r.Out.ExitCode != -1 {
 		t.Errorf("exit_code %d, want -1: the code never ran", r.Out.ExitCode)
 	}
-	if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
+	if testenv.Engine() == "docker" {
+		if !strings.Contains(r.Text, "Docker not reachable") || !strings.Contains(r.Text, "start Docker") || !strings.Contains(r.Text, "DOCKER_HOST") {
+			t.Errorf("message does not say what to do: %q", r.Text)
+		}
+	} else if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
 		t.Errorf("message does not say what to do: %q", r.Text)
 	}
 }

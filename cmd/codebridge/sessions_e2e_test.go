@@ -169,7 +169,7 @@ func countRuns(steps []tsStep) int {
 	return n
 }
 
-// containerGone waits until Podman no longer knows the container whose short
+// containerGone waits until the engine no longer knows the container whose short
 // id (the sandbox's hostname) is id.
 func containerGone(t *testing.T, id string) {
 	t.Helper()
@@ -177,7 +177,7 @@ func containerGone(t *testing.T, id string) {
 		t.Fatalf("not a container id: %q", id)
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for exec.Command("podman", "container", "exists", id).Run() == nil {
+	for testenv.ContainerExists(t, id) {
 		if time.Now().After(deadline) {
 			t.Fatalf("container %s still exists 60 s after its session ended", id)
 		}
