@@ -38,8 +38,8 @@ func driver(t testing.TB) enginetest.Driver {
 			if err != nil {
 				return "", err
 			}
-			ct.closeStreams() // it runs on, without its streams
-			return ct.ID, nil
+			ct.CloseStreams() // it runs on, without its streams
+			return ct.ID(), nil
 		},
 		List: func(ctx context.Context) (map[string]map[string]string, error) {
 			list, err := c.List(ctx)
@@ -72,9 +72,7 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		e.mu.Lock()
-		ec := e.client
-		e.mu.Unlock()
+		ec := e.client()
 		if err := e.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -24,7 +25,7 @@ import (
 // write Stdin from one goroutine each; the other methods are safe for
 // concurrent use.
 type Container struct {
-	ID string
+	id string
 	*confine.Attached
 
 	c       *Client
@@ -38,6 +39,26 @@ type Container struct {
 
 	mu      sync.Mutex // protects following
 	removed bool
+}
+
+// ID is the container's ID.
+func (ct *Container) ID() string { return ct.id }
+
+// Started is when the container started.
+func (ct *Container) Started() time.Time { return ct.started }
+
+// Streams are the container's attached streams.
+func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+
+// Exit waits for the container to stop and reports its exit code and
+// whether it was killed for exceeding its memory limit. It has no deadline
+// of its own: give ctx one.
+func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
+	if code, err = ct.Wait(ctx); err != nil {
+		return -1, false, err
+	}
+	oom, err = ct.OOMKilled(ctx)
+	return code, oom, err
 }
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
@@ -93,32 +114,32 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
 	for _, w := range created.Warnings {
-		c.log.Warn("docker create warning", "container", shortID(created.ID), "warning", w)
+		c.log.Warn("docker create warning", "container", engine.ShortID(created.ID), "warning", w)
 	}
-	ct := &Container{ID: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
+	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", shortID(ct.ID), "err", rerr)
+			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
 		}
 		return nil, err
 	}
 
 	q := url.Values{"stdin": {"1"}, "stdout": {"1"}, "stderr": {"1"}, "stream": {"1"}}
-	conn, br, err := c.hijack(ctx, "/containers/"+ct.ID+"/attach", q)
+	conn, br, err := c.hijack(ctx, "/containers/"+ct.id+"/attach", q)
 	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", shortID(ct.ID), err))
+		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
 	}
-	ct.Attach(conn, br, "container "+shortID(ct.ID)+": docker attach")
+	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": docker attach")
 
 	// The exit code is asked for before the start: the container removes
 	// itself once it has exited, and with it its state.
 	if err := ct.watchExit(ctx); err != nil {
-		return fail(fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err))
+		return fail(fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err))
 	}
-	if err := c.do(ctx, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
-		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
+	if err := c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()
 	if ch != nil {
@@ -131,7 +152,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 // the container has exited and the daemon has removed it) and reads its
 // answer in the background; it returns once the daemon has taken the
 // request. The request ends with the container, or when its streams are
-// closed ([Container.closeStreams]).
+// closed ([Container.CloseStreams]).
 func (ct *Container) watchExit(ctx context.Context) error {
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	ct.stopWait = stop
@@ -141,7 +162,7 @@ func (ct *Container) watchExit(ctx context.Context) error {
 	// The daemon sends the headers at once and the body when the container
 	// is gone: only the wait for the headers is bounded by ctx.
 	stopHeaders := context.AfterFunc(hctx, stop)
-	resp, err := ct.c.request(wctx, http.MethodPost, "/containers/"+ct.ID+"/wait", q, nil)
+	resp, err := ct.c.request(wctx, http.MethodPost, "/containers/"+ct.id+"/wait", q, nil)
 	stopHeaders()
 	if err != nil {
 		stop()
@@ -173,7 +194,7 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 	case <-ct.exited:
 		return ct.code, ct.waitErr
 	case <-ctx.Done():
-		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), ctx.Err())
+		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), ctx.Err())
 	}
 }
 
@@ -194,11 +215,11 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 // more) is not an error.
 func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
-	err := ct.c.do(ctx, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	err := ct.c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", shortID(ct.ID), err)
+	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
@@ -208,19 +229,20 @@ func (ct *Container) Remove(ctx context.Context) error {
 	already := ct.removed
 	ct.removed = true
 	ct.mu.Unlock()
-	defer ct.closeStreams()
+	defer ct.CloseStreams()
 	if already {
 		return nil
 	}
 	ct.killed.Store(true)
-	return ct.c.remove(ctx, ct.ID)
+	return ct.c.remove(ctx, ct.id)
 }
 
-// closeStreams ends the stream, closes the attach connection and gives up
-// the wait for the exit code. The container's process exits when its stream
-// ends. Closing again does nothing.
-func (ct *Container) closeStreams() {
-	ct.CloseStreams()
+// CloseStreams ends the stream, closes the attach connection
+// ([confine.Attached.CloseStreams]) and gives up the wait for the exit
+// code. The container's process exits when its stream ends. Closing again
+// does nothing.
+func (ct *Container) CloseStreams() {
+	ct.Attached.CloseStreams()
 	if ct.stopWait != nil {
 		ct.stopWait()
 	}
@@ -232,14 +254,14 @@ func (c *Client) remove(ctx context.Context, id string) error {
 	if err == nil || isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusConflict) && strings.Contains(err.Error(), "in progress") {
 		return nil
 	}
-	return fmt.Errorf("removing container %s: %w", shortID(id), err)
+	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
 }
 
 // inspect returns whether the container exists and is running.
 func (c *Client) inspect(ctx context.Context, id string) (running bool, err error) {
 	var data struct{ State struct{ Running bool } }
 	if err := c.do(ctx, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return false, fmt.Errorf("inspecting container %s: %w", shortID(id), err)
+		return false, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
 	}
 	return data.State.Running, nil
 }
@@ -315,9 +337,9 @@ func (c *Client) removeStale(ctx context.Context, self confine.Owner, grace time
 	return n, errors.Join(errs...)
 }
 
-// removeByClient removes every container created through a client with
-// one of these labels.
-func (c *Client) removeByClient(ctx context.Context, clients ...string) (int, error) {
+// RemoveByClient removes every container created through a client with
+// one of these labels ([Client.Label]).
+func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, error) {
 	list, err := c.List(ctx)
 	if err != nil {
 		return 0, err
@@ -344,21 +366,14 @@ func (ct *Container) negotiate() {
 	declined := func(reason string) {
 		ct.c.declined.Do(func() {
 			if ct.c.onDeclined != nil {
-				ct.c.onDeclined(shortID(ct.ID), reason)
+				ct.c.onDeclined(engine.ShortID(ct.id), reason)
 				return
 			}
 			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower",
-				"container", shortID(ct.ID), "reason", reason)
+				"container", engine.ShortID(ct.id), "reason", reason)
 		})
 	}
-	ct.Negotiate(declined, ct.c.log.With("container", shortID(ct.ID)))
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
+	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

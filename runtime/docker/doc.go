@@ -15,9 +15,10 @@
 // HOST docker system dial-stdio'), else the current Docker context
 // (DOCKER_CONTEXT, else the config's currentContext), else rootless Docker's
 // socket, Docker Desktop's, and /var/run/docker.sock. [Client.Start]
-// creates, attaches to and starts a container; [Engine] starts containers
-// from one spec, resolves or pulls the image once, and sweeps what dead
-// codebridge processes left.
+// creates, attaches to and starts a container; [Engine] is the engines'
+// shared life cycle (runtime/engine: connecting, the image resolved or
+// pulled once, the sweep of what dead codebridge processes left) on a
+// [Client].
 //
 // Every container gets the same hardening as on Podman: read-only root, no
 // network, no capabilities, no-new-privileges, an unprivileged user, memory

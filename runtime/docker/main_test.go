@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared.c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if n, err := shared.c.removeByClient(ctx, shared.c.owner[labelClient]); err != nil || n > 0 {
+		if n, err := shared.c.RemoveByClient(ctx, shared.c.owner[labelClient]); err != nil || n > 0 {
 			fmt.Fprintf(os.Stderr, "docker tests left %d containers behind (now removed), err %v\n", n, err)
 			if code == 0 {
 				code = 1

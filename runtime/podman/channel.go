@@ -2,6 +2,7 @@ package podman
 
 import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // A container's stream ([Box.Stream]) is its attached stdin and stdout,
@@ -23,12 +24,12 @@ func (ct *Container) negotiate() {
 	declined := func(reason string) {
 		ct.c.declined.Do(func() {
 			if ct.c.onDeclined != nil {
-				ct.c.onDeclined(shortID(ct.ID), reason)
+				ct.c.onDeclined(engine.ShortID(ct.id), reason)
 				return
 			}
 			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower",
-				"container", shortID(ct.ID), "reason", reason)
+				"container", engine.ShortID(ct.id), "reason", reason)
 		})
 	}
-	ct.Negotiate(declined, ct.c.log.With("container", shortID(ct.ID)))
+	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
 }

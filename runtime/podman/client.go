@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
@@ -87,6 +87,10 @@ type Client struct {
 	holding    sync.WaitGroup    // holdService
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
+	stateDir   string            // see [Options.StateDir]; "" is [engine.StateDir]'s default
+
+	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
+	placed  string     // where the profile was put on a Podman host that does not share this one's files
 
 	declined   sync.Once // a container could not connect to its socket; told once
 	onDeclined func(container, reason string)
@@ -106,6 +110,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c := newClient(log)
 	c.onDeclined = opts.Declined
+	c.stateDir = opts.StateDir
 
 	dest, err := explicitDest(ctx, opts.URI)
 	if err != nil {
@@ -147,7 +152,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := c.shareService(ctx, bin, stateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
+	svc, err := c.shareService(ctx, bin, engine.StateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
 		return nil, err
 	}
@@ -242,16 +247,6 @@ func defaultSockets() []string {
 		socks = append(socks, filepath.Join(dir, "podman", "podman.sock"))
 	}
 	return append(socks, rootfulSocket)
-}
-
-func stateDir(dir string) string {
-	if dir != "" {
-		return dir
-	}
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		return filepath.Join(rt, "codebridge")
-	}
-	return filepath.Join(os.TempDir(), "codebridge-"+strconv.Itoa(os.Getuid()))
 }
 
 // dial connects to d once, within pingTimeout.

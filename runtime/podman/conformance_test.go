@@ -40,7 +40,7 @@ func driver(t testing.TB) enginetest.Driver {
 				return "", err
 			}
 			ct.CloseStreams() // it runs on, without its streams
-			return ct.ID, nil
+			return ct.ID(), nil
 		},
 		List: func(ctx context.Context) (map[string]map[string]string, error) {
 			list, err := c.List(ctx)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -28,7 +29,7 @@ import (
 // write Stdin from one goroutine each; the other methods are safe for
 // concurrent use.
 type Container struct {
-	ID string
+	id string
 	*confine.Attached
 
 	c       *Client
@@ -37,6 +38,26 @@ type Container struct {
 
 	mu      sync.Mutex // protects following
 	removed bool
+}
+
+// ID is the container's ID.
+func (ct *Container) ID() string { return ct.id }
+
+// Started is when the container started.
+func (ct *Container) Started() time.Time { return ct.started }
+
+// Streams are the container's attached streams.
+func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+
+// Exit waits for the container to stop and reports its exit code and
+// whether it was killed for exceeding its memory limit. It has no deadline
+// of its own: give ctx one.
+func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
+	if code, err = ct.Wait(ctx); err != nil {
+		return -1, false, err
+	}
+	oom, err = ct.OOMKilled(ctx)
+	return code, oom, err
 }
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
@@ -84,26 +105,26 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
 	for _, w := range created.Warnings {
-		c.log.Warn("podman create warning", "container", shortID(created.ID), "warning", w)
+		c.log.Warn("podman create warning", "container", engine.ShortID(created.ID), "warning", w)
 	}
-	ct := &Container{ID: created.ID, Attached: confine.NewAttached(ch), c: c}
+	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", shortID(ct.ID), "err", rerr)
+			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
 		}
 		return nil, err
 	}
 
-	conn, br, err := c.attach(ctx, ct.ID)
+	conn, br, err := c.attach(ctx, ct.id)
 	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", shortID(ct.ID), err))
+		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
 	}
-	ct.Attach(conn, br, "container "+shortID(ct.ID)+": podman attach")
+	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
 
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
-		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
+	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()
 	if ch != nil {
@@ -196,14 +217,14 @@ func isGone(err error) bool {
 // diedCode returns the exit code of the container from the "died" event
 // Podman recorded when it exited, waiting for that event if follow is set.
 func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
-	filters, _ := json.Marshal(map[string][]string{"container": {ct.ID}, "event": {"died"}})
+	filters, _ := json.Marshal(map[string][]string{"container": {ct.id}, "event": {"died"}})
 	// The events file holds every container's events: read only those
 	// since this container started.
 	since := cmp.Or(ct.started, time.Now().Add(-time.Hour)).Add(-time.Minute)
 	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
 	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
-		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
+		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -215,7 +236,7 @@ func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", shortID(ct.ID), err)
+			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", engine.ShortID(ct.id), err)
 		}
 		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
 			return code, nil
@@ -225,7 +246,7 @@ func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 
 // Inspect returns the container's state.
 func (ct *Container) Inspect(ctx context.Context) (State, error) {
-	return ct.c.inspect(ctx, ct.ID)
+	return ct.c.inspect(ctx, ct.id)
 }
 
 func (c *Client) inspect(ctx context.Context, id string) (State, error) {
@@ -238,7 +259,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 		}
 	}
 	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return State{}, fmt.Errorf("inspecting container %s: %w", shortID(id), err)
+		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
 	}
 	s := data.State
 	return State{Status: s.Status, Running: s.Running, ExitCode: s.ExitCode, OOMKilled: s.OOMKilled}, nil
@@ -269,7 +290,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 // more) is not an error.
 func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
-	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
 	// has exited, 409 in later versions; and 500 "no such container" for one
 	// its auto-remove is removing at that moment.
@@ -277,7 +298,7 @@ func (ct *Container) Kill(ctx context.Context) error {
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", shortID(ct.ID), err)
+	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
@@ -291,7 +312,7 @@ func (ct *Container) Remove(ctx context.Context) error {
 	if already {
 		return nil
 	}
-	return ct.c.remove(ctx, ct.ID)
+	return ct.c.remove(ctx, ct.id)
 }
 
 func (c *Client) remove(ctx context.Context, id string) error {
@@ -310,11 +331,11 @@ func (c *Client) remove(ctx context.Context, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("removing container %s: %w", shortID(id), err)
+			return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("removing container %s: %w", shortID(id), err)
+	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
 }
 
 // Summary describes a container in [Client.List].
@@ -392,13 +413,6 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 
 // removeParallel is how many removals [Client.RemoveStale] asks for at once.
 const removeParallel = 8
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
 
 // deadlineCtx returns a context for clean-up work that must happen even when
 // ctx has ended, bounded by d.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 func waitExit(t *testing.T, ct *Container) int {
@@ -101,7 +102,7 @@ func TestKillRemove(t *testing.T) {
 	if err := ct.Remove(t.Context()); err != nil {
 		t.Errorf("second Remove: %v", err)
 	}
-	if err := c.remove(t.Context(), ct.ID); err != nil {
+	if err := c.remove(t.Context(), ct.ID()); err != nil {
 		t.Errorf("removing a container that is gone: %v", err)
 	}
 	list, err := c.List(t.Context())
@@ -109,8 +110,8 @@ func TestKillRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range list {
-		if s.ID == ct.ID {
-			t.Errorf("container %s still listed after Remove: %+v", shortID(ct.ID), s)
+		if s.ID == ct.ID() {
+			t.Errorf("container %s still listed after Remove: %+v", engine.ShortID(ct.ID()), s)
 		}
 	}
 	if _, err := ct.Inspect(t.Context()); !isStatus(err, 404) {

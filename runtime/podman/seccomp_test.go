@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 func TestSharesFiles(t *testing.T) {
@@ -54,7 +55,7 @@ func TestPlaceSeccompProfile(t *testing.T) {
 	}
 	for _, s := range list {
 		if s.Labels[labelClient] == c.owner[labelClient] {
-			t.Errorf("container %s left behind by placing the profile", shortID(s.ID))
+			t.Errorf("container %s left behind by placing the profile", engine.ShortID(s.ID))
 		}
 	}
 }
@@ -101,16 +102,15 @@ func TestSeccompRewritten(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the profile is used only with a Podman on this Linux host")
 	}
-	e := NewEngine(EngineOptions{StateDir: t.TempDir()})
-	c := &Client{uri: "unix:///run/podman/podman.sock"}
-	path, err := e.seccomp(t.Context(), c, "")
+	c := &Client{uri: "unix:///run/podman/podman.sock", stateDir: t.TempDir()}
+	path, err := c.seccomp(t.Context(), "")
 	if err != nil || path == "" {
 		t.Fatalf("seccomp: %q, %v", path, err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := e.seccomp(t.Context(), c, ""); err != nil || again != path {
+	if again, err := c.seccomp(t.Context(), ""); err != nil || again != path {
 		t.Fatalf("seccomp again: %q, %v; want %q", again, err, path)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -128,8 +128,8 @@ func TestSeccompUnwritable(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e := NewEngine(EngineOptions{StateDir: filepath.Join(file, "state")})
-	path, err := e.seccomp(t.Context(), &Client{uri: "unix:///run/podman/podman.sock"}, "")
+	c := &Client{uri: "unix:///run/podman/podman.sock", stateDir: filepath.Join(file, "state")}
+	path, err := c.seccomp(t.Context(), "")
 	if err == nil || !strings.Contains(err.Error(), "seccomp profile") {
 		t.Fatalf("seccomp: %q, %v; want an error about the profile", path, err)
 	}
