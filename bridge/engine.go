@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,13 +55,15 @@ type engineInfo struct {
 // engine only when used. It is the one place where an engine is chosen by
 // name.
 func newEngine(cfg settings.Config, logger *slog.Logger) (engine, error) {
-	name := "podman" // the one driver so far; a setting will choose
+	name := cmp.Or(cfg.Engine, settings.EnginePodman)
 	spec := sandboxSpec(cfg)
 	switch name {
-	case "podman":
+	case settings.EnginePodman:
 		return newPodmanEngine(cfg, spec, logger), nil
+	case settings.EngineKubernetes:
+		return newKubeEngine(cfg, spec, logger), nil
 	}
-	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman", name)
+	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman and kubernetes", name)
 }
 
 // sandboxSpec is the container every engine starts, from the settings.

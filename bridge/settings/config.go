@@ -18,6 +18,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
+// Container engines of the engine setting ([Config.Engine]).
+const (
+	EnginePodman     = "podman"     // runtime/podman
+	EngineKubernetes = "kubernetes" // runtime/kube: each sandbox a pod
+)
+
 // EnvPrefix starts every environment variable codebridge reads. The names match
 // the reference Python bridge's, so users can switch without editing configs.
 const EnvPrefix = "MCP_BRIDGE_"
@@ -27,6 +33,8 @@ const EnvPrefix = "MCP_BRIDGE_"
 // flag is a layer of Load, not an edit afterwards); new settings make a new
 // Config.
 type Config struct {
+	Engine         string        // container engine: EnginePodman or EngineKubernetes
+	K8sNamespace   string        // the namespace of the sandbox pods; "" the kubeconfig context's
 	Image          string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
 	Timeout        time.Duration // default run_python time limit
 	MaxTimeout     time.Duration // upper bound for a caller's timeout
@@ -90,6 +98,23 @@ type setting struct {
 
 // settings is the table behind [LoadConfig] and the README's settings table.
 var settings = []setting{
+	{key: "engine", def: EnginePodman, help: "The container engine sandboxes run on: podman, or kubernetes (each sandbox a pod on the cluster KUBECONFIG's current context names, or the one codebridge runs in; see [Kubernetes](kubernetes.md)).",
+		apply: func(c *Config, v string) error {
+			switch v {
+			case EnginePodman, EngineKubernetes:
+				c.Engine = v
+				return nil
+			}
+			return errors.New("want podman or kubernetes")
+		}},
+	{key: "k8s_namespace", def: "", help: "With engine kubernetes, the namespace of the sandbox pods. Unset: the namespace of KUBECONFIG's current context, or of the pod codebridge runs in, else default.",
+		apply: func(c *Config, v string) error {
+			if v != "" && !validNamespace(v) {
+				return errors.New("want a Kubernetes namespace name: lower-case letters, digits and '-', at most 63")
+			}
+			c.K8sNamespace = v
+			return nil
+		}},
 	{key: "image", def: "", help: "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
 		apply: func(c *Config, v string) error { c.Image = v; return nil }},
 	{key: "timeout", def: "30", help: "Default run_python time limit, in seconds (or a Go duration such as 45s).",
@@ -383,4 +408,18 @@ func sizeAtMost(v string, limit int64) (int, error) {
 		return 0, fmt.Errorf("want a size from 1 byte to %dm", limit>>20)
 	}
 	return int(n), nil
+}
+
+// validNamespace reports whether v is a Kubernetes namespace name (a DNS
+// label).
+func validNamespace(v string) bool {
+	if len(v) > 63 || v[0] == '-' || v[len(v)-1] == '-' {
+		return false
+	}
+	for _, r := range v {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }

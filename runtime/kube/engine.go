@@ -631,3 +631,39 @@ func randomHex(n int) string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// ImageOnNodes reports whether a node of the cluster lists the image among
+// those it holds (a node lists its 50 largest). Where codebridge may not
+// list nodes (its role is namespaced), it cannot tell and says yes: the
+// pod's start then says what is missing.
+func (e *Engine) ImageOnNodes(ctx context.Context, image string) (bool, error) {
+	c, _, err := e.connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	var nodes struct {
+		Items []struct {
+			Status struct {
+				Images []struct {
+					Names []string `json:"names"`
+				} `json:"images"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := c.do(ctx, requestTimeout, http.MethodGet, "/api/v1/nodes", nil, nil, &nodes); err != nil {
+		if isStatus(err, http.StatusForbidden) {
+			return true, nil
+		}
+		return false, err
+	}
+	for _, n := range nodes.Items {
+		for _, img := range n.Status.Images {
+			for _, name := range img.Names {
+				if name == image || name == "docker.io/"+image || name == "docker.io/library/"+image {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}

@@ -330,11 +330,11 @@ const (
 func wrapLine(h confine.Hardened, attach bool) string {
 	var b strings.Builder
 	for _, r := range h.Rlimits {
-		flag, ok := map[string]string{"nofile": "-n", "nproc": "-u"}[r.Type]
+		flag, ok := map[string]string{"nofile": "-n", "nproc": "-p"}[r.Type]
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(&b, "ulimit -H %s %d && ulimit -S %s %d && ", flag, r.Hard, flag, r.Soft)
+		fmt.Fprintf(&b, "ulimit -S %s %d && ulimit -H %s %d && ", flag, r.Soft, flag, r.Hard)
 	}
 	if attach {
 		b.WriteString(`IFS= read -r _ && `)

@@ -1,0 +1,59 @@
+package kube
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// requireCluster returns the configuration of the cluster KUBECONFIG names,
+// or skips t (fails it in CI) when there is none that answers.
+// scripts/kube.sh up starts one; eval "$(scripts/kube.sh env)" names it.
+func requireCluster(t testing.TB) *Config {
+	t.Helper()
+	const fix = `run scripts/kube.sh up, then eval "$(scripts/kube.sh env)"`
+	if os.Getenv("KUBECONFIG") == "" {
+		testenv.Missing(t, "a Kubernetes cluster (KUBECONFIG)", fix)
+	}
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		testenv.Missing(t, "a Kubernetes cluster", fix+": "+err.Error())
+	}
+	c := NewClient(cfg)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Version(ctx); err != nil {
+		testenv.Missing(t, "a Kubernetes cluster that answers", fix+": "+err.Error())
+	}
+	return cfg
+}
+
+// newTestEngine returns an engine on the test cluster whose pods run spec
+// (the minimal sandbox image unless spec names one), served in the pod when
+// serve is set; Close deletes its pods when t ends.
+func newTestEngine(t testing.TB, spec confine.Spec, serve bool) *Engine {
+	t.Helper()
+	cfg := requireCluster(t)
+	if spec.Image == "" {
+		spec.Image = testenv.MinimalImage()
+	}
+	opts := Options{Config: cfg, Spec: spec, PullPolicy: "Never"}
+	if serve {
+		opts.Serve = &Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}
+	}
+	e := NewEngine(opts)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := e.Close(ctx); err != nil {
+			t.Errorf("closing the engine: %v", err)
+		}
+	})
+	return e
+}
