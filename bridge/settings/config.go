@@ -35,6 +35,7 @@ const EnvPrefix = "MCP_BRIDGE_"
 type Config struct {
 	Engine         string        // container engine: EnginePodman or EngineKubernetes
 	K8sNamespace   string        // the namespace of the sandbox pods; "" the kubeconfig context's
+	K8sSeccomp     string        // a Localhost seccomp profile for the sandbox pods; "" RuntimeDefault
 	Image          string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
 	Timeout        time.Duration // default run_python time limit
 	MaxTimeout     time.Duration // upper bound for a caller's timeout
@@ -113,6 +114,14 @@ var settings = []setting{
 				return errors.New("want a Kubernetes namespace name: lower-case letters, digits and '-', at most 63")
 			}
 			c.K8sNamespace = v
+			return nil
+		}},
+	{key: "k8s_seccomp_profile", def: "", help: "With engine kubernetes, the seccomp profile of the sandbox pods as a Localhost profile: its path under the kubelet's seccomp folder (`/var/lib/kubelet/seccomp`), where each node must hold codebridge's profile (`runtime/confine/seccomp.json`). Unset: the container runtime's default profile (RuntimeDefault), which lets code use `ptrace` and `io_uring` (see [Kubernetes](kubernetes.md#seccomp)).",
+		apply: func(c *Config, v string) error {
+			if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+				return errors.New("want a path relative to the kubelet's seccomp folder, e.g. codebridge.json")
+			}
+			c.K8sSeccomp = v
 			return nil
 		}},
 	{key: "image", def: "", help: "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",

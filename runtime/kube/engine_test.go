@@ -3,6 +3,8 @@ package kube
 import (
 	"bufio"
 	"io"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // TestKubernetesResumeFromAnotherReplica runs code in a sandbox pod, drops
@@ -78,5 +81,116 @@ func TestKubernetesAttach(t *testing.T) {
 	}
 	if b.Stderr() != "bye" {
 		t.Errorf("stderr %q, want bye", b.Stderr())
+	}
+}
+
+// TestKubernetesOOM: code past its memory limit is killed, and Exit says
+// so.
+func TestKubernetesOOM(t *testing.T) {
+	e := newTestEngine(t, confine.Spec{Command: []string{"python3", "-c", "print('allocating', flush=True); b = b'x' * (256 << 20); print('survived')"}, Memory: 64 << 20}, false)
+	b, err := e.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove(t.Context())
+	out, _ := io.ReadAll(b.Stream())
+	if string(out) != "allocating\n" {
+		t.Errorf("stdout %q, want only %q", out, "allocating\n")
+	}
+	if code, oom, err := b.Exit(t.Context()); err != nil || code != 137 || !oom {
+		t.Errorf("exit %d, oom %v, %v; want 137 (SIGKILL), true", code, oom, err)
+	}
+}
+
+// TestKubernetesCloseDeletesPods: an engine's Close deletes its pods, warm
+// or in a session, and no other replica's.
+func TestKubernetesCloseDeletesPods(t *testing.T) {
+	spec := confine.Spec{Command: python.Command(), Channel: python.ChannelEnv, Env: map[string]string{python.WaitLimitEnv: "300"}}
+	other := newTestEngine(t, spec, true)
+	kept, err := other.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEngine(t, spec, true)
+	var names []string
+	for range 3 {
+		b, err := e.Start(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, b.ID())
+	}
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the closed engine's pods are gone", func() bool {
+		pods, err := other.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if slices.Contains(names, p.Name) {
+				return false
+			}
+		}
+		return true
+	})
+	pods, err := other.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(pods, func(p PodSummary) bool { return p.Name == kept.ID() && !p.Deleted }) {
+		t.Errorf("the other replica's pod %s went too", kept.ID())
+	}
+}
+
+// TestKubernetesSweep: the sweep deletes ended pods and the pods of dead
+// codebridge processes of this host, and leaves the others.
+func TestKubernetesSweep(t *testing.T) {
+	dead := exec.Command("sleep", "3600")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadStart, _ := confine.ProcessStart(dead.Process.Pid)
+	dead.Process.Kill()
+	dead.Wait()
+	me := confine.Self()
+	host := me.Host
+	sleep := confine.Spec{Command: []string{"python3", "-c", "import time; time.sleep(600)"}}
+	e := newTestEngine(t, sleep, false)
+	owners := map[string]map[string]string{
+		"dead":       confine.Owner{Host: host, PID: dead.Process.Pid, Start: deadStart}.Labels(),
+		"live":       me.Labels(),
+		"other host": confine.Owner{Host: "not-" + host, PID: dead.Process.Pid}.Labels(),
+	}
+	ids := map[string]string{}
+	for name, owner := range owners {
+		b, err := e.StartOwned(t.Context(), sleep, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = b.ID()
+	}
+	ended, err := e.StartOwned(t.Context(), confine.Spec{Command: []string{"true"}}, me.Labels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ended.Exit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ids["ended"] = ended.ID()
+	wantGone := map[string]bool{"dead": true, "ended": true}
+	if _, err := e.Sweep(t.Context(), me, 0); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := e.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, id := range ids {
+		present := slices.ContainsFunc(pods, func(p PodSummary) bool { return p.Name == id && !p.Deleted })
+		if present == wantGone[name] {
+			t.Errorf("%s owner's pod: present %v, want %v", name, present, !wantGone[name])
+		}
 	}
 }

@@ -43,7 +43,7 @@ func newTestEngine(t testing.TB, spec confine.Spec, serve bool) *Engine {
 	if spec.Image == "" {
 		spec.Image = testenv.MinimalImage()
 	}
-	opts := Options{Config: cfg, Spec: spec, PullPolicy: "Never"}
+	opts := Options{Config: cfg, Spec: spec, Image: spec.Image, PullPolicy: "Never"}
 	if serve {
 		opts.Serve = &Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}
 	}
