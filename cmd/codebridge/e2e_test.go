@@ -19,6 +19,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -111,7 +112,16 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 		"MCP_BRIDGE_STATE_DIR=" + t.TempDir(),
 		"MCP_BRIDGE_IMAGE=" + testenv.Image(),
 		"MCP_BRIDGE_LOG_LEVEL=debug",
-	}, extra...)...)
+	}, append(engineSettings(), extra...)...)...)
+}
+
+// engineSettings are the settings that choose the engine the tests run
+// against: none for Podman, the default.
+func engineSettings() []string {
+	if kubetest.Enabled() {
+		return kubetest.Settings()
+	}
+	return nil
 }
 
 // session launches codebridge with env and connects the go-sdk client to it.
@@ -249,8 +259,15 @@ func callRunPython(t testing.TB, cs *mcp.ClientSession, params *mcp.CallToolPara
 	return r
 }
 
+// requirePodman skips t (fails it in CI) when the engine the tests run
+// against (Podman, or the Kubernetes cluster of scripts/test.sh's Kubernetes
+// phase: kubetest.Enabled) or its sandbox image is missing.
 func requirePodman(t testing.TB) {
 	t.Helper()
+	if kubetest.Enabled() {
+		kubetest.RequireImage(t, testenv.Image())
+		return
+	}
 	testenv.RequirePodmanBinary(t)
 	if out, err := exec.Command("podman", "image", "exists", testenv.Image()).CombinedOutput(); err != nil {
 		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh ("+strings.TrimSpace(string(out))+")")
@@ -270,9 +287,18 @@ func ownerLabel(pid int) string {
 	return host + "/" + strconv.Itoa(pid)
 }
 
-// ownedContainers lists the codebridge containers of these owners.
+// ownedContainers lists the codebridge containers (or pods) of these owners.
 func ownedContainers(t testing.TB, owners ...string) []string {
 	t.Helper()
+	if kubetest.Enabled() {
+		var names []string
+		for name, owner := range kubetest.Pods(t) {
+			if slices.Contains(owners, owner) {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
 	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+confine.LabelManaged+"=true",
 		"--format", `{{.ID}} {{index .Labels "`+confine.LabelOwner+`"}}`).Output()
 	if err != nil {

@@ -43,7 +43,9 @@ func newTestEngine(t testing.TB, spec confine.Spec, serve bool) *Engine {
 	if spec.Image == "" {
 		spec.Image = testenv.MinimalImage()
 	}
-	opts := Options{Config: cfg, Spec: spec, Image: spec.Image, PullPolicy: "Never"}
+	// scripts/test.sh's Kubernetes phase names codebridge's profile, which
+	// scripts/kube.sh puts on the node.
+	opts := Options{Config: cfg, Spec: spec, Image: spec.Image, PullPolicy: "Never", Seccomp: os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE")}
 	if serve {
 		opts.Serve = &Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}
 	}

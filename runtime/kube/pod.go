@@ -42,18 +42,16 @@ type Pod struct {
 }
 
 type podSpec struct {
-	Containers                    []container       `json:"containers"`
-	RestartPolicy                 string            `json:"restartPolicy,omitempty"`
-	TerminationGracePeriodSeconds *int64            `json:"terminationGracePeriodSeconds,omitempty"`
-	AutomountServiceAccountToken  *bool             `json:"automountServiceAccountToken,omitempty"`
-	EnableServiceLinks            *bool             `json:"enableServiceLinks,omitempty"`
-	ShareProcessNamespace         *bool             `json:"shareProcessNamespace,omitempty"`
-	HostUsers                     *bool             `json:"hostUsers,omitempty"`
-	RuntimeClassName              string            `json:"runtimeClassName,omitempty"`
-	SecurityContext               *podSecurity      `json:"securityContext,omitempty"`
-	Volumes                       []volume          `json:"volumes,omitempty"`
-	NodeName                      string            `json:"nodeName,omitempty"`
-	Overhead                      map[string]string `json:"-"`
+	Containers                    []container  `json:"containers"`
+	RestartPolicy                 string       `json:"restartPolicy,omitempty"`
+	TerminationGracePeriodSeconds *int64       `json:"terminationGracePeriodSeconds,omitempty"`
+	AutomountServiceAccountToken  *bool        `json:"automountServiceAccountToken,omitempty"`
+	EnableServiceLinks            *bool        `json:"enableServiceLinks,omitempty"`
+	ShareProcessNamespace         *bool        `json:"shareProcessNamespace,omitempty"`
+	RuntimeClassName              string       `json:"runtimeClassName,omitempty"`
+	DNSPolicy                     string       `json:"dnsPolicy,omitempty"`
+	SecurityContext               *podSecurity `json:"securityContext,omitempty"`
+	Volumes                       []volume     `json:"volumes,omitempty"`
 }
 
 type podSecurity struct {
@@ -283,6 +281,9 @@ func newPod(h confine.Hardened, o podOptions) (*Pod, error) {
 			// what the code's processes leave ([confine.Hardened.Init]).
 			ShareProcessNamespace: ptr(h.Init),
 			RuntimeClassName:      o.RuntimeClass,
+			// No network: the node's resolver settings, and no warning
+			// event per pod where the cluster has no DNS.
+			DNSPolicy: "Default",
 			SecurityContext: &podSecurity{
 				RunAsNonRoot:   ptr(true),
 				RunAsUser:      ptr(uid),
