@@ -27,6 +27,8 @@ import threading
 import time
 
 GRACE = 5.0  # seconds a run whose host went away has to stop after its interrupt
+PARSE_LIMIT = 8 << 20  # largest exit or request frame read whole, to follow runs and requests
+CHUNK = 1 << 16
 
 
 def _read_frame(sock):
@@ -75,7 +77,7 @@ class Proxy:
 
     def start(self):
         for target, name in ((self._accept, "accept"), (self._up, "up"), (self._down, "down")):
-            threading.Thread(target=target, name="codebridge-serve-" + name, daemon=True).start()
+            threading.Thread(target=_or_exit, args=(target,), name="codebridge-serve-" + name, daemon=True).start()
 
     def _accept(self):
         while True:
@@ -96,8 +98,11 @@ class Proxy:
                 self.cond.notify_all()
 
     def _to_runner(self, kind, payload):
-        with self.rlock:
-            self.runner.sendall(_frame(kind, payload))
+        try:
+            with self.rlock:
+                self.runner.sendall(_frame(kind, payload))
+        except OSError:
+            os._exit(0)  # code closed or replaced the runner's stream: it has ended
 
     def _up(self):
         """Host to runner: serves one connection after the other."""
@@ -151,36 +156,85 @@ class Proxy:
                 os._exit(1)  # the code does not stop: nobody can use this interpreter any more
 
     def _down(self):
-        """Runner to host: frames of an orphaned run are dropped."""
+        """Runner to host, frame by frame, each streamed as it comes (so the
+        host judges a frame's header as soon as it is written, as it would
+        without the proxy); frames of an orphaned run are dropped."""
         while True:
-            f = _read_frame(self.runner)
-            if f is None:
+            head = _read_exact(self.runner, 5)
+            if head is None:
                 os._exit(0)
-            kind, payload = f
+            kind, n = head[:1], int.from_bytes(head[1:], "big")
+            payload, msg = None, None
+            if kind in (b"X", b"Q") and n <= PARSE_LIMIT:
+                payload = _read_exact(self.runner, n)
+                if payload is None:
+                    os._exit(0)
+                try:
+                    msg = json.loads(payload)
+                except ValueError:
+                    pass  # not ours to judge: the host will
             with self.cond:
                 orphaned = self.orphan and self.orphan == self.run
-                if kind == b"X":
-                    self.run = 0
-                    self.cond.notify_all()
-                elif kind == b"Q" and not orphaned and self.run:
-                    self.pending.add(json.loads(payload).get("id"))
+                if isinstance(msg, dict):
+                    if kind == b"X":
+                        self.run = 0
+                        self.cond.notify_all()
+                    elif not orphaned and self.run:
+                        self.pending.add(msg.get("id"))
                 conn = self.conn
-            if orphaned:
-                if kind == b"Q":
+            if orphaned or conn is None:
+                if orphaned and kind == b"Q" and isinstance(msg, dict):
                     gone = {"code": "internal", "message": "codebridge lost its connection to this sandbox"}
-                    rid = json.loads(payload).get("id")
-                    self._to_runner(b"R", json.dumps({"id": rid, "error": gone}).encode())
-                continue
-            if conn is None:
-                continue  # output between runs with no host: nobody to show it to
-            try:
-                with self.wlock:
-                    conn.sendall(_frame(kind, payload))
-            except OSError:
+                    self._to_runner(b"R", json.dumps({"id": msg.get("id"), "error": gone}).encode())
+                if payload is None:
+                    self._drain(None, n)
+                continue  # no host waits for it
+            with self.wlock:
                 try:
-                    conn.shutdown(socket.SHUT_RDWR)  # _up sees the end
+                    if payload is not None:
+                        conn.sendall(head + payload)
+                    else:
+                        try:
+                            conn.sendall(head)
+                        except OSError:
+                            self._drain(None, n)
+                            raise
+                        self._drain(conn, n)
                 except OSError:
-                    pass
+                    try:
+                        conn.shutdown(socket.SHUT_RDWR)  # _up sees the end
+                    except OSError:
+                        pass
+
+    def _drain(self, to, n):
+        """Moves the next n bytes of the runner's stream to the connection
+        to, or drops them when to is None. When to fails, the rest of the
+        frame is dropped (so the next frame starts whole) and OSError raised."""
+        err = None
+        while n:
+            try:
+                b = self.runner.recv(min(n, CHUNK))
+            except OSError:
+                b = b""  # code closed or replaced the runner's stream
+            if not b:
+                os._exit(0)
+            n -= len(b)
+            if to is not None and err is None:
+                try:
+                    to.sendall(b)
+                except OSError as e:
+                    err = e
+        if err is not None:
+            raise err
+
+
+def _or_exit(target):
+    """Runs a thread of the proxy; if it fails, the interpreter cannot be
+    reached any more, so it ends."""
+    try:
+        target()
+    except BaseException:
+        os._exit(1)
 
 
 def serve(listener, first):
