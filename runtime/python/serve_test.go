@@ -139,3 +139,16 @@ func TestServeWaitLimit(t *testing.T) {
 		t.Errorf("bootstrap = %v, output %q; want a quiet exit 0", err, out)
 	}
 }
+
+// TestServeWarmEndsWithConnection: an interpreter that has served no run
+// (a warm one) exits when its connection ends, for its replica is gone or
+// done with it; one that has served a run waits for the next connection.
+func TestServeWarmEndsWithConnection(t *testing.T) {
+	name, cmd := serveLocal(t)
+	conn, _, _ := dialServe(t, name)
+	it := Start(conn, protocol.Init{}, Limits{})
+	it.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the warm interpreter: %v, want exit 0", err)
+	}
+}

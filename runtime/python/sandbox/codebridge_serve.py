@@ -16,7 +16,9 @@ a connection ends during a run, the run's pending requests are answered with
 an error, the run is interrupted and its frames (output, exit) are dropped,
 for no host waits for them; a run that does not stop within GRACE seconds
 ends the interpreter, as the host would have killed it. Between connections
-the runner's wait limit still ends an interpreter nobody uses.
+the runner's wait limit still ends an interpreter nobody uses. An interpreter
+that has served no run ends with its first connection: a warm one whose
+replica died or dropped it holds nothing worth keeping.
 """
 
 import json
@@ -137,7 +139,12 @@ class Proxy:
                 self._to_runner(kind, payload)
             with self.cond:
                 self.conn = None
+                served = self.runs
             conn.close()
+            if not served:
+                # A warm interpreter that no run has used: nothing to keep,
+                # and its replica (gone, or done with it) would leave it waiting.
+                os._exit(0)
             self._orphan()
 
     def _orphan(self):
