@@ -327,7 +327,7 @@ const (
 // the hardened spec (a pod spec has no field for them; lowering them needs
 // no privilege), then the command. With attach, it first reads one line
 // from stdin, which the engine sends once attached, so no output is written
-// before anyone reads it.
+// before anyone reads it, and it stays the command's parent.
 func wrapLine(h confine.Hardened, attach bool) string {
 	var b strings.Builder
 	for _, r := range h.Rlimits {
@@ -338,7 +338,11 @@ func wrapLine(h confine.Hardened, attach bool) string {
 		fmt.Fprintf(&b, "ulimit -S %s %d && ulimit -H %s %d && ", flag, r.Soft, flag, r.Hard)
 	}
 	if attach {
-		b.WriteString(`IFS= read -r _ && `)
+		// The shell stays, holding the container's stdout and stderr: the
+		// kubelet ends an attach once the container has closed them, and
+		// the sandbox's runner replaces its own stderr with a pipe.
+		b.WriteString(`IFS= read -r _ && "$0" "$@"`)
+		return b.String()
 	}
 	b.WriteString(`exec "$0" "$@"`)
 	return b.String()
