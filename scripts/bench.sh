@@ -8,6 +8,12 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
+#   scripts/bench.sh kubernetes
+#                             the same three benchmarks on Podman and on a
+#                             single-node Kubernetes that scripts/kube.sh starts
+#                             and stops: a new session's first run with a warm
+#                             container or pod, print(1) in a live session, a tool
+#                             call from code (docs/kubernetes.md).
 #   scripts/bench.sh sessions [FLAGS]
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
@@ -58,11 +64,32 @@ end_sessions() {
     done
 }
 
+# kubernetes runs three benchmarks on each engine with the minimal image; the
+# cluster is stopped at the end, or when the script is interrupted.
+kubernetes() {
+  npm_trees servers clients
+  local image=localhost/codebridge-sandbox:minimal engine
+  scripts/setup.sh --image "$image" >&2
+  trap 'scripts/kube.sh down' EXIT
+  CODEBRIDGE_KUBE_IMAGES=$image scripts/kube.sh up >/dev/null
+  eval "$(scripts/kube.sh env)"
+  for engine in podman kubernetes; do
+    for b in 'FirstRunNewSession/no-preload 20x' 'RunPythonPrint/live-session 200x' 'ToolCallFromSandbox/audit 3x'; do
+      echo "## $engine: ${b% *}"
+      MCP_BRIDGE_IMAGE=$image MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json \
+        go test ./cmd/codebridge -run '^$' -bench "${b% *}" -benchtime "${b#* }" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
+    done
+  done
+  scripts/kube.sh down
+  trap - EXIT
+}
+
 case "${1:-}" in
   tokens) tokens; exit ;;
+  kubernetes) kubernetes; exit ;;
   sessions) shift; sessions "$@"; exit ;;
   "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | sessions [FLAGS]]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [tokens | kubernetes | sessions [FLAGS]]" >&2; exit 2 ;;
 esac
 
 bench() { # package, pattern, benchtime
