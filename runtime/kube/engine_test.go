@@ -2,6 +2,8 @@ package kube
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"io"
 	"os/exec"
 	"slices"
@@ -42,14 +44,46 @@ func TestKubernetesResumeFromAnotherReplica(t *testing.T) {
 		t.Errorf("the resumed interpreter served %d runs, want 1", runs)
 	}
 	it = python.Resume(r.Stream(), runs, python.Limits{})
-	defer it.Close()
 	res, err = it.Run(t.Context(), python.Program{Code: "x += 1\nprint(x)"}, nil, time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "42\n" {
 		t.Fatalf("run from the second replica: %+v, %v", res, err)
 	}
+
+	// The second replica's stream is cut while a run waits on a tool call,
+	// as when a replica dies mid-run: the first continues the session.
+	asked := make(chan struct{})
+	host := hostFunc(func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		close(asked)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	go it.Run(t.Context(), python.Program{Code: "x = 0\nsearch_tool_docs_sync('x')\nx = -1"}, host, time.Minute)
+	<-asked
+	r.st.Close()
+	it.Close()
+	r, runs, err = first.Resume(t.Context(), b.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 3 {
+		t.Errorf("after a cut run the interpreter served %d runs, want 3", runs)
+	}
+	it = python.Resume(r.Stream(), runs, python.Limits{})
+	defer it.Close()
+	res, err = it.Run(t.Context(), python.Program{Code: "print(x)"}, nil, time.Minute)
+	if err != nil || res.Error != nil || res.Stdout != "0\n" {
+		t.Fatalf("run after the cut one: %+v, %v (want the cut run's first line done, its last not)", res, err)
+	}
 	if err := r.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hostFunc is a python.Host of one function.
+type hostFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
+
+func (f hostFunc) Call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	return f(ctx, method, params)
 }
 
 // TestKubernetesAttach runs a command that talks over its attached stdin and
