@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/server"
@@ -91,15 +93,10 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, start Starter, opt
 	f := &front{
 		srv: srv, rt: rt, cfg: cfg, logger: logger, loopback: loopback,
 		port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), token: tokenDigest(token),
+		tracked: map[string]*tracked{},
 	}
-	var sdkLogger *slog.Logger
-	if cfg.LogLevel <= slog.LevelDebug {
-		sdkLogger = logger.With("component", "mcp-http")
-	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() },
-		&mcp.StreamableHTTPOptions{SessionTimeout: cfg.SessionIdle, Logger: sdkLogger})
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.limitSessions(f.countPosts(mcpHandler)))))
+	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.mcpHandler())))
 	mux.HandleFunc("GET "+HealthPath, f.health)
 	hs := &http.Server{
 		Handler:           f.logRequests(f.checkHost(mux)),
@@ -139,6 +136,9 @@ type front struct {
 	creating sync.Mutex     // held while a request may create a session
 	stopping atomic.Bool    // shutting down: no new sessions
 	posts    server.Counter // POST requests to /mcp in progress: their answers are on the way
+
+	mu      sync.Mutex          // protects following
+	tracked map[string]*tracked // MCP sessions seen, by id: when used, requests in progress
 }
 
 // shutdown stops hs: it stops accepting at once, lets runs finish up to the
@@ -230,26 +230,43 @@ func (f *front) allowedOrigin(origin string) bool {
 }
 
 // authenticate refuses a request without the bearer token, before anything
-// else looks at it.
+// else looks at it. A request with it carries the token's identity (a hash,
+// never the token) as go-sdk's TokenInfo.UserID: go-sdk binds each MCP
+// session to it, and bridge/server binds session handles to it.
 func (f *front) authenticate(next http.Handler) http.Handler {
+	if f.token == ([32]byte{}) {
+		return next
+	}
+	identified := auth.RequireBearerToken(f.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f.token != ([32]byte{}) {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if d := tokenDigest(strings.TrimSpace(got)); !ok || subtle.ConstantTimeCompare(d[:], f.token[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="codebridge"`)
-				http.Error(w, "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the token codebridge printed when it started (or MCP_BRIDGE_HTTP_TOKEN)", http.StatusUnauthorized)
-				return
-			}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, err := f.verify(r.Context(), strings.TrimSpace(got), r); !ok || err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="codebridge"`)
+			http.Error(w, "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the token codebridge printed when it started (or MCP_BRIDGE_HTTP_TOKEN)", http.StatusUnauthorized)
+			return
 		}
-		next.ServeHTTP(w, r)
+		identified.ServeHTTP(w, r)
 	})
 }
 
+// verify checks token in constant time and names its holder: a hash of
+// the token's own hash, so neither appears anywhere.
+func (f *front) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	d := tokenDigest(token)
+	if subtle.ConstantTimeCompare(d[:], f.token[:]) != 1 {
+		return nil, auth.ErrInvalidToken
+	}
+	id := sha256.Sum256(d[:])
+	return &auth.TokenInfo{UserID: hex.EncodeToString(id[:16])}, nil
+}
+
 // limitSessions refuses a request that would open an MCP session (a POST
-// without a session id) when MaxMCPSessions are open or the server is
-// stopping. It bounds MCP sessions only as a safety cap: live sandboxes are
-// bounded (and the idlest ended) by the sandbox itself.
-// Such requests go one at a time, so the count cannot be passed.
+// without a session id) while the server is stopping, and when
+// MaxMCPSessions are open it first closes the one used least recently that
+// has nothing in progress ([front.evictIdlest]). MCP sessions are capped
+// only as a safety bound: they cost little, and live sandboxes are bounded
+// (and the idlest ended) by the sandbox itself. Such requests go one at a
+// time, so the count cannot be passed.
 func (f *front) limitSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
@@ -261,8 +278,8 @@ func (f *front) limitSessions(next http.Handler) http.Handler {
 		var msg string
 		if f.stopping.Load() {
 			msg = "codebridge is shutting down and opens no new sessions: try again when it is back"
-		} else if n := f.sessions(); n >= f.cfg.MaxMCPSessions {
-			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (MCP_BRIDGE_MAX_MCP_SESSIONS): close one (HTTP DELETE), wait for one to be idle for MCP_BRIDGE_SESSION_IDLE_TIMEOUT, or raise MCP_BRIDGE_MAX_MCP_SESSIONS", n)
+		} else if n := f.sessions(); n >= f.cfg.MaxMCPSessions && !f.evictIdlest() {
+			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (MCP_BRIDGE_MAX_MCP_SESSIONS), and every one has a request in progress: try again when one finishes, or raise MCP_BRIDGE_MAX_MCP_SESSIONS", n)
 		}
 		if msg != "" {
 			w.Header().Set("Retry-After", "10")
@@ -284,11 +301,14 @@ func (f *front) countPosts(next http.Handler) http.Handler {
 	})
 }
 
-// sessions is the number of MCP sessions open.
+// sessions is the number of MCP sessions open, not counting the ones of
+// sessionless requests in progress (which have no id).
 func (f *front) sessions() int {
 	n := 0
-	for range f.srv.MCP().Sessions() {
-		n++
+	for ss := range f.srv.MCP().Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
 	}
 	return n
 }

@@ -19,7 +19,8 @@ import (
 // answers by calling run_python again with the answers and the result's
 // requestState. The run goes on meanwhile in the background, waiting for the
 // answer; requestState names it, is unguessable, is used once, and is
-// honoured only in the MCP session that started the run.
+// honoured only in the MCP session that started the run, or, for a client
+// without one (sessionless HTTP), only for the principal that started it.
 //
 // go-sdk's server middleware would also turn such a result into requests
 // of the server's own for older clients, but it calls the handler again
@@ -108,7 +109,8 @@ var _ elicit.Channel = (*inbox)(nil)
 
 // suspended is a run whose call went back to its client with questions.
 type suspended struct {
-	ss     *mcp.ServerSession // the only session that may resume it
+	ss     *mcp.ServerSession // the only session that may resume it; nil for a sessionless client
+	owner  string             // the principal that may resume it, when ss is nil
 	inbox  *inbox
 	cancel func()        // ends the run, when its client gives up the call
 	done   chan struct{} // closed when the run has finished; then res, err are set
@@ -164,6 +166,16 @@ func (s *Server) wait(ctx context.Context, r *suspended) (*mcp.CallToolResult, e
 	return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
 }
 
+// heldBy reports whether req may resume r: a call of the MCP session that
+// started it, or, for a run started without one, a sessionless call of the
+// same principal.
+func (r *suspended) heldBy(req *mcp.CallToolRequest) bool {
+	if r.ss != nil {
+		return r.ss == req.Session
+	}
+	return sessionless(req) && r.owner == principal(req)
+}
+
 func (r *suspended) add(q *question) {
 	r.next++
 	r.pending["q"+strconv.Itoa(r.next)] = q
@@ -172,11 +184,11 @@ func (r *suspended) add(q *question) {
 // resume takes the run that state names for the retried call req, and
 // hands it the answers; a question left unanswered is asked again. It
 // returns nil for a state that is unknown, used already, of a finished run,
-// or of another MCP session.
+// or of another MCP session (or principal).
 func (s *Server) resume(req *mcp.CallToolRequest) *suspended {
 	s.mu.Lock()
 	r := s.suspended[req.Params.RequestState]
-	if r == nil || r.ss != req.Session {
+	if r == nil || !r.heldBy(req) {
 		s.mu.Unlock()
 		return nil
 	}
@@ -194,7 +206,7 @@ func (s *Server) resume(req *mcp.CallToolRequest) *suspended {
 // unknownState is the result of a retry whose requestState names no run
 // waiting for answers.
 func unknownState() *mcp.CallToolResult {
-	return inputError("requestState names no run waiting for answers: the run ended (its time limit, or the session closed), its questions were answered already, or it belongs to another MCP session. Call run_python again without requestState to run the code anew.")
+	return inputError("requestState names no run waiting for answers: the run ended (its time limit, or the session closed), its questions were answered already, or it belongs to another MCP session or caller. Call run_python again without requestState to run the code anew.")
 }
 
 // background starts the run of req in the background for a client that is
@@ -213,6 +225,11 @@ func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run f
 	s.mu.Unlock()
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &suspended{ss: req.Session, inbox: newInbox(), cancel: cancel, done: make(chan struct{}), pending: map[string]*question{}}
+	if sessionless(req) {
+		// Its MCP session ends with this request: a later request of the
+		// same principal answers.
+		r.ss, r.owner = nil, principal(req)
+	}
 	go func() {
 		defer s.bg.Done()
 		defer cancel()

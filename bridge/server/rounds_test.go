@@ -73,7 +73,8 @@ func (h askHost) CallTool(ctx context.Context, p protocol.CallToolParams) (proto
 // line), and prints what each returned.
 type askRunner struct{}
 
-func (askRunner) End(context.Context, string) {}
+func (askRunner) End(context.Context, string)    {}
+func (askRunner) Detach(context.Context, string) {}
 
 func (askRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
 	h := req.Host(sandbox.SessionInfo{ID: "s1", Run: 1})

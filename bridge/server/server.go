@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -285,6 +287,9 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 	if strings.TrimSpace(in.Code) == "" {
 		return inputError("code is empty: pass the Python source to run in \"code\"."), nil
 	}
+	if in.Session != "" && !s.cfg.Sessions {
+		return inputError("\"session\" continues a sandbox session, and sessions are off here (MCP_BRIDGE_SESSIONS=false): every call starts fresh, so call again without \"session\"."), nil
+	}
 	if len(in.Code) > s.cfg.MaxCodeSize {
 		return inputError("code is %d bytes, over the %d byte limit (MCP_BRIDGE_MAX_CODE_SIZE): send less code, or have it read data through an MCP tool.", len(in.Code), s.cfg.MaxCodeSize), nil
 	}
@@ -301,7 +306,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
 	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
-	sess := s.session(req.Session)
+	sess := s.session(req)
 	if ch != nil {
 		sess.ask = sess.ask.Via(ch)
 	}
@@ -333,9 +338,26 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 		},
 		Waited: func(d time.Duration) { waited.Add(int64(d)) },
 	}
-	res, err := s.opts.Runner.Run(ctx, sandbox.Request{
-		Session: sess.key, Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
-	})
+	sreq := sandbox.Request{
+		Session: sess.key, Handle: in.Session, Owner: principal(req),
+		Reset: in.Reset, Program: prog, Host: runHost, Timeout: timeout, Wait: wait,
+	}
+	if sreq.Session == "" && sessionless(req) {
+		// Its MCP session ends with this request: the state lives on under the handle.
+		sreq.Session, sreq.Detached = detachedKey(), true
+	}
+	res, err := s.opts.Runner.Run(ctx, sreq)
+	unknown := err == nil && errors.Is(res.Cause, sandbox.ErrUnknownHandle)
+	if unknown && requireSession(req) {
+		return toolError(failUnknownSession, "%s. Nothing ran: this call asked (%s) to continue that session only. Call again without \"session\" to start a new one.", unknownHandle, metaRequireSession), nil
+	}
+	if unknown {
+		sreq.Handle, sreq.Session, sreq.Detached = "", detachedKey(), true
+		res, err = s.opts.Runner.Run(ctx, sreq)
+		if err == nil && res.Session.New {
+			res.Session.Reason = sandbox.ReasonUnknownHandle
+		}
+	}
 	if err != nil {
 		// The client cancelled the request or went away: a protocol-level end.
 		return nil, err
@@ -345,25 +367,37 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 	result := formatResult(res.Result, &res.Session, att)
 	if pulled.Load() && (res.Error == nil || res.Error.Kind != protocol.FailUnavailable) {
 		w := time.Duration(waited.Load())
-		text := result.Content[0].(*mcp.TextContent)
-		text.Text = fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.\n", w.Round(100*time.Millisecond)) + text.Text
+		prepend(result, fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.", w.Round(100*time.Millisecond)))
+	}
+	if sreq.Detached && in.Session == "" && res.Session.New && res.Session.Handle != "" {
+		// A client without an MCP session keeps nothing unless it passes the handle.
+		prepend(result, fmt.Sprintf("[session] to keep this session's variables for your next call, pass \"session\": %q.", res.Session.Handle))
 	}
 	return result, nil
 }
 
 // mcpSession is what codebridge keeps for one MCP session while it lasts.
 type mcpSession struct {
-	key string          // its sandbox session
+	key string          // its sandbox session; "" for none of its own
 	ask *elicit.Session // questions to the person through its client, and what they allowed for the session
+	// evicted is set when the MCP session was closed to make room for
+	// others (Evict): its sandbox session then stays, for its handle.
+	evicted bool
 }
 
-// session returns what codebridge keeps for an MCP session, and ends its
-// sandbox session and forgets its approvals when the MCP session ends. A
-// call without an MCP session (tests calling the handler directly) gets a
-// fresh sandbox and cannot ask.
-func (s *Server) session(ss *mcp.ServerSession) mcpSession {
-	if ss == nil {
+// session returns what codebridge keeps for the MCP session of req, and
+// ends its sandbox session and forgets its approvals when the MCP session
+// ends. A call without an MCP session (tests calling the handler directly)
+// gets a fresh sandbox and cannot ask; a sessionless one (its MCP session
+// lasts this request) gets no sandbox session of its own, and its questions
+// go through this call only.
+func (s *Server) session(req *mcp.CallToolRequest) mcpSession {
+	ss := req.Session
+	switch {
+	case ss == nil:
 		return mcpSession{}
+	case sessionless(req):
+		return mcpSession{ask: elicit.ForClient(ss)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -371,7 +405,9 @@ func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 	if ok {
 		return sess
 	}
-	sess = mcpSession{key: fmt.Sprintf("mcp-%p", ss), ask: elicit.ForClient(ss)}
+	// Random, not derived from ss: a detached sandbox session outlives ss,
+	// whose address a later MCP session may reuse.
+	sess = mcpSession{key: "mcp-" + rand.Text(), ask: elicit.ForClient(ss)}
 	s.sessions[ss] = sess
 	if ip := ss.InitializeParams(); s.opts.OnClient != nil && ip != nil {
 		s.opts.OnClient(ip.Capabilities)
@@ -382,11 +418,16 @@ func (s *Server) session(ss *mcp.ServerSession) mcpSession {
 		ss.Wait()
 		s.endSuspended(ss)
 		s.mu.Lock()
+		gone := s.sessions[ss]
 		delete(s.sessions, ss)
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		s.opts.Runner.End(ctx, sess.key)
+		if gone.evicted {
+			s.opts.Runner.Detach(ctx, gone.key)
+			return
+		}
+		s.opts.Runner.End(ctx, gone.key)
 	}()
 	return sess
 }
@@ -547,6 +588,8 @@ func sessionNote(s *sandbox.SessionInfo) string {
 		case "", sandbox.ReasonFirst, sandbox.ReasonOneShot:
 		case sandbox.ReasonReset:
 			notes = append(notes, "[session] started a fresh session as asked (reset): earlier variables, imports and files are gone.")
+		case sandbox.ReasonUnknownHandle:
+			notes = append(notes, fmt.Sprintf("[session] %s, so this run started a new session: redo any setup, and pass its handle %q from now on.", unknownHandle, s.Handle))
 		default:
 			notes = append(notes, fmt.Sprintf("[session] started a new session: the previous one ended (%s), so earlier variables, imports and files are gone; redo any setup.", strings.ReplaceAll(s.Reason, "_", " ")))
 		}
@@ -555,6 +598,12 @@ func sessionNote(s *sandbox.SessionInfo) string {
 		notes = append(notes, fmt.Sprintf("[session] this run ended the session (%s): the next run starts a new one without this run's state.", strings.ReplaceAll(s.Ended, "_", " ")))
 	}
 	return strings.Join(notes, "\n")
+}
+
+// prepend puts line before the text of result.
+func prepend(result *mcp.CallToolResult, line string) {
+	text := result.Content[0].(*mcp.TextContent)
+	text.Text = line + "\n" + text.Text
 }
 
 func inputError(format string, args ...any) *mcp.CallToolResult {

@@ -30,12 +30,13 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // fakeRunner records the request it was given and returns a canned result.
 type fakeRunner struct {
-	mu      sync.Mutex
-	got     python.Program
-	req     sandbox.Request
-	timeout time.Duration
-	result  *python.Result
-	ended   []string
+	mu       sync.Mutex
+	got      python.Program
+	req      sandbox.Request
+	timeout  time.Duration
+	result   *python.Result
+	ended    []string
+	detached []string
 }
 
 func (f *fakeRunner) Run(_ context.Context, req sandbox.Request) (*sandbox.Result, error) {
@@ -53,6 +54,12 @@ func (f *fakeRunner) End(_ context.Context, key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ended = append(f.ended, key)
+}
+
+func (f *fakeRunner) Detach(_ context.Context, key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.detached = append(f.detached, key)
 }
 
 // connect starts s and returns a client session talking to it in memory.
@@ -327,7 +334,8 @@ func (h progressHost) CallTool(_ context.Context, p protocol.CallToolParams) (pr
 // progress, as n concurrent tool calls of one run do.
 type concurrentProgressRunner struct{ n int }
 
-func (concurrentProgressRunner) End(context.Context, string) {}
+func (concurrentProgressRunner) End(context.Context, string)    {}
+func (concurrentProgressRunner) Detach(context.Context, string) {}
 
 func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
 	errs := make([]error, r.n)
@@ -399,7 +407,8 @@ func TestProgressFromConcurrentCalls(t *testing.T) {
 // of each run it holds.
 type blockingRunner struct{ started, release chan struct{} }
 
-func (blockingRunner) End(context.Context, string) {}
+func (blockingRunner) End(context.Context, string)    {}
+func (blockingRunner) Detach(context.Context, string) {}
 
 func (r blockingRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Result, error) {
 	select {

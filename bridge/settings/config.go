@@ -254,7 +254,7 @@ var settings = []setting{
 		apply: func(c *Config, v string) (err error) { c.MaxRuns, err = intBetween(v, 1, sandbox.MaxBound); return err }},
 	{key: "max_queued", def: "256", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error. One MCP session may have at most half of them, so a burst from one leaves room for the others' calls.",
 		apply: func(c *Config, v string) (err error) { c.MaxQueued, err = intBetween(v, 1, 65536); return err }},
-	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more is refused (503) until one ends. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
+	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more closes the MCP session used least recently that has nothing in progress (its sandbox session stays, reachable by its handle), and is refused (503) only when every one has a request in progress. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
 		apply: func(c *Config, v string) (err error) { c.MaxMCPSessions, err = intBetween(v, 1, 1<<20); return err }},
 	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
 		apply: func(c *Config, v string) error {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -70,10 +71,13 @@ func startHTTP(t testing.TB, env []string) *httpBridge {
 		}
 		out := b.Stderr.String()
 		m, tok := endpointRE.FindStringSubmatch(out), tokenRE.FindStringSubmatch(out)
-		if m == nil || tok == nil {
+		if m == nil || (tok == nil && !strings.Contains(out, "No token is required")) {
 			return false
 		}
-		b.URL, b.Token = m[1], tok[1]
+		b.URL = m[1]
+		if tok != nil {
+			b.Token = tok[1]
+		}
 		b.Base = strings.TrimSuffix(b.URL, "/mcp")
 		return true
 	})
@@ -122,7 +126,8 @@ func (b *httpBridge) health(t testing.TB) (code int, h struct {
 	return resp.StatusCode, h
 }
 
-// goClient connects the go-sdk's streamable HTTP client to b with token.
+// goClient connects the go-sdk's streamable HTTP client to b with token,
+// in an MCP session (MCP 2025-11-25).
 func (b *httpBridge) goClient(t testing.TB, token string) *mcp.ClientSession {
 	t.Helper()
 	cs, err := b.dial(token)
@@ -133,14 +138,24 @@ func (b *httpBridge) goClient(t testing.TB, token string) *mcp.ClientSession {
 	return cs
 }
 
+// withSession is the newest MCP version whose clients keep an MCP session
+// over HTTP: the go-sdk client left to itself speaks 2026-07-28, without one.
+const withSession = "2025-11-25"
+
 // dial is goClient for any goroutine: it returns the error, and the caller
 // closes the session.
 func (b *httpBridge) dial(token string) (*mcp.ClientSession, error) {
+	return dialHTTP(b.URL, token, nil, withSession)
+}
+
+// dialHTTP connects the go-sdk client with opts to url, speaking version
+// ("" for the client's newest).
+func dialHTTP(url, token string, opts *mcp.ClientOptions, version string) (*mcp.ClientSession, error) {
 	hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge-http-e2e", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b.URL, HTTPClient: hc}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codebridge-http-e2e", Version: "1"}, opts).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, fmt.Errorf("connecting over HTTP: %w", err)
 	}
@@ -165,6 +180,8 @@ type tsHTTPStep struct {
 	Token    *string      `json:"token,omitempty"`
 	NoToken  bool         `json:"-"`
 	Code     string       `json:"code,omitempty"`
+	Session  string       `json:"session,omitempty"`  // run_python's session argument
+	HandleOf *int         `json:"handleOf,omitempty"` // run_python's session argument: the handle of this earlier result
 	Close    bool         `json:"close,omitempty"`
 	Parallel []tsHTTPStep `json:"parallel,omitempty"`
 	Pause    bool         `json:"pause,omitempty"`
@@ -194,6 +211,7 @@ type tsHTTPResult struct {
 		Error  *struct {
 			Kind, Message string
 		} `json:"error"`
+		Session *sandbox.SessionInfo `json:"session"`
 	} `json:"out"`
 }
 
@@ -201,6 +219,12 @@ type tsHTTPResult struct {
 // client against b. At a pause step it calls onPause with the results so
 // far.
 func tsHTTP(t *testing.T, b *httpBridge, steps []tsHTTPStep, onPause func(results []tsHTTPResult)) []tsHTTPResult {
+	t.Helper()
+	return tsHTTPAt(t, b.URL, b.Token, steps, onPause)
+}
+
+// tsHTTPAt is tsHTTP against url with token.
+func tsHTTPAt(t *testing.T, url, token string, steps []tsHTTPStep, onPause func(results []tsHTTPResult)) []tsHTTPResult {
 	t.Helper()
 	plan, _ := json.Marshal(steps)
 	want := 0
@@ -211,7 +235,7 @@ func tsHTTP(t *testing.T, b *httpBridge, steps []tsHTTPStep, onPause func(result
 	}
 	var results []tsHTTPResult
 	node, _ := exec.LookPath("node")
-	runNodeScript(t, "ts_http.mjs", []string{b.URL, b.Token, string(plan)}, []string{"PATH=" + filepath.Dir(node)}, func(line []byte) bool {
+	runNodeScript(t, "ts_http.mjs", []string{url, token, string(plan)}, []string{"PATH=" + filepath.Dir(node)}, func(line []byte) bool {
 		var r tsHTTPResult
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("script line %q: %v", line, err)
@@ -399,8 +423,9 @@ func TestHTTPInspectorCLI(t *testing.T) {
 }
 
 // TestHTTPLimits: past MCP_BRIDGE_MAX_RUNS a run fails at once with a busy
-// error; past MCP_BRIDGE_MAX_MCP_SESSIONS a new session is refused (503, with a
-// JSON-RPC error the TypeScript client shows) until one is deleted.
+// error; at MCP_BRIDGE_MAX_MCP_SESSIONS a new session is not refused: the
+// MCP session used least recently is closed to make room, and its sandbox
+// session stays, reachable by its handle from another client.
 func TestHTTPLimits(t *testing.T) {
 	b := startHTTP(t, bridgeEnv(t, t.TempDir(), "MCP_BRIDGE_MAX_MCP_SESSIONS=2", "MCP_BRIDGE_MAX_RUNS=1", "MCP_BRIDGE_MEMORY=128m"))
 
@@ -421,20 +446,24 @@ func TestHTTPLimits(t *testing.T) {
 	cancel()
 	<-ended
 	testenv.Eventually(t, "the cancelled run to end", func() bool { _, h := b.health(t); return h.Runs == 0 })
+	kept := runPython(t, a, map[string]any{"code": "x = 7"})
 	if r := runPython(t, c, map[string]any{"code": "print(1)"}); r.IsError || r.Out.Stdout != "1\n" {
 		t.Errorf("a run once the other ended: %q", r.Text)
 	}
 
-	// Sessions: two are open (a and c); a third is refused until one is deleted.
-	res := tsHTTP(t, b, []tsHTTPStep{{Client: 0, Connect: true}}, nil)
-	if res[0].Status != 503 || !strings.Contains(res[0].Error, "MCP_BRIDGE_MAX_MCP_SESSIONS") {
-		t.Errorf("a third session: %+v, want a 503 naming MCP_BRIDGE_MAX_MCP_SESSIONS", res[0])
+	// Sessions: two are open (a and c, c used last); a third closes a.
+	res := tsHTTP(t, b, []tsHTTPStep{{Client: 0, Connect: true}, {Client: 0, Code: "print(x)", Session: kept.Out.Session.Handle}}, nil)
+	if res[0].Error != "" || res[1].Out.Stdout != "7\n" {
+		t.Errorf("a third session, continuing the closed one's sandbox session by handle: %+v", res)
 	}
-	a.Close() // DELETE
-	testenv.Eventually(t, "the deleted session to close", func() bool { _, h := b.health(t); return h.Sessions == 1 })
-	res = tsHTTP(t, b, []tsHTTPStep{{Client: 0, Connect: true}, {Client: 0, Code: "print(2)"}}, nil)
-	if res[0].Error != "" || res[1].Out.Stdout != "2\n" {
-		t.Errorf("a session after one was deleted: %+v", res)
+	if !strings.Contains(b.Stderr.String(), "closing the MCP session used least recently") {
+		t.Error("no log line for the MCP session closed to make room")
+	}
+	if _, err := a.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "print(1)"}}); err == nil {
+		t.Error("the MCP session closed to make room still answers")
+	}
+	if r := runPython(t, c, map[string]any{"code": "print(2)"}); r.Out.Stdout != "2\n" {
+		t.Errorf("the session used more recently: %q", r.Text)
 	}
 }
 

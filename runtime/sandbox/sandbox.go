@@ -122,6 +122,9 @@ type Options struct {
 	Preload []string
 	// Prelude returns the saved helpers a new session defines; nil means none.
 	Prelude func() []protocol.Source
+	// Handles records which session each handle names; nil keeps them in
+	// this process ([NewMemoryHandles]).
+	Handles Handles
 	Logger  *slog.Logger // nil discards
 }
 
@@ -131,6 +134,18 @@ type Request struct {
 	// fresh container that is removed afterwards. Without Sessions it still
 	// names the queue the run waits in for a run slot ([Options.MaxRuns]).
 	Session string
+	// Handle, if set, continues the session it names ([SessionInfo.Handle])
+	// instead of the one Session names, if Owner created that session;
+	// otherwise nothing runs and the Result's Cause is [ErrUnknownHandle].
+	Handle string
+	// Owner is who asks for the run: an opaque name of the authenticated
+	// caller. A session the run creates belongs to it, and only its owner may
+	// continue it by handle.
+	Owner string
+	// Detached marks a session this run creates as reachable by its handle
+	// only: nobody will End it by key, so once it idles out or is evicted it
+	// is forgotten and its handle is unknown.
+	Detached bool
 	// Reset discards the session's state first.
 	Reset   bool
 	Program python.Program
@@ -191,8 +206,12 @@ func (e *RunLimitError) Error() string {
 
 // SessionInfo tells the caller which session a run used.
 type SessionInfo struct {
-	ID  string `json:"id"`
-	Run int    `json:"run"` // 1 for the first run of the session
+	ID string `json:"id"`
+	// Handle continues this session from any call of the same owner
+	// ([Request.Handle]); it stays the same when the session starts a new
+	// interpreter (ID then changes). Empty for a run without a session.
+	Handle string `json:"handle,omitempty"`
+	Run    int    `json:"run"` // 1 for the first run of the session
 	// New is true when this run started the session; Reason then says why
 	// earlier state (if any) is gone.
 	New    bool   `json:"new"`
@@ -214,13 +233,17 @@ const (
 	ReasonIdle     = "idle"
 	ReasonEvicted  = "evicted"
 	ReasonOneShot  = "sessions_off"
+	// ReasonUnknownHandle: the run passed a handle that names no session of
+	// its owner, so it started a new session (said by the caller that retries).
+	ReasonUnknownHandle = "unknown_handle"
 )
 
 // Manager runs programs in sessions.
 type Manager struct {
-	eng  Engine
-	opts Options
-	log  *slog.Logger
+	eng     Engine
+	opts    Options
+	log     *slog.Logger
+	handles Handles
 
 	mu       sync.Mutex // protects following
 	sessions map[string]*session
@@ -250,7 +273,7 @@ func New(eng Engine, opts Options) *Manager {
 	if opts.WarmLimit <= 0 {
 		opts.WarmLimit = DefaultWarmLimit
 	}
-	m := &Manager{eng: eng, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	m := &Manager{eng: eng, opts: opts, log: opts.Logger, handles: cmp.Or(opts.Handles, NewMemoryHandles()), sessions: map[string]*session{}}
 	if opts.MaxRuns > 0 {
 		m.slots = newSlots(opts.MaxRuns)
 	}
@@ -289,12 +312,12 @@ func (m *Manager) Warm(ctx context.Context) {
 // Run runs req.Program. Failures of the code or of the sandbox are in the
 // Result; the error is non-nil only when ctx ended first.
 func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
-	if !m.opts.Sessions || req.Session == "" {
+	if !m.opts.Sessions || (req.Session == "" && req.Handle == "") {
 		return m.runOnce(ctx, req)
 	}
-	s, err := m.session(req.Session)
+	s, err := m.session(ctx, req)
 	if err != nil {
-		return failed(protocol.FailUnavailable, err.Error()), nil
+		return unavailable(err), nil
 	}
 	// End and Close cancel the run through rctx when they cannot wait for it.
 	rctx, stop := context.WithCancel(ctx)
@@ -303,7 +326,7 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer m.runDone(rctx, s)
-	release, refused, err := m.slot(rctx, req.Session, req.Timeout)
+	release, refused, err := m.slot(rctx, s.key, req.Timeout)
 	if refused != nil || err != nil {
 		return refused, err
 	}
@@ -319,6 +342,9 @@ func (m *Manager) Run(ctx context.Context, req Request) (*Result, error) {
 // when the run did not finish (its Result says why).
 func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result, error) {
 	if s.current() == stateGone {
+		if req.Handle != "" { // forgotten while this run waited for its turn
+			return unavailable(ErrUnknownHandle), nil
+		}
 		return failed(protocol.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
 	}
 	if s.it != nil {
@@ -347,7 +373,7 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	}
 	// The session holds the turn, so this run is the interpreter's next.
 	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
-	info.ID, info.Run = s.id, s.it.Runs()
+	info.ID, info.Run, info.Handle = s.id, s.it.Runs(), s.handle
 	if err != nil && !errors.Is(err, python.ErrBusy) {
 		reason := m.explain(ctx, s.ct, res, err)
 		s.end(ctx, reason)
@@ -467,6 +493,7 @@ func (m *Manager) End(ctx context.Context, key string) {
 	if s == nil {
 		return
 	}
+	m.handles.Unbind(ctx, s.ref)
 	s.idle.Stop()
 	s.retire(false)
 	if err := s.acquire(ctx, nil); err != nil {
@@ -506,6 +533,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	var errs []error
 	for _, s := range sessions {
+		m.handles.Unbind(ctx, s.ref)
 		s.idle.Stop()
 		s.retire(true)
 	}
@@ -528,21 +556,77 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// session returns the session for key, creating it (without an interpreter).
-func (m *Manager) session(key string) (*session, error) {
+// session returns the session req names: the one its handle names, or
+// the one for its key, created (without an interpreter) with a new handle
+// owned by req.Owner.
+func (m *Manager) session(ctx context.Context, req Request) (*session, error) {
+	if req.Handle != "" {
+		ref := refOf(req.Handle, req.Owner)
+		key, err := m.handles.Resolve(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if s := m.sessions[key]; s != nil && s.ref == ref {
+			return s, nil
+		}
+		return nil, ErrUnknownHandle
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return nil, errors.New("the sandbox is shut down")
 	}
-	s := m.sessions[key]
-	if s == nil {
-		s = &session{m: m, key: key, reason: ReasonFirst}
-		s.idle = time.AfterFunc(time.Hour, func() { m.expire(s) })
-		s.idle.Stop()
-		m.sessions[key] = s
+	s := m.sessions[req.Session]
+	if s != nil {
+		m.mu.Unlock()
+		return s, nil
+	}
+	handle := rand.Text()
+	s = &session{m: m, key: req.Session, reason: ReasonFirst, handle: handle, ref: refOf(handle, req.Owner), detached: req.Detached}
+	s.idle = time.AfterFunc(time.Hour, func() { m.expire(s) })
+	s.idle.Stop()
+	m.sessions[req.Session] = s
+	m.mu.Unlock()
+	if err := m.handles.Bind(ctx, s.ref, s.key); err != nil {
+		m.End(ctx, s.key)
+		return nil, fmt.Errorf("recording the new session's handle: %w", err)
 	}
 	return s, nil
+}
+
+// Detach leaves the session key to its handle: nobody will End it by key,
+// so it is forgotten once it idles out or is evicted, or at once when it
+// holds no interpreter. An MCP session closed to make room for others
+// leaves its sandbox session this way.
+func (m *Manager) Detach(ctx context.Context, key string) {
+	m.mu.Lock()
+	s := m.sessions[key]
+	m.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.detach()
+	if s.current() == stateEmpty && s.tryAcquire() {
+		if s.it == nil {
+			m.forget(ctx, s)
+		}
+		s.release(ctx)
+	}
+}
+
+// forget removes the detached session s, whose interpreter has ended and
+// whose turn the caller holds: its handle is unknown from now on.
+func (m *Manager) forget(ctx context.Context, s *session) {
+	m.mu.Lock()
+	if m.sessions[s.key] == s {
+		delete(m.sessions, s.key)
+	}
+	m.mu.Unlock()
+	m.handles.Unbind(ctx, s.ref)
+	s.idle.Stop()
+	s.retire(false)
 }
 
 // makeRoom ends the session idle longest when starting s would pass
@@ -572,6 +656,9 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 	}
 	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
 	oldest.end(ctx, ReasonEvicted)
+	if oldest.isDetached() {
+		m.forget(ctx, oldest)
+	}
 	oldest.release(ctx)
 	return nil
 }
@@ -597,7 +684,9 @@ func (m *Manager) startSession(ctx context.Context, s *session, w Wait) *Result 
 // waiting run goes.
 func (m *Manager) runDone(ctx context.Context, s *session) {
 	s.touch()
-	if d := m.opts.IdleTimeout; d > 0 && s.current() == stateLive {
+	// A detached session that lost its interpreter idles out too: nobody
+	// else would forget it.
+	if d := m.opts.IdleTimeout; d > 0 && (s.current() == stateLive || s.isDetached()) {
 		s.idle.Reset(d)
 	}
 	s.release(context.WithoutCancel(ctx))
@@ -610,11 +699,16 @@ func (m *Manager) expire(s *session) {
 	}
 	ctx := context.Background()
 	defer s.release(ctx)
-	if s.it == nil || time.Since(s.lastUsed()) < m.opts.IdleTimeout {
+	if time.Since(s.lastUsed()) < m.opts.IdleTimeout {
 		return
 	}
-	m.log.Info("ending idle sandbox session", "session", s.id, "idle", m.opts.IdleTimeout)
-	s.end(ctx, ReasonIdle)
+	if s.it != nil {
+		m.log.Info("ending idle sandbox session", "session", s.id, "idle", m.opts.IdleTimeout)
+		s.end(ctx, ReasonIdle)
+	}
+	if s.isDetached() {
+		m.forget(ctx, s)
+	}
 }
 
 func (m *Manager) prelude() []protocol.Source {

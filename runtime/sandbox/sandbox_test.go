@@ -235,7 +235,7 @@ func TestWaitingRunCancelled(t *testing.T) {
 	first := make(chan *Result)
 	mark, started := running(t)
 	go func() { first <- run(t, m, "a", mark+"go.wait()\nprint('first')", time.Minute) }()
-	s, _ := m.session("a")
+	s, _ := m.session(t.Context(), Request{Session: "a"})
 	started()
 	ctx, cancel := context.WithCancel(t.Context())
 	waiting := make(chan error)
@@ -484,7 +484,7 @@ func TestSessionDiedBetweenRuns(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			first := run(t, m, "a", tt.setup, time.Minute)
-			s, _ := m.session("a")
+			s, _ := m.session(t.Context(), Request{Session: "a"})
 			eng.signal(tt.sig)
 			waitFor(t, func() bool {
 				if !s.tryAcquire() { // the interpreter is the turn's
@@ -640,7 +640,7 @@ func TestEndWaitsForRun(t *testing.T) {
 	eng := newFakeEngine(t)
 	m := newManager(t, eng, Options{})
 	run(t, m, "a", "import threading\ngo = threading.Event()", time.Minute)
-	s, _ := m.session("a")
+	s, _ := m.session(t.Context(), Request{Session: "a"})
 	mark, started := running(t)
 	first := make(chan *Result)
 	go func() { first <- run(t, m, "a", mark+"go.wait()\nprint('first')", time.Minute) }()
@@ -696,7 +696,7 @@ func TestRunSlots(t *testing.T) {
 	for range 3 {
 		wg.Go(func() { run(t, m, "a", appendLog("a"), time.Minute) })
 	}
-	s, _ := m.session("a")
+	s, _ := m.session(t.Context(), Request{Session: "a"})
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == 3 })
 	wg.Go(func() { run(t, m, "b", appendLog("b"), time.Minute) })
 	waitFor(t, func() bool { return m.slots.queued() == 1 })

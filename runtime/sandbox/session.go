@@ -20,21 +20,24 @@ import (
 // a gone session ends it before handing the turn on ([session.release]), so
 // only a holder of the turn ever ends a session.
 type session struct {
-	m    *Manager
-	key  string
-	idle *time.Timer // ends the session when it fires after IdleTimeout
+	m      *Manager
+	key    string
+	handle string      // names the session for its owner, from any call
+	ref    HandleRef   // of handle and its owner
+	idle   *time.Timer // ends the session when it fires after IdleTimeout
 
 	ct     Container           // (turn) nil until started
 	it     *python.Interpreter // (turn) nil when not running
 	id     string              // (turn) of the current interpreter
 	reason string              // (turn) why the next interpreter starts
 
-	mu      sync.Mutex // protects following
-	state   state
-	used    time.Time          // when the last run ended
-	held    bool               // someone holds the turn
-	stop    context.CancelFunc // cancels the holder's run; nil when it has none
-	waiters []waiter
+	mu       sync.Mutex // protects following
+	detached bool       // reachable by handle only: forgotten when it idles out or is evicted
+	state    state
+	used     time.Time          // when the last run ended
+	held     bool               // someone holds the turn
+	stop     context.CancelFunc // cancels the holder's run; nil when it has none
+	waiters  []waiter
 }
 
 // state is where a session is in its life; only [session.set] moves it.
@@ -157,6 +160,18 @@ func (s *session) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.held || len(s.waiters) > 0
+}
+
+func (s *session) detach() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.detached = true
+}
+
+func (s *session) isDetached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.detached
 }
 
 func (s *session) touch() {

@@ -3,7 +3,8 @@
 // JSON list of steps run in order; each prints one JSON line:
 //   {client: N, connect: true, token?: "..." | null}  opens client N's session
 //       (token overrides the header; null sends none): {sessionId} or {error}
-//   {client: N, code, timeout?}  calls run_python: {text, isError, out} or {error}
+//   {client: N, code, timeout?, session?, handleOf?}  calls run_python: {text, isError, out} or {error};
+//       handleOf: I passes result I's structuredContent.session.handle as session
 //   {client: N, close: true}     ends the session (HTTP DELETE) and closes: {closed}
 //   {parallel: [steps]}          runs steps at once: {parallel: [lines]}
 //   {pause: true}                prints {paused: true}, waits for a line on stdin
@@ -18,6 +19,7 @@ const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/cli
 const [url, token, plan] = process.argv.slice(2);
 const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const clients = new Map(); // client number -> {client, transport}
+const results = []; // the lines printed so far
 
 async function step(s) {
   try {
@@ -40,6 +42,8 @@ async function step(s) {
     }
     const args = { code: s.code };
     if (s.timeout) args.timeout = s.timeout;
+    if (s.session) args.session = s.session;
+    if (s.handleOf !== undefined) args.session = results[s.handleOf].out.session.handle;
     const r = await c.client.callTool({ name: "run_python", arguments: args }, undefined, { timeout: 180000 });
     return { text: r.content.map((x) => x.text ?? "").join(""), isError: r.isError === true, out: r.structuredContent };
   } catch (e) {
@@ -53,7 +57,9 @@ for (const s of JSON.parse(plan)) {
     await lines.next();
     continue;
   }
-  process.stdout.write(JSON.stringify(await step(s)) + "\n");
+  const r = await step(s);
+  results.push(r);
+  process.stdout.write(JSON.stringify(r) + "\n");
 }
 for (const { client } of clients.values()) await client.close();
 process.exit(0);
