@@ -65,7 +65,9 @@ var engine = sync.OnceValues(func() (*kube.Engine, error) {
 // RequireImage skips t (fails it in CI) when no node holds img.
 func RequireImage(t testing.TB, img string) {
 	t.Helper()
-	ok, err := Engine(t).ImageOnNodes(t.Context(), img)
+	ctx, cancel := reqContext()
+	defer cancel()
+	ok, err := Engine(t).ImageOnNodes(ctx, img)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,9 @@ func RequireImage(t testing.TB, img string) {
 // owner each names ([confine.LabelOwner]), by name.
 func Pods(t testing.TB) map[string]string {
 	t.Helper()
-	pods, err := Engine(t).List(t.Context())
+	ctx, cancel := reqContext()
+	defer cancel()
+	pods, err := Engine(t).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +98,9 @@ func Pods(t testing.TB) map[string]string {
 // PodExists reports whether the pod exists, even while it is deleted.
 func PodExists(t testing.TB, name string) bool {
 	t.Helper()
-	pods, err := Engine(t).List(t.Context())
+	ctx, cancel := reqContext()
+	defer cancel()
+	pods, err := Engine(t).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +110,10 @@ func PodExists(t testing.TB, name string) bool {
 		}
 	}
 	return false
+}
+
+// reqContext bounds one look at the cluster. It does not derive from the
+// test's context, which has ended when a cleanup looks for leftovers.
+func reqContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
 }
