@@ -100,7 +100,10 @@ func newPodmanEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
 		Spec:     spec,
-		Logger:   logger.With("component", "podman"),
+		// A codebridge's sandboxes exit in turns when their streams all
+		// close at once: each exit costs Podman 4.3 a process.
+		ExitDelay: python.ExitDelayEnv,
+		Logger:    logger.With("component", "podman"),
 		Declined: func(container, reason string) {
 			logger.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
 				"component", "podman", "container", container, "reason", reason)
@@ -136,7 +139,7 @@ func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
 	info.Version, info.Endpoint, info.SharesFiles = pi.APIVersion, pi.URI, podman.SharesFiles(pi.URI)
 	info.Via = "a Podman API socket"
 	if pi.Private {
-		info.Via = "a private 'podman system service' codebridge starts"
+		info.Via = "the 'podman system service' codebridge processes start and share"
 	}
 	return info, nil
 }

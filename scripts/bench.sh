@@ -121,6 +121,9 @@ bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
 echo "## the start-up sweep: 1,000 containers a dead codebridge left (created, never started)"
 CODEBRIDGE_BENCH_STALE=1000 bench ./runtime/podman 'RemoveStale' 1x
+echo "## 200 sandboxes of one codebridge ending together: in turns, then all at once as before (cleanup processes, load)"
+CODEBRIDGE_BENCH_EXIT=200 go test ./runtime/podman -run '^$' -bench 'MassExit' -benchtime 1x -count 1 -v 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|massexit'
+CODEBRIDGE_BENCH_EXIT=200 CODEBRIDGE_BENCH_EXIT_AT_ONCE=1 go test ./runtime/podman -run '^$' -bench 'MassExit' -benchtime 1x -count 1 -v 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|massexit'
 echo "## config folder: file written -> new configuration applied"
 bench ./discovery 'ReloadLatency' 50x
 echo "## downstream pool: echo call through the pool, server-everything start"

@@ -58,7 +58,7 @@ func (b *testBridge) sandboxID(t *testing.T) string {
 
 // sigterm stops codebridge with SIGTERM, its client still connected, and
 // checks that it exits by itself and leaves none of its containers or
-// processes (downstream servers, its Podman service) behind.
+// processes (downstream servers; its Podman service exits once idle) behind.
 func (b *testBridge) sigterm(t *testing.T) {
 	t.Helper()
 	kids := descendants(b.pid)
@@ -81,11 +81,9 @@ func (b *testBridge) sigterm(t *testing.T) {
 	if left := containersLeft(t, b.pid); len(left) != 0 {
 		t.Errorf("containers left after SIGTERM: %v", left)
 	}
-	for _, p := range kids {
-		if processAlive(p) {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-			t.Errorf("process %d (%s) left after codebridge exited", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
+	for _, p := range leftBehind(t, kids) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		t.Errorf("process %d (%s) left after codebridge exited", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 }
 

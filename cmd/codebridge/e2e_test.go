@@ -320,11 +320,17 @@ func ownedContainers(t testing.TB, owners ...string) []string {
 // guard for a loaded machine, not a measure.
 func containersLeft(t testing.TB, pids ...int) []string {
 	t.Helper()
+	return containersLeftWithin(t, time.Minute, pids...)
+}
+
+// containersLeftWithin is containersLeft waiting up to d.
+func containersLeftWithin(t testing.TB, d time.Duration, pids ...int) []string {
+	t.Helper()
 	var owners []string
 	for _, pid := range pids {
 		owners = append(owners, ownerLabel(pid))
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(d)
 	left := ownedContainers(t, owners...)
 	for ; len(left) > 0 && time.Now().Before(deadline); left = ownedContainers(t, owners...) {
 		time.Sleep(50 * time.Millisecond)

@@ -32,6 +32,11 @@ type httpBridge struct {
 	Stderr *syncBuffer
 
 	StopWait time.Duration // how long Stop waits for codebridge to exit (0: 90 s)
+	// GoneWait is how long Stop waits for its containers to be gone (0: a
+	// minute): the sandboxes of a codebridge that stops exit in turns, four a
+	// second ([podman.DefaultExitInterval]).
+	GoneWait time.Duration
+	Exited   time.Duration // how long codebridge took to exit after Stop's SIGTERM
 
 	stopOnce sync.Once
 	exited   chan struct{}
@@ -90,9 +95,11 @@ func (b *httpBridge) Stop(t testing.TB) {
 	t.Helper()
 	b.stopOnce.Do(func() {
 		pid := b.Cmd.Process.Pid
+		start := time.Now()
 		b.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-b.exited:
+			b.Exited = time.Since(start)
 		case <-time.After(cmp.Or(b.StopWait, 90*time.Second)):
 			b.Cmd.Process.Kill()
 			<-b.exited
@@ -101,7 +108,7 @@ func (b *httpBridge) Stop(t testing.TB) {
 		if b.exitErr != nil {
 			t.Errorf("codebridge exited with %v after SIGTERM, want status 0", b.exitErr)
 		}
-		if left := containersLeft(t, pid); len(left) > 0 {
+		if left := containersLeftWithin(t, cmp.Or(b.GoneWait, time.Minute), pid); len(left) > 0 {
 			t.Errorf("containers of codebridge %d left after SIGTERM: %v", pid, left)
 		}
 	})

@@ -71,7 +71,7 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 			if left := socketFolders(t, state); len(left) > 0 {
 				t.Errorf("socket folders left behind: %v", left)
 			}
-			testenv.Eventually(t, "codebridge's Podman service dies with it", func() bool {
+			testenv.Eventually(t, "the Podman service codebridge started exits once idle", func() bool {
 				return !slices.ContainsFunc(kids, processAlive)
 			})
 		})
@@ -220,11 +220,9 @@ func TestSiblingsCloseAtOnce(t *testing.T) {
 		t.Fatalf("%d containers still there %v after the clients closed: %v", len(left), time.Since(closed).Round(time.Second), left)
 	}
 	t.Logf("all %d containers gone %v after the clients closed", 2*n, time.Since(closed).Round(time.Millisecond))
-	for _, p := range kids {
-		if processAlive(p) {
-			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
-			t.Errorf("process %d (%s) left after its codebridge exited", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
+	for _, p := range leftBehind(t, kids) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		t.Errorf("process %d (%s) left after its codebridge exited", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	for _, b := range bridges {
 		if left := socketFolders(t, b.state); len(left) > 0 {

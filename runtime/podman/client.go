@@ -76,6 +76,9 @@ type Options struct {
 	StateDir string
 	// Logger receives progress and diagnostics; nil discards them.
 	Logger *slog.Logger
+	// idle is how long a service Connect starts stays after its last
+	// client; 0 means serviceIdle. Tests shorten it.
+	idle time.Duration
 	// Declined, if non-nil, is told, once per connection, that a container
 	// could not connect to its socket ([confine.Spec.Channel]) and talks through
 	// Podman's attach stream instead, which makes its requests slower: its
@@ -90,7 +93,10 @@ type Client struct {
 	uri        string
 	apiVersion string // the server's libpod API version, e.g. "4.3.1"
 	log        *slog.Logger
-	svc        *service          // a service Connect started, or nil
+	svc        *service      // the shared service Connect started or joined, or nil
+	stopHold   chan struct{} // closed by Close: ends holdService
+	closeOnce  sync.Once
+	holding    sync.WaitGroup    // holdService
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
 
@@ -101,9 +107,10 @@ type Client struct {
 // Connect finds a Podman API and returns a client for it. In order it tries:
 // opts.URI or $CONTAINER_HOST (only that, when set), the rootless socket
 // $XDG_RUNTIME_DIR/podman/podman.sock, the rootful /run/podman/podman.sock, and
-// finally starts 'podman system service' itself on a private socket in
-// opts.StateDir, which [Client.Close] stops. Errors that mean Podman cannot be
-// used match [ErrUnavailable] and say what to do.
+// finally the 'podman system service' the codebridge processes of this user
+// share, on a socket in opts.StateDir, starting it if none answers there
+// (service.go). Errors that mean Podman cannot be used match
+// [ErrUnavailable] and say what to do.
 func Connect(ctx context.Context, opts Options) (*Client, error) {
 	log := opts.Logger
 	if log == nil {
@@ -152,15 +159,13 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := startService(bin, stateDir(opts.StateDir), log)
+	svc, err := c.shareService(ctx, bin, stateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
 		return nil, err
 	}
-	if err := c.dialWait(ctx, svc); err != nil {
-		svc.stop()
-		return nil, err
-	}
 	c.svc = svc
+	c.stopHold = make(chan struct{})
+	c.holding.Go(func() { c.holdService(c.stopHold) })
 	return c, nil
 }
 
@@ -286,6 +291,7 @@ func (c *Client) dial(ctx context.Context, d destination) error {
 
 // dialWait connects to a service just started, retrying until it answers.
 func (c *Client) dialWait(ctx context.Context, svc *service) error {
+	ch := svc.child
 	ctx, cancel := context.WithTimeout(ctx, serviceStartup)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -298,15 +304,15 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 			}
 		}
 		select {
-		case <-svc.exited:
-			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
-				svc.diagnostics(), svc.uri(), SetupHint)
+		case <-ch.exited:
+			return unavailable(ch.waitErr, "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
+				ch.diagnostics(), svc.uri(), SetupHint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
 			return unavailable(last, "podman system service did not answer at %s within %s: %s; try 'podman system service --time=0' by hand",
-				svc.uri(), serviceStartup, svc.diagnostics())
+				svc.uri(), serviceStartup, ch.diagnostics())
 		case <-tick.C:
 		}
 	}
@@ -318,14 +324,16 @@ func (c *Client) URI() string { return c.uri }
 // APIVersion is the Podman API version the service reports, e.g. 4.3.1.
 func (c *Client) APIVersion() string { return c.apiVersion }
 
-// Private reports whether Connect started the Podman service itself.
+// Private reports whether the Podman service is the one codebridge
+// processes start and share, rather than one the user runs.
 func (c *Client) Private() bool { return c.svc != nil }
 
-// Close stops the Podman service Connect started, if any. Containers are not
-// touched: remove them first (as [Sandbox.Close] does).
+// Close closes c's connections. A shared service stays for others, and
+// exits once nobody has used it for a while. Containers are not touched.
 func (c *Client) Close() error {
 	if c.svc != nil {
-		c.svc.stop()
+		c.closeOnce.Do(func() { close(c.stopHold) })
+		c.holding.Wait()
 	}
 	if t, ok := c.conn.Client.Transport.(*http.Transport); ok {
 		t.CloseIdleConnections()

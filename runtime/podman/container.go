@@ -181,7 +181,11 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 	if err := req.Write(conn); err != nil {
 		return nil, fmt.Errorf("sending attach request: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
+	// Small: it holds the answer's header, and the frames of the stream that
+	// follows are read through it into the demultiplexer's own buffer (of a
+	// sandbox that talks over its socket, there are none); a thousand
+	// sessions would hold 64 MB with a 64 KiB one.
+	br := bufio.NewReaderSize(conn, 4<<10)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -340,8 +344,9 @@ func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
-	// has exited, 409 in later versions.
-	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) ||
+	// has exited, 409 in later versions; and 500 "no such container" for one
+	// its auto-remove is removing at that moment.
+	if err == nil || isStatus(err, http.StatusConflict) || isGone(err) ||
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
@@ -369,7 +374,7 @@ func (ct *Container) Remove(ctx context.Context) error {
 // pump drains the output until then. Ending again does nothing.
 func (ct *Container) endStream() {
 	if ct.ch != nil {
-		ct.ch.Close()
+		ct.ch.ShutDown()
 	}
 	if ct.conn == nil {
 		return
@@ -403,6 +408,9 @@ func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Durat
 // container's process exits when its stream ends. Closing again does
 // nothing.
 func (ct *Container) closeStreams() error {
+	if ct.ch != nil {
+		ct.ch.Close() // first: the process must not see a shutdown
+	}
 	ct.endStream()
 	if ct.conn == nil {
 		return nil

@@ -130,7 +130,7 @@ func TestHardening(t *testing.T) {
 		{"NoNewPrivs", "1"},
 		{"Seccomp", "2"}, // Podman's default seccomp filter
 		{"nofile", []any{1024.0, 1024.0}},
-		{"nproc", []any{4096.0, 4096.0}},
+		{"nproc", []any{16384.0, 16384.0}},
 		{"home", "/tmp"},
 		{"dontwritebytecode", "1"},
 		{"extra_env", "yes"},

@@ -1,12 +1,15 @@
 package podman
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,7 +27,25 @@ type EngineOptions struct {
 	Spec     confine.Spec
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
+	// ExitDelay names an environment variable that tells each container
+	// how many seconds to wait, once its stream is closed rather than shut
+	// down ([Box.Stream]), before its process exits: every container that
+	// exits costs Podman a process ('podman container cleanup'), and the
+	// hundreds of containers of a codebridge that shuts down or dies, ending
+	// at once, would overwhelm the machine. Live containers get distinct
+	// turns, ExitInterval apart. "" means none.
+	ExitDelay    string
+	ExitInterval time.Duration // 0 means [DefaultExitInterval]
+
+	serviceIdle time.Duration // see [Options.idle]
+	exitBurst   int           // 0 means exitBurst; tests lower it
 }
+
+// DefaultExitInterval is the time between the exits of a codebridge's
+// containers when their streams all close at once
+// ([EngineOptions.ExitDelay]): about as many a second as Podman 4.3 cleans
+// up on two busy cores (docs/performance.md).
+const DefaultExitInterval = 250 * time.Millisecond
 
 // Engine starts containers from one spec on a Podman it connects to on first
 // use. While Podman is unavailable every Start tries again, so Podman may be
@@ -46,14 +67,16 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the image job and the sweep running
 
-	mu      sync.Mutex // protects following
-	client  *Client
-	image   string            // resolved image, "" until resolved
-	live    map[*Box]struct{} // every container not yet removed
-	orphans []string          // client labels of dropped connections whose containers may remain
-	closed  bool
-	job     *imageJob // resolving the image, nil when none runs
-	profile string    // path of the seccomp profile last used
+	mu       sync.Mutex // protects following
+	client   *Client
+	image    string            // resolved image, "" until resolved
+	live     map[*Box]struct{} // every container not yet removed
+	turns    []bool            // exit turns taken by live containers ([EngineOptions.ExitDelay])
+	nextExit time.Time         // when the next container ending may exit at once ([Engine.depart])
+	orphans  []string          // client labels of dropped connections whose containers may remain
+	closed   bool
+	job      *imageJob // resolving the image, nil when none runs
+	profile  string    // path of the seccomp profile last used
 	// placed is where the profile was put on the Podman host of the
 	// current connection, when that host does not share this one's files.
 	placed struct {
@@ -74,8 +97,12 @@ func NewEngine(opts EngineOptions) *Engine {
 
 // Box is a started container of an [Engine].
 type Box struct {
-	ct *Container
-	e  *Engine
+	ct   *Container
+	e    *Engine
+	turn int // its exit turn; -1 when none
+
+	ending  sync.Once // ends the stream: endStream
+	delayed bool      // the stream was closed, not shut down: the process exits at its turn; set in ending
 }
 
 // ID is the container's ID.
@@ -85,10 +112,11 @@ func (b *Box) ID() string { return b.ct.ID }
 func (b *Box) Started() time.Time { return b.ct.started }
 
 // Stream is the container's stdin and stdout, or the socket it connected to
-// ([confine.Spec.Channel]). Closing it ends the stream, which unblocks every read and
-// write on it and ends the container's process; the attach connection stays
+// ([confine.Spec.Channel]). Closing it ends the stream, which unblocks every
+// read and write on it and ends the container's process at once (a socket is
+// shut down, not closed, until [Box.Remove]); the attach connection stays
 // open until [Box.Remove], which watches the process end through it.
-func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct} }
+func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b} }
 
 // Done is closed when the container's output has ended.
 func (b *Box) Done() <-chan struct{} { return b.ct.Done() }
@@ -123,14 +151,20 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 // not exit (stuck in a call that holds the interpreter) asks Podman to kill
 // and remove the container. Once the engine is closed, which ended every
 // container, it only closes the streams. Removing twice is not an error.
+//
+// When many containers end together (the sessions of a server that stops,
+// or that expire at once), each beyond a few a second is told to exit at its
+// turn ([EngineOptions.ExitDelay]) instead, and Remove does not wait for it.
 func (b *Box) Remove(ctx context.Context) error {
+	b.endStream()
 	var err error
-	if !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+	if !b.delayed && !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
 		err = b.ct.Remove(ctx)
 	}
 	b.ct.closeStreams()
 	b.e.mu.Lock()
 	delete(b.e.live, b)
+	b.e.freeTurn(b)
 	b.e.mu.Unlock()
 	if err != nil {
 		b.e.log.Warn("removing sandbox container", "container", shortID(b.ct.ID), "err", err)
@@ -142,22 +176,59 @@ func (b *Box) Remove(ctx context.Context) error {
 // stream before it asks Podman to kill it.
 const endTimeout = 2 * time.Second
 
+// endStream ends b's stream, once. It shuts the socket down, so that the
+// process exits at once, unless more containers are ending than Podman
+// cleans up after (exitBurst at once, then one an interval): then it closes
+// the socket, as codebridge's end does, and the process exits at its turn.
+// Over the attach stream the process cannot tell, and exits at once.
+func (b *Box) endStream() {
+	b.ending.Do(func() {
+		if b.turn >= 0 && b.ct.ch != nil && b.ct.ch.Socket() && !b.e.depart() {
+			b.delayed = true
+			b.ct.closeStreams()
+			return
+		}
+		b.ct.endStream()
+	})
+}
+
+// exitBurst is how many containers may end at once before the rest wait for
+// their turns ([Box.endStream]).
+const exitBurst = 8
+
+// depart reports whether a container ending now may exit at once: exitBurst
+// at once, then one an exit interval.
+func (e *Engine) depart() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	interval := cmp.Or(e.opts.ExitInterval, DefaultExitInterval)
+	if e.nextExit.Before(now) {
+		e.nextExit = now
+	}
+	if e.nextExit.Sub(now) > time.Duration(cmp.Or(e.opts.exitBurst, exitBurst)-1)*interval {
+		return false
+	}
+	e.nextExit = e.nextExit.Add(interval)
+	return true
+}
+
 // boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
-type boxStream struct{ ct *Container }
+type boxStream struct{ b *Box }
 
 // Read and Write wait until the container has taken its stream.
 func (s boxStream) Read(p []byte) (int, error) {
-	r, _ := s.ct.stream()
+	r, _ := s.b.ct.stream()
 	return r.Read(p)
 }
 
 func (s boxStream) Write(p []byte) (int, error) {
-	_, w := s.ct.stream()
+	_, w := s.b.ct.stream()
 	return w.Write(p)
 }
 
 func (s boxStream) Close() error {
-	s.ct.endStream()
+	s.b.endStream()
 	return nil
 }
 
@@ -223,14 +294,29 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	if spec.Channel != "" {
 		at.channelDir = e.channelDir(c)
 	}
+	b := &Box{e: e, turn: -1}
+	if e.opts.ExitDelay != "" {
+		e.mu.Lock()
+		b.turn = e.takeTurn()
+		e.mu.Unlock()
+		spec.Env = maps.Clone(spec.Env)
+		if spec.Env == nil {
+			spec.Env = map[string]string{}
+		}
+		delay := time.Duration(b.turn) * cmp.Or(e.opts.ExitInterval, DefaultExitInterval)
+		spec.Env[e.opts.ExitDelay] = strconv.FormatFloat(delay.Seconds(), 'f', -1, 64)
+	}
 	ct, err := c.start(ctx, spec, at)
 	if err != nil {
+		e.mu.Lock()
+		e.freeTurn(b)
+		e.mu.Unlock()
 		if ctx.Err() == nil {
 			e.checkAlive(ctx, c)
 		}
 		return nil, err
 	}
-	b := &Box{ct: ct, e: e}
+	b.ct = ct
 	e.mu.Lock()
 	closed := e.closed
 	if !closed {
@@ -242,6 +328,26 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 		return nil, errShutDown
 	}
 	return b, nil
+}
+
+// takeTurn returns the first exit turn no live container has. Call it with
+// e.mu held.
+func (e *Engine) takeTurn() int {
+	i := slices.Index(e.turns, false)
+	if i < 0 {
+		i = len(e.turns)
+		e.turns = append(e.turns, true)
+	}
+	e.turns[i] = true
+	return i
+}
+
+// freeTurn gives b's exit turn back. Call it with e.mu held.
+func (e *Engine) freeTurn(b *Box) {
+	if b.turn >= 0 && b.turn < len(e.turns) {
+		e.turns[b.turn] = false
+	}
+	b.turn = -1
 }
 
 // errShutDown is what an engine closed answers.
@@ -320,10 +426,13 @@ func (e *Engine) channelDir(c *Client) string {
 
 // Close ends every container of this engine by closing its stream and stops
 // a Podman service it started, without a request to Podman: a container's
-// process exits when its stream ends, and Podman removes a container once it
-// has exited ([confine.Hardened.AutoRemove]), whether or not codebridge still runs.
+// process exits when its stream ends, after its exit turn
+// ([EngineOptions.ExitDelay]), and Podman removes a container once it has
+// exited ([confine.Hardened.AutoRemove]), whether or not codebridge still runs.
 // Asking Podman would cost seconds when many codebridge processes stop at
-// once (an editor quitting), longer than a client waits before its signals.
+// once (an editor quitting), longer than a client waits before its signals;
+// and each container's exit costs a process ('podman container cleanup'),
+// hence the turns, which also apply when codebridge is killed.
 // A container whose process does not read its stream (stuck in a call that
 // holds the interpreter) ends when it next reads; the sweep at the next start
 // is the last resort. Closing again does nothing.
@@ -411,13 +520,13 @@ func (e *Engine) dial(ctx context.Context) (*Client, error) {
 	c := e.client
 	e.mu.Unlock()
 	if c != nil && c.serviceExited() {
-		e.log.Warn("the podman service codebridge started has exited; starting another")
+		e.log.Warn("the podman service codebridge processes share has exited; starting another")
 		e.dropClient(c)
 		c = nil
 	}
 	if c == nil {
 		var err error
-		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
+		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined, idle: e.opts.serviceIdle})
 		if err != nil {
 			return nil, err
 		}
@@ -513,13 +622,13 @@ func removeByClient(ctx context.Context, c *Client, clients ...string) (int, err
 	return n, errors.Join(errs...)
 }
 
-// serviceExited reports whether c's private Podman service has died.
+// serviceExited reports whether c's shared Podman service has exited.
 func (c *Client) serviceExited() bool {
 	if c.svc == nil {
 		return false
 	}
 	select {
-	case <-c.svc.exited:
+	case <-c.svc.gone:
 		return true
 	default:
 		return false

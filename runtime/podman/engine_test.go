@@ -26,6 +26,9 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
+	if opts.serviceIdle == 0 {
+		opts.serviceIdle = time.Second // not to keep services of the tests
+	}
 	if opts.Spec.Command == nil { // codebridge's sandbox, with its socket
 		opts.Spec.Command = python.Command()
 		opts.Spec.Channel = python.ChannelEnv
@@ -112,9 +115,9 @@ func TestEngineRunAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-svc.exited:
-	default:
-		t.Error("podman service still running after Close")
+	case <-svc.gone: // it exits once idle
+	case <-time.After(time.Minute): // a hang guard only
+		t.Error("podman service still running a minute after Close")
 	}
 	select {
 	case <-b.Done():
@@ -157,12 +160,12 @@ func TestEngineServiceDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := e.client
-	if old.svc == nil {
-		t.Skip("no private podman service (CONTAINER_HOST or a system socket is in use)")
+	if old.svc == nil || old.svc.child == nil {
+		t.Skip("no podman service of this engine's (CONTAINER_HOST or a system socket is in use)")
 	}
 	oldLabel := old.owner[labelClient]
-	old.svc.cmd.Process.Kill()
-	<-old.svc.exited
+	old.svc.child.cmd.Process.Kill()
+	<-old.svc.gone
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if _, _, err := b.Exit(ctx); err == nil || !strings.Contains(err.Error(), "lost the connection to Podman") {
@@ -201,5 +204,83 @@ func TestEngineConcurrent(t *testing.T) {
 		if e := <-errs; e != "" {
 			t.Error(e)
 		}
+	}
+}
+
+// TestExitTurns: a container ended alone (its stream shut down) exits at
+// once whatever its exit turn; when the engine closes every stream at once,
+// as a codebridge shutting down or killed does, each container exits after
+// its turn, and turns are given back for reuse.
+func TestExitTurns(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour})
+	a, b, c := startChannel(t, e), startChannel(t, e), startChannel(t, e)
+	if a.turn != 0 || b.turn != 1 || c.turn != 2 {
+		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.turn, b.turn, c.turn)
+	}
+	for _, x := range []*Box{a, b, c} {
+		if !x.ct.ch.Socket() {
+			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
+		}
+	}
+	id := b.ID()
+	if err := b.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err := (&Container{c: testClient(t), ID: id, started: b.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("the container ended alone: exit code %d, %v; want 0 (it exited by itself, not an hour later killed)", code, err)
+	}
+	d := startChannel(t, e)
+	if d.turn != 1 {
+		t.Errorf("a new container took turn %d; want 1, given back", d.turn)
+	}
+
+	label := e.client.owner[labelClient]
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err = (&Container{c: testClient(t), ID: a.ID(), started: a.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("turn 0 after Close: exit code %d, %v; want 0", code, err)
+	}
+	// The others wait for their turn, an hour or more.
+	for _, x := range []*Box{c, d} {
+		st, err := testClient(t).inspect(t.Context(), x.ID())
+		if err != nil || !st.Running {
+			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.turn, st, err)
+		}
+	}
+	if _, err := removeByClient(t.Context(), testClient(t), label); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExitTurnsWhenManyEnd: when more containers end than Podman cleans up
+// after (here one an hour, one at once), the first exits at once and the
+// next waits for its turn, and Remove does not wait for it.
+func TestExitTurnsWhenManyEnd(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour, exitBurst: 1})
+	a, b := startChannel(t, e), startChannel(t, e)
+	if !a.ct.ch.Socket() || !b.ct.ch.Socket() {
+		t.Fatalf("the sandboxes did not connect to their sockets; stderr: %s %s", a.Stderr(), b.Stderr())
+	}
+	label := e.client.owner[labelClient]
+	t.Cleanup(func() { removeByClient(context.Background(), testClient(t), label) })
+	if err := a.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err := (&Container{c: testClient(t), ID: a.ID(), started: a.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("the first to end: exit code %d, %v; want 0 (it exited by itself)", code, err)
+	}
+	if err := b.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !b.delayed {
+		t.Error("the second to end was not left to its turn")
+	}
+	st, err := testClient(t).inspect(t.Context(), b.ID())
+	if err != nil || !st.Running {
+		t.Errorf("the second to end, after Remove: %+v, %v; want it running until its turn, an hour on", st, err)
 	}
 }

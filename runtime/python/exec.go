@@ -71,6 +71,13 @@ func RelayCommand() []string {
 	return []string{"python3", "-I", "-S", "-c", relay}
 }
 
+// ExitDelayEnv names the environment variable that tells the bootstrap how
+// many seconds to wait before exiting when its socket is closed by the host
+// (a codebridge shutting down or killed ends all its sandboxes at once), as
+// opposed to shut down (the host ends this one sandbox and waits for it:
+// exit at once). podman.EngineOptions.ExitDelay is the host side.
+const ExitDelayEnv = "CODEBRIDGE_EXIT_DELAY"
+
 // Command is the argv a sandbox container runs. The bootstrap it contains waits
 // for the 'S' frame on stdin, so a container may be started before any code is known.
 func Command() []string {

@@ -33,13 +33,28 @@ elif _channel:
         os.write(1, b"\x06" + _why[:1000].replace(b"\n", b" ") + b"\n")
 # What the runner needs, imported while the container waits for work: after
 # connecting, so the host removes the socket's folder as early as it can.
-import array, ast, asyncio, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
+# Not asyncio: the first run that awaits imports it (a quarter of an idle
+# session's memory).
+import array, ast, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
+def _ended(fd):
+    # The host ended the stream. A host that ends this one sandbox shuts its
+    # side down and waits: exit now. A host that closed it (every sandbox of a
+    # codebridge shutting down, or killed) gets its sandboxes' exits spread
+    # over time, this one after CODEBRIDGE_EXIT_DELAY seconds: each exit
+    # costs the engine a process (Podman's cleanup), and hundreds at once
+    # overwhelm a machine. Over stdin (no socket) it cannot tell: exit now.
+    if _in != 0:
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        if any(ev & select.POLLHUP for _, ev in p.poll(0)):
+            select.select([], [], [], float(os.environ.get("CODEBRIDGE_EXIT_DELAY") or 0))
+    os._exit(0)
 def _read(n):
     chunks = []
     while n:
         b = os.read(_in, min(n, 1 << 20))
         if not b:
-            os._exit(0)
+            _ended(_in)
         chunks.append(b)
         n -= len(b)
     return b"".join(chunks)
@@ -79,4 +94,4 @@ if _serve:
     import codebridge_serve
     _in = _out = codebridge_serve.serve(_listener, _conn)
 import codebridge_runner
-codebridge_runner.main(_start, _in, _out)
+codebridge_runner.main(_start, _in, _out, _ended)

@@ -9,7 +9,6 @@ Requests travel to codebridge over the sandbox's private protocol channel.
 Runs on Python 3.9+.
 """
 
-import asyncio
 import base64
 import difflib
 import inspect
@@ -88,6 +87,8 @@ def _wait(fut, convert=None):
 
 
 async def _await(fut, convert=None):
+    import asyncio  # see codebridge_runner._run_code: imported once something awaits
+
     result = await asyncio.wrap_future(fut)
     return convert(result) if convert is not None else result
 
