@@ -2,6 +2,7 @@ package kube
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -104,7 +105,13 @@ func TestPodHardening(t *testing.T) {
 	if len(wantVols) > 0 {
 		t.Errorf("volumes not mounted: %v", wantVols)
 	}
-	if want := []string{"/bin/sh", "-c", "ulimit -S -n 1024 && ulimit -H -n 1024 && ulimit -S -p 4096 && ulimit -H -p 4096 && exec \"$0\" \"$@\"", "python3", "-c", "pass"}; strings.Join(ct.Command, "|") != strings.Join(want, "|") {
+	var nproc uint64
+	for _, r := range h.Rlimits {
+		if r.Type == "nproc" {
+			nproc = r.Hard
+		}
+	}
+	if want := []string{"/bin/sh", "-c", fmt.Sprintf("ulimit -S -n 1024 && ulimit -H -n 1024 && ulimit -S -p %d && ulimit -H -p %d && exec \"$0\" \"$@\"", nproc, nproc), "python3", "-c", "pass"}; strings.Join(ct.Command, "|") != strings.Join(want, "|") {
 		t.Errorf("command %q, want %q", ct.Command, want)
 	}
 	env := map[string]string{}
