@@ -501,12 +501,11 @@ func (b *Box) closeStream() {
 func (b *Box) delete(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
-	err := b.c.do(ctx, requestTimeout, http.MethodDelete, podsPath(b.ns)+"/"+url.PathEscape(b.name), nil, deleteOptions(), nil)
-	if err != nil && !IsNotFound(err) {
+	err := deletePod(ctx, b.c, b.ns, b.name)
+	if err != nil {
 		b.e.log.Warn("deleting sandbox pod", "pod", b.name, "err", err)
-		return fmt.Errorf("deleting sandbox pod %s: %w", b.name, err)
 	}
-	return nil
+	return err
 }
 
 // started is done when the pod's container runs (or has already ended),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -227,4 +228,39 @@ func TestKubernetesSweep(t *testing.T) {
 			t.Errorf("%s owner's pod: present %v, want %v", name, present, !wantGone[name])
 		}
 	}
+}
+
+// TestKubernetesWarmPodEndsWithReplica kills a replica (SIGKILL) that holds a
+// warm pod: the pod's stream ends with it, and its interpreter, which has
+// served no run, exits, with no replica to end it.
+func TestKubernetesWarmPodEndsWithReplica(t *testing.T) {
+	e := newTestEngine(t, confine.Spec{}, false) // to look, and to delete what the child left
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), warmChildEnv+"="+testenv.MinimalImage())
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != 2 || f[0] != "ready" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	name := f[1]
+	t.Cleanup(func() { e.RemovePod(context.Background(), name) })
+	child.Process.Kill()
+	child.Wait()
+	testenv.Eventually(t, "the warm pod of the killed replica ends", func() bool {
+		pods, err := e.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(pods, func(p PodSummary) bool { return p.Name == name })
+		return i < 0 || !pods[i].Ended.IsZero()
+	})
 }

@@ -2,12 +2,14 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -58,4 +60,35 @@ func newTestEngine(t testing.TB, spec confine.Spec, serve bool) *Engine {
 		}
 	})
 	return e
+}
+
+// warmChildEnv makes the test binary act as a replica that warms one
+// sandbox pod, prints its name and waits to be killed
+// (TestKubernetesWarmPodEndsWithReplica).
+const warmChildEnv = "CODEBRIDGE_KUBE_TEST_WARM_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(warmChildEnv) != "" {
+		warmChild()
+	}
+	os.Exit(m.Run())
+}
+
+func warmChild() {
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	e := NewEngine(Options{Config: cfg, Image: os.Getenv(warmChildEnv), PullPolicy: "Never",
+		Spec:  confine.Spec{Command: python.Command(), Channel: python.ChannelEnv, Env: map[string]string{python.WaitLimitEnv: "600"}},
+		Serve: &Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}})
+	b, err := e.Start(context.Background())
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	python.Start(b.Stream(), protocol.Init{}, python.Limits{}) // warm: started, no run yet
+	fmt.Println("ready", b.ID())
+	select {}
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -119,13 +120,11 @@ func sweep(ctx context.Context, c *Client, ns string, self confine.Owner, grace 
 		if !ended && !stale {
 			continue
 		}
-		err := c.do(ctx, requestTimeout, http.MethodDelete, podsPath(ns)+"/"+url.PathEscape(p.Name), nil, deleteOptions(), nil)
-		switch {
-		case err == nil:
-			n++
-		case !IsNotFound(err):
+		if err := deletePod(ctx, c, ns, p.Name); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		n++
 	}
 	return n, errors.Join(errs...)
 }
@@ -150,4 +149,24 @@ func (e *Engine) sweepLoop(c *Client, ns string) {
 		case <-t.C:
 		}
 	}
+}
+
+// RemovePod deletes a pod by name, whichever replica made it; a pod gone is
+// not an error.
+func (e *Engine) RemovePod(ctx context.Context, name string) error {
+	c, ns, err := e.connected(ctx)
+	if err != nil {
+		return err
+	}
+	return deletePod(ctx, c, ns, name)
+}
+
+// deletePod deletes a pod at once ([deleteOptions]); a pod gone is not an
+// error.
+func deletePod(ctx context.Context, c *Client, ns, name string) error {
+	err := c.do(ctx, requestTimeout, http.MethodDelete, podsPath(ns)+"/"+url.PathEscape(name), nil, deleteOptions(), nil)
+	if err != nil && !IsNotFound(err) {
+		return fmt.Errorf("deleting sandbox pod %s: %w", name, err)
+	}
+	return nil
 }
