@@ -96,7 +96,7 @@ bench() { # package, pattern, benchtime
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
 }
 
-echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
+echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
 echo "## the same with Podman reached over ssh (a loopback sshd the benchmark starts)"
@@ -116,7 +116,7 @@ echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000
 bench ./cmd/codebridge 'ToolCall' 3x
 echo "## one audit line (write under the folder lock, rotation check)"
 bench ./bridge/audit 'Record' 20000x
-echo "## the protocol's and Python's share: a request answered at once by the host, over local pipes"
+echo "## the protocol's and Python's share over local pipes: a request answered at once by the host; print('ok') back to back and paced"
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
 echo "## the start-up sweep: 1,000 containers a dead codebridge left (created, never started)"

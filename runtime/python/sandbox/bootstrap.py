@@ -35,7 +35,7 @@ elif _channel:
 # connecting, so the host removes the socket's folder as early as it can.
 # Not asyncio: the first run that awaits imports it (a quarter of an idle
 # session's memory).
-import array, ast, concurrent.futures, fcntl, importlib.util, inspect, json, linecache, queue, select, signal, threading, traceback, types
+import array, ast, collections, fcntl, functools, importlib.util, inspect, json, linecache, queue, select, selectors, signal, struct, threading, traceback, types
 def _ended(fd):
     # The host ended the stream. A host that ends this one sandbox shuts its
     # side down and waits: exit now. A host that closed it (every sandbox of a
