@@ -264,3 +264,22 @@ func TestKubernetesWarmPodEndsWithReplica(t *testing.T) {
 		return i < 0 || !pods[i].Ended.IsZero()
 	})
 }
+
+// TestKubernetesUnschedulable: a pod no node can hold fails its start with
+// the scheduler's reason, and is deleted.
+func TestKubernetesUnschedulable(t *testing.T) {
+	e := newTestEngine(t, confine.Spec{Command: []string{"true"}, Memory: 1 << 50}, false)
+	_, err := e.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "cannot be scheduled") || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("start: %v, want the scheduler's reason", err)
+	}
+	pods, err := e.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Labels[LabelReplica] == e.Replica() && !p.Deleted {
+			t.Errorf("pod %s left after its failed start", p.Name)
+		}
+	}
+}
