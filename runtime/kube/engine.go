@@ -278,7 +278,7 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 	if e.opts.Serve == nil {
 		return nil, 0, errors.New("resuming a sandbox pod needs its stream served in the pod (the socket stream)")
 	}
-	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true, foreign: true}
+	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true}
 	if err := b.open(ctx, 0); err != nil {
 		return nil, 0, err
 	}
@@ -347,14 +347,14 @@ type Box struct {
 	ns      string
 	name    string
 	serve   bool // the stream is served in the pod, through the relay
-	foreign bool // resumed: another replica's pod
 	started time.Time
-	st      *stream
 	runs    int // after Resume: the runs the process had served
 
 	killed atomic.Bool // Remove deleted it
 
 	mu      sync.Mutex // protects following
+	st      *stream    // set once open; read without mu after Start or Resume returned
+	closed  bool       // closeStream was called
 	exited  *terminated
 	logs    string
 	removed bool
@@ -379,7 +379,7 @@ func (b *Box) open(ctx context.Context, want byte) error {
 			st.Close()
 			return fmt.Errorf("starting sandbox pod %s: %w", b.name, err)
 		}
-		b.st = st
+		b.setStream(st)
 		return nil
 	}
 	var hello [1]byte
@@ -405,8 +405,20 @@ func (b *Box) open(ctx context.Context, want byte) error {
 		st.Close()
 		return fmt.Errorf("the interpreter of sandbox pod %s answered %q, not %q", b.name, hello[0], want)
 	}
-	b.st = st
+	b.setStream(st)
 	return nil
+}
+
+// setStream makes st the box's stream, once it is open. The engine's Close
+// may run meanwhile: it then closes st at once.
+func (b *Box) setStream(st *stream) {
+	b.mu.Lock()
+	b.st = st
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		st.Close()
+	}
 }
 
 // ID is the pod's name.
@@ -493,8 +505,12 @@ func (b *Box) Remove(ctx context.Context) error {
 }
 
 func (b *Box) closeStream() {
-	if b.st != nil {
-		b.st.Close()
+	b.mu.Lock()
+	st := b.st
+	b.closed = true
+	b.mu.Unlock()
+	if st != nil {
+		st.Close()
 	}
 }
 
