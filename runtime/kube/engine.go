@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -139,7 +140,7 @@ func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 		}
 	}
 	c = NewClient(cfg)
-	ns = cmpOr(e.opts.Namespace, cmpOr(cfg.Namespace, "default"))
+	ns = cmp.Or(e.opts.Namespace, cfg.Namespace, "default")
 	if err := ensurePolicy(ctx, c, ns); err != nil {
 		c.Close()
 		return nil, "", err
@@ -209,7 +210,7 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err != nil {
 		return nil, err
 	}
-	spec.Image = cmpOr(spec.Image, cmpOr(e.opts.Image, confine.DefaultImage))
+	spec.Image = cmp.Or(spec.Image, e.opts.Image, confine.DefaultImage)
 	if owner == nil {
 		owner = e.owner.Labels()
 	}

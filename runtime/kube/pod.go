@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -294,7 +295,7 @@ func newPod(h confine.Hardened, o podOptions) (*Pod, error) {
 			Containers: []container{{
 				Name:            containerName,
 				Image:           h.Image,
-				ImagePullPolicy: cmpOr(o.PullPolicy, "IfNotPresent"),
+				ImagePullPolicy: cmp.Or(o.PullPolicy, "IfNotPresent"),
 				Command:         command,
 				Env:             env,
 				WorkingDir:      h.WorkDir,
@@ -365,13 +366,6 @@ func parseUser(s string) (uid, gid int64, err error) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // networkPolicyName is the NetworkPolicy that denies codebridge's pods all
 // traffic, one per namespace.

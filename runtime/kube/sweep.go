@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"time"
@@ -72,12 +73,8 @@ func list(ctx context.Context, c *Client, ns, selector string) ([]PodSummary, er
 	out := make([]PodSummary, 0, len(pods.Items))
 	for _, p := range pods.Items {
 		s := PodSummary{Name: p.Metadata.Name, Phase: p.Status.Phase, Labels: map[string]string{}, Deleted: p.Metadata.DeletionTimestamp != ""}
-		for k, v := range p.Metadata.Labels {
-			s.Labels[k] = v
-		}
-		for k, v := range p.Metadata.Annotations {
-			s.Labels[k] = v
-		}
+		maps.Copy(s.Labels, p.Metadata.Labels)
+		maps.Copy(s.Labels, p.Metadata.Annotations)
 		s.Created, _ = time.Parse(time.RFC3339, p.Metadata.CreationTimestamp)
 		for _, cs := range p.Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil {
