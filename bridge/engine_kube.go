@@ -45,7 +45,9 @@ func (e kubeEngine) Ready(ctx context.Context, _ sandbox.Wait) error {
 func (e kubeEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
 
 func (e kubeEngine) Describe(ctx context.Context) (engineInfo, error) {
-	info := engineInfo{Name: "Kubernetes",
+	// The image is built where Podman runs; a cluster's nodes then take it
+	// from a registry they pull from, or scripts/kube.sh load copies it.
+	info := engineInfo{Name: "Kubernetes", Setup: "codebridge setup",
 		Fix: "set KUBECONFIG to the cluster's kubeconfig (or run codebridge in a pod with a service account that may create pods, pods/exec and networkpolicies in its namespace)"}
 	ki, err := e.e.Info(ctx)
 	if err != nil {

@@ -4,7 +4,10 @@
 # which is codebridge setup, builds the default one; the minimal one is built here)
 # and the real MCP servers and client from npm that the integration tests drive.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run TestExec ./bridge).
-# Last, the Kubernetes engine's tests and the end-to-end tests of sessions and
+# Last, the end-to-end tests run again against Docker: a private dockerd
+# (scripts/dockerd.sh, Debian's docker.io), the sandbox images built into it by
+# codebridge setup --engine docker. CODEBRIDGE_TEST_DOCKER=0 leaves that phase out.
+# Then the Kubernetes engine's tests and the end-to-end tests of sessions and
 # attacks run against a real single-node cluster (scripts/kube.sh, stopped at
 # the end). CODEBRIDGE_TEST_KUBERNETES=0 leaves that phase out.
 set -euo pipefail
@@ -65,6 +68,24 @@ go test -race -count=1 -timeout 30m ./...
 # image's own test, which needs pandas, is skipped); -race ran above.
 log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
 MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
+
+# The end-to-end tests against Docker (MCP_BRIDGE_ENGINE=docker), on a private
+# dockerd whose images are cached under ~/.cache/codebridge/dockerd, so a reused
+# machine builds them only when their inputs change; the dockerd is stopped at
+# the end, or when the script is interrupted.
+if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
+  log "end-to-end tests against Docker (CODEBRIDGE_TEST_DOCKER=0 leaves them out)"
+  eval "$(scripts/dockerd.sh start)"
+  trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
+  go run ./cmd/codebridge setup --engine docker --yes
+  go run ./cmd/codebridge setup --engine docker --yes --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
+  # One dockerd serves every codebridge here: 20 siblings closing at once,
+  # not the 50 of the Podman phase.
+  MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
+    go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
+  scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
+  trap - EXIT
+fi
 
 # The Kubernetes engine (MCP_BRIDGE_ENGINE=kubernetes) on a real single-node
 # cluster that scripts/kube.sh starts (its binaries cached by version in

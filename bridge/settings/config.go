@@ -20,7 +20,9 @@ import (
 
 // Container engines of the engine setting ([Config.Engine]).
 const (
+	EngineAuto       = "auto"       // Podman where it is installed or answers, else Docker
 	EnginePodman     = "podman"     // runtime/podman
+	EngineDocker     = "docker"     // runtime/docker
 	EngineKubernetes = "kubernetes" // runtime/kube: each sandbox a pod
 )
 
@@ -33,7 +35,7 @@ const EnvPrefix = "MCP_BRIDGE_"
 // flag is a layer of Load, not an edit afterwards); new settings make a new
 // Config.
 type Config struct {
-	Engine         string        // container engine: EnginePodman or EngineKubernetes
+	Engine         string        // container engine: EngineAuto, EnginePodman, EngineDocker or EngineKubernetes
 	K8sNamespace   string        // the namespace of the sandbox pods; "" the kubeconfig context's
 	K8sSeccomp     string        // a Localhost seccomp profile for the sandbox pods; "" RuntimeDefault
 	Image          string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
@@ -56,7 +58,7 @@ type Config struct {
 	ServerIdle     time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes  int           // containers kept started ahead of time; WarmAuto lets [Config.Warm] decide
 	Sessions       bool          // keep each MCP session's interpreter between runs
-	SocketStream   bool          // sandboxes talk through a unix socket where Podman can mount one
+	SocketStream   bool          // sandboxes talk through a unix socket where the engine can mount one
 	SessionIdle    time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions    int           // live sandbox sessions (each holding a container) at most
 	Preload        []string      // modules a session's interpreter imports before its first run
@@ -99,14 +101,14 @@ type setting struct {
 
 // settings is the table behind [LoadConfig] and the README's settings table.
 var settings = []setting{
-	{key: "engine", def: EnginePodman, help: "The container engine sandboxes run on: podman, or kubernetes (each sandbox a pod on the cluster KUBECONFIG's current context names, or the one codebridge runs in; see [Kubernetes](kubernetes.md)).",
+	{key: "engine", def: EngineAuto, help: "The container engine sandboxes run on: podman, docker, kubernetes (each sandbox a pod on the cluster KUBECONFIG's current context names, or the one codebridge runs in; see [Kubernetes](kubernetes.md)), or auto (Podman where it is installed or answers, else Docker). Docker is found as its CLI finds it: DOCKER_HOST, the current Docker context, rootless Docker's socket, Docker Desktop's, /var/run/docker.sock. See [Engines](engines.md).",
 		apply: func(c *Config, v string) error {
 			switch v {
-			case EnginePodman, EngineKubernetes:
+			case EngineAuto, EnginePodman, EngineDocker, EngineKubernetes:
 				c.Engine = v
 				return nil
 			}
-			return errors.New("want podman or kubernetes")
+			return errors.New("want auto, podman, docker or kubernetes")
 		}},
 	{key: "k8s_namespace", def: "", help: "With engine kubernetes, the namespace of the sandbox pods. Unset: the namespace of KUBECONFIG's current context, or of the pod codebridge runs in, else default.",
 		apply: func(c *Config, v string) error {
@@ -223,7 +225,7 @@ var settings = []setting{
 			}
 			return err
 		}},
-	{key: "sandbox_stream", def: "socket", help: "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when Podman runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by Podman).",
+	{key: "sandbox_stream", def: "socket", help: "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when the engine runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by the engine).",
 		apply: func(c *Config, v string) error {
 			switch v {
 			case "socket", "attach":

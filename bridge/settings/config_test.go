@@ -34,10 +34,10 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	bounds := sandbox.DefaultBounds(sandbox.LocalMachine(), 512<<20, sandbox.IdleMemory(true))
 	want := Config{
-		Engine: EnginePodman, Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
+		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
-		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
+		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
@@ -236,7 +236,7 @@ func TestKubernetesSettings(t *testing.T) {
 		want    string // an error containing it, or "" for none
 	}{
 		{environ: []string{"MCP_BRIDGE_ENGINE=kubernetes", "MCP_BRIDGE_K8S_NAMESPACE=team-a", "MCP_BRIDGE_K8S_SECCOMP_PROFILE=profiles/codebridge.json"}},
-		{environ: []string{"MCP_BRIDGE_ENGINE=k8s"}, want: "want podman or kubernetes"},
+		{environ: []string{"MCP_BRIDGE_ENGINE=k8s"}, want: "want auto, podman, docker or kubernetes"},
 		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=Team_A"}, want: "namespace name"},
 		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=-a"}, want: "namespace name"},
 		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=/var/lib/kubelet/seccomp/x.json"}, want: "relative to the kubelet's seccomp folder"},

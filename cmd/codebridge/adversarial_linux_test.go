@@ -415,11 +415,13 @@ print("severed")`, // the socket of the stream is read and written through two f
 			}
 			id := b.sandboxID(t)
 			mustRun(t, b.cs, "import signal\nsignal.signal(signal.SIGUSR1, lambda *a: bytearray(1 << 30))")
-			if out, err := exec.Command("podman", "kill", "--signal", "USR1", id).CombinedOutput(); err != nil {
-				t.Fatalf("podman kill: %v %s", err, out)
+			cli := testenv.EngineCLI(t)
+			if out, err := exec.Command(cli, "kill", "--signal", "USR1", id).CombinedOutput(); err != nil {
+				t.Fatalf("%s kill: %v %s", cli, err, out)
 			}
-			if out, err := exec.Command("podman", "wait", id).CombinedOutput(); err != nil {
-				t.Fatalf("podman wait: %v %s", err, out)
+			// Docker may have removed the container by the time it is asked.
+			if out, err := exec.Command(cli, "wait", id).CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") {
+				t.Fatalf("%s wait: %v %s", cli, err, out)
 			}
 			r := runPython(t, b.cs, map[string]any{"code": "print('ran')"})
 			containerGone(t, id)

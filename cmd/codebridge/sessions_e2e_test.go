@@ -170,14 +170,14 @@ func countRuns(steps []tsStep) int {
 	return n
 }
 
-// containerGone waits until Podman no longer knows the container whose short
+// containerGone waits until the engine no longer knows the container whose short
 // id (the sandbox's hostname) is id.
 func containerGone(t *testing.T, id string) {
 	t.Helper()
 	if len(id) < 12 {
 		t.Fatalf("not a container id: %q", id)
 	}
-	exists := func() bool { return exec.Command("podman", "container", "exists", id).Run() == nil }
+	exists := func() bool { return testenv.ContainerExists(t, id) }
 	if kubetest.Enabled() {
 		exists = func() bool { return kubetest.PodExists(t, id) }
 	}

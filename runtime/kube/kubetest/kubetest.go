@@ -19,18 +19,18 @@ import (
 // Fix is how to get the cluster the tests need.
 const Fix = `run scripts/kube.sh up, then eval "$(scripts/kube.sh env)"`
 
-// Enabled reports whether the tests run against Kubernetes:
-// MCP_BRIDGE_ENGINE=kubernetes, as scripts/test.sh's Kubernetes phase sets.
-func Enabled() bool { return os.Getenv("MCP_BRIDGE_ENGINE") == "kubernetes" }
+// Enabled reports whether the tests run against Kubernetes
+// (testenv.Engine), as scripts/test.sh's Kubernetes phase sets.
+func Enabled() bool { return testenv.Engine() == testenv.EngineKubernetes }
 
 // Settings are the settings a codebridge under test needs to use the
-// cluster: the engine, and the seccomp profile the phase names.
+// cluster besides the engine's name (testenv.Engine): the seccomp profile
+// the phase names.
 func Settings() []string {
-	s := []string{"MCP_BRIDGE_ENGINE=kubernetes"}
 	if p := os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE"); p != "" {
-		s = append(s, "MCP_BRIDGE_K8S_SECCOMP_PROFILE="+p)
+		return []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=" + p}
 	}
-	return s
+	return nil
 }
 
 // Engine returns an engine on the cluster that only looks (it starts
