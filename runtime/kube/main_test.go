@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginetest"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
@@ -68,6 +69,7 @@ func newTestEngine(t testing.TB, spec confine.Spec, serve bool) *Engine {
 const warmChildEnv = "CODEBRIDGE_KUBE_TEST_WARM_CHILD"
 
 func TestMain(m *testing.M) {
+	enginetest.Child(childEngine)
 	if os.Getenv(warmChildEnv) != "" {
 		warmChild()
 	}
