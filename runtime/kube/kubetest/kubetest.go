@@ -7,6 +7,7 @@ package kubetest
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -80,14 +81,8 @@ func RequireImage(t testing.TB, img string) {
 // owner each names ([confine.LabelOwner]), by name.
 func Pods(t testing.TB) map[string]string {
 	t.Helper()
-	ctx, cancel := reqContext()
-	defer cancel()
-	pods, err := Engine(t).List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := map[string]string{}
-	for _, p := range pods {
+	for _, p := range list(t) {
 		if !p.Deleted {
 			found[p.Name] = p.Labels[confine.LabelOwner]
 		}
@@ -98,18 +93,19 @@ func Pods(t testing.TB) map[string]string {
 // PodExists reports whether the pod exists, even while it is deleted.
 func PodExists(t testing.TB, name string) bool {
 	t.Helper()
+	return slices.ContainsFunc(list(t), func(p kube.PodSummary) bool { return p.Name == name })
+}
+
+// list returns the cluster's codebridge pods.
+func list(t testing.TB) []kube.PodSummary {
+	t.Helper()
 	ctx, cancel := reqContext()
 	defer cancel()
 	pods, err := Engine(t).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range pods {
-		if p.Name == name {
-			return true
-		}
-	}
-	return false
+	return pods
 }
 
 // reqContext bounds one look at the cluster. It does not derive from the
