@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // The streaming subprotocols of exec and attach over WebSocket, newest
@@ -50,7 +52,7 @@ type stream struct {
 	conn   *websocket.Conn
 	proto  string
 	stdout *io.PipeReader
-	stderr *capBuffer
+	stderr *confine.CapBuffer
 	done   chan struct{} // closed when the output has ended
 
 	wmu sync.Mutex // serializes writes, so that a message is never split
@@ -135,7 +137,7 @@ func (c *Client) openStream(ctx context.Context, namespace, pod string, command 
 		conn:   conn,
 		proto:  conn.Subprotocol(),
 		stdout: pr,
-		stderr: &capBuffer{max: stderrCap},
+		stderr: &confine.CapBuffer{Max: stderrCap},
 		done:   make(chan struct{}),
 	}
 	go s.pump(pw)
@@ -260,26 +262,4 @@ func (s *stream) Status() *streamStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
-}
-
-// capBuffer keeps the first max bytes written to it.
-type capBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *capBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *capBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
