@@ -278,3 +278,15 @@ func TestKubernetesUnschedulable(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesMissingSeccompProfile: a Localhost profile the node lacks
+// fails the start with the runtime's reason; it does not fall back to
+// another profile.
+func TestKubernetesMissingSeccompProfile(t *testing.T) {
+	e := newTestEngine(t, confine.Spec{Command: []string{"true"}}, false)
+	e.opts.Seccomp = "codebridge-test-absent.json"
+	_, err := e.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "CreateContainerError") || !strings.Contains(err.Error(), "codebridge-test-absent.json") {
+		t.Fatalf("start: %v, want the runtime's refusal naming the profile", err)
+	}
+}
