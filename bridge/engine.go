@@ -66,17 +66,20 @@ func newEngine(cfg settings.Config, logger *slog.Logger) (engine, error) {
 		return newPodmanEngine(cfg, spec, logger), nil
 	case settings.EngineDocker:
 		return newDockerEngine(cfg, spec, logger), nil
+	case settings.EngineKubernetes:
+		return newKubeEngine(cfg, spec, logger), nil
 	}
-	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman and docker", name)
+	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman, docker and kubernetes", name)
 }
 
 // chooseEngine resolves the engine setting to a driver's name and says why:
 // auto takes Podman where it is present (installed, or a socket or
 // CONTAINER_HOST set), else Docker where it is, else Podman (whose error
-// then says how to install it).
+// then says how to install it). Kubernetes is never chosen by auto: it is
+// named.
 func chooseEngine(setting string, podmanPresent, dockerPresent func() bool) (name, why string) {
 	switch setting {
-	case settings.EnginePodman, settings.EngineDocker:
+	case settings.EnginePodman, settings.EngineDocker, settings.EngineKubernetes:
 		return setting, "MCP_BRIDGE_ENGINE=" + setting
 	}
 	switch {
@@ -89,7 +92,7 @@ func chooseEngine(setting string, podmanPresent, dockerPresent func() bool) (nam
 }
 
 // ChooseEngine says which container engine the settings choose
-// (settings.EnginePodman or settings.EngineDocker) and why, without
+// (settings.EnginePodman, EngineDocker or EngineKubernetes) and why, without
 // connecting to it.
 func ChooseEngine(cfg settings.Config) (name, why string) {
 	return chooseEngine(cfg.Engine, podman.Present, func() bool { return docker.Present(os.Getenv) })

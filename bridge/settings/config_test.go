@@ -229,3 +229,27 @@ func TestContainerUser(t *testing.T) {
 		})
 	}
 }
+
+func TestKubernetesSettings(t *testing.T) {
+	for _, tt := range []struct {
+		environ []string
+		want    string // an error containing it, or "" for none
+	}{
+		{environ: []string{"MCP_BRIDGE_ENGINE=kubernetes", "MCP_BRIDGE_K8S_NAMESPACE=team-a", "MCP_BRIDGE_K8S_SECCOMP_PROFILE=profiles/codebridge.json"}},
+		{environ: []string{"MCP_BRIDGE_ENGINE=k8s"}, want: "want auto, podman, docker or kubernetes"},
+		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=Team_A"}, want: "namespace name"},
+		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=-a"}, want: "namespace name"},
+		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=/var/lib/kubelet/seccomp/x.json"}, want: "relative to the kubelet's seccomp folder"},
+		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=../x.json"}, want: "relative to the kubelet's seccomp folder"},
+	} {
+		c, err := LoadConfig(tt.environ, nil)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: %v", tt.environ, err)
+		case tt.want == "" && (c.Engine != EngineKubernetes || c.K8sNamespace != "team-a" || c.K8sSeccomp != "profiles/codebridge.json"):
+			t.Errorf("%v: engine %q, namespace %q, seccomp %q", tt.environ, c.Engine, c.K8sNamespace, c.K8sSeccomp)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: err %v, want one containing %q", tt.environ, err, tt.want)
+		}
+	}
+}

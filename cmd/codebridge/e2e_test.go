@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -111,7 +112,16 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 		"MCP_BRIDGE_IMAGE=" + testenv.Image(),
 		"MCP_BRIDGE_ENGINE=" + testenv.Engine(),
 		"MCP_BRIDGE_LOG_LEVEL=debug",
-	}, extra...)...)
+	}, append(engineSettings(), extra...)...)...)
+}
+
+// engineSettings are the settings the engine the tests run against needs
+// besides its name (testenv.Engine): Kubernetes's seccomp profile.
+func engineSettings() []string {
+	if kubetest.Enabled() {
+		return kubetest.Settings()
+	}
+	return nil
 }
 
 // session launches codebridge with env and connects the go-sdk client to it.
@@ -250,10 +260,15 @@ func callRunPython(t testing.TB, cs *mcp.ClientSession, params *mcp.CallToolPara
 }
 
 // requirePodman skips t (fails it in CI) when the engine the tests run
-// against (testenv.Engine: Podman, or Docker in scripts/test.sh's Docker
-// phase) or its sandbox image is missing.
+// against (testenv.Engine: Podman, Docker in scripts/test.sh's Docker phase,
+// or the Kubernetes cluster of its Kubernetes phase) or its sandbox image is
+// missing.
 func requirePodman(t testing.TB) {
 	t.Helper()
+	if kubetest.Enabled() {
+		kubetest.RequireImage(t, testenv.Image())
+		return
+	}
 	testenv.RequireImage(t, testenv.Image())
 }
 
@@ -270,9 +285,18 @@ func ownerLabel(pid int) string {
 	return host + "/" + strconv.Itoa(pid)
 }
 
-// ownedContainers lists the codebridge containers of these owners.
+// ownedContainers lists the codebridge containers (or pods) of these owners.
 func ownedContainers(t testing.TB, owners ...string) []string {
 	t.Helper()
+	if kubetest.Enabled() {
+		var names []string
+		for name, owner := range kubetest.Pods(t) {
+			if slices.Contains(owners, owner) {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
 	var ids []string
 	for id, owner := range testenv.ManagedContainers(t) {
 		if slices.Contains(owners, owner) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -176,8 +177,12 @@ func containerGone(t *testing.T, id string) {
 	if len(id) < 12 {
 		t.Fatalf("not a container id: %q", id)
 	}
+	exists := func() bool { return testenv.ContainerExists(t, id) }
+	if kubetest.Enabled() {
+		exists = func() bool { return kubetest.PodExists(t, id) }
+	}
 	deadline := time.Now().Add(60 * time.Second)
-	for testenv.ContainerExists(t, id) {
+	for exists() {
 		if time.Now().After(deadline) {
 			t.Fatalf("container %s still exists 60 s after its session ended", id)
 		}

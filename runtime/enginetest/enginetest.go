@@ -60,6 +60,12 @@ type Driver struct {
 	Sweep func(ctx context.Context, self confine.Owner) (int, error)
 	// Remove removes a container by ID; a container gone is not an error.
 	Remove func(ctx context.Context, id string) error
+	// Differs names what the engine cannot give as the others do, with
+	// why: a hardening probe's key (e.g. "exec_tmp"), or a subtest such as
+	// "GoneWithStream/socket". Each is not checked there, and its reason is
+	// logged. Kubernetes, for one, mounts no emptyDir noexec and has no pids
+	// limit per pod.
+	Differs map[string]string
 }
 
 // Run runs the suite against d.
@@ -280,6 +286,10 @@ func hardening(t *testing.T, d Driver) {
 		{"fork_error", "errno 11"}, // EAGAIN from the pids cgroup
 	}
 	for _, ck := range checks {
+		if why, ok := d.Differs[ck.key]; ok {
+			t.Logf("%s not checked on %s: %s", ck.key, d.Name, why)
+			continue
+		}
 		got, _ := json.Marshal(r[ck.key])
 		want, _ := json.Marshal(ck.want)
 		if !bytes.Equal(got, want) {
@@ -296,7 +306,7 @@ func hardening(t *testing.T, d Driver) {
 	if q, _ := r["cpu_quota"].(string); q != "50000" && !strings.HasPrefix(q, "50000 ") {
 		t.Errorf("cpu quota = %q, want 50000 (per 100000)", q)
 	}
-	if n, _ := r["forked"].(float64); n < 5 || n >= 16 {
+	if n, _ := r["forked"].(float64); (n < 5 || n >= 16) && d.Differs["forked"] == "" {
 		t.Errorf("forked %v processes under a pids limit of 16", n)
 	}
 	if code, _ := exit(t, ct); code != 0 {
@@ -435,6 +445,9 @@ func labels(t *testing.T, d Driver) {
 func goneWithStream(t *testing.T, d Driver) {
 	for _, tt := range []struct{ name, channel string }{{"attach", ""}, {"socket", python.ChannelEnv}} {
 		t.Run(tt.name, func(t *testing.T) {
+			if why, ok := d.Differs["GoneWithStream/"+tt.name]; ok {
+				t.Skipf("on %s: %s", d.Name, why)
+			}
 			new := d.New(t, confine.Spec{Command: python.Command(), Channel: tt.channel, Env: map[string]string{python.WaitLimitEnv: "600"}})
 			ct, err := new(t.Context())
 			if err != nil {

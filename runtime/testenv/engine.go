@@ -9,12 +9,20 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
-// Engine is the container engine the tests run against: "docker" when
-// $MCP_BRIDGE_ENGINE says docker (scripts/test.sh's Docker phase sets it,
-// with DOCKER_HOST naming its private daemon), else "podman".
+// EngineKubernetes is what [Engine] says in scripts/test.sh's Kubernetes
+// phase, whose cluster runtime/kube/kubetest finds (this package's engine
+// helpers drive the podman and docker commands only).
+const EngineKubernetes = "kubernetes"
+
+// Engine is the container engine the tests run against: "docker" or
+// "kubernetes" when $MCP_BRIDGE_ENGINE says so (scripts/test.sh's Docker
+// phase sets docker, with DOCKER_HOST naming its private daemon; its
+// Kubernetes phase sets kubernetes, with KUBECONFIG naming the cluster),
+// else "podman".
 func Engine() string {
-	if os.Getenv("MCP_BRIDGE_ENGINE") == "docker" {
-		return "docker"
+	switch e := os.Getenv("MCP_BRIDGE_ENGINE"); e {
+	case "docker", EngineKubernetes:
+		return e
 	}
 	return "podman"
 }
