@@ -1,8 +1,6 @@
 package podman
 
 import (
-	"io"
-
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
@@ -18,9 +16,9 @@ func channelMount(ch *confine.Channel) mount {
 	return mount{Destination: confine.MountDir, Type: "bind", Source: ch.Dir(), Options: []string{"ro", "nosuid", "nodev", "noexec"}}
 }
 
-// negotiate waits until the container has taken its stream
-// ([confine.Channel.Negotiate]); a container that could not connect to its
-// socket is reported once per client.
+// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// a container that could not connect to its socket is reported once per
+// client.
 func (ct *Container) negotiate() {
 	declined := func(reason string) {
 		ct.c.declined.Do(func() {
@@ -32,15 +30,5 @@ func (ct *Container) negotiate() {
 				"container", shortID(ct.ID), "reason", reason)
 		})
 	}
-	ct.ch.Negotiate(confine.Stdio{Stdout: ct.stdout, Stdin: ct.stdin, Stderr: ct.stderr}, declined, ct.c.log.With("container", shortID(ct.ID)))
-}
-
-// stream is the container's stream: stdout and stdin, or its socket. It
-// waits until the container has taken it.
-func (ct *Container) stream() (io.Reader, io.Writer) {
-	if ct.ch == nil {
-		return ct.stdout, ct.stdin
-	}
-	<-ct.ch.Ready()
-	return ct.ch.Stream()
+	ct.Negotiate(declined, ct.c.log.With("container", shortID(ct.ID)))
 }

@@ -30,7 +30,7 @@ func startChannel(t *testing.T, e *Engine) *Box {
 		b.Remove(ctx)
 	})
 	select {
-	case <-b.ct.ready:
+	case <-b.ct.Ready():
 	case <-time.After(time.Minute):
 		t.Fatal("the container did not take its stream in a minute")
 	}
@@ -77,7 +77,7 @@ func readEnds(t *testing.T, b *Box, end func()) {
 func TestChannelSocket(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
 	b := startChannel(t, e)
-	if !b.ct.ch.Socket() {
+	if !b.ct.Socket() {
 		t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 	}
 	if left := channelsLeft(t, e); len(left) != 0 {
@@ -105,7 +105,7 @@ func TestChannelEnds(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := startChannel(t, e)
-			if !b.ct.ch.Socket() {
+			if !b.ct.Socket() {
 				t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 			}
 			// The bootstrap waits for its start frame: nothing comes.
@@ -160,7 +160,7 @@ func TestChannelFallback(t *testing.T) {
 			e := newTestEngine(t, EngineOptions{Spec: confine.Spec{Command: tt.command, Channel: python.ChannelEnv},
 				Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			b := startChannel(t, e)
-			if b.ct.ch.Socket() {
+			if b.ct.Socket() {
 				t.Fatal("the stream is a socket")
 			}
 			warned := strings.Contains(log.String(), "could not connect to its socket") &&

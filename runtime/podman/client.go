@@ -29,24 +29,12 @@ import (
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
 // Podman cannot be used at all: not installed, its API not reachable, or no
 // usable image. The error's message says how to fix it.
-var ErrUnavailable = errors.New("podman unavailable")
+var ErrUnavailable = confine.ErrUnavailable
 
 // UnavailableError is an [ErrUnavailable] error with a message for the user.
-type UnavailableError struct {
-	Msg string // what happened and what to do
-	Err error  // the underlying cause, if any
-}
+type UnavailableError = confine.UnavailableError
 
-func (e *UnavailableError) Error() string { return e.Msg }
-
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrUnavailable].
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
-
-func unavailable(err error, format string, args ...any) error {
-	return &UnavailableError{Msg: fmt.Sprintf(format, args...), Err: err}
-}
+var unavailable = confine.Unavailable
 
 // Timeouts of requests to Podman. Every request has a deadline; the caller's
 // ctx may shorten it.
@@ -432,4 +420,20 @@ func rootCause(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// Present reports, without connecting, whether Podman looks usable here:
+// CONTAINER_HOST or CONTAINER_CONNECTION is set, a Podman socket exists, or
+// the podman command is installed (codebridge starts a service).
+func Present() bool {
+	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" {
+		return true
+	}
+	for _, sock := range defaultSockets() {
+		if _, err := os.Stat(sock); err == nil {
+			return true
+		}
+	}
+	_, err := exec.LookPath("podman")
+	return err == nil
 }

@@ -23,22 +23,15 @@ import (
 )
 
 // Container is a started sandbox container with its standard streams
-// attached. Read [Container.Stdout] and write [Container.Stdin] from one
-// goroutine each; the other methods are safe for concurrent use.
+// attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
+// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// write Stdin from one goroutine each; the other methods are safe for
+// concurrent use.
 type Container struct {
 	ID string
+	*confine.Attached
 
-	c      *Client
-	conn   net.Conn       // the hijacked attach connection
-	stdout *io.PipeReader // demultiplexed stdout, fed by pump
-	stderr *capBuffer     // demultiplexed stderr, capped
-	done   chan struct{}  // closed when the attach stream has ended
-	stdin  *stdinWriter
-
-	// The stream of [Box.Stream]: stdout and stdin, or a socket (ch).
-	ch    *confine.Channel
-	ready <-chan struct{} // closed once the stream is known
-
+	c       *Client
 	started time.Time   // when Start returned
 	killed  atomic.Bool // Kill was called
 
@@ -48,10 +41,7 @@ type Container struct {
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
-type StdinWriter interface {
-	io.Writer
-	CloseWrite() error
-}
+type StdinWriter = confine.StdinWriter
 
 // State is what [Container.Inspect] reports.
 type State struct {
@@ -60,10 +50,6 @@ type State struct {
 	ExitCode  int
 	OOMKilled bool
 }
-
-// stderrCap bounds the stderr kept for diagnostics; the sandbox protocol
-// carries the program's own stderr on stdout.
-const stderrCap = 64 << 10
 
 // Start creates a container from s, attaches to its stdin, stdout and stderr,
 // and starts it, with Podman's default seccomp profile ([Engine] gives
@@ -100,13 +86,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	for _, w := range created.Warnings {
 		c.log.Warn("podman create warning", "container", shortID(created.ID), "warning", w)
 	}
-	ct := &Container{
-		ID:     created.ID,
-		c:      c,
-		stderr: &capBuffer{max: stderrCap},
-		done:   make(chan struct{}),
-		ch:     ch,
-	}
+	ct := &Container{ID: created.ID, Attached: confine.NewAttached(ch), c: c}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
@@ -120,25 +100,17 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	if err != nil {
 		return fail(fmt.Errorf("attaching to container %s: %w", shortID(ct.ID), err))
 	}
-	pr, pw := io.Pipe()
-	ct.conn, ct.stdout = conn, pr
-	ct.stdin = &stdinWriter{conn: conn}
-	go ct.pump(br, pw)
+	ct.Attach(conn, br, "container "+shortID(ct.ID)+": podman attach")
 
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
 		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
 	}
 	ct.started = time.Now()
 	if ch != nil {
-		ct.ready = ch.Ready()
-		go ct.negotiate()
-	} else {
-		ct.ready = closedChan
+		ct.negotiate()
 	}
 	return ct, nil
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // attach opens a dedicated connection to the API and upgrades it to the
 // container's multiplexed stdio stream (POST .../attach, 101 Switching
@@ -205,51 +177,6 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 	}
 	return br, nil
 }
-
-// pump demultiplexes the attach stream ([confine.Demux]). Stdout goes
-// through a pipe, so it is streamed with back-pressure and never buffered
-// whole.
-func (ct *Container) pump(r io.Reader, stdout *io.PipeWriter) {
-	defer close(ct.done)
-	err := confine.Demux(r, stdout, ct.stderr)
-	var engine *confine.EngineError
-	switch {
-	case err == nil:
-		stdout.Close()
-	case errors.As(err, &engine):
-		stdout.CloseWithError(fmt.Errorf("container %s: podman attach: %s", shortID(ct.ID), engine.Msg))
-	default:
-		stdout.CloseWithError(fmt.Errorf("container %s: %w", shortID(ct.ID), err))
-	}
-}
-
-type stdinWriter struct {
-	conn net.Conn
-}
-
-func (w *stdinWriter) Write(p []byte) (int, error) { return w.conn.Write(p) }
-
-func (w *stdinWriter) CloseWrite() error {
-	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.New("attach connection cannot half-close")
-}
-
-// Stdin is the container's standard input.
-func (ct *Container) Stdin() StdinWriter { return ct.stdin }
-
-// Stdout is the container's standard output, streamed as it is produced. It
-// returns io.EOF when the container's output ends.
-func (ct *Container) Stdout() io.Reader { return ct.stdout }
-
-// Stderr returns the container's standard error so far (at most 64 KiB, for
-// diagnostics). It is collected while Stdout is read.
-func (ct *Container) Stderr() string { return ct.stderr.String() }
-
-// Done is closed when the attach stream has ended, normally because the
-// container exited (or was killed).
-func (ct *Container) Done() <-chan struct{} { return ct.done }
 
 // Wait blocks until the container has stopped and returns its exit code. It
 // has no deadline of its own: give ctx one. It follows Podman's events
@@ -360,62 +287,11 @@ func (ct *Container) Remove(ctx context.Context) error {
 	already := ct.removed
 	ct.removed = true
 	ct.mu.Unlock()
-	defer ct.closeStreams()
+	defer ct.CloseStreams()
 	if already {
 		return nil
 	}
 	return ct.c.remove(ctx, ct.ID)
-}
-
-// endStream ends the container's protocol stream: its socket, or the
-// attach stream's stdin (the process reads the end of its input), and
-// unblocks every read and write on it. The attach connection stays open, so
-// its end ([Container.Done]) still tells when the process has exited; the
-// pump drains the output until then. Ending again does nothing.
-func (ct *Container) endStream() {
-	if ct.ch != nil {
-		ct.ch.ShutDown()
-	}
-	if ct.conn == nil {
-		return
-	}
-	ct.stdout.Close()
-	ct.conn.SetWriteDeadline(time.Unix(1, 0)) // unblocks a write conmon does not take
-	ct.stdin.CloseWrite()
-}
-
-// end ends the container's stream, so that its process exits, and waits
-// until it has (its output ended), d passes, ctx ends or stop is closed. It
-// reports whether the process exited.
-func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	ct.endStream()
-	if ct.conn == nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ct.done:
-		return true
-	case <-stop:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-// closeStreams ends the stream and closes the attach connection too. The
-// container's process exits when its stream ends. Closing again does
-// nothing.
-func (ct *Container) closeStreams() error {
-	if ct.ch != nil {
-		ct.ch.Close() // first: the process must not see a shutdown
-	}
-	ct.endStream()
-	if ct.conn == nil {
-		return nil
-	}
-	return ct.conn.Close()
 }
 
 func (c *Client) remove(ctx context.Context, id string) error {

@@ -75,8 +75,8 @@ type Engine struct {
 	nextExit time.Time         // when the next container ending may exit at once ([Engine.depart])
 	orphans  []string          // client labels of dropped connections whose containers may remain
 	closed   bool
-	job      *imageJob // resolving the image, nil when none runs
-	profile  string    // path of the seccomp profile last used
+	job      *confine.ImageJob // resolving the image, nil when none runs
+	profile  string            // path of the seccomp profile last used
 	// placed is where the profile was put on the Podman host of the
 	// current connection, when that host does not share this one's files.
 	placed struct {
@@ -116,7 +116,7 @@ func (b *Box) Started() time.Time { return b.ct.started }
 // read and write on it and ends the container's process at once (a socket is
 // shut down, not closed, until [Box.Remove]); the attach connection stays
 // open until [Box.Remove], which watches the process end through it.
-func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b} }
+func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.ct.Conn(), b} }
 
 // Done is closed when the container's output has ended.
 func (b *Box) Done() <-chan struct{} { return b.ct.Done() }
@@ -158,10 +158,10 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 func (b *Box) Remove(ctx context.Context) error {
 	b.endStream()
 	var err error
-	if !b.delayed && !b.ct.end(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+	if !b.delayed && !b.ct.End(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
 		err = b.ct.Remove(ctx)
 	}
-	b.ct.closeStreams()
+	b.ct.CloseStreams()
 	b.e.mu.Lock()
 	delete(b.e.live, b)
 	b.e.freeTurn(b)
@@ -183,12 +183,12 @@ const endTimeout = 2 * time.Second
 // Over the attach stream the process cannot tell, and exits at once.
 func (b *Box) endStream() {
 	b.ending.Do(func() {
-		if b.turn >= 0 && b.ct.ch != nil && b.ct.ch.Socket() && !b.e.depart() {
+		if b.turn >= 0 && b.ct.Socket() && !b.e.depart() {
 			b.delayed = true
-			b.ct.closeStreams()
+			b.ct.CloseStreams()
 			return
 		}
-		b.ct.endStream()
+		b.ct.EndStream()
 	})
 }
 
@@ -213,18 +213,11 @@ func (e *Engine) depart() bool {
 	return true
 }
 
-// boxStream is a container's stream (attach or socket) as one ReadWriteCloser.
-type boxStream struct{ b *Box }
-
-// Read and Write wait until the container has taken its stream.
-func (s boxStream) Read(p []byte) (int, error) {
-	r, _ := s.b.ct.stream()
-	return r.Read(p)
-}
-
-func (s boxStream) Write(p []byte) (int, error) {
-	_, w := s.b.ct.stream()
-	return w.Write(p)
+// boxStream is a container's stream ([confine.Attached.Conn]) whose Close
+// ends it as [Box.endStream] does.
+type boxStream struct {
+	io.ReadWriteCloser
+	b *Box
 }
 
 func (s boxStream) Close() error {
@@ -324,7 +317,7 @@ func (e *Engine) Start(ctx context.Context, w ImageWatch) (*Box, error) {
 	}
 	e.mu.Unlock()
 	if closed {
-		ct.closeStreams() // it ends, and Podman removes it, as Close's do
+		ct.CloseStreams() // it ends, and Podman removes it, as Close's do
 		return nil, errShutDown
 	}
 	return b, nil
@@ -454,7 +447,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 
 	for _, b := range boxes {
-		b.ct.closeStreams()
+		b.ct.CloseStreams()
 	}
 	e.jobs.Wait() // the image job and the sweep end with e.bg
 	if c != nil {
@@ -488,7 +481,7 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 	if err != nil || job == nil {
 		return c, img, err
 	}
-	if img, err = job.wait(ctx, w); err != nil {
+	if img, err = job.Wait(ctx, w, imageLate); err != nil {
 		return nil, "", err
 	}
 	return c, img, nil
@@ -496,7 +489,7 @@ func (e *Engine) ready(ctx context.Context, w ImageWatch) (*Client, string, erro
 
 // connect returns a connected client and the image, or the job resolving the
 // image, connecting first if needed. Connecting is serialized.
-func (e *Engine) connect(ctx context.Context) (*Client, string, *imageJob, error) {
+func (e *Engine) connect(ctx context.Context) (*Client, string, *confine.ImageJob, error) {
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
 	c, err := e.dial(ctx)

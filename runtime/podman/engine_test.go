@@ -218,7 +218,7 @@ func TestExitTurns(t *testing.T) {
 		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.turn, b.turn, c.turn)
 	}
 	for _, x := range []*Box{a, b, c} {
-		if !x.ct.ch.Socket() {
+		if !x.ct.Socket() {
 			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
 		}
 	}
@@ -261,7 +261,7 @@ func TestExitTurns(t *testing.T) {
 func TestExitTurnsWhenManyEnd(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour, exitBurst: 1})
 	a, b := startChannel(t, e), startChannel(t, e)
-	if !a.ct.ch.Socket() || !b.ct.ch.Socket() {
+	if !a.ct.Socket() || !b.ct.Socket() {
 		t.Fatalf("the sandboxes did not connect to their sockets; stderr: %s %s", a.Stderr(), b.Stderr())
 	}
 	label := e.client.owner[labelClient]

@@ -60,7 +60,7 @@ func BenchmarkMassExit(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				<-box.ct.ready // the sandbox has connected to its socket
+				<-box.ct.Ready() // the sandbox has connected to its socket
 				mu.Lock()
 				ids = append(ids, box.ID())
 				mu.Unlock()
