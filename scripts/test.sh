@@ -92,6 +92,7 @@ fi
 # ~/.cache/codebridge/kube, the minimal image copied in from Podman) and stops
 # at the end, or when the script is interrupted: runtime/kube's tests, and the
 # end-to-end tests of sessions, attacks and leftovers with sandboxes as pods,
+# of replicas sharing sessions by handle and of the shipped manifests,
 # under codebridge's seccomp profile, which kube.sh puts on the node.
 if [ "${CODEBRIDGE_TEST_KUBERNETES:-1}" != 0 ]; then
   log "tests against Kubernetes (CODEBRIDGE_TEST_KUBERNETES=0 leaves them out)"
