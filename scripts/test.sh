@@ -102,7 +102,7 @@ if [ "${CODEBRIDGE_TEST_KUBERNETES:-1}" != 0 ]; then
   export MCP_BRIDGE_ENGINE=kubernetes MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
   go test -race -count=1 -timeout 30m ./runtime/kube/...
   go test -race -count=1 -timeout 30m ./cmd/codebridge \
-    -run 'TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestNoContainersLeftBehind|TestAdversarial$|TestRunPythonEndToEnd|TestHTTPSessionByHandle|TestHTTPResumeAfterCut'
+    -run 'TestKubernetes|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestNoContainersLeftBehind|TestAdversarial$|TestRunPythonEndToEnd|TestHTTPSessionByHandle|TestHTTPResumeAfterCut'
   unset MCP_BRIDGE_ENGINE MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE
   scripts/kube.sh down
   trap - EXIT
