@@ -210,18 +210,50 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err != nil {
 		return nil, err
 	}
-	spec.Image = cmp.Or(spec.Image, e.opts.Image, confine.DefaultImage)
 	if owner == nil {
 		owner = e.owner.Labels()
 	}
+	pod, serve, err := e.pod(spec, owner, "codebridge-"+randomHex(8), ns)
+	if err != nil {
+		return nil, err
+	}
+	var created Pod
+	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
+		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
+	}
+	b := &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}
+	if !e.add(b) {
+		b.delete(ctx)
+		return nil, errShutDown
+	}
+	fail := func(err error) (*Box, error) {
+		b.Remove(ctx)
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
+	defer cancel()
+	if _, err := waitPod(ctx, c, ns, b.name, started); err != nil {
+		return fail(err)
+	}
+	if err := b.open(ctx, confine.ServeFresh); err != nil {
+		return fail(err)
+	}
+	b.started = time.Now()
+	return b, nil
+}
+
+// pod is the pod of spec with these ownership labels; serve says whether
+// its process serves its stream in the pod.
+func (e *Engine) pod(spec confine.Spec, owner map[string]string, name, ns string) (*Pod, bool, error) {
+	spec.Image = cmp.Or(spec.Image, e.opts.Image, confine.DefaultImage)
 	serve := e.opts.Serve != nil && spec.Channel != ""
 	spec.Channel = "" // no host socket: the stream is served in the pod
 	h, err := spec.Harden(owner)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	o := podOptions{
-		Name:         "codebridge-" + randomHex(8),
+		Name:         name,
 		Namespace:    ns,
 		Replica:      e.replica,
 		RuntimeClass: e.opts.RuntimeClass,
@@ -233,32 +265,7 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 		o.Serve = &envVar{Name: e.opts.Serve.Env, Value: socketName}
 	}
 	pod, err := newPod(h, o)
-	if err != nil {
-		return nil, err
-	}
-	var created Pod
-	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
-		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
-	}
-	b := &Box{e: e, c: c, ns: ns, name: o.Name, serve: serve}
-	if !e.add(b) {
-		b.delete(ctx)
-		return nil, errShutDown
-	}
-	fail := func(err error) (*Box, error) {
-		b.Remove(ctx)
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
-	defer cancel()
-	if _, err := waitPod(ctx, c, ns, o.Name, started); err != nil {
-		return fail(err)
-	}
-	if err := b.open(ctx, confine.ServeFresh); err != nil {
-		return fail(err)
-	}
-	b.started = time.Now()
-	return b, nil
+	return pod, serve, err
 }
 
 // podStartTimeout bounds the wait for a pod's container to run (scheduling,
@@ -579,27 +586,53 @@ var errPodGone = errors.New("the sandbox pod was deleted")
 // changes with a watch (GET, then watch from that version; again when the
 // watch times out or its version expired).
 func waitPod(ctx context.Context, c *Client, ns, name string, done func(*Pod) (bool, error)) (*Pod, error) {
+	return waitObject(ctx, c, podsPath(ns), "pod", name, errPodGone, done)
+}
+
+// waitObject waits until done says the object name of the collection at
+// path (a what, for messages) is as wanted, following its changes with a
+// watch. It fails with gone when the object is deleted.
+func waitObject[T any](ctx context.Context, c *Client, path, what, name string, gone error, done func(*T) (bool, error)) (*T, error) {
 	for {
-		var p Pod
-		if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(name), nil, nil, &p); err != nil {
+		var raw json.RawMessage
+		if err := c.do(ctx, requestTimeout, http.MethodGet, path+"/"+url.PathEscape(name), nil, nil, &raw); err != nil {
 			if IsNotFound(err) {
-				return nil, fmt.Errorf("pod %s: %w", name, errPodGone)
+				return nil, fmt.Errorf("%s %s: %w", what, name, gone)
 			}
 			return nil, err
 		}
-		if ok, err := done(&p); ok || err != nil {
-			return &p, err
+		o, rv, err := decodeObject[T](raw)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", what, name, err)
 		}
-		got, err := watchPod(ctx, c, ns, name, p.Metadata.ResourceVersion, done)
+		if ok, err := done(o); ok || err != nil {
+			return o, err
+		}
+		got, err := watchObject(ctx, c, path, what, name, rv, gone, done)
 		if got != nil || err != nil {
 			return got, err
 		}
 	}
 }
 
-// watchPod follows the pod's changes from version rv until done says so. It
-// returns nil, nil when the watch ends without an answer.
-func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Pod) (bool, error)) (*Pod, error) {
+// decodeObject decodes an object and its resourceVersion.
+func decodeObject[T any](raw []byte) (*T, string, error) {
+	var o T
+	var meta struct {
+		Metadata objectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, "", err
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, "", err
+	}
+	return &o, meta.Metadata.ResourceVersion, nil
+}
+
+// watchObject follows the object's changes from version rv until done says
+// so. It returns nil, nil when the watch ends without an answer.
+func watchObject[T any](ctx context.Context, c *Client, path, what, name, rv string, gone error, done func(*T) (bool, error)) (*T, error) {
 	wctx, cancel := context.WithTimeout(ctx, watchTimeout+30*time.Second)
 	defer cancel()
 	q := url.Values{
@@ -608,7 +641,7 @@ func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Po
 		"resourceVersion": {rv},
 		"timeoutSeconds":  {fmt.Sprint(int(watchTimeout.Seconds()))},
 	}
-	resp, err := c.request(wctx, http.MethodGet, podsPath(ns), q, nil)
+	resp, err := c.request(wctx, http.MethodGet, path, q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -621,21 +654,21 @@ func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Po
 		}
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+				return nil, fmt.Errorf("waiting for %s %s: %w", what, name, ctx.Err())
 			}
 			return nil, nil // the watch timed out: GET and watch again
 		}
 		switch ev.Type {
 		case "ADDED", "MODIFIED":
-			var p Pod
-			if err := json.Unmarshal(ev.Object, &p); err != nil {
-				return nil, fmt.Errorf("watching pod %s: %w", name, err)
+			o, _, err := decodeObject[T](ev.Object)
+			if err != nil {
+				return nil, fmt.Errorf("watching %s %s: %w", what, name, err)
 			}
-			if ok, err := done(&p); ok || err != nil {
-				return &p, err
+			if ok, err := done(o); ok || err != nil {
+				return o, err
 			}
 		case "DELETED":
-			return nil, fmt.Errorf("pod %s: %w", name, errPodGone)
+			return nil, fmt.Errorf("%s %s: %w", what, name, gone)
 		default: // ERROR (e.g. the version expired), BOOKMARK
 			return nil, nil
 		}
