@@ -221,22 +221,32 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
 		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
 	}
-	b := &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}
+	return e.launch(ctx, &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
+}
+
+// launch makes b, just created, one of the engine's live sandboxes, waits
+// until its pod runs and opens its stream; find, if set, first finds its
+// pod. On failure it removes b.
+func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
 	if !e.add(b) {
 		b.delete(ctx)
 		return nil, errShutDown
 	}
-	fail := func(err error) (*Box, error) {
-		b.Remove(ctx)
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
 	defer cancel()
-	if _, err := waitPod(ctx, c, ns, b.name, started); err != nil {
-		return fail(err)
+	var err error
+	if find != nil {
+		err = find(ctx)
 	}
-	if err := b.open(ctx, confine.ServeFresh); err != nil {
-		return fail(err)
+	if err == nil {
+		_, err = waitPod(ctx, b.c, b.ns, b.name, started)
+	}
+	if err == nil {
+		err = b.open(ctx, confine.ServeFresh)
+	}
+	if err != nil {
+		b.Remove(ctx)
+		return nil, err
 	}
 	b.started = time.Now()
 	return b, nil
