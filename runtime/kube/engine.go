@@ -46,8 +46,12 @@ type Options struct {
 	// Serve, when set, makes the containers whose spec has a Channel serve
 	// their stream inside the pod, reached through a relay; the others, and
 	// all when it is nil, talk over their attached stdin and stdout.
-	Serve  *Serve
-	Logger *slog.Logger // nil discards
+	Serve *Serve
+	// WarmPool, when set, names an agent-sandbox SandboxWarmPool of the
+	// namespace: each sandbox is claimed from it (a SandboxClaim) instead
+	// of created as a pod, and its template's pod must be [Engine.Template].
+	WarmPool string
+	Logger   *slog.Logger // nil discards
 }
 
 // Serve is how a sandbox process serves its stream inside its pod
@@ -210,6 +214,9 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err != nil {
 		return nil, err
 	}
+	if e.opts.WarmPool != "" {
+		return e.claim(ctx, c, ns)
+	}
 	if owner == nil {
 		owner = e.owner.Labels()
 	}
@@ -226,7 +233,7 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 
 // launch makes b, just created, one of the engine's live sandboxes, waits
 // until its pod runs and opens its stream; find, if set, first finds its
-// pod. On failure it removes b.
+// pod (a claim's). On failure it removes b.
 func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
 	if !e.add(b) {
 		b.delete(ctx)
@@ -297,6 +304,14 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 		return nil, 0, errors.New("resuming a sandbox pod needs its stream served in the pod (the socket stream)")
 	}
 	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true}
+	if e.opts.WarmPool != "" {
+		// A claimed pod ends with its claim ([LabelClaim]).
+		var p Pod
+		if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(pod), nil, nil, &p); err != nil {
+			return nil, 0, fmt.Errorf("sandbox pod %s: %w", pod, err)
+		}
+		b.claim = p.Metadata.Labels[LabelClaim]
+	}
 	if err := b.open(ctx, 0); err != nil {
 		return nil, 0, err
 	}
@@ -344,6 +359,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	q := url.Values{"labelSelector": {LabelReplica + "=" + e.replica}}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
+	if e.opts.WarmPool != "" {
+		// Deleting the claims deletes their sandboxes and pods.
+		if err := c.do(dctx, requestTimeout, http.MethodDelete, claimsPath(ns), q, deleteOptions(), nil); err != nil {
+			return fmt.Errorf("deleting this replica's sandbox claims: %w", err)
+		}
+		return nil
+	}
 	if err := c.do(dctx, requestTimeout, http.MethodDelete, podsPath(ns), q, deleteOptions(), nil); err != nil {
 		return fmt.Errorf("deleting this replica's sandbox pods: %w", err)
 	}
@@ -364,7 +386,8 @@ type Box struct {
 	c       *Client
 	ns      string
 	name    string
-	serve   bool // the stream is served in the pod, through the relay
+	claim   string // the SandboxClaim that holds the pod, if claimed ([Options.WarmPool])
+	serve   bool   // the stream is served in the pod, through the relay
 	started time.Time
 	runs    int // after Resume: the runs the process had served
 
@@ -535,6 +558,13 @@ func (b *Box) closeStream() {
 func (b *Box) delete(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
+	if b.claim != "" {
+		err := deleteClaim(ctx, b.c, b.ns, b.claim)
+		if err != nil {
+			b.e.log.Warn("deleting sandbox claim", "claim", b.claim, "err", err)
+		}
+		return err
+	}
 	err := deletePod(ctx, b.c, b.ns, b.name)
 	if err != nil {
 		b.e.log.Warn("deleting sandbox pod", "pod", b.name, "err", err)
