@@ -22,6 +22,7 @@ func newKubeEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) 
 		Image:     cfg.Image,
 		Spec:      spec,
 		Seccomp:   cfg.K8sSeccomp,
+		WarmPool:  cfg.K8sWarmPool,
 		// The interpreter serves its stream in its pod, so that a stream
 		// lost with a replica loses nothing else.
 		Serve:  &kube.Serve{Env: python.ServeEnv, Relay: python.RelayCommand()},
