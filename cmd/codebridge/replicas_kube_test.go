@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/kube"
 	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -129,5 +135,68 @@ func TestKubernetesReplicasShareSessions(t *testing.T) {
 	b.Stop(t)
 	if left := livePods(t, ns, ""); len(left) > 0 {
 		t.Errorf("pods left after both replicas ended: %v", left)
+	}
+}
+
+// TestKubernetesWarmPoolReplicas: two serve --http replicas whose sandboxes
+// are claimed from an agent-sandbox SandboxWarmPool (MCP_BRIDGE_K8S_WARM_POOL)
+// of codebridge's own pod template. A session started on replica a runs in
+// the pool's warm pod, continues by handle on replica b (its claim follows
+// the pod), and once both have stopped no claim is left.
+func TestKubernetesWarmPoolReplicas(t *testing.T) {
+	if !kubetest.Enabled() {
+		t.Skip("runs against Kubernetes (MCP_BRIDGE_ENGINE=kubernetes, scripts/test.sh's Kubernetes phase)")
+	}
+	requirePodman(t)
+	requireLocalCluster(t)
+	if out, err := kubectlErr("get", "crd", "sandboxclaims.extensions.agents.x-k8s.io"); err != nil {
+		if os.Getenv("CODEBRIDGE_TEST_AGENT_SANDBOX") != "" {
+			t.Fatalf("agent-sandbox is missing (CODEBRIDGE_TEST_AGENT_SANDBOX is set): run scripts/agent-sandbox.sh up: %s", out)
+		}
+		t.Skip("agent-sandbox is missing: run scripts/agent-sandbox.sh up")
+	}
+	ns := kubeNamespace(t)
+	e := kube.NewEngine(kube.Options{Image: testenv.MinimalImage(), PullPolicy: "Never", Seccomp: os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE"),
+		Spec:  confine.Spec{Command: python.Command(), Channel: python.ChannelEnv}, // no wait limit: a pool's interpreter waits for its claim
+		Serve: &kube.Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}})
+	tmpl, err := e.Template("codebridge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data, _ := json.Marshal(tmpl)
+	pool := `{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxWarmPool","metadata":{"name":"codebridge"},"spec":{"replicas":1,"sandboxTemplateRef":{"name":"codebridge"}}}`
+	os.WriteFile(filepath.Join(dir, "template.json"), data, 0o600)
+	os.WriteFile(filepath.Join(dir, "pool.json"), []byte(pool), 0o600)
+	kubectl(t, "-n", ns, "apply", "-f", filepath.Join(dir, "template.json"), "-f", filepath.Join(dir, "pool.json"))
+	kubectl(t, "-n", ns, "wait", "--for=jsonpath={.status.readyReplicas}=1", "sandboxwarmpool/codebridge", "--timeout=3m")
+	warm := strings.Fields(kubectl(t, "-n", ns, "get", "pods", "-o", "name"))
+
+	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+t.TempDir(), "MCP_BRIDGE_K8S_NAMESPACE="+ns,
+		"MCP_BRIDGE_K8S_WARM_POOL=codebridge", "MCP_BRIDGE_WARM_CONTAINERS=0")
+	a := startHTTP(t, env)
+	b := startHTTP(t, env)
+	r := runPython(t, a.goClient(t, a.Token), map[string]any{"code": "import socket\nx = 41\nprint(socket.gethostname())"})
+	h, id := r.Out.Session.Handle, r.Out.Session.ID
+	if r.IsError || len(warm) != 1 || "pod/"+strings.TrimSpace(r.Out.Stdout) != warm[0] {
+		t.Fatalf("on a: %q %s, want the run in the pool's warm pod %v", r.Out.Stdout, r.Text, warm)
+	}
+	onB, err := dialHTTP(b.URL, b.Token, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	r = runPython(t, onB, map[string]any{"code": "x += 1\nprint(x)", "session": h})
+	if r.Out.Stdout != "42\n" || r.Out.Session == nil || r.Out.Session.ID != id {
+		t.Fatalf("on b by handle: %q %s %+v", r.Out.Stdout, r.Text, r.Out.Session)
+	}
+	a.Stop(t) // its shutdown leaves the claim b holds
+	r = runPython(t, onB, map[string]any{"code": "print(x)", "session": h})
+	if r.Out.Stdout != "42\n" || r.Out.Session.ID != id {
+		t.Fatalf("on b after a stopped: %q %s %+v", r.Out.Stdout, r.Text, r.Out.Session)
+	}
+	b.Stop(t)
+	if left := kubectl(t, "-n", ns, "get", "sandboxclaims", "-o", "name"); left != "" {
+		t.Errorf("claims left after both replicas stopped: %s", left)
 	}
 }
