@@ -37,8 +37,10 @@ func requireAgentSandbox(t *testing.T, c *Client) {
 // TestKubernetesWarmPoolClaim: with Options.WarmPool, the engine's sandboxes
 // are claimed from an agent-sandbox SandboxWarmPool of the engine's own
 // Template: the claimed pod is the pool's warm one, runs codebridge's
-// interpreter served in the pod, is continued from a second engine, and
-// removing it deletes the claim and the pod.
+// interpreter served in the pod, is continued from a second engine (the
+// claim follows), outlives the first engine's shutdown, and once no replica
+// uses it ends by its start frame's wait limit, after which a sweep deletes
+// its claim and so the pod.
 func TestKubernetesWarmPoolClaim(t *testing.T) {
 	cfg := requireCluster(t)
 	c := NewClient(cfg)
@@ -126,7 +128,10 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	if !strings.HasPrefix(b.ID(), name+"-") {
 		t.Errorf("claimed pod %s, want the pool's warm one (%s-...)", b.ID(), name)
 	}
-	it := python.Start(b.Stream(), protocol.Init{}, python.Limits{})
+	// The start frame's wait limit ends a session nobody continues (the
+	// pool's pod has none in its environment); long enough for the moves
+	// below.
+	it := python.Start(b.Stream(), protocol.Init{WaitLimit: 10}, python.Limits{})
 	res, err := it.Run(ctx, python.Program{Code: "import codebridge_runner\nx = 41\nprint(codebridge_runner.STREAM)"}, nil, time.Minute)
 	if err != nil || res.Error != nil || res.Stdout != "socket\n" {
 		t.Fatalf("first run: %+v, %v", res, err)
@@ -165,14 +170,22 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	if err := c.do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, nil); err != nil {
 		t.Fatalf("the claim after the first replica's shutdown: %v", err)
 	}
-	// Removing it ends the claim, and the controller deletes the pod.
+	// The second replica dies too: the interpreter ends by its wait limit,
+	// and a sweep deletes the ended pod's claim, and so the pod.
 	if r.claim != b.claim {
 		t.Errorf("the resumed pod's claim is %q, want %q", r.claim, b.claim)
 	}
-	if err := r.Remove(ctx); err != nil {
+	r.closeStream()
+	if _, err := waitPod(wctx, c, ns, b.ID(), ended); err != nil {
 		t.Fatal(err)
 	}
+	if n, err := second.Sweep(ctx, confine.Self(), 0); err != nil || n < 1 {
+		t.Fatalf("the sweep deleted %d, %v; want at least the ended pod's claim", n, err)
+	}
 	if _, err := waitPod(wctx, c, ns, b.ID(), func(*Pod) (bool, error) { return false, nil }); !errors.Is(err, errPodGone) {
-		t.Fatalf("the claimed pod after its claim was deleted: %v", err)
+		t.Fatalf("the claimed pod after the sweep: %v", err)
+	}
+	if err := c.do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, nil); !IsNotFound(err) {
+		t.Errorf("the claim after the sweep: %v, want not found", err)
 	}
 }
