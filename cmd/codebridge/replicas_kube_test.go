@@ -4,8 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,10 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
-	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/kube"
 	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
-	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -139,10 +136,11 @@ func TestKubernetesReplicasShareSessions(t *testing.T) {
 }
 
 // TestKubernetesWarmPoolReplicas: two serve --http replicas whose sandboxes
-// are claimed from an agent-sandbox SandboxWarmPool (MCP_BRIDGE_K8S_WARM_POOL)
-// of codebridge's own pod template. A session started on replica a runs in
-// the pool's warm pod, continues by handle on replica b (its claim follows
-// the pod), and once both have stopped no claim is left.
+// are claimed from an agent-sandbox SandboxWarmPool (MCP_BRIDGE_K8S_WARM_POOL),
+// applied as codebridge config --k8s-warm-pool prints it. A session started
+// on replica a runs in the pool's warm pod, continues by handle on replica b
+// (its claim follows the pod), still runs once a has stopped, and once both
+// have stopped no claim is left.
 func TestKubernetesWarmPoolReplicas(t *testing.T) {
 	if !kubetest.Enabled() {
 		t.Skip("runs against Kubernetes (MCP_BRIDGE_ENGINE=kubernetes, scripts/test.sh's Kubernetes phase)")
@@ -156,24 +154,21 @@ func TestKubernetesWarmPoolReplicas(t *testing.T) {
 		t.Skip("agent-sandbox is missing: run scripts/agent-sandbox.sh up")
 	}
 	ns := kubeNamespace(t)
-	e := kube.NewEngine(kube.Options{Image: testenv.MinimalImage(), PullPolicy: "Never", Seccomp: os.Getenv("MCP_BRIDGE_K8S_SECCOMP_PROFILE"),
-		Spec:  confine.Spec{Command: python.Command(), Channel: python.ChannelEnv}, // no wait limit: a pool's interpreter waits for its claim
-		Serve: &kube.Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}})
-	tmpl, err := e.Template("codebridge")
+	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+t.TempDir(), "MCP_BRIDGE_K8S_NAMESPACE="+ns,
+		"MCP_BRIDGE_K8S_WARM_POOL=codebridge", "MCP_BRIDGE_WARM_CONTAINERS=0")
+	// The template and pool codebridge prints for these settings.
+	cmd := exec.Command(binary(t), "config", "--k8s-warm-pool", "1")
+	cmd.Env = env
+	list, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("codebridge config --k8s-warm-pool: %v", err)
 	}
-	dir := t.TempDir()
-	data, _ := json.Marshal(tmpl)
-	pool := `{"apiVersion":"extensions.agents.x-k8s.io/v1beta1","kind":"SandboxWarmPool","metadata":{"name":"codebridge"},"spec":{"replicas":1,"sandboxTemplateRef":{"name":"codebridge"}}}`
-	os.WriteFile(filepath.Join(dir, "template.json"), data, 0o600)
-	os.WriteFile(filepath.Join(dir, "pool.json"), []byte(pool), 0o600)
-	kubectl(t, "-n", ns, "apply", "-f", filepath.Join(dir, "template.json"), "-f", filepath.Join(dir, "pool.json"))
+	file := filepath.Join(t.TempDir(), "pool.json")
+	os.WriteFile(file, list, 0o600)
+	kubectl(t, "-n", ns, "apply", "-f", file)
 	kubectl(t, "-n", ns, "wait", "--for=jsonpath={.status.readyReplicas}=1", "sandboxwarmpool/codebridge", "--timeout=3m")
 	warm := strings.Fields(kubectl(t, "-n", ns, "get", "pods", "-o", "name"))
 
-	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+t.TempDir(), "MCP_BRIDGE_K8S_NAMESPACE="+ns,
-		"MCP_BRIDGE_K8S_WARM_POOL=codebridge", "MCP_BRIDGE_WARM_CONTAINERS=0")
 	a := startHTTP(t, env)
 	b := startHTTP(t, env)
 	r := runPython(t, a.goClient(t, a.Token), map[string]any{"code": "import socket\nx = 41\nprint(socket.gethostname())"})
