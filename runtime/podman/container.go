@@ -74,6 +74,7 @@ func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) 
 }
 
 func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	cs, err := newCreateSpec(s, c.owner, at.seccomp)
 	if err != nil {
 		return nil, err
@@ -126,6 +127,10 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	go ct.pump(br, pw)
 
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
+		if confine.GVisor(s.Runtime) && strings.Contains(err.Error(), "network enabled in root network namespace") {
+			err = fmt.Errorf("%w: Podman runs %s without the flags codebridge's sandboxes need (%s): codebridge setup --runtime runsc registers runsc with Podman with them",
+				err, s.Runtime, strings.Join(confine.GVisorArgs(), " "))
+		}
 		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
 	}
 	ct.started = time.Now()

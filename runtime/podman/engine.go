@@ -1,6 +1,7 @@
 package podman
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,8 @@ type EngineOptions struct {
 	Image    string // the configured image; "" lets [Client.EnsureImage] choose
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required. The engine adds its seccomp
-	// profile ([confine.SeccompProfile]).
+	// profile ([confine.SeccompProfile]). Its Runtime is the Podman
+	// service's: see [Options.Runtime].
 	Spec     confine.Spec
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
@@ -175,16 +177,28 @@ type Info struct {
 	URI        string // where it answered
 	APIVersion string // its libpod API version, e.g. "4.3.1"
 	Private    bool   // a 'podman system service' codebridge started
+	// Runtime is the OCI runtime the containers run under, as Podman names
+	// it; "" when Podman did not say.
+	Runtime string
 }
 
 // Info connects to Podman if needed, without resolving the image, and says
-// which Podman answered.
+// which Podman answered and, asking it when no runtime was chosen
+// ([confine.Spec.Runtime]), which OCI runtime it runs.
 func (e *Engine) Info(ctx context.Context) (Info, error) {
 	c, err := e.connected(ctx)
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private()}, nil
+	info := Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private(), Runtime: c.Runtime()}
+	if info.Runtime == "" {
+		name, path, err := c.ociRuntime(ctx)
+		if err != nil {
+			e.log.Info("podman did not say which OCI runtime it runs", "err", err)
+		}
+		info.Runtime = cmp.Or(name, path)
+	}
+	return info, nil
 }
 
 // ImageExists connects to Podman if needed and reports whether the image is
@@ -271,7 +285,7 @@ func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, 
 		if placed.c == c {
 			return placed.path, nil
 		}
-		path, err := c.placeSeccompProfile(ctx, image)
+		path, err := c.placeSeccompProfile(ctx, image, e.opts.Spec.Runtime)
 		if err != nil {
 			return "", fmt.Errorf("%w; the sandbox does not start without its seccomp profile", err)
 		}
@@ -282,7 +296,7 @@ func (e *Engine) seccomp(ctx context.Context, c *Client, image string) (string, 
 		e.mu.Unlock()
 		return path, nil
 	}
-	path, err := confine.WriteSeccompProfile(stateDir(e.opts.StateDir))
+	path, err := confine.WriteSeccompProfile(stateDir(e.opts.StateDir), e.opts.Spec.Runtime)
 	if err != nil {
 		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}
@@ -417,7 +431,7 @@ func (e *Engine) dial(ctx context.Context) (*Client, error) {
 	}
 	if c == nil {
 		var err error
-		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Logger: e.log, Declined: e.opts.Declined})
+		c, err = Connect(ctx, Options{URI: e.opts.URI, StateDir: e.opts.StateDir, Runtime: e.opts.Spec.Runtime, Logger: e.log, Declined: e.opts.Declined})
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,9 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
+	if opts.Spec.Runtime == "" {
+		opts.Spec.Runtime = testenv.Runtime()
+	}
 	if opts.Spec.Command == nil { // codebridge's sandbox, with its socket
 		opts.Spec.Command = python.Command()
 		opts.Spec.Channel = python.ChannelEnv

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // seccompProbe tries what the profile denies and what a sandbox needs, and
@@ -134,15 +135,15 @@ func TestPlaceSeccompProfile(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
 	for range 2 {
-		path, err := c.placeSeccompProfile(t.Context(), img)
+		path, err := c.placeSeccompProfile(t.Context(), img, testenv.Runtime())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(path, "codebridge-seccomp-"+confine.SeccompID()) || filepath.Base(path) != "seccomp.json" {
+		if !strings.Contains(path, "codebridge-seccomp-"+confine.SeccompID(testenv.Runtime())) || filepath.Base(path) != "seccomp.json" {
 			t.Errorf("profile path %q; want seccomp.json in the volume named by its content", path)
 		}
 		// This Podman runs here, so its volume can be read directly.
-		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, confine.SeccompProfile()) {
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, confine.SeccompProfile(testenv.Runtime())) {
 			t.Errorf("the file in the volume is not the profile (%d bytes, %v)", len(got), err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestPlaceSeccompProfile(t *testing.T) {
 func BenchmarkStartSeccomp(b *testing.B) {
 	c := testClient(b)
 	img := testImage(b, c)
-	ours, err := confine.WriteSeccompProfile(b.TempDir())
+	ours, err := confine.WriteSeccompProfile(b.TempDir(), testenv.Runtime())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func BenchmarkPlaceSeccompProfile(b *testing.B) {
 	c := testClient(b)
 	img := testImage(b, c)
 	for b.Loop() {
-		if _, err := c.placeSeccompProfile(b.Context(), img); err != nil {
+		if _, err := c.placeSeccompProfile(b.Context(), img, testenv.Runtime()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 // service is a 'podman system service' child process serving a private socket.
 type service struct {
 	sock    string
+	runtime string // the OCI runtime it runs containers under; "" for Podman's default
 	cmd     *exec.Cmd
 	log     *slog.Logger
 	stderr  *capBuffer
@@ -25,24 +26,30 @@ type service struct {
 	stopOnce sync.Once
 }
 
-// startService starts bin as an API service on a socket in dir. The child gets
+// startService starts bin as an API service on a socket in dir, running
+// containers under the OCI runtime named runtime ("" for Podman's default). The child gets
 // its own process group (a Ctrl-C meant for us must not stop it before we
 // have removed our containers) and, on Linux, SIGTERM when we die.
-func startService(bin, dir string, log *slog.Logger) (*service, error) {
+func startService(bin, dir, runtime string, log *slog.Logger) (*service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, unavailable(err, "cannot create state directory for the podman socket: %v: set a writable state directory", err)
 	}
 	sock := filepath.Join(dir, "podman-"+strconv.Itoa(os.Getpid())+".sock")
 	_ = os.Remove(sock) // a leftover of an earlier process with our pid
 	s := &service{
-		sock:   sock,
-		log:    log,
-		stderr: &capBuffer{max: 16 << 10},
-		exited: make(chan struct{}),
+		sock:    sock,
+		runtime: runtime,
+		log:     log,
+		stderr:  &capBuffer{max: 16 << 10},
+		exited:  make(chan struct{}),
 	}
 	// The service must outlive ctx (which only bounds start-up), so it is not
 	// started with exec.CommandContext.
-	s.cmd = exec.Command(bin, "system", "service", "--time=0", s.uri())
+	var args []string
+	if runtime != "" {
+		args = []string{"--runtime", runtime}
+	}
+	s.cmd = exec.Command(bin, append(args, "system", "service", "--time=0", s.uri())...)
 	s.cmd.Stderr = s.stderr
 	s.cmd.Env = serviceEnv(os.Environ())
 	// conmon inherits this directory and, with Podman 4.3, drops a file named
