@@ -55,6 +55,11 @@ const WaitLimitEnv = "CODEBRIDGE_WAIT_LIMIT"
 // and confine.Channel are the host side).
 const ChannelEnv = "CODEBRIDGE_CHANNEL"
 
+// GVisorEnv names the environment variable that tells the sandbox, with
+// "1", that it runs under gVisor: a failure from a system call gVisor lacks
+// (ENOSYS) then says so.
+const GVisorEnv = "CODEBRIDGE_GVISOR"
+
 // Command is the argv a sandbox container runs. The bootstrap it contains waits
 // for the 'S' frame on stdin, so a container may be started before any code is known.
 func Command() []string {
