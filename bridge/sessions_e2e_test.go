@@ -25,6 +25,7 @@ func TestTwoSessionsOneServer(t *testing.T) {
 	}
 	cfg := bridgetest.Config(t)
 	cfg.ConfigDir, cfg.StateDir, cfg.Image = t.TempDir(), t.TempDir(), testenv.Image()
+	cfg.Runtime = testenv.Runtime()
 	p, err := start(t.Context(), cfg, orDiscard(nil))
 	if err != nil {
 		t.Fatal(err)
