@@ -12,7 +12,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/setup"
 )
 
-const setupHelp = `Usage: codebridge setup [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild]
+const setupHelp = `Usage: codebridge setup [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild] [--runtime runsc]
 
 Prepares this machine to run codebridge's sandboxes, from the binary alone; each
 step is skipped when already done, so it is safe to run again:
@@ -28,6 +28,12 @@ step is skipped when already done, so it is safe to run again:
   3. A probe container. Only when it fails does setup write Podman's defaults
      that make it work on hosts like this (runtime runc, explicit default
      rlimits) into a containers.conf drop-in, after asking.
+  4. With --runtime runsc, gVisor: Debian's runsc package when runsc is
+     missing; a wrapper script that runs it with the flags the sandbox needs,
+     registered with Podman as the runtime runsc (a containers.conf drop-in)
+     and, where Docker is installed, with Docker (daemon.json; dockerd must
+     then be restarted); then a probe container under it. Set
+     MCP_BRIDGE_RUNTIME=runsc to use it.
 
 Podman's own output shows the progress. Without a terminal to ask on, a step
 that installs packages or writes system files prints the exact command or file
@@ -45,6 +51,8 @@ Flags:
   --rebuild         build the image even when it exists
   --debian-mirror URL  the Debian mirror of the Debian route (default: the one
                     in this machine's apt sources, else deb.debian.org)
+  --runtime runsc   also install gVisor and register it with the engines
+                    (default: runsc when MCP_BRIDGE_RUNTIME=runsc)
 
 Exit status: 0 when Podman runs the sandbox image; 1 when a step failed or
 needed a yes it did not get (the message says what to do); 2 when the command
@@ -52,8 +60,8 @@ line is wrong.
 `
 
 type setupFlags struct {
-	image, from, mirror, base string
-	yes, rebuild              bool
+	image, from, mirror, base, runtime string
+	yes, rebuild                       bool
 }
 
 // setupCommand defines the flags of setup and returns its run function.
@@ -63,6 +71,7 @@ func setupCommand(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.from, "from", setup.FromAuto, "auto, registry or debian")
 	fs.StringVar(&f.mirror, "debian-mirror", "", "Debian mirror")
 	fs.StringVar(&f.base, "base", "", "the registry route's base image")
+	fs.StringVar(&f.runtime, "runtime", "", "an OCI runtime to install and register: runsc")
 	fs.BoolVar(&f.yes, "yes", false, "answer yes to every question")
 	fs.BoolVar(&f.rebuild, "rebuild", false, "build the image even when it exists")
 	return func(ctx context.Context, c *call) int { return setupCmd(ctx, c.cfg, f, c.stdin, c.stderr) }
@@ -71,6 +80,10 @@ func setupCommand(fs *flag.FlagSet) runFunc {
 func setupCmd(ctx context.Context, cfg settings.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
 	opts := setup.Options{
 		Image: f.image, From: f.from, Base: f.base, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
+		Runtime: f.runtime,
+	}
+	if opts.Runtime == "" && cfg.Runtime == setup.GVisor {
+		opts.Runtime = cfg.Runtime // MCP_BRIDGE_RUNTIME=runsc: gVisor is wanted
 	}
 	if opts.Image == "" {
 		opts.Image = cfg.Image

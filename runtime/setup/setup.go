@@ -1,7 +1,8 @@
 // Package setup prepares a machine to run codebridge's sandboxes, from the
 // binary alone: it installs Podman (and what the image build needs) when
 // missing, builds or pulls the sandbox image, and fixes Podman's runtime and
-// rlimit defaults only where a probe container shows they do not work. It
+// rlimit defaults only where a probe container shows they do not work; on
+// request it installs gVisor and registers it with the engines. It
 // drives the podman command as a person would, so what Podman prints is the
 // progress a person sees; it asks before installing packages or writing
 // system files, and prints the exact fix when it may not.
@@ -62,6 +63,10 @@ type Options struct {
 	// Base is the image FromRegistry builds on, a Debian bookworm image with
 	// apt (e.g. from a registry mirror); "" means DefaultBase.
 	Base string
+	// Runtime is an OCI runtime to install and register with the engine,
+	// under which the sandbox is then probed: "" for none, or runsc
+	// (gVisor), the one setup knows.
+	Runtime string
 	// Podman is the podman command; "" means podman from PATH.
 	Podman string
 	// Getenv reads the environment; nil means os.Getenv. Tests replace it.
@@ -96,6 +101,9 @@ func Run(ctx context.Context, opts Options) error {
 	default:
 		return fmt.Errorf("--from %q: want auto, registry or debian", s.From)
 	}
+	if err := knownRuntime(s.Runtime); err != nil {
+		return err
+	}
 	if s.Base != "" && s.From == FromDebian {
 		return fmt.Errorf("--base %s is the base of the registry route; --from debian builds from Debian packages (drop one of them)", s.Base)
 	}
@@ -110,6 +118,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := s.runtime(ctx, s.Image, "python3", "-c", `print("ok")`); err != nil {
 		return err
+	}
+	if s.Runtime == GVisor {
+		if err := s.gvisor(ctx); err != nil {
+			return err
+		}
+		s.logf("ready: Podman runs the sandbox image %s, under gVisor with MCP_BRIDGE_RUNTIME=runsc", s.Image)
+		return nil
 	}
 	s.logf("ready: Podman runs the sandbox image %s", s.Image)
 	return nil
