@@ -46,11 +46,14 @@ const (
 	// host's hard limit or the OCI runtime cannot set it.
 	nofileLimit = 1024
 	// gvisorHostTasks and gvisorBaseTasks size the cgroup's pids limit
-	// under gVisor: the sentry's own threads (about 50 idle) and, on the
-	// ptrace platform, about six host tasks per process in the sandbox
-	// (measured with Debian's runsc 2022-12-19: 231 for 30 processes, 401
-	// for 60).
-	gvisorHostTasks = 8
+	// under gVisor, about twice what gVisor needs: its own threads (about 50
+	// idle, more under load) and, on the ptrace platform, about seven host
+	// tasks per process in the sandbox (Debian's runsc 2022-12-19: a peak of
+	// 920 for 127 processes). When the cgroup's limit is near that, gVisor
+	// itself fails to start a task and the whole sandbox dies with exit
+	// code 2 and no output, instead of the code getting EAGAIN (63
+	// processes: dead under 350 and 450, EAGAIN under 768).
+	gvisorHostTasks = 12
 	gvisorBaseTasks = 256
 	// cpuPeriod is the CFS period used to express [Spec.CPUs] as a quota.
 	cpuPeriod = 100000
