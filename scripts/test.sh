@@ -16,6 +16,14 @@ scripts/setup.sh
 export CODEBRIDGE_TEST_MINIMAL_IMAGE=${CODEBRIDGE_TEST_MINIMAL_IMAGE:-localhost/codebridge-sandbox:minimal}
 scripts/setup.sh --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
 
+# gVisor for the phase below that runs the sandbox under runsc
+# (CODEBRIDGE_TEST_GVISOR=0 leaves it out): Debian's runsc, registered with
+# Podman by codebridge setup --runtime runsc.
+gvisor=${CODEBRIDGE_TEST_GVISOR:-1}
+if [ "$gvisor" = 1 ]; then
+  scripts/setup.sh --runtime runsc
+fi
+
 # An sshd for the test of remote Podman over ssh (it runs its own, on loopback,
 # in inetd mode; the package's service is not used).
 if ! command -v sshd >/dev/null && [ ! -x /usr/sbin/sshd ]; then
@@ -62,3 +70,14 @@ go test -race -count=1 -timeout 30m ./...
 # image's own test, which needs pandas, is skipped); -race ran above.
 log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
 MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
+
+# The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
+# the sessions tests, the seccomp probes (user namespaces and mounts still
+# refused), doctor's proof of the kernel, and a syscall gVisor lacks.
+if [ "$gvisor" = 1 ]; then
+  log "the sandbox under gVisor (runsc): adversarial, sessions, seccomp probes, doctor"
+  MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 30m \
+    -run 'TestAdversarial|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestTwoSessionsOneServer|TestDoctor$|TestMissingSyscall' \
+    ./cmd/codebridge ./bridge
+  MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 10m -run 'TestSeccompProfile$|TestPlaceSeccompProfile|TestConnectRuntime' ./runtime/podman
+fi
