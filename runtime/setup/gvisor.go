@@ -41,7 +41,7 @@ func (s *setup) gvisor(ctx context.Context) error {
 	}
 	if host := s.Getenv("CONTAINER_HOST"); host != "" {
 		s.logf("Podman runs at CONTAINER_HOST=%s, so register gVisor there: on that host, copy %s and put this in %s:\n%s\nthen start its service with 'podman --runtime runsc system service'",
-			host, wrapper, defaultRunscConfPath(), podmanRunsc(wrapper))
+			host, wrapper, filepath.Join(systemDropIns, runscDropIn), podmanRunsc(wrapper))
 		return errors.New("--runtime runsc with CONTAINER_HOST set: register gVisor on that host as shown above")
 	}
 	if conf := s.Getenv("CONTAINERS_CONF"); conf != "" {
@@ -50,7 +50,7 @@ func (s *setup) gvisor(ctx context.Context) error {
 		if !s.registered(ctx, wrapper) {
 			return errors.New("runsc is not registered with Podman: add the lines above to " + conf)
 		}
-	} else if err := s.writeOwn(s.runscConfPath(), []byte(gvisorHeader+podmanRunsc(wrapper)), 0o644, "Podman's registration of runsc"); err != nil {
+	} else if err := s.writeOwn(s.dropIn(runscDropIn), []byte(gvisorHeader+podmanRunsc(wrapper)), 0o644, "Podman's registration of runsc"); err != nil {
 		return err
 	}
 	if err := s.probeGVisor(ctx); err != nil {
@@ -117,22 +117,8 @@ func (s *setup) runscWrapperPath() string {
 	return filepath.Join(home, ".local", "libexec", "codebridge", "runsc")
 }
 
-// runscConfPath is the containers.conf drop-in that registers runsc.
-func (s *setup) runscConfPath() string {
-	if os.Geteuid() == 0 {
-		return defaultRunscConfPath()
-	}
-	dir := s.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".config")
-	}
-	return filepath.Join(dir, "containers", "containers.conf.d", "51-codebridge-runsc.conf")
-}
-
-func defaultRunscConfPath() string {
-	return "/etc/containers/containers.conf.d/51-codebridge-runsc.conf"
-}
+// runscDropIn names the containers.conf drop-in that registers runsc.
+const runscDropIn = "51-codebridge-runsc.conf"
 
 // writeOwn writes a file setup owns (it starts with gvisorHeader), asking
 // first; a file of that name not written by setup is left alone.
@@ -284,12 +270,7 @@ func (s *setup) dockerDaemonJSON() string {
 	if os.Geteuid() == 0 {
 		return "/etc/docker/daemon.json"
 	}
-	dir := s.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".config")
-	}
-	return filepath.Join(dir, "docker", "daemon.json")
+	return filepath.Join(s.configHome(), "docker", "daemon.json")
 }
 
 // knownRuntime checks that runtime is one setup can prepare.

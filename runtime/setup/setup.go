@@ -349,18 +349,32 @@ func (s *setup) confPath() string {
 	if p := s.Getenv("CONTAINERS_CONF"); p != "" {
 		return p
 	}
-	if os.Geteuid() == 0 {
-		return defaultConfPath()
-	}
-	dir := s.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".config")
-	}
-	return filepath.Join(dir, "containers", "containers.conf.d", "50-codebridge.conf")
+	return s.dropIn("50-codebridge.conf")
 }
 
-func defaultConfPath() string { return "/etc/containers/containers.conf.d/50-codebridge.conf" }
+func defaultConfPath() string { return filepath.Join(systemDropIns, "50-codebridge.conf") }
+
+// systemDropIns is the folder of containers.conf drop-ins for every user.
+const systemDropIns = "/etc/containers/containers.conf.d"
+
+// dropIn is the containers.conf drop-in file called name: system-wide for
+// root, the user's own otherwise.
+func (s *setup) dropIn(name string) string {
+	if os.Geteuid() == 0 {
+		return filepath.Join(systemDropIns, name)
+	}
+	return filepath.Join(s.configHome(), "containers", "containers.conf.d", name)
+}
+
+// configHome is the user's configuration folder: $XDG_CONFIG_HOME, else
+// ~/.config.
+func (s *setup) configHome() string {
+	if dir := s.Getenv("XDG_CONFIG_HOME"); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config")
+}
 
 // probe runs argv in a container of image with the sandbox's network mode.
 func (s *setup) probe(ctx context.Context, image string, argv ...string) (string, error) {
