@@ -64,8 +64,8 @@ end_sessions() {
     done
 }
 
-bench() { # package, pattern, benchtime
-  go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
+bench() { # package, pattern, benchtime; a failure's reasons are kept
+  go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|    [a-z_]+_test\.go:)'
 }
 
 # runtime_figures runs the per-runtime benchmarks with the sandbox under the
@@ -80,7 +80,7 @@ runtime_figures() {
   echo "# podman --runtime $1 run --rm with the sandbox's flags, print(1) (the reference bridge's way)"
   MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'PodmanRunCLI' 20x
   echo "# one tool call from code (1,000 sequential echo calls to server-everything, timed inside the sandbox)"
-  MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
+  MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'ToolCallFromSandbox/^audit$' 3x
 }
 
 case "${1:-}" in

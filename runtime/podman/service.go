@@ -2,6 +2,7 @@ package podman
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -60,7 +61,7 @@ func startService(bin, dir, runtime string, log *slog.Logger) (*service, error) 
 	if err := s.cmd.Start(); err != nil {
 		return nil, unavailable(err, "cannot start '%s system service': %v: %s", bin, err, installHint)
 	}
-	log.Info("started podman API service", "pid", s.cmd.Process.Pid, "uri", s.uri())
+	log.Info("started podman API service", "pid", s.cmd.Process.Pid, "uri", s.uri(), "runtime", cmp.Or(runtime, "podman's default"))
 	go func() {
 		s.waitErr = s.cmd.Wait()
 		close(s.exited)
