@@ -213,14 +213,16 @@ func (c *Client) checkRuntime(ctx context.Context, runtime, from string) error {
 }
 
 // ociRuntime asks the service which OCI runtime it runs containers under
-// (GET /info: slow, a second on a loaded machine).
+// (GET /info: slow, a second on a loaded machine, and more than 30 s seen
+// on one loaded with a hundred runnable tasks).
 func (c *Client) ociRuntime(ctx context.Context) (name, path string, err error) {
 	var info struct {
 		Host struct {
 			OCIRuntime struct{ Name, Path string } `json:"ociRuntime"`
 		} `json:"host"`
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
+	// It reads the store, and so waits on the locks a list waits on.
+	if err := c.do(ctx, listTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
 		return "", "", err
 	}
 	return info.Host.OCIRuntime.Name, info.Host.OCIRuntime.Path, nil
