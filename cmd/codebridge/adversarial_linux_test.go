@@ -299,7 +299,10 @@ except OSError as e:
 			want: wantStdout("EMFILE True\n"),
 			then: "for fd in fds:\n    os.close(fd)"}, // print(1) ran with none left
 
-		{name: "200 MB of output", code: `
+		// The most a run may take: the case is about volume, and the volume
+		// takes 6 s under runc, 17 s under gVisor and over 30 s (the default
+		// limit) under gVisor on a machine loaded with 40 runnable tasks.
+		{name: "200 MB of output", timeout: 120, code: `
 import os, sys
 for _ in range(200):
     sys.stdout.write("y" * (1 << 20))
