@@ -269,7 +269,26 @@ func isGone(err error) bool {
 
 // diedCode returns the exit code of the container from the "died" event
 // Podman recorded when it exited, waiting for that event if follow is set.
+// Podman's file of events is shared by every Podman client of the host and
+// rotated when it grows past its size (events_logfile_max_size): a stream
+// that ends while the file is rotated is opened again, a few times, from
+// the container's start, where the event may be by then.
 func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
+	var err error
+	for range eventsAttempts {
+		var code int
+		if code, err = ct.readDied(ctx, follow); err == nil || ctx.Err() != nil || !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return code, err
+		}
+		ct.c.log.Debug("podman's events ended without the container's exit; asking again", "container", shortID(ct.ID), "err", err)
+	}
+	return -1, err
+}
+
+// eventsAttempts is how often [Container.diedCode] reads Podman's events.
+const eventsAttempts = 3
+
+func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 	filters, _ := json.Marshal(map[string][]string{"container": {ct.ID}, "event": {"died"}})
 	// The events file holds every container's events: read only those
 	// since this container started.
