@@ -9,11 +9,12 @@
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
 #   scripts/bench.sh runtimes the sandbox under each OCI runtime on Podman
-#                             (RUNTIMES, default "runc runsc"; runsc needs
-#                             codebridge setup --runtime runsc): a container's
-#                             start, a session's print(1) through an MCP client,
-#                             podman run --rm, and a tool call from code
-#                             (docs/engines.md).
+#                             (RUNTIMES, default runc,runsc; runsc needs
+#                             codebridge setup --runtime runsc), measured in
+#                             turn on each iteration (BENCHTIME, default 20x):
+#                             a container's start, a session's print(1) through
+#                             an MCP client, podman run --rm, and a tool call
+#                             from code (BenchmarkRuntimes; docs/engines.md).
 #   scripts/bench.sh sessions [FLAGS]
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
@@ -68,27 +69,14 @@ bench() { # package, pattern, benchtime; a failure's reasons are kept
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|    [a-z_]+_test\.go:)'
 }
 
-# runtime_figures runs the per-runtime benchmarks with the sandbox under the
-# OCI runtime $1 (MCP_BRIDGE_RUNTIME; the tests' codebridge starts its own
-# Podman service under it).
-runtime_figures() {
-  echo "## OCI runtime $1 on Podman, $(date -u +%Y-%m-%d), load:$(uptime | sed 's/.*load average://')"
-  echo "# a container started for the run, then print(1), through an MCP client (sessions off, no warm container)"
-  MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'RunPythonPrint/cold-container' 20x
-  echo "# print(1) in a live session through an MCP client"
-  MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'RunPythonPrint/live-session$' 200x
-  echo "# podman --runtime $1 run --rm with the sandbox's flags, print(1) (the reference bridge's way)"
-  MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'PodmanRunCLI' 20x
-  echo "# one tool call from code (1,000 sequential echo calls to server-everything, timed inside the sandbox)"
-  MCP_BRIDGE_RUNTIME=$1 bench ./cmd/codebridge 'ToolCallFromSandbox/^audit$' 3x
-}
-
 case "${1:-}" in
   tokens) tokens; exit ;;
   sessions) shift; sessions "$@"; exit ;;
   runtimes)
     npm_trees servers clients
-    for rt in ${RUNTIMES:-runc runsc}; do runtime_figures "$rt"; done
+    echo "## OCI runtimes ${RUNTIMES:-runc,runsc} on Podman, $(date -u +%Y-%m-%d), load:$(uptime | sed 's/.*load average://')"
+    CODEBRIDGE_BENCH_RUNTIMES=${RUNTIMES:-runc,runsc} bench ./cmd/codebridge '^BenchmarkRuntimes$' "${BENCHTIME:-20x}"
+    echo "## load after:$(uptime | sed 's/.*load average://')"
     exit ;;
   "") npm_trees servers clients ;;
   *) echo "usage: scripts/bench.sh [tokens | sessions [FLAGS] | runtimes]" >&2; exit 2 ;;

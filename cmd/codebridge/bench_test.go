@@ -59,11 +59,6 @@ func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session/attach-stream", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
 	b.Run("sessions-off/agent-paced", func(b *testing.B) { benchRunPrint(b, time.Second, "MCP_BRIDGE_SESSIONS=0") })
 	b.Run("sessions-off/back-to-back", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SESSIONS=0") })
-	// Each run waits for a container started for it: what a container's
-	// start costs a caller (scripts/bench.sh runtimes compares runtimes).
-	b.Run("cold-container", func(b *testing.B) {
-		benchRunPrint(b, 0, "MCP_BRIDGE_SESSIONS=0", "MCP_BRIDGE_WARM_CONTAINERS=0")
-	})
 }
 
 func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
