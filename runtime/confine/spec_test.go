@@ -2,8 +2,22 @@ package confine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
+
+func TestGVisorStartHint(t *testing.T) {
+	const failed = "starting container: setting up network: creating interfaces from net namespace \"/proc/9/ns/net\": cannot run with network enabled in root network namespace"
+	if h := GVisorStartHint("runsc", failed); !strings.Contains(h, "--network=none --oci-seccomp --host-uds=open") || !strings.Contains(h, "codebridge setup --runtime runsc") {
+		t.Errorf("hint %q", h)
+	}
+	if h := GVisorStartHint("runc", failed); h != "" {
+		t.Errorf("runc: hint %q", h)
+	}
+	if h := GVisorStartHint("runsc", "no such image"); h != "" {
+		t.Errorf("another failure: hint %q", h)
+	}
+}
 
 func TestGVisor(t *testing.T) {
 	for _, tt := range []struct {

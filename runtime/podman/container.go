@@ -127,9 +127,8 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	go ct.pump(br, pw)
 
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
-		if confine.GVisor(s.Runtime) && strings.Contains(err.Error(), "network enabled in root network namespace") {
-			err = fmt.Errorf("%w: Podman runs %s without the flags codebridge's sandboxes need (%s): codebridge setup --runtime runsc registers runsc with Podman with them",
-				err, s.Runtime, strings.Join(confine.GVisorArgs(), " "))
+		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
+			err = fmt.Errorf("%w: %s", err, hint)
 		}
 		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
 	}
