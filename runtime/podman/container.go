@@ -329,7 +329,9 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 			OOMKilled bool
 		}
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
+	// A container that has exited is inspected while its cleanup (and,
+	// under gVisor, runsc's teardown) holds its lock: as long as a list.
+	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
 		return State{}, fmt.Errorf("inspecting container %s: %w", shortID(id), err)
 	}
 	s := data.State
