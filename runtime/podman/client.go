@@ -51,12 +51,13 @@ func unavailable(err error, format string, args ...any) error {
 // Timeouts of requests to Podman. Every request has a deadline; the caller's
 // ctx may shorten it.
 const (
-	requestTimeout = 30 * time.Second // create, start, inspect, kill, remove
+	requestTimeout = 30 * time.Second // create, start, kill, remove
 	// listTimeout bounds a list of containers: Podman takes every
 	// container's lock for it, and containers exiting in numbers hold those
 	// locks while their cleanup processes queue for the storage lock (over
 	// 30 s seen on a loaded 2-core machine). Nothing waits on a list but the
-	// background sweep and tests.
+	// background sweep and tests. An inspect of a container that has exited
+	// (did it run out of memory?) and GET /info wait on the same locks.
 	listTimeout    = 2 * time.Minute
 	pingTimeout    = 5 * time.Second  // one connection attempt
 	serviceStartup = 20 * time.Second // a spawned 'podman system service' must answer within this
