@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -227,18 +225,7 @@ func benchToolCall(b *testing.B, env ...string) {
 	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
 	var perCall []time.Duration
 	for b.Loop() {
-		out := mustRun(b, cs, `
-import time
-start = time.perf_counter()
-for i in range(1000):
-    await call_tool("everything", "echo", {"message": "x"})
-print(int((time.perf_counter() - start) * 1e6 / 1000))
-`, "timeout", 120)
-		us, err := strconv.Atoi(strings.TrimSpace(out))
-		if err != nil {
-			b.Fatalf("output %q", out)
-		}
-		perCall = append(perCall, time.Duration(us)*time.Microsecond)
+		perCall = append(perCall, toolCallMean(b, cs, 1000))
 	}
 	slices.Sort(perCall)
 	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -78,7 +79,7 @@ func BenchmarkRuntimes(b *testing.B) {
 			writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
 			cs, _ := session(b, bridgeEnv(b, dir, "MCP_BRIDGE_RUNTIME="+rt, "MCP_BRIDGE_LOG_LEVEL=info"))
 			mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
-			return func() time.Duration { return toolCallMean(b, cs) }
+			return func() time.Duration { return toolCallMean(b, cs, 100) }
 		})
 	})
 }
@@ -107,16 +108,17 @@ func pairedRuntimes(b *testing.B, runtimes []string, unit string, setup func(run
 	b.ReportMetric(0, "ns/op") // the sum over runtimes means nothing
 }
 
-// toolCallMean is the mean time of 100 sequential echo calls made by code in
-// cs's sandbox, timed inside it.
-func toolCallMean(b *testing.B, cs *mcp.ClientSession) time.Duration {
-	out := mustRun(b, cs, `
+// toolCallMean is the mean time of n sequential echo calls to
+// server-everything (configured as "everything") made by code in cs's
+// sandbox, timed inside it.
+func toolCallMean(b *testing.B, cs *mcp.ClientSession, n int) time.Duration {
+	out := mustRun(b, cs, fmt.Sprintf(`
 import time
 start = time.perf_counter()
-for i in range(100):
+for i in range(%d):
     await call_tool("everything", "echo", {"message": "x"})
-print(int((time.perf_counter() - start) * 1e6 / 100))
-`, "timeout", 120)
+print(int((time.perf_counter() - start) * 1e6 / %d))
+`, n, n), "timeout", 120)
 	us, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
 		b.Fatalf("output %q", out)
