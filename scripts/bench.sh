@@ -8,13 +8,17 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
-#   scripts/bench.sh runtimes the sandbox under each OCI runtime on Podman
-#                             (RUNTIMES, default runc,runsc; runsc needs
-#                             codebridge setup --runtime runsc), measured in
-#                             turn on each iteration (BENCHTIME, default 20x):
-#                             a container's start, a session's print(1) through
-#                             an MCP client, podman run --rm, and a tool call
-#                             from code (BenchmarkRuntimes; docs/engines.md).
+#   scripts/bench.sh engines  per engine (Podman; Docker on a private dockerd that
+#                             scripts/dockerd.sh starts and stops; Kubernetes on the
+#                             single-node cluster of scripts/kube.sh, started and
+#                             stopped unless it ran already): a container start, a
+#                             new session's first run with a warm container, a
+#                             session's print(1) through an MCP client, a tool call
+#                             from code (docs/engines.md, docs/kubernetes.md).
+#                             ENGINES="podman kubernetes" chooses some; RUNTIMES
+#                             the OCI runtimes, e.g. RUNTIMES="default runsc"
+#                             (default: the engine's own; runsc is gVisor, which
+#                             codebridge setup --runtime runsc registers).
 #   scripts/bench.sh sessions [FLAGS]
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
@@ -69,20 +73,71 @@ bench() { # package, pattern, benchtime; a failure's reasons are kept
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|    [a-z_]+_test\.go:)'
 }
 
+# engines runs the same benchmarks on each engine of ENGINES, under each OCI
+# runtime of RUNTIMES; Docker's is a private dockerd (its images cached, built
+# by codebridge setup --engine docker when missing; with runsc registered when
+# RUNTIMES names it), Kubernetes's the cluster of scripts/kube.sh with the
+# minimal image and codebridge's seccomp profile; each is stopped at the end or
+# on an interrupt (a cluster that ran before is left running).
+engines() {
+  npm_trees servers clients
+  local engine pkg rt kube_was_up=0 runtimes=${RUNTIMES:-default}
+  for engine in ${ENGINES:-podman docker kubernetes}; do
+    pkg=./runtime/$engine
+    case $engine in
+      docker)
+        case " $runtimes " in
+          *" runsc "*) eval "$(scripts/dockerd.sh start --runtime runsc)" ;;
+          *) eval "$(scripts/dockerd.sh start)" ;;
+        esac
+        trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
+        go run ./cmd/codebridge setup --engine docker --yes >&2
+        ;;
+      kubernetes)
+        pkg=./runtime/kube
+        scripts/kube.sh status >/dev/null 2>&1 && kube_was_up=1
+        [ $kube_was_up = 1 ] || trap 'scripts/kube.sh down' EXIT
+        CODEBRIDGE_KUBE_IMAGES=localhost/codebridge-sandbox:minimal scripts/kube.sh up >/dev/null
+        eval "$(scripts/kube.sh env)"
+        export MCP_BRIDGE_IMAGE=localhost/codebridge-sandbox:minimal MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
+        ;;
+    esac
+    for rt in $runtimes; do
+      if [ "$engine" = kubernetes ] && [ "$rt" != default ]; then
+        echo "## $engine under $rt: skipped (the cluster of scripts/kube.sh has no runtime class for it)"
+        continue
+      fi
+      local r=$rt
+      [ "$rt" != default ] || r=
+      echo "## $engine, OCI runtime $rt, $(date -u '+%Y-%m-%d %H:%M'), load:$(uptime | sed 's/.*load average://')"
+      echo "## $engine/$rt: a container started until its Python answers print(1)"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench "$pkg" '^BenchmarkStart$' 20x
+      echo "## $engine/$rt: a new session's first run, print(1), with a warm container ready"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'FirstRunNewSession/no-preload' 20x
+      echo "## $engine/$rt: run_python(\"print(1)\") in a live session through an MCP client (socket; attach stream)"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+      echo "## $engine/$rt: one tool call from sandboxed code (1,000 echo calls to server-everything)"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
+    done
+    case $engine in
+      docker) scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"; trap - EXIT ;;
+      kubernetes)
+        unset MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE
+        [ $kube_was_up = 1 ] || { scripts/kube.sh down; trap - EXIT; }
+        ;;
+    esac
+  done
+}
+
 case "${1:-}" in
   tokens) tokens; exit ;;
   sessions) shift; sessions "$@"; exit ;;
-  runtimes)
-    npm_trees servers clients
-    echo "## OCI runtimes ${RUNTIMES:-runc,runsc} on Podman, $(date -u +%Y-%m-%d), load:$(uptime | sed 's/.*load average://')"
-    CODEBRIDGE_BENCH_RUNTIMES=${RUNTIMES:-runc,runsc} bench ./cmd/codebridge '^BenchmarkRuntimes$' "${BENCHTIME:-20x}"
-    echo "## load after:$(uptime | sed 's/.*load average://')"
-    exit ;;
+  engines) engines; exit ;;
   "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | sessions [FLAGS] | runtimes]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS]]" >&2; exit 2 ;;
 esac
 
-echo "## run_python(\"print(1)\") through an MCP client: live session, sessions off; podman run --rm for comparison"
+echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
 echo "## the same with Podman reached over ssh (a loopback sshd the benchmark starts)"
@@ -102,11 +157,14 @@ echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000
 bench ./cmd/codebridge 'ToolCall' 3x
 echo "## one audit line (write under the folder lock, rotation check)"
 bench ./bridge/audit 'Record' 20000x
-echo "## the protocol's and Python's share: a request answered at once by the host, over local pipes"
+echo "## the protocol's and Python's share over local pipes: a request answered at once by the host; print('ok') back to back and paced"
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
 echo "## the start-up sweep: 1,000 containers a dead codebridge left (created, never started)"
 CODEBRIDGE_BENCH_STALE=1000 bench ./runtime/podman 'RemoveStale' 1x
+echo "## 200 sandboxes of one codebridge ending together: in turns, then all at once as before (cleanup processes, load)"
+CODEBRIDGE_BENCH_EXIT=200 go test ./runtime/podman -run '^$' -bench 'MassExit' -benchtime 1x -count 1 -v 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|massexit'
+CODEBRIDGE_BENCH_EXIT=200 CODEBRIDGE_BENCH_EXIT_AT_ONCE=1 go test ./runtime/podman -run '^$' -bench 'MassExit' -benchtime 1x -count 1 -v 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|massexit'
 echo "## config folder: file written -> new configuration applied"
 bench ./discovery 'ReloadLatency' 50x
 echo "## downstream pool: echo call through the pool, server-everything start"

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
@@ -446,17 +447,14 @@ func bearerToken(cfg settings.Config) (token, path string, err error) {
 		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
 	}
 	token = rand.Text() + rand.Text() // 256 bits
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) { // another codebridge wrote it just now
-		return bearerToken(cfg)
-	}
+	// Whole or not at all: replicas starting at once on a shared state
+	// folder must neither read a half-written token nor each make their own.
+	created, err := atomicfile.WriteNew(path, []byte(token+"\n"), 0o600)
 	if err != nil {
 		return "", "", fmt.Errorf("saving the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
 	}
-	_, werr := fh.WriteString(token + "\n")
-	if err := errors.Join(werr, fh.Close()); err != nil {
-		os.Remove(path)
-		return "", "", fmt.Errorf("saving the HTTP token: %w", err)
+	if !created { // another codebridge wrote it just now
+		return bearerToken(cfg)
 	}
 	return token, path, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
@@ -144,5 +145,26 @@ func TestHealthReady(t *testing.T) {
 				t.Errorf("health = %d %s, want 200 with %s", rec.Code, rec.Body, tt.want)
 			}
 		})
+	}
+}
+
+// TestBearerTokenReplicasAtOnce: replicas that start at the same moment on
+// one state directory generate one token between them, and none reads a
+// token file half-written.
+func TestBearerTokenReplicasAtOnce(t *testing.T) {
+	for range 200 {
+		cfg := settings.Config{StateDir: filepath.Join(t.TempDir(), "state")}
+		toks := make([]string, 6)
+		errs := make([]error, len(toks))
+		var wg sync.WaitGroup
+		for i := range toks {
+			wg.Go(func() { toks[i], _, errs[i] = bearerToken(cfg) })
+		}
+		wg.Wait()
+		for i := range toks {
+			if errs[i] != nil || toks[i] != toks[0] {
+				t.Fatalf("replica %d: %v (token same as the first's: %v)", i, errs[i], toks[i] == toks[0])
+			}
+		}
 	}
 }

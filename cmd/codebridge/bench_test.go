@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"sync"
@@ -44,6 +45,9 @@ func quantiles(ds []time.Duration) (p50, p95 float64) {
 //     default): the code goes to an interpreter that is already running.
 //     live-session/attach-stream is the same with the sandbox's stream
 //     relayed by Podman (MCP_BRIDGE_SANDBOX_STREAM=attach) instead of a socket.
+//     live-session/agent-paced is the same with 200 ms between calls (not
+//     timed), as an agent's calls come: every thread on the way has gone to
+//     sleep by the time the next call arrives.
 //   - sessions-off/agent-paced and sessions-off/back-to-back: with
 //     MCP_BRIDGE_SESSIONS=0 every call takes a fresh container; a second
 //     between calls (a model thinking) lets the warm container be replaced,
@@ -55,6 +59,7 @@ func quantiles(ds []time.Duration) (p50, p95 float64) {
 func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session", func(b *testing.B) { benchRunPrint(b, 0) })
 	b.Run("live-session/attach-stream", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
+	b.Run("live-session/agent-paced", func(b *testing.B) { benchRunPrint(b, 200*time.Millisecond) })
 	b.Run("sessions-off/agent-paced", func(b *testing.B) { benchRunPrint(b, time.Second, "MCP_BRIDGE_SESSIONS=0") })
 	b.Run("sessions-off/back-to-back", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SESSIONS=0") })
 }
@@ -217,18 +222,47 @@ func BenchmarkToolCallFromSandbox(b *testing.B) {
 	b.Run("attach-stream", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
 }
 
+// Besides the wall time per call (us/call), it reports per call the CPU
+// time of the sandbox's Python (sandbox-cpu-us/call) and of codebridge
+// (bridge-cpu-us/call, without the server's), and how often each waited
+// (sandbox-waits/call, bridge-waits/call: voluntary context switches, each a
+// thread going to sleep and being woken): figures that vary less with the
+// machine's load than the wall time.
 func benchToolCall(b *testing.B, env ...string) {
 	requirePodman(b)
 	dir := b.TempDir()
 	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
-	cs, _ := session(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
+	cs, _, cmd := sessionProc(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
 	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
-	var perCall []time.Duration
+	var perCall, sandboxCPU, bridgeCPU []time.Duration
+	var sandboxWaits, bridgeWaits []float64
 	for b.Loop() {
-		perCall = append(perCall, toolCallMean(b, cs, 1000))
+		cpu, waits := testenv.ProcessCPU(cmd.Process.Pid)
+		out := mustRun(b, cs, testenv.PythonTimed(1000, `await call_tool("everything", "echo", {"message": "x"})`), "timeout", 120)
+		cpu2, waits2 := testenv.ProcessCPU(cmd.Process.Pid)
+		bridgeCPU = append(bridgeCPU, (cpu2-cpu)/1000)
+		bridgeWaits = append(bridgeWaits, float64(waits2-waits)/1000)
+		var us, cpuUS, w float64
+		if _, err := fmt.Sscan(out, &us, &cpuUS, &w); err != nil {
+			b.Fatalf("output %q", out)
+		}
+		perCall = append(perCall, time.Duration(us*1e3))
+		sandboxCPU = append(sandboxCPU, time.Duration(cpuUS*1e3))
+		sandboxWaits = append(sandboxWaits, w)
 	}
-	slices.Sort(perCall)
-	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+	reportMedian(b, perCall, "us/call")
+	reportMedian(b, sandboxCPU, "sandbox-cpu-us/call")
+	reportMedian(b, bridgeCPU, "bridge-cpu-us/call")
+	slices.Sort(sandboxWaits)
+	slices.Sort(bridgeWaits)
+	b.ReportMetric(sandboxWaits[len(sandboxWaits)/2], "sandbox-waits/call")
+	b.ReportMetric(bridgeWaits[len(bridgeWaits)/2], "bridge-waits/call")
+}
+
+// reportMedian adds the median of ds, in microseconds, to b's results as unit.
+func reportMedian(b *testing.B, ds []time.Duration, unit string) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, unit)
 }
 
 // BenchmarkToolCallNative is the same 1,000 echo calls from a go-sdk client
@@ -250,8 +284,7 @@ func BenchmarkToolCallNative(b *testing.B) {
 		}
 		perCall = append(perCall, time.Since(start)/1000)
 	}
-	slices.Sort(perCall)
-	b.ReportMetric(float64(perCall[len(perCall)/2].Microseconds()), "us/call")
+	reportMedian(b, perCall, "us/call")
 }
 
 // BenchmarkHTTP is run_python over the HTTP front (serve --http), through
@@ -262,7 +295,10 @@ func BenchmarkToolCallNative(b *testing.B) {
 //   - 20-sessions: 20 sessions at once, each running 50 short runs back to
 //     back (their first run, which starts the session's container, is done
 //     before timing); runs/s is the throughput of all 1,000 runs, p50/p95
-//     their latency. Every run must succeed, and stopping codebridge
+//     their latency; per run, the CPU time of codebridge
+//     (bridge-cpu-us/run), how often its threads waited (bridge-waits/run)
+//     and the CPU time of the 20 clients in the benchmark's own process
+//     (client-cpu-us/run). Every run must succeed, and stopping codebridge
 //     afterwards must leave no container (startHTTP's cleanup checks).
 //
 // Run it with:
@@ -304,8 +340,11 @@ func BenchmarkHTTP(b *testing.B) {
 			ds   []time.Duration
 			errs []error
 		)
-		var total time.Duration
+		var total, bridgeCPU, clientCPU time.Duration
+		var bridgeWaits int
 		for b.Loop() {
+			cpu, waits := testenv.ProcessCPU(hb.Cmd.Process.Pid)
+			own, _ := testenv.ProcessCPU(os.Getpid())
 			start := time.Now()
 			for _, cs := range css {
 				wg.Go(func() {
@@ -323,12 +362,22 @@ func BenchmarkHTTP(b *testing.B) {
 			}
 			wg.Wait()
 			total += time.Since(start)
+			cpu2, waits2 := testenv.ProcessCPU(hb.Cmd.Process.Pid)
+			own2, _ := testenv.ProcessCPU(os.Getpid())
+			bridgeCPU += cpu2 - cpu
+			bridgeWaits += waits2 - waits
+			clientCPU += own2 - own
 		}
 		if len(errs) > 0 {
 			b.Fatalf("%d of %d runs failed; first: %v", len(errs), len(ds), errs[0])
 		}
 		b.ReportMetric(float64(len(ds))/total.Seconds(), "runs/s")
 		reportQuantiles(b, ds)
+		if n := len(ds); n > 0 && bridgeCPU > 0 {
+			b.ReportMetric(float64(bridgeCPU.Microseconds())/float64(n), "bridge-cpu-us/run")
+			b.ReportMetric(float64(bridgeWaits)/float64(n), "bridge-waits/run")
+			b.ReportMetric(float64(clientCPU.Microseconds())/float64(n), "client-cpu-us/run")
+		}
 	})
 }
 

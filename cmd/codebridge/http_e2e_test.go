@@ -32,6 +32,11 @@ type httpBridge struct {
 	Stderr *syncBuffer
 
 	StopWait time.Duration // how long Stop waits for codebridge to exit (0: 90 s)
+	// GoneWait is how long Stop waits for its containers to be gone (0: a
+	// minute): the sandboxes of a codebridge that stops exit in turns, four a
+	// second ([engine.DefaultExitInterval]).
+	GoneWait time.Duration
+	Exited   time.Duration // how long codebridge took to exit after Stop's SIGTERM
 
 	stopOnce sync.Once
 	exited   chan struct{}
@@ -48,6 +53,16 @@ var (
 // container behind.
 func startHTTP(t testing.TB, env []string) *httpBridge {
 	t.Helper()
+	b := launchHTTP(t, env)
+	b.waitListening(t)
+	return b
+}
+
+// launchHTTP starts codebridge serve --http on a free loopback port without
+// waiting for it to listen (see [httpBridge.waitListening]), so that several
+// can start at the same moment.
+func launchHTTP(t testing.TB, env []string) *httpBridge {
+	t.Helper()
 	requirePodman(t)
 	b := &httpBridge{Stderr: new(syncBuffer), exited: make(chan struct{})}
 	b.Cmd = exec.Command(binary(t), "serve", "--http", "127.0.0.1:0")
@@ -63,6 +78,12 @@ func startHTTP(t testing.TB, env []string) *httpBridge {
 			t.Logf("codebridge stderr:\n%s", b.Stderr.String())
 		}
 	})
+	return b
+}
+
+// waitListening waits until b listens and notes its address and token.
+func (b *httpBridge) waitListening(t testing.TB) {
+	t.Helper()
 	testenv.Eventually(t, "codebridge to listen", func() bool {
 		select {
 		case <-b.exited:
@@ -81,7 +102,6 @@ func startHTTP(t testing.TB, env []string) *httpBridge {
 		b.Base = strings.TrimSuffix(b.URL, "/mcp")
 		return true
 	})
-	return b
 }
 
 // Stop sends SIGTERM, waits for codebridge to exit by itself, and checks
@@ -90,9 +110,11 @@ func (b *httpBridge) Stop(t testing.TB) {
 	t.Helper()
 	b.stopOnce.Do(func() {
 		pid := b.Cmd.Process.Pid
+		start := time.Now()
 		b.Cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-b.exited:
+			b.Exited = time.Since(start)
 		case <-time.After(cmp.Or(b.StopWait, 90*time.Second)):
 			b.Cmd.Process.Kill()
 			<-b.exited
@@ -101,7 +123,7 @@ func (b *httpBridge) Stop(t testing.TB) {
 		if b.exitErr != nil {
 			t.Errorf("codebridge exited with %v after SIGTERM, want status 0", b.exitErr)
 		}
-		if left := containersLeft(t, pid); len(left) > 0 {
+		if left := containersLeftWithin(t, cmp.Or(b.GoneWait, time.Minute), pid); len(left) > 0 {
 			t.Errorf("containers of codebridge %d left after SIGTERM: %v", pid, left)
 		}
 	})

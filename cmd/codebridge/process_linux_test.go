@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,6 +124,29 @@ func processAlive(pid int) bool {
 	return fields != nil && fields[0] != "Z"
 }
 
+// leftBehind returns the processes of pids, started by a codebridge that
+// has exited, that are still alive, after giving a Podman API service among
+// them the time to exit by itself: codebridge processes share the service
+// they start, which exits once none has used it for its idle time (10 s).
+func leftBehind(t *testing.T, pids []int) []int {
+	t.Helper()
+	var alive, services []int
+	for _, p := range pids {
+		if !processAlive(p) {
+			continue
+		}
+		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); strings.Contains(string(cmdline), "\x00system\x00service\x00") {
+			services = append(services, p)
+			continue
+		}
+		alive = append(alive, p)
+	}
+	testenv.Eventually(t, "the podman services codebridge started exit once idle", func() bool {
+		return !slices.ContainsFunc(services, processAlive)
+	})
+	return alive
+}
+
 // procStat returns the fields of /proc/PID/stat after the command name (state,
 // ppid, ...), or nil if the process is gone.
 func procStat(pid int) []string {
@@ -190,8 +214,12 @@ func TestNoOrphans(t *testing.T) {
 			defer cs.Close()
 			mustRun(t, cs, `await mcp_everything.echo(message="x"); await mcp_memory.read_graph(); await mcp_files.list_allowed_directories()`)
 			kids := descendants(cmd.Process.Pid)
-			if len(kids) < 4 { // three servers and the Podman service at least
-				t.Fatalf("expected servers and a Podman service below codebridge, found %v", kids)
+			want := 4 // three servers and the Podman service at least
+			if testenv.Engine() == "docker" {
+				want = 3 // Docker's daemon is not codebridge's
+			}
+			if len(kids) < want {
+				t.Fatalf("expected %d processes (servers, a Podman service) below codebridge, found %v", want, kids)
 			}
 			stopped := time.Now()
 			if err := end.stop(cs, cmd.Process); err != nil {
@@ -199,13 +227,7 @@ func TestNoOrphans(t *testing.T) {
 			}
 			testenv.Eventually(t, "codebridge exits after "+end.name, func() bool { return !processAlive(cmd.Process.Pid) })
 			t.Logf("codebridge exited %v after %s", time.Since(stopped).Round(time.Millisecond), end.name)
-			var alive []int
-			for _, p := range kids {
-				if processAlive(p) {
-					alive = append(alive, p)
-				}
-			}
-			if len(alive) > 0 {
+			if alive := leftBehind(t, kids); len(alive) > 0 {
 				t.Fatalf("processes left after codebridge exited: %v", alive)
 			}
 		})

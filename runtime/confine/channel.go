@@ -64,10 +64,19 @@ type Channel struct {
 	r     io.Reader     // the stream, set before ready is closed
 	w     io.Writer
 
-	mu     sync.Mutex // protects following
-	conn   net.Conn   // the accepted connection; nil: stdin and stdout
-	closed bool
+	mu    sync.Mutex // protects following
+	conn  net.Conn   // the accepted connection; nil: stdin and stdout
+	state chanState
 }
+
+// chanState is how far a [Channel] has been ended.
+type chanState int
+
+const (
+	chanOpen   chanState = iota
+	chanShut             // ended by [Channel.ShutDown]: the connection stays open
+	chanClosed           // ended by [Channel.Close]
+)
 
 // NewChannel makes a folder in parent, which [PrivateDir] checked, with a
 // listening socket the container's user can connect to. The driver mounts
@@ -148,8 +157,11 @@ func (ch *Channel) Negotiate(std Stdio, declined func(reason string), log *slog.
 		case a.err == nil:
 			ch.mu.Lock()
 			ch.conn = a.conn
-			if ch.closed {
-				a.conn.Close() // the stream was closed while the container connected
+			switch ch.state { // the stream was ended while the container connected
+			case chanShut:
+				shutConn(a.conn)
+			case chanClosed:
+				a.conn.Close()
 			}
 			ch.mu.Unlock()
 			ch.r, ch.w = a.conn, a.conn
@@ -218,19 +230,51 @@ func (ch *Channel) Socket() bool {
 
 // Close closes the listener and the connection, and removes the folder,
 // which ends the stream when it is the socket. It may be called more than
-// once.
+// once. The container's process sees the connection closed, as when
+// codebridge dies, and exits after its turn ([ExitDelay]).
 func (ch *Channel) Close() {
+	ch.end(chanClosed)
+}
+
+// ShutDown ends the stream as Close does, but only shuts the connection
+// down: the container's process reads the end of its input and sees the
+// connection still open, which tells it that codebridge ends this sandbox
+// alone and waits for it, so it exits at once. Reads and writes on the
+// connection are unblocked. Close closes it later.
+func (ch *Channel) ShutDown() {
+	ch.end(chanShut)
+}
+
+// end moves ch on to state to (never back).
+func (ch *Channel) end(to chanState) {
 	ch.mu.Lock()
-	ch.closed = true
+	if ch.state >= to {
+		ch.mu.Unlock()
+		return
+	}
+	ch.state = to
 	conn := ch.conn
 	ch.mu.Unlock()
 	if conn != nil {
-		conn.Close()
+		if to == chanShut {
+			shutConn(conn)
+		} else {
+			conn.Close()
+		}
 	}
 	if ch.ln != nil {
 		ch.ln.Close()
 	}
 	os.RemoveAll(ch.dir)
+}
+
+// shutConn shuts conn down for writing and unblocks every read and write on
+// it, leaving it open.
+func shutConn(conn net.Conn) {
+	conn.SetDeadline(time.Unix(1, 0))
+	if uc, ok := conn.(*net.UnixConn); ok {
+		uc.CloseWrite()
+	}
 }
 
 // SweepChannels removes the socket folders in dir of codebridge processes

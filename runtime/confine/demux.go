@@ -24,7 +24,9 @@ func (e *EngineError) Error() string { return e.Msg }
 // could not read on.
 func Demux(r io.Reader, stdout, stderr io.Writer) error {
 	var hdr [8]byte
-	buf := make([]byte, 32<<10)
+	// Made on the first frame: a sandbox that talks over its socket sends
+	// none, and a thousand idle ones would hold 32 MB.
+	var buf []byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -44,6 +46,9 @@ func Demux(r io.Reader, stdout, stderr io.Writer) error {
 			return &EngineError{Msg: string(msg)}
 		default:
 			return fmt.Errorf("attach stream lost sync (stream id %d)", hdr[0])
+		}
+		if n > 0 && buf == nil {
+			buf = make([]byte, 32<<10)
 		}
 		for n > 0 {
 			k, err := r.Read(buf[:min(n, int64(len(buf)))])

@@ -38,10 +38,14 @@ const (
 	DefaultWorkSize = 64 << 20
 
 	// nprocLimit is RLIMIT_NPROC inside containers. The kernel counts it per
-	// user across the whole host (every sandbox runs as the same uid), so it
-	// is deliberately higher than a single container's pids limit, which is
-	// the real per-container cap.
-	nprocLimit = 4096
+	// user across the whole host, and every sandbox runs as the same uid: it
+	// bounds the tasks of all sandboxes together, not of one (the pids limit
+	// is the real per-container cap). An idle session holds 5 (catatonit,
+	// Python and its reader and two output threads): 4096 stopped every
+	// new session at about 820 live ones, each failing to start a thread.
+	// 16384 fits 3,000 idle sessions and keeps the sandboxes to half of
+	// Linux's default pid_max (32768).
+	nprocLimit = 16384
 	// nofileLimit is RLIMIT_NOFILE inside containers; it must stay below the
 	// host's hard limit or the OCI runtime cannot set it.
 	nofileLimit = 1024

@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,29 +23,18 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
 // Podman cannot be used at all: not installed, its API not reachable, or no
 // usable image. The error's message says how to fix it.
-var ErrUnavailable = errors.New("podman unavailable")
+var ErrUnavailable = confine.ErrUnavailable
 
 // UnavailableError is an [ErrUnavailable] error with a message for the user.
-type UnavailableError struct {
-	Msg string // what happened and what to do
-	Err error  // the underlying cause, if any
-}
+type UnavailableError = confine.UnavailableError
 
-func (e *UnavailableError) Error() string { return e.Msg }
-
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrUnavailable].
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
-
-func unavailable(err error, format string, args ...any) error {
-	return &UnavailableError{Msg: fmt.Sprintf(format, args...), Err: err}
-}
+var unavailable = confine.Unavailable
 
 // Timeouts of requests to Podman. Every request has a deadline; the caller's
 // ctx may shorten it.
@@ -85,6 +73,9 @@ type Options struct {
 	// $CONTAINER_HOST or $CONTAINER_CONNECTION names a Podman, which must
 	// then run it: another is refused.
 	Runtime string
+	// idle is how long a service Connect starts stays after its last
+	// client; 0 means serviceIdle. Tests shorten it.
+	idle time.Duration
 	// Declined, if non-nil, is told, once per connection, that a container
 	// could not connect to its socket ([confine.Spec.Channel]) and talks through
 	// Podman's attach stream instead, which makes its requests slower: its
@@ -99,10 +90,17 @@ type Client struct {
 	uri        string
 	apiVersion string // the server's libpod API version, e.g. "4.3.1"
 	log        *slog.Logger
-	svc        *service          // a service Connect started, or nil
+	svc        *service      // the shared service Connect started or joined, or nil
+	stopHold   chan struct{} // closed by Close: ends holdService
+	closeOnce  sync.Once
+	holding    sync.WaitGroup    // holdService
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
 	runtime    string            // the OCI runtime its containers run under; "" when not known (Podman's default)
+	stateDir   string            // see [Options.StateDir]; "" is [engine.StateDir]'s default
+
+	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
+	placed  string     // where the profile was put on a Podman host that does not share this one's files
 
 	declined   sync.Once // a container could not connect to its socket; told once
 	onDeclined func(container, reason string)
@@ -111,9 +109,10 @@ type Client struct {
 // Connect finds a Podman API and returns a client for it. In order it tries:
 // opts.URI or $CONTAINER_HOST (only that, when set), the rootless socket
 // $XDG_RUNTIME_DIR/podman/podman.sock, the rootful /run/podman/podman.sock, and
-// finally starts 'podman system service' itself on a private socket in
-// opts.StateDir, which [Client.Close] stops. Errors that mean Podman cannot be
-// used match [ErrUnavailable] and say what to do.
+// finally the 'podman system service' the codebridge processes of this user
+// share, on a socket in opts.StateDir, starting it if none answers there
+// (service.go). Errors that mean Podman cannot be used match
+// [ErrUnavailable] and say what to do.
 func Connect(ctx context.Context, opts Options) (*Client, error) {
 	log := opts.Logger
 	if log == nil {
@@ -121,6 +120,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c := newClient(log)
 	c.onDeclined = opts.Declined
+	c.stateDir = opts.StateDir
 
 	dest, err := explicitDest(ctx, opts.URI)
 	if err != nil {
@@ -174,16 +174,14 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := startService(bin, stateDir(opts.StateDir), opts.Runtime, log)
+	svc, err := c.shareService(ctx, bin, engine.StateDir(opts.StateDir), opts.Runtime, cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
-		return nil, err
-	}
-	if err := c.dialWait(ctx, svc); err != nil {
-		svc.stop()
 		return nil, err
 	}
 	c.svc = svc
 	c.runtime = opts.Runtime
+	c.stopHold = make(chan struct{})
+	c.holding.Go(func() { c.holdService(c.stopHold) })
 	return c, nil
 }
 
@@ -320,16 +318,6 @@ func defaultSockets() []string {
 	return append(socks, rootfulSocket)
 }
 
-func stateDir(dir string) string {
-	if dir != "" {
-		return dir
-	}
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		return filepath.Join(rt, "codebridge")
-	}
-	return filepath.Join(os.TempDir(), "codebridge-"+strconv.Itoa(os.Getuid()))
-}
-
 // dial connects to d once, within pingTimeout.
 func (c *Client) dial(ctx context.Context, d destination) error {
 	uri := d.URI
@@ -355,6 +343,7 @@ func (c *Client) dial(ctx context.Context, d destination) error {
 
 // dialWait connects to a service just started, retrying until it answers.
 func (c *Client) dialWait(ctx context.Context, svc *service) error {
+	ch := svc.child
 	ctx, cancel := context.WithTimeout(ctx, serviceStartup)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -367,19 +356,19 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 			}
 		}
 		select {
-		case <-svc.exited:
+		case <-ch.exited:
 			hint := SetupHint
 			if svc.runtime != "" {
 				hint = fmt.Sprintf("MCP_BRIDGE_RUNTIME=%s: codebridge setup --runtime %s installs and registers it, or unset MCP_BRIDGE_RUNTIME", svc.runtime, svc.runtime)
 			}
-			return unavailable(svc.err(), "podman system service exited at start-up: %s: run 'podman%s system service --time=0 %s' by hand to see why; %s",
-				svc.diagnostics(), runtimeFlag(svc.runtime), svc.uri(), hint)
+			return unavailable(ch.waitErr, "podman system service exited at start-up: %s: run 'podman%s system service --time=0 %s' by hand to see why; %s",
+				ch.diagnostics(), runtimeFlag(svc.runtime), svc.uri(), hint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
 			return unavailable(last, "podman system service did not answer at %s within %s: %s; try 'podman system service --time=0' by hand",
-				svc.uri(), serviceStartup, svc.diagnostics())
+				svc.uri(), serviceStartup, ch.diagnostics())
 		case <-tick.C:
 		}
 	}
@@ -391,14 +380,16 @@ func (c *Client) URI() string { return c.uri }
 // APIVersion is the Podman API version the service reports, e.g. 4.3.1.
 func (c *Client) APIVersion() string { return c.apiVersion }
 
-// Private reports whether Connect started the Podman service itself.
+// Private reports whether the Podman service is the one codebridge
+// processes start and share, rather than one the user runs.
 func (c *Client) Private() bool { return c.svc != nil }
 
-// Close stops the Podman service Connect started, if any. Containers are not
-// touched: remove them first (as [Sandbox.Close] does).
+// Close closes c's connections. A shared service stays for others, and
+// exits once nobody has used it for a while. Containers are not touched.
 func (c *Client) Close() error {
 	if c.svc != nil {
-		c.svc.stop()
+		c.closeOnce.Do(func() { close(c.stopHold) })
+		c.holding.Wait()
 	}
 	if t, ok := c.conn.Client.Transport.(*http.Transport); ok {
 		t.CloseIdleConnections()
@@ -497,4 +488,20 @@ func rootCause(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// Present reports, without connecting, whether Podman looks usable here:
+// CONTAINER_HOST or CONTAINER_CONNECTION is set, a Podman socket exists, or
+// the podman command is installed (codebridge starts a service).
+func Present() bool {
+	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" {
+		return true
+	}
+	for _, sock := range defaultSockets() {
+		if _, err := os.Stat(sock); err == nil {
+			return true
+		}
+	}
+	_, err := exec.LookPath("podman")
+	return err == nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -86,46 +88,95 @@ func TestConnectUnavailable(t *testing.T) {
 	}
 }
 
-// TestConnectSpawnsService checks that Connect starts a private service when
-// no socket exists, and that Close stops it and removes its socket.
-func TestConnectSpawnsService(t *testing.T) {
+// serviceTest skips t unless Connect would start a service here, and
+// returns a state directory for it and a context that ends with t.
+func serviceTest(t *testing.T) (dir string, ctx context.Context) {
+	t.Helper()
 	testenv.RequirePodmanBinary(t)
 	t.Setenv("CONTAINER_HOST", "")
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	if _, err := os.Stat(rootfulSocket); err == nil {
 		t.Skipf("%s exists: Connect would use it", rootfulSocket)
 	}
-	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return t.TempDir(), ctx
+}
+
+// TestConnectSharesService: Connect starts a Podman service when no socket
+// answers; a second client configured alike joins it instead of starting
+// another; the service outlives its clients' Close and exits by itself once
+// idle, removing its socket.
+func TestConnectSharesService(t *testing.T) {
+	dir, ctx := serviceTest(t)
 	t0 := time.Now()
-	c, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t)})
+	c, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("Connect with a new service took %v", time.Since(t0))
-	if c.svc == nil {
+	if c.svc == nil || c.svc.child == nil {
 		c.Close()
 		t.Fatal("no service started")
 	}
+	ch := c.svc.child
+	t.Cleanup(func() { ch.cmd.Process.Kill() })
 	if !strings.HasPrefix(c.URI(), "unix://"+dir+"/podman-") {
 		t.Errorf("URI %s, want a socket in %s", c.URI(), dir)
 	}
-	if _, err := c.List(ctx); err != nil {
+	c2, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.svc == nil || c2.svc.child != nil || c2.URI() != c.URI() {
+		t.Errorf("second client: URI %s, started a service: %v; want it to join %s", c2.URI(), c2.svc != nil && c2.svc.child != nil, c.URI())
+	}
+	if _, err := c2.List(ctx); err != nil {
 		t.Errorf("List: %v", err)
 	}
-	pid := c.svc.cmd.Process.Pid
 	c.Close()
-	select {
-	case <-c.svc.exited:
-	default:
-		t.Error("service still running after Close")
+	if _, err := c2.List(ctx); err != nil {
+		t.Errorf("List after the starter's Close: %v", err)
 	}
-	if confine.ProcessAlive(pid) {
-		t.Errorf("service pid %d still exists", pid)
+	c2.Close()
+	select {
+	case <-ch.exited:
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("the service did not exit a minute after its last client closed")
 	}
 	if _, err := os.Stat(c.svc.sock); !os.IsNotExist(err) {
-		t.Errorf("socket still exists after Close: %v", err)
+		t.Errorf("socket still exists after the service exited: %v", err)
+	}
+}
+
+// TestConnectStartsOneService: clients connecting at once start one service.
+func TestConnectStartsOneService(t *testing.T) {
+	dir, ctx := serviceTest(t)
+	clients := make([]*Client, 4)
+	var g errgroup.Group
+	for i := range clients {
+		g.Go(func() (err error) {
+			clients[i], err = Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
+			return err
+		})
+	}
+	err := g.Wait()
+	started := 0
+	for _, c := range clients {
+		if c == nil {
+			continue
+		}
+		if c.svc.child != nil {
+			started++
+			t.Cleanup(func() { c.svc.child.cmd.Process.Kill() })
+		}
+		defer c.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started != 1 {
+		t.Errorf("%d clients started a service; want 1", started)
 	}
 }
 
@@ -197,7 +248,7 @@ func TestConnectRuntime(t *testing.T) {
 			t.Errorf("Connect with an unknown runtime: %v; want it to say %q", err, w)
 		}
 	}
-	if got, _ := os.ReadFile(args); !strings.HasPrefix(string(got), "--runtime nosuch system service --time=0 unix://") {
+	if got, _ := os.ReadFile(args); !strings.HasPrefix(string(got), "--runtime nosuch system service --time=") {
 		t.Errorf("podman ran with %q, want --runtime nosuch system service ...", got)
 	}
 }

@@ -2,6 +2,7 @@ package podman
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -27,7 +28,7 @@ func init() {
 	if dir == "" {
 		return
 	}
-	e := NewEngine(EngineOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE"), Spec: confine.Spec{
+	e := NewEngine(EngineOptions{StateDir: dir, Image: os.Getenv("CODEBRIDGE_PODMAN_CRASH_IMAGE"), serviceIdle: time.Second, Spec: confine.Spec{
 		Command: python.Command(),
 		Env:     map[string]string{python.WaitLimitEnv: "600"}, // not what ends it
 	}})
@@ -36,14 +37,15 @@ func init() {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Println("ready", e.client.svc.cmd.Process.Pid, b.ID())
+	fmt.Println("ready", e.client().svc.child.cmd.Process.Pid, b.ID())
 	time.Sleep(time.Hour)
 	os.Exit(0)
 }
 
-// TestHardDeath kills a codebridge with SIGKILL: its private Podman service
-// must die with it, and its warm container must end with its stream and be
-// removed by Podman, with no codebridge to remove it.
+// TestHardDeath kills a codebridge with SIGKILL: the Podman service it
+// started, which no other codebridge uses, must exit once idle, and its warm
+// container must end with its stream and be removed by Podman, with no
+// codebridge to remove it.
 func TestHardDeath(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
@@ -71,7 +73,11 @@ func TestHardDeath(t *testing.T) {
 	child.Wait()
 	killed := time.Now()
 
-	testenv.Eventually(t, fmt.Sprintf("the child's podman service (pid %d) dies with it", svcPid), func() bool { return !confine.ProcessAlive(svcPid) })
+	testenv.Eventually(t, fmt.Sprintf("the child's podman service (pid %d) exits once idle", svcPid), func() bool {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(svcPid) + "/stat")
+		f := strings.Fields(string(data[min(len(data), bytes.LastIndexByte(data, ')')+1):]))
+		return err != nil || len(f) > 0 && f[0] == "Z" // gone, or a zombie its new parent has not reaped
+	})
 	testenv.Eventually(t, "the warm container is removed", func() bool {
 		_, err := c.inspect(t.Context(), id)
 		if err != nil && !isGone(err) {
@@ -81,7 +87,7 @@ func TestHardDeath(t *testing.T) {
 	})
 	t.Logf("the warm container was removed %v after its codebridge was killed", time.Since(killed).Round(time.Millisecond))
 	// Another codebridge's RemoveStale would have killed it (exit code 137).
-	code, err := (&Container{c: c, ID: id, started: killed}).Wait(t.Context())
+	code, err := (&Container{c: c, id: id, started: killed}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the warm container's exit: code %d, %v; want 0 (it ended by itself)", code, err)
 	}

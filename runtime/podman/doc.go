@@ -15,9 +15,11 @@
 // file in the state directory there, and elsewhere is put on the Podman host
 // through the API.
 //
-// [Connect] finds a Podman API or starts a private 'podman system service';
-// [Client.Start] creates, attaches to and starts a container; [Sandbox] is
-// the bridge.Runner built on them, with a pool of warm containers.
+// [Connect] finds a Podman API or uses the 'podman system service' that the
+// codebridge processes of a user share, starting it if needed (service.go);
+// [Client.Start] creates, attaches to and starts a container; [Engine] is
+// the engines' shared life cycle (runtime/engine: connecting, the image,
+// exit turns, the sweep) on a [Client].
 //
 // # Leftovers
 //
@@ -28,7 +30,12 @@
 // bootstrap waiting for its first session, and the runner even in the middle
 // of a run. Codebridge's end closes every stream, so its containers end and
 // are removed within moments, also after SIGKILL, an OOM kill or a crash (the
-// kernel closes the streams then). [Engine.Close] therefore sends Podman no
+// kernel closes the streams then). Each exit costs Podman 4.3 a process
+// (conmon's exit command, 'podman container cleanup', runs with or without
+// auto-remove), and hundreds at once overwhelm a machine, so when a
+// codebridge's streams all close at once its containers exit in turns
+// ([EngineOptions.ExitDelay]); one ended alone exits at once (its socket is
+// shut down, not closed). [Engine.Close] therefore sends Podman no
 // request and waits for none, and [Box.Remove] asks Podman to kill a
 // container only when it does not end with its stream (stuck in a call that
 // holds the interpreter). A container that has exited may be gone before
@@ -37,8 +44,8 @@
 // A socket's folder is removed as soon as the container has connected. Its
 // name starts with the pid of the codebridge that made it, so the next start
 // removes the folders of a codebridge killed between starting a container
-// and its connection. A private Podman service dies with codebridge (SIGTERM
-// as parent-death signal, Linux).
+// and its connection. A shared Podman service exits by itself once no
+// codebridge has held a connection to it for 10 s.
 //
 // The last resort, for what escaped all that (a container whose process
 // never reads again): containers carry [confine.LabelManaged] and

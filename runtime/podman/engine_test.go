@@ -29,6 +29,9 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	if opts.Spec.Runtime == "" {
 		opts.Spec.Runtime = testenv.Runtime()
 	}
+	if opts.serviceIdle == 0 {
+		opts.serviceIdle = time.Second // not to keep services of the tests
+	}
 	if opts.Spec.Command == nil { // codebridge's sandbox, with its socket
 		opts.Spec.Command = python.Command()
 		opts.Spec.Channel = python.ChannelEnv
@@ -37,9 +40,7 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		e.mu.Lock()
-		c := e.client
-		e.mu.Unlock()
+		c := e.client()
 		if err := e.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
@@ -102,11 +103,11 @@ func TestEngineRunAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := e.client.svc
+	svc := e.client().svc
 	if svc == nil {
 		t.Fatal("no private podman service (is CONTAINER_HOST set?)")
 	}
-	label := e.client.owner[labelClient]
+	label := e.client().owner[labelClient]
 	// The run's container ended with its stream; Podman removes it.
 	testenv.Eventually(t, "the engine has only the container started", func() bool { return countOwned(t, label) == 1 })
 	// Close ends what is still running, which Podman then removes, and
@@ -115,9 +116,9 @@ func TestEngineRunAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-svc.exited:
-	default:
-		t.Error("podman service still running after Close")
+	case <-svc.gone: // it exits once idle
+	case <-time.After(time.Minute): // a hang guard only
+		t.Error("podman service still running a minute after Close")
 	}
 	select {
 	case <-b.Done():
@@ -159,13 +160,13 @@ func TestEngineServiceDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := e.client
-	if old.svc == nil {
-		t.Skip("no private podman service (CONTAINER_HOST or a system socket is in use)")
+	old := e.client()
+	if old.svc == nil || old.svc.child == nil {
+		t.Skip("no podman service of this engine's (CONTAINER_HOST or a system socket is in use)")
 	}
 	oldLabel := old.owner[labelClient]
-	old.svc.cmd.Process.Kill()
-	<-old.svc.exited
+	old.svc.child.cmd.Process.Kill()
+	<-old.svc.gone
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if _, _, err := b.Exit(ctx); err == nil || !strings.Contains(err.Error(), "lost the connection to Podman") {
@@ -175,7 +176,7 @@ func TestEngineServiceDies(t *testing.T) {
 	if err != nil || res.Stdout != "1\n" {
 		t.Fatalf("next run: %+v, %v", res, err)
 	}
-	if e.client == old {
+	if e.client() == old {
 		t.Error("still using the old client")
 	}
 	if n := countOwned(t, oldLabel); n != 0 {
@@ -206,3 +207,81 @@ func TestEngineConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestExitTurns: a container ended alone (its stream shut down) exits at
+// once whatever its exit turn; when the engine closes every stream at once,
+// as a codebridge shutting down or killed does, each container exits after
+// its turn, and turns are given back for reuse.
+func TestExitTurns(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour})
+	a, b, c := startChannel(t, e), startChannel(t, e), startChannel(t, e)
+	if a.Turn() != 0 || b.Turn() != 1 || c.Turn() != 2 {
+		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.Turn(), b.Turn(), c.Turn())
+	}
+	for _, x := range []*Box{a, b, c} {
+		if !boxCt(x).Socket() {
+			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
+		}
+	}
+	id := b.ID()
+	if err := b.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err := (&Container{c: testClient(t), id: id, started: b.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("the container ended alone: exit code %d, %v; want 0 (it exited by itself, not an hour later killed)", code, err)
+	}
+	d := startChannel(t, e)
+	if d.Turn() != 1 {
+		t.Errorf("a new container took turn %d; want 1, given back", d.Turn())
+	}
+
+	label := e.client().owner[labelClient]
+	if err := e.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err = (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("turn 0 after Close: exit code %d, %v; want 0", code, err)
+	}
+	// The others wait for their turn, an hour or more.
+	for _, x := range []*Box{c, d} {
+		st, err := testClient(t).inspect(t.Context(), x.ID())
+		if err != nil || !st.Running {
+			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.Turn(), st, err)
+		}
+	}
+	if _, err := removeByClient(t.Context(), testClient(t), label); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExitTurnsWhenManyEnd: when more containers end than Podman cleans up
+// after (here one an hour, one at once), the first exits at once and the
+// next waits for its turn, and Remove does not wait for it.
+func TestExitTurnsWhenManyEnd(t *testing.T) {
+	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour, exitBurst: 1})
+	a, b := startChannel(t, e), startChannel(t, e)
+	if !boxCt(a).Socket() || !boxCt(b).Socket() {
+		t.Fatalf("the sandboxes did not connect to their sockets; stderr: %s %s", a.Stderr(), b.Stderr())
+	}
+	label := e.client().owner[labelClient]
+	t.Cleanup(func() { removeByClient(context.Background(), testClient(t), label) })
+	if err := a.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, err := (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
+	if err != nil || code != 0 {
+		t.Errorf("the first to end: exit code %d, %v; want 0 (it exited by itself)", code, err)
+	}
+	if err := b.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := testClient(t).inspect(t.Context(), b.ID())
+	if err != nil || !st.Running {
+		t.Errorf("the second to end, after Remove: %+v, %v; want it running until its turn, an hour on", st, err)
+	}
+}
+
+// boxCt is b's container.
+func boxCt(b *Box) *Container { return b.Container().(*Container) }

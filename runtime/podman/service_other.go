@@ -3,12 +3,13 @@
 package podman
 
 import (
-	"os"
+	"context"
 	"syscall"
 )
 
-var sigterm os.Signal = syscall.SIGTERM
-
-// serviceProcAttr is nil off Linux: there is no parent-death signal, so a
-// private service started here can outlive a codebridge that is killed hard.
+// serviceProcAttr is nil off Linux, where Podman runs in a virtual machine
+// and codebridge does not start a service of its own in practice.
 func serviceProcAttr() *syscall.SysProcAttr { return nil }
+
+// lockFile does not lock off Linux (see serviceProcAttr).
+func lockFile(context.Context, string) (unlock func(), err error) { return func() {}, nil }

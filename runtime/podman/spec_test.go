@@ -23,7 +23,7 @@ func TestCreateSpec(t *testing.T) {
 		cs.StopSignal = 9
 		cs.StopTimeout = 1
 		cs.Remove = true
-		cs.Rlimits = []rlimit{{Type: "nofile", Soft: 1024, Hard: 1024}, {Type: "nproc", Soft: 4096, Hard: 4096}}
+		cs.Rlimits = []rlimit{{Type: "nofile", Soft: 1024, Hard: 1024}, {Type: "nproc", Soft: 16384, Hard: 16384}}
 	}
 	tests := []struct {
 		name    string
@@ -126,7 +126,7 @@ func TestCreateSpecJSON(t *testing.T) {
 		"stdin":                "true",
 		"user":                 `"65534:65534"`,
 		"work_dir":             `"/work"`,
-		"r_limits":             `[{"hard":1024,"soft":1024,"type":"nofile"},{"hard":4096,"soft":4096,"type":"nproc"}]`,
+		"r_limits":             `[{"hard":1024,"soft":1024,"type":"nofile"},{"hard":16384,"soft":16384,"type":"nproc"}]`,
 		"seccomp_profile_path": `"/state/seccomp.json"`,
 		"resource_limits":      `{"cpu":{"period":100000,"quota":50000},"memory":{"limit":536870912,"swap":536870912},"pids":{"limit":128}}`,
 	} {

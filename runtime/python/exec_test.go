@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -486,21 +485,64 @@ func (h *fakeHost) Call(ctx context.Context, method string, params json.RawMessa
 	return h.handle(ctx, method, params)
 }
 
-// TestWarmRunLatency measures a run in a process started ahead of time, as the
-// pool of pre-started containers does: from the start frame to the exit frame.
 // BenchmarkSessionRun measures a run of print('ok') in a live interpreter:
-// the run frame out, the output and exit frames back.
+// the run frame out, the output and exit frames back; back to back, and
+// paced (100 ms between runs, not timed, as an agent's calls come), with
+// p50/p95. Besides, per run: the CPU time of the sandbox's Python and of
+// the host (this process), and how often each waited (voluntary context
+// switches).
 func BenchmarkSessionRun(b *testing.B) {
+	b.Run("back-to-back", func(b *testing.B) { benchSessionRun(b, 0) })
+	b.Run("paced", func(b *testing.B) { benchSessionRun(b, 100*time.Millisecond) })
+}
+
+// sandboxUsage is code that prints the CPU seconds and the waits of the
+// sandbox's process since usageStart ran in the session.
+const (
+	usageStart = `import glob as _g, time as _t
+def _waits():
+    return sum(int(l.split()[1]) for f in _g.glob("/proc/self/task/*/status") for l in open(f) if l.startswith("voluntary_ctxt_switches:"))
+_usage = (_t.process_time(), _waits())`
+	sandboxUsage = `print(_t.process_time() - _usage[0], _waits() - _usage[1])`
+)
+
+func benchSessionRun(b *testing.B, pause time.Duration) {
 	it := startInterp(b, protocol.Init{}, Limits{})
-	if _, err := it.Run(b.Context(), Program{Code: "pass"}, nil, time.Minute); err != nil {
+	if _, err := it.Run(b.Context(), Program{Code: usageStart}, nil, time.Minute); err != nil {
 		b.Fatal(err) // the interpreter's start is not part of a run in a live session
 	}
+	cpu, waits := testenv.ProcessCPU(os.Getpid())
+	var ds []time.Duration
 	for b.Loop() {
+		if pause > 0 {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
+		}
+		start := time.Now()
 		res, err := it.Run(b.Context(), Program{Code: "print('ok')", Servers: testServers}, nil, time.Minute)
+		ds = append(ds, time.Since(start))
 		if err != nil || res.Stdout != "ok\n" {
 			b.Fatalf("Run = %+v, %v", res, err)
 		}
 	}
+	cpu2, waits2 := testenv.ProcessCPU(os.Getpid())
+	res, err := it.Run(b.Context(), Program{Code: sandboxUsage}, nil, time.Minute)
+	var scpu, swaits float64
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := fmt.Sscan(res.Stdout, &scpu, &swaits); err != nil {
+		b.Fatalf("output %q", res.Stdout)
+	}
+	n := float64(len(ds))
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(ds[min(len(ds)-1, len(ds)*95/100)].Microseconds()), "p95-us")
+	b.ReportMetric(scpu*1e6/n, "sandbox-cpu-us/run")
+	b.ReportMetric(swaits/n, "sandbox-waits/run")
+	b.ReportMetric(float64((cpu2-cpu).Microseconds())/n, "host-cpu-us/run")
+	b.ReportMetric(float64(waits2-waits)/n, "host-waits/run")
 }
 
 // countingHost answers every request after a short pause, recording the most
@@ -566,7 +608,10 @@ func TestSeconds(t *testing.T) {
 // BenchmarkRequestRoundTrip is one request from sandboxed code answered at
 // once by the host, over local pipes (no container): the protocol's and
 // Python's share of a tool call's cost. Reported per call of 1,000
-// sequential awaited calls, and of 1,000 blocking (_sync) calls.
+// sequential awaited calls, and of 1,000 blocking (_sync) calls: the wall
+// time (us/call), the CPU time of the sandbox's Python and of the host (this
+// process), and how often each waited (voluntary context switches: a thread
+// going to sleep and being woken), which vary less with the machine's load.
 func BenchmarkRequestRoundTrip(b *testing.B) {
 	h := &fakeHost{handle: func(context.Context, string, json.RawMessage) (any, error) {
 		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "x"}}}, nil
@@ -577,18 +622,32 @@ func BenchmarkRequestRoundTrip(b *testing.B) {
 	} {
 		b.Run(form.name, func(b *testing.B) {
 			it := startInterp(b, protocol.Init{}, Limits{})
-			code := "import time\nstart = time.perf_counter()\nfor i in range(1000):\n    " + form.call + "\nprint(int((time.perf_counter() - start) * 1e6 / 1000))"
-			var us []int
+			code := testenv.PythonTimed(1000, form.call)
+			var us, sandboxCPU, sandboxWaits, hostCPU, hostWaits []float64
 			for b.Loop() {
+				cpu, waits := testenv.ProcessCPU(os.Getpid())
 				res, err := it.Run(b.Context(), Program{Code: code, Servers: testServers}, h, time.Minute)
+				cpu2, waits2 := testenv.ProcessCPU(os.Getpid())
 				if err != nil || res.Error != nil {
 					b.Fatalf("Run = %+v, %v", res, err)
 				}
-				n, _ := strconv.Atoi(strings.TrimSpace(res.Stdout))
-				us = append(us, n)
+				var wall, scpu, swaits float64
+				if _, err := fmt.Sscan(res.Stdout, &wall, &scpu, &swaits); err != nil {
+					b.Fatalf("output %q", res.Stdout)
+				}
+				us = append(us, wall)
+				sandboxCPU = append(sandboxCPU, scpu)
+				sandboxWaits = append(sandboxWaits, swaits)
+				hostCPU = append(hostCPU, float64((cpu2-cpu).Microseconds())/1000)
+				hostWaits = append(hostWaits, float64(waits2-waits)/1000)
 			}
-			slices.Sort(us)
-			b.ReportMetric(float64(us[len(us)/2]), "us/call")
+			for _, m := range []struct {
+				v    []float64
+				unit string
+			}{{us, "us/call"}, {sandboxCPU, "sandbox-cpu-us/call"}, {sandboxWaits, "sandbox-waits/call"}, {hostCPU, "host-cpu-us/call"}, {hostWaits, "host-waits/call"}} {
+				slices.Sort(m.v)
+				b.ReportMetric(m.v[len(m.v)/2], m.unit)
+			}
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
-	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
@@ -24,9 +23,10 @@ const GVisor = "runsc"
 // rewrites its own files and leaves others' alone.
 const gvisorHeader = "# Written by codebridge setup --runtime runsc: gVisor with the flags codebridge's sandboxes need.\n"
 
-// gvisor installs runsc, registers it with Podman (and with Docker where
-// Docker is installed) under the name runsc with the flags of
-// [confine.GVisorArgs], and probes a sandbox container under it.
+// gvisor installs runsc, registers it under the name runsc with the flags
+// of [confine.GVisorArgs] with the engine prepared (and, preparing Podman,
+// with a Docker daemon that answers here too), and probes a sandbox
+// container under it.
 func (s *setup) gvisor(ctx context.Context) error {
 	if goruntime.GOOS != "linux" {
 		return fmt.Errorf("--runtime runsc: gVisor runs on Linux only; on %s, Podman and Docker run containers in a Linux VM, where gVisor would have to be set up", goruntime.GOOS)
@@ -34,6 +34,9 @@ func (s *setup) gvisor(ctx context.Context) error {
 	bin, err := s.runscBinary(ctx)
 	if err != nil {
 		return err
+	}
+	if s.Engine == EngineDocker {
+		return s.gvisorDocker(ctx, bin)
 	}
 	wrapper := s.runscWrapperPath()
 	if err := s.writeOwn(wrapper, runscWrapper(bin), 0o755, "the wrapper that runs runsc with codebridge's flags"); err != nil {
@@ -53,16 +56,45 @@ func (s *setup) gvisor(ctx context.Context) error {
 	} else if err := s.writeOwn(s.dropIn(runscDropIn), []byte(gvisorHeader+podmanRunsc(wrapper)), 0o644, "Podman's registration of runsc"); err != nil {
 		return err
 	}
-	if err := s.probeGVisor(ctx); err != nil {
+	if err := s.probeGVisor(ctx, "--runtime", GVisor, "run"); err != nil {
 		return err
 	}
-	if s.dockerInUse(ctx) {
-		if err := s.dockerRunsc(bin); err != nil {
+	if _, ok := s.dockerAnswers(ctx); ok {
+		if _, err := s.dockerRunsc(bin); err != nil {
 			return err
 		}
 	}
-	s.logf("gVisor is ready: set MCP_BRIDGE_RUNTIME=runsc (or runtime = \"runsc\" in the settings file) and codebridge doctor shows the sandbox's kernel")
+	s.logf(gvisorReady)
 	return nil
+}
+
+const gvisorReady = "gVisor is ready: set MCP_BRIDGE_RUNTIME=runsc (or runtime = \"runsc\" in the settings file) and codebridge doctor shows the sandbox's kernel"
+
+// gvisorDocker registers runsc (bin) with the Docker daemon that answers
+// here and probes a sandbox under it once the daemon knows it: dockerd
+// reads daemon.json when it starts, so a daemon running before the entry
+// was written must be restarted first.
+func (s *setup) gvisorDocker(ctx context.Context, bin string) error {
+	path, err := s.dockerRunsc(bin)
+	if err != nil {
+		return err
+	}
+	if !s.dockerKnowsRunsc(ctx) {
+		return fmt.Errorf("the Docker daemon does not know the runtime runsc yet: restart it so that it reads %s (e.g. sudo systemctl restart docker), then run codebridge setup --engine docker --runtime runsc again", path)
+	}
+	if err := s.probeGVisor(ctx, "run", "--runtime", GVisor); err != nil {
+		return err
+	}
+	s.logf(gvisorReady)
+	return nil
+}
+
+// dockerKnowsRunsc reports whether the Docker daemon has a runtime named
+// runsc.
+func (s *setup) dockerKnowsRunsc(ctx context.Context) bool {
+	out, err := s.output(ctx, "info", "--format", "{{json .Runtimes}}")
+	var runtimes map[string]json.RawMessage
+	return err == nil && json.Unmarshal([]byte(out), &runtimes) == nil && runtimes[GVisor] != nil
 }
 
 // runscBinary finds runsc, installing Debian's package when it is missing.
@@ -147,7 +179,7 @@ func (s *setup) writeOwn(path string, data []byte, mode os.FileMode, what string
 
 // registered reports whether Podman's runtime runsc is wrapper.
 func (s *setup) registered(ctx context.Context, wrapper string) bool {
-	out, err := s.podmanOutput(ctx, "--runtime", GVisor, "info", "--format", "{{.Host.OCIRuntime.Path}}")
+	out, err := s.output(ctx, "--runtime", GVisor, "info", "--format", "{{.Host.OCIRuntime.Path}}")
 	return err == nil && out == wrapper
 }
 
@@ -162,8 +194,8 @@ print("ok" if b"gVisor" in buf.raw[:max(n, 0)] else "the kernel is not gVisor's 
 
 // probeGVisor starts a container under runsc as codebridge would (no
 // network, nobody, the seccomp profile for gVisor) and checks that gVisor
-// runs it.
-func (s *setup) probeGVisor(ctx context.Context) error {
+// runs it. run is the engine's command that runs a container under runsc.
+func (s *setup) probeGVisor(ctx context.Context, run ...string) error {
 	dir, err := os.MkdirTemp("", "codebridge-probe-")
 	if err != nil {
 		return err
@@ -176,34 +208,27 @@ func (s *setup) probeGVisor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.podmanOutput(ctx, "--runtime", GVisor, "run", "--rm", "--network", "none", "--user", confine.DefaultUser,
-		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--security-opt", "seccomp="+profile, s.Image, "python3", "-c", gvisorProbe)
+	out, err := s.output(ctx, append(run, "--rm", "--network", "none", "--user", confine.DefaultUser,
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--security-opt", "seccomp="+profile, s.Image, "python3", "-c", gvisorProbe)...)
 	if err == nil && out != "ok" {
 		err = fmt.Errorf("printed %q instead of ok", out)
 	}
 	if err != nil {
 		s.logf("a probe container under runsc failed: %s", out)
+		if s.Engine == EngineDocker {
+			return fmt.Errorf("docker run --runtime runsc cannot run the sandbox: %v; 'docker info' lists the runtimes Docker knows", err)
+		}
 		return fmt.Errorf("podman --runtime runsc cannot run the sandbox: %v; 'podman --runtime runsc info' shows the runtime Podman found", err)
 	}
-	s.logf("podman runs the sandbox under gVisor (runsc)")
+	s.logf("%s runs the sandbox under gVisor (runsc)", s.name)
 	return nil
 }
 
-// dockerInUse reports whether a Docker engine answers here (DOCKER_HOST,
-// the current context, or the default socket), so that runsc is registered
-// with it too.
-func (s *setup) dockerInUse(ctx context.Context) bool {
-	if !haveCommand("docker") {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").Run() == nil
-}
-
 // dockerRunsc registers runsc with Docker in daemon.json, with its flags as
-// runtimeArgs, asking first; dockerd reads it when it starts.
-func (s *setup) dockerRunsc(bin string) error {
+// runtimeArgs, asking first, and returns daemon.json's path; dockerd reads
+// it when it starts. Docker 20.10 needs the flags there: it has no
+// per-container runtime arguments.
+func (s *setup) dockerRunsc(bin string) (string, error) {
 	path := s.dockerDaemonJSON()
 	want := map[string]any{"path": bin, "runtimeArgs": confine.GVisorArgs()}
 	conf := map[string]any{}
@@ -211,33 +236,33 @@ func (s *setup) dockerRunsc(bin string) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return err
+		return path, err
 	default:
 		if err := json.Unmarshal(old, &conf); err != nil {
-			return fmt.Errorf("%s is not JSON codebridge can read (%v): fix it, then run codebridge setup --runtime runsc again", path, err)
+			return path, fmt.Errorf("%s is not JSON codebridge can read (%v): fix it, then run codebridge setup --runtime runsc again", path, err)
 		}
 	}
 	merged, changed, err := withRunsc(conf, want)
 	if err != nil {
 		s.logf("%s registers a runtime runsc of its own, so it is left alone; for codebridge's sandboxes it should read:\n  \"runsc\": %s", path, jsonText(want))
-		return fmt.Errorf("%s: %w", path, err)
+		return path, fmt.Errorf("%s: %w", path, err)
 	}
 	if !changed {
 		s.logf("Docker's registration of runsc is in place: %s", path)
-		return nil
+		return path, nil
 	}
 	s.logf("Docker is installed: registering runsc in %s as\n  \"runsc\": %s", path, jsonText(want))
 	if !s.consent(fmt.Sprintf("Write %s?", path)) {
-		return fmt.Errorf("writing %s: %w", path, ErrNeedsConsent)
+		return path, fmt.Errorf("writing %s: %w", path, ErrNeedsConsent)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return path, err
 	}
 	if err := os.WriteFile(path, append(merged, '\n'), 0o644); err != nil {
-		return fmt.Errorf("%w: write the entry above yourself (as root for /etc/docker)", err)
+		return path, fmt.Errorf("%w: write the entry above yourself (as root for /etc/docker)", err)
 	}
 	s.logf("wrote %s: restart dockerd (e.g. sudo systemctl restart docker) for Docker to know runsc", path)
-	return nil
+	return path, nil
 }
 
 // withRunsc adds runtimes.runsc = want to conf, a daemon.json, and says

@@ -47,7 +47,7 @@ _UPDATE_TRIES = 100  # with backoff, some seconds of another run writing the key
 
 
 def _call(method, params):
-    return runtime._wait(runtime._request(method, params))
+    return runtime._call(method, params)
 
 
 def _key(key):

@@ -52,7 +52,7 @@ def _attach(kind, mime_type, name, data, size=None):
     params = {"kind": kind, "name": name, "mime_type": mime_type, "bytes": size}
     if data is not None and size <= _limit():
         params["data"] = base64.b64encode(data).decode("ascii")
-    runtime._wait(runtime._request("attach", params))
+    runtime._call("attach", params)
 
 
 def _figure_png(fig):

@@ -9,7 +9,6 @@ Requests travel to codebridge over the sandbox's private protocol channel.
 Runs on Python 3.9+.
 """
 
-import asyncio
 import base64
 import difflib
 import inspect
@@ -76,19 +75,22 @@ class MCPError(Exception):
 
 
 def _request(method, params):
-    """Sends a request; returns a concurrent.futures.Future of its result."""
+    """Sends a request; returns its call, for _await."""
     if _channel is None:
         raise MCPError("not connected to codebridge (only available inside run_python)", code="internal")
     return _channel.request(method, params)
 
 
-def _wait(fut, convert=None):
-    result = fut.result()
+def _call(method, params, convert=None):
+    """Sends a request and blocks for its result."""
+    if _channel is None:
+        raise MCPError("not connected to codebridge (only available inside run_python)", code="internal")
+    result = _channel.call(method, params)
     return convert(result) if convert is not None else result
 
 
-async def _await(fut, convert=None):
-    result = await asyncio.wrap_future(fut)
+async def _await(call, convert=None):
+    result = await _channel.wait_async(call)
     return convert(result) if convert is not None else result
 
 
@@ -136,7 +138,7 @@ def describe_server(name):
     """{name, alias, description, tools: [{name, alias, description}]} of one
     server (by name or alias), and when it is running how many resources,
     resourceTemplates and prompts it has. Blocks."""
-    return _wait(_request("describe_server", {"server": name}))
+    return _call("describe_server", {"server": name})
 
 
 def list_tools(server):
@@ -146,7 +148,7 @@ def list_tools(server):
 
 def list_tools_sync(server):
     """The server's tools as [{name, alias, description, inputSchema, outputSchema?}]."""
-    return _wait(_request("list_tools", {"server": server}))
+    return _call("list_tools", {"server": server})
 
 
 def _docs_params(server, tool, detail):
@@ -173,7 +175,7 @@ def query_tool_docs(server, tool=None, detail="summary"):
 
 def query_tool_docs_sync(server, tool=None, detail="summary"):
     """Blocking form of query_tool_docs."""
-    return _wait(_request("query_tool_docs", _docs_params(server, tool, detail)), _docs_result(tool))
+    return _call("query_tool_docs", _docs_params(server, tool, detail), _docs_result(tool))
 
 
 def _search_result(reply):
@@ -195,7 +197,7 @@ def search_tool_docs(query, limit=5, detail="summary"):
 
 def search_tool_docs_sync(query, limit=5, detail="summary"):
     """Blocking form of search_tool_docs."""
-    return _wait(_request("search_tool_docs", {"query": query, "limit": limit, "detail": detail}), _search_result)
+    return _call("search_tool_docs", {"query": query, "limit": limit, "detail": detail}, _search_result)
 
 
 # --- calling tools ---------------------------------------------------------
@@ -256,7 +258,7 @@ def list_resources(server):
 
 def list_resources_sync(server):
     """Blocking form of list_resources."""
-    return _wait(_request("list_resources", {"server": server}))
+    return _call("list_resources", {"server": server})
 
 
 def list_resource_templates(server):
@@ -267,7 +269,7 @@ def list_resource_templates(server):
 
 def list_resource_templates_sync(server):
     """Blocking form of list_resource_templates."""
-    return _wait(_request("list_resource_templates", {"server": server}))
+    return _call("list_resource_templates", {"server": server})
 
 
 def _uri(resource):
@@ -304,7 +306,7 @@ def read_resource(server, uri, raw=False):
 
 def read_resource_sync(server, uri, raw=False):
     """Blocking form of read_resource."""
-    return _wait(_request("read_resource", {"server": server, "uri": _uri(uri)}), None if raw else _contents)
+    return _call("read_resource", {"server": server, "uri": _uri(uri)}, None if raw else _contents)
 
 
 def list_prompts(server):
@@ -315,7 +317,7 @@ def list_prompts(server):
 
 def list_prompts_sync(server):
     """Blocking form of list_prompts."""
-    return _wait(_request("list_prompts", {"server": server}))
+    return _call("list_prompts", {"server": server})
 
 
 def _prompt_params(server, name, arguments):
@@ -350,7 +352,7 @@ def get_prompt(server, name, arguments=None, raw=False):
 
 def get_prompt_sync(server, name, arguments=None, raw=False):
     """Blocking form of get_prompt."""
-    return _wait(_request("get_prompt", _prompt_params(server, name, arguments)), None if raw else _prompt)
+    return _call("get_prompt", _prompt_params(server, name, arguments), None if raw else _prompt)
 
 
 # --- typed tools -------------------------------------------------------------
@@ -472,7 +474,7 @@ def call_tool(server, tool, arguments=None, raw=False):
 
 def call_tool_sync(server, tool, arguments=None, raw=False):
     """Blocking form of call_tool."""
-    return _wait(_request("call_tool", _call_params(server, tool, arguments)), None if raw else convert_result)
+    return _call("call_tool", _call_params(server, tool, arguments), None if raw else convert_result)
 
 
 def _tool_method(call, server, tool):
