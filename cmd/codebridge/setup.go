@@ -36,11 +36,13 @@ step is skipped when already done, so it is safe to run again:
   4. With --runtime runsc, gVisor: Debian's runsc package when runsc is
      missing; a wrapper script that runs it with the flags the sandbox needs,
      registered with Podman as the runtime runsc (a containers.conf drop-in)
-     and, where Docker is installed, with Docker (daemon.json; dockerd must
-     then be restarted); then a probe container under it. Set
-     MCP_BRIDGE_RUNTIME=runsc to use it.
+     and, where a Docker daemon answers, with Docker (daemon.json, the flags
+     as runtimeArgs; dockerd must then be restarted); then a probe container
+     under it. With --engine docker, Docker's registration alone, and the
+     probe once the restarted daemon knows runsc. Set MCP_BRIDGE_RUNTIME=runsc
+     to use it.
 
-Podman's own output shows the progress. Without a terminal to ask on, a step
+The engine's own output shows the progress. Without a terminal to ask on, a step
 that installs packages or writes system files prints the exact command or file
 and fails, unless --yes is given.
 
