@@ -94,7 +94,11 @@ fi
 # the end, or when the script is interrupted.
 if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   log "end-to-end tests against Docker (CODEBRIDGE_TEST_DOCKER=0 leaves them out)"
-  eval "$(scripts/dockerd.sh start)"
+  if [ "$gvisor" = 1 ]; then
+    eval "$(scripts/dockerd.sh start --runtime runsc)"
+  else
+    eval "$(scripts/dockerd.sh start)"
+  fi
   trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
   go run ./cmd/codebridge setup --engine docker --yes
   go run ./cmd/codebridge setup --engine docker --yes --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
@@ -102,6 +106,13 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
     go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
+  # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
+  # container (HostConfig.Runtime). The conformance suite (hardening, the
+  # seccomp probes) and doctor's proof of the kernel.
+  if [ "$gvisor" = 1 ]; then
+    log "Docker under gVisor (runsc): conformance, seccomp probes, doctor"
+    MCP_BRIDGE_ENGINE=docker MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 10m -run 'TestConformance|TestDoctor$' ./runtime/docker ./cmd/codebridge
+  fi
   scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
   trap - EXIT
 fi
