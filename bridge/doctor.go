@@ -193,7 +193,8 @@ func doctorRuntime(asked string, info engineInfo, kernel string) finding {
 	gvisor := strings.Contains(log, "gVisor")
 	name := cmp.Or(info.Runtime, "the engine's default runtime")
 	switch {
-	case confine.GVisor(asked) && gvisor:
+	case gvisor && (confine.GVisor(asked) || info.Name == "Docker" && confine.GVisor(info.Runtime)):
+		// Docker's driver takes a default runtime runsc as asked for.
 		return finding{findOK, "runtime", fmt.Sprintf("%s: the sandbox runs on gVisor's kernel, not this host's (its log begins %q; uname says %s)", name, log, release), ""}
 	case confine.GVisor(asked):
 		return finding{findFail, "runtime", fmt.Sprintf("MCP_BRIDGE_RUNTIME=%s, but the sandbox ran on this host's Linux %s, not on gVisor (runtime %s)", asked, release, name),
