@@ -214,6 +214,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", st.Name, strings.ReplaceAll(strings.TrimSpace(st.Err), "\n", "\n  "))
 		}
 	}
+	fmt.Fprintf(opts.Out, "\nsandbox engine: %s\n", EngineChoice(cfg))
 	if opts.Tools {
 		policies := map[string]*policy.Policy{}
 		states := map[string]map[string]manifest.State{}

@@ -6,7 +6,7 @@
 // [ListenAndServe] over HTTP (bridge/front), [Exec], [ListServers] and
 // [Doctor].
 //
-// It knows the engine drivers under runtime/ (runtime/podman) only through
+// It knows the engine drivers under runtime/ (runtime/podman, runtime/docker) only through
 // the small engine interface it declares in engine.go, with one adapter per
 // driver there; newEngine is the one place that chooses a driver by name.
 package bridge

@@ -130,10 +130,10 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		out = append(out, finding{findFail, "image", err.Error(), "check that " + info.Name + " works: " + check + " images"})
 	case !ok && cfg.Image != "":
 		out = append(out, finding{findFail, "image", img + " (MCP_BRIDGE_IMAGE) is not there; the first run would try to pull it",
-			"codebridge setup --image " + img + ", or set MCP_BRIDGE_IMAGE to an image with python3"})
+			info.Setup + " --image " + img + ", or set MCP_BRIDGE_IMAGE to an image with python3"})
 	case !ok:
 		out = append(out, finding{findFail, "image", img + " is not there; the first run would pull " + confine.FallbackImage + " instead, without the data libraries",
-			"codebridge setup builds it"})
+			info.Setup + " builds it"})
 	default:
 		out = append(out, finding{findOK, "image", img, ""})
 	}
@@ -151,7 +151,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		out = append(out, finding{findFail, "sandbox", err.Error(), ""})
 	case res.Error != nil:
 		out = append(out, finding{findFail, "sandbox", "a sandbox container did not run Python: " + res.Error.Message,
-			"codebridge setup probes a container and fixes " + info.Name + "'s runtime and rlimit defaults where that fails"})
+			info.Setup + " probes a container (and fixes Podman's runtime and rlimit defaults where that fails)"})
 	default:
 		version, stream, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(res.Stdout), "ok "), " ")
 		over := "over " + info.Name + "'s attach stream"

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/docker"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -48,19 +50,59 @@ type engineInfo struct {
 	SharesFiles bool
 	// Fix is what to do when the engine does not answer.
 	Fix string
+	// Setup is the command that prepares the engine and builds its images.
+	Setup string
 }
 
 // newEngine returns the engine driver the settings name, which reaches its
 // engine only when used. It is the one place where an engine is chosen by
 // name.
 func newEngine(cfg settings.Config, logger *slog.Logger) (engine, error) {
-	name := "podman" // the one driver so far; a setting will choose
+	name, why := ChooseEngine(cfg)
+	logger.Info("container engine", "engine", name, "why", why)
 	spec := sandboxSpec(cfg)
 	switch name {
-	case "podman":
+	case settings.EnginePodman:
 		return newPodmanEngine(cfg, spec, logger), nil
+	case settings.EngineDocker:
+		return newDockerEngine(cfg, spec, logger), nil
+	case settings.EngineKubernetes:
+		return newKubeEngine(cfg, spec, logger), nil
 	}
-	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman", name)
+	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman, docker and kubernetes", name)
+}
+
+// chooseEngine resolves the engine setting to a driver's name and says why:
+// auto takes Podman where it is present (installed, or a socket or
+// CONTAINER_HOST set), else Docker where it is, else Podman (whose error
+// then says how to install it). Kubernetes is never chosen by auto: it is
+// named.
+func chooseEngine(setting string, podmanPresent, dockerPresent func() bool) (name, why string) {
+	switch setting {
+	case settings.EnginePodman, settings.EngineDocker, settings.EngineKubernetes:
+		return setting, "MCP_BRIDGE_ENGINE=" + setting
+	}
+	switch {
+	case podmanPresent():
+		return settings.EnginePodman, "auto: Podman is here"
+	case dockerPresent():
+		return settings.EngineDocker, "auto: Docker is here and Podman is not"
+	}
+	return settings.EnginePodman, "auto: neither Podman nor Docker is here"
+}
+
+// ChooseEngine says which container engine the settings choose
+// (settings.EnginePodman, EngineDocker or EngineKubernetes) and why, without
+// connecting to it.
+func ChooseEngine(cfg settings.Config) (name, why string) {
+	return chooseEngine(cfg.Engine, podman.Present, func() bool { return docker.Present(os.Getenv) })
+}
+
+// EngineChoice says which container engine the settings choose and why, for
+// codebridge servers.
+func EngineChoice(cfg settings.Config) string {
+	name, why := ChooseEngine(cfg)
+	return name + " (" + why + ")"
 }
 
 // sandboxSpec is the container every engine starts, from the settings.
@@ -123,7 +165,7 @@ func (e podmanEngine) Ready(ctx context.Context, w sandbox.Wait) error {
 func (e podmanEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
 
 func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
-	info := engineInfo{Name: "Podman",
+	info := engineInfo{Name: "Podman", Setup: "codebridge setup",
 		Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
 	pi, err := e.e.Info(ctx)
 	if err != nil {
@@ -142,5 +184,55 @@ func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
 }
 
 func (e podmanEngine) HasImage(ctx context.Context, image string) (bool, error) {
+	return e.e.ImageExists(ctx, image)
+}
+
+// dockerEngine adapts runtime/docker's engine.
+type dockerEngine struct{ e *docker.Engine }
+
+func newDockerEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) dockerEngine {
+	return dockerEngine{docker.NewEngine(docker.EngineOptions{
+		Image:    cfg.Image,
+		StateDir: cfg.StateDir,
+		Spec:     spec,
+		Logger:   logger.With("component", "docker"),
+		Declined: func(container, reason string) {
+			logger.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
+				"component", "docker", "container", container, "reason", reason)
+		},
+	})}
+}
+
+func (e dockerEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.e.Start(ctx, docker.ImageWatch(w))
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return b, nil
+}
+
+func (e dockerEngine) Ready(ctx context.Context, w sandbox.Wait) error {
+	return e.e.Ready(ctx, docker.ImageWatch(w))
+}
+
+func (e dockerEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
+
+func (e dockerEngine) Describe(ctx context.Context) (engineInfo, error) {
+	info := engineInfo{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: docker.StartHint}
+	di, err := e.e.Info(ctx)
+	if err != nil {
+		var u *docker.UnavailableError
+		if errors.As(err, &u) {
+			err = u // its message says what to do, without the wrapping
+		}
+		return info, err
+	}
+	info.Version = di.Version + ", API " + di.APIVersion
+	info.Endpoint, info.Runtime, info.SharesFiles = di.Host, di.Runtime, di.SharesFiles
+	info.Via = "the Docker daemon found through " + di.From
+	return info, nil
+}
+
+func (e dockerEngine) HasImage(ctx context.Context, image string) (bool, error) {
 	return e.e.ImageExists(ctx, image)
 }

@@ -3,7 +3,6 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +18,9 @@ import (
 // see each other's variables or files, and closing one removes its container
 // while the other goes on. Real Podman, go-sdk in-memory transports.
 func TestTwoSessionsOneServer(t *testing.T) {
-	testenv.RequirePodmanBinary(t)
-	if err := exec.Command("podman", "image", "exists", testenv.Image()).Run(); err != nil {
-		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh")
-	}
+	testenv.RequireImage(t, testenv.Image())
 	cfg := bridgetest.Config(t)
-	cfg.ConfigDir, cfg.StateDir, cfg.Image = t.TempDir(), t.TempDir(), testenv.Image()
+	cfg.ConfigDir, cfg.StateDir, cfg.Image, cfg.Engine = t.TempDir(), t.TempDir(), testenv.Image(), testenv.Engine()
 	p, err := start(t.Context(), cfg, orDiscard(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -87,12 +83,12 @@ func TestTwoSessionsOneServer(t *testing.T) {
 	// Closing A's connection ends its sandbox session and removes its
 	// container (the hostname is its short id: it exists until then).
 	containerA := strings.TrimSpace(hostA)
-	if err := exec.Command("podman", "container", "exists", containerA).Run(); err != nil {
-		t.Fatalf("session A's hostname %q is not a live container: %v", containerA, err)
+	if !testenv.ContainerExists(t, containerA) {
+		t.Fatalf("session A's hostname %q is not a live container", containerA)
 	}
 	a.Close()
 	deadline := time.Now().Add(60 * time.Second)
-	for exec.Command("podman", "container", "exists", containerA).Run() == nil {
+	for testenv.ContainerExists(t, containerA) {
 		if time.Now().After(deadline) {
 			t.Fatalf("container %s of a closed session still exists after 60 s", containerA)
 		}

@@ -87,7 +87,7 @@ func TestPartsCloseStopsWarmUp(t *testing.T) {
 type noImage struct{}
 
 func (noImage) Start(context.Context, sandbox.Wait) (sandbox.Container, error) {
-	return nil, &podman.ImageError{Image: "localhost/x:1", Err: errors.New("manifest unknown")}
+	return nil, &podman.ImageError{Image: "localhost/x:1", Err: errors.New("manifest unknown"), Hint: podman.SetupHint}
 }
 
 // TestContainersWordCause: when the sandbox cannot run code, the result

@@ -8,6 +8,14 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
+#   scripts/bench.sh engines  per engine (Podman; Docker on a private dockerd that
+#                             scripts/dockerd.sh starts and stops; Kubernetes on the
+#                             single-node cluster of scripts/kube.sh, started and
+#                             stopped unless it ran already): a container start, a
+#                             new session's first run with a warm container, a
+#                             session's print(1) through an MCP client, a tool call
+#                             from code (docs/engines.md, docs/kubernetes.md).
+#                             ENGINES="podman kubernetes" chooses some.
 #   scripts/bench.sh sessions [FLAGS]
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
@@ -58,16 +66,60 @@ end_sessions() {
     done
 }
 
-case "${1:-}" in
-  tokens) tokens; exit ;;
-  sessions) shift; sessions "$@"; exit ;;
-  "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | sessions [FLAGS]]" >&2; exit 2 ;;
-esac
-
 bench() { # package, pattern, benchtime
   go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
 }
+
+# engines runs the same benchmarks on each engine of ENGINES; Docker's is a
+# private dockerd (its images cached, built by codebridge setup --engine docker
+# when missing), Kubernetes's the cluster of scripts/kube.sh with the minimal
+# image and codebridge's seccomp profile; each is stopped at the end or on an
+# interrupt (a cluster that ran before is left running).
+engines() {
+  npm_trees servers clients
+  local engine pkg kube_was_up=0
+  for engine in ${ENGINES:-podman docker kubernetes}; do
+    pkg=./runtime/$engine
+    case $engine in
+      docker)
+        eval "$(scripts/dockerd.sh start)"
+        trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
+        go run ./cmd/codebridge setup --engine docker --yes >&2
+        ;;
+      kubernetes)
+        pkg=./runtime/kube
+        scripts/kube.sh status >/dev/null 2>&1 && kube_was_up=1
+        [ $kube_was_up = 1 ] || trap 'scripts/kube.sh down' EXIT
+        CODEBRIDGE_KUBE_IMAGES=localhost/codebridge-sandbox:minimal scripts/kube.sh up >/dev/null
+        eval "$(scripts/kube.sh env)"
+        export MCP_BRIDGE_IMAGE=localhost/codebridge-sandbox:minimal MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
+        ;;
+    esac
+    echo "## $engine: a container started until its Python answers print(1)"
+    MCP_BRIDGE_ENGINE=$engine bench "$pkg" '^BenchmarkStart$' 20x
+    echo "## $engine: a new session's first run, print(1), with a warm container ready"
+    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'FirstRunNewSession/no-preload' 20x
+    echo "## $engine: run_python(\"print(1)\") in a live session through an MCP client (socket; attach stream)"
+    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+    echo "## $engine: one tool call from sandboxed code (1,000 echo calls to server-everything)"
+    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
+    case $engine in
+      docker) scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"; trap - EXIT ;;
+      kubernetes)
+        unset MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE
+        [ $kube_was_up = 1 ] || { scripts/kube.sh down; trap - EXIT; }
+        ;;
+    esac
+  done
+}
+
+case "${1:-}" in
+  tokens) tokens; exit ;;
+  sessions) shift; sessions "$@"; exit ;;
+  engines) engines; exit ;;
+  "") npm_trees servers clients ;;
+  *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS]]" >&2; exit 2 ;;
+esac
 
 echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x

@@ -9,7 +9,8 @@
 #   - a slow python3 first on PATH (0.3 s before the real one starts, as a
 #     pyenv shim is slower still than Debian's), so no test may depend on how
 #     fast a process starts;
-#   - empty XDG cache, config and state folders.
+#   - empty XDG cache, config and state folders;
+#   - no Docker phase unless CODEBRIDGE_TEST_DOCKER=1 (see below).
 # Go's module and build caches are kept: they hold nothing the suite could
 # mistake for an install of its own. CI runs this after scripts/test.sh.
 # Everything it makes lives in one folder, removed at the end.
@@ -43,6 +44,9 @@ export CONTAINERS_STORAGE_CONF=$work/storage.conf
 export CODEBRIDGE_TEST_NPM_DIR=$work/npm
 GOCACHE=$(go env GOCACHE) && export GOCACHE # kept, though XDG_CACHE_HOME moves
 export XDG_CACHE_HOME=$work/cache XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+# The Kubernetes phase is left out: scripts/test.sh ran it in the same CI run,
+# and with the cache moved it would build Kubernetes from its sources again.
+export CODEBRIDGE_TEST_KUBERNETES=${CODEBRIDGE_TEST_KUBERNETES:-0}
 
 real_python=$(command -v python3 || true)
 if [ -n "$real_python" ]; then
@@ -73,6 +77,12 @@ if command -v podman >/dev/null; then
 else
   log "podman is not installed: this machine is fresh already; scripts/test.sh installs it"
 fi
+
+# The Docker phase of scripts/test.sh would build both sandbox images into an
+# empty Docker data root (XDG_CACHE_HOME is empty): minutes that CI, which ran
+# that phase in scripts/test.sh already, leaves out unless
+# CODEBRIDGE_TEST_DOCKER=1 asks for it.
+export CODEBRIDGE_TEST_DOCKER=${CODEBRIDGE_TEST_DOCKER:-0}
 
 log "the whole suite, as on a fresh machine"
 start=$(date +%s)

@@ -250,7 +250,10 @@ YAML
 
 write_config() {
   local c=$DIR/config
-  mkdir -p "$c" "$DIR/cni/bin" "$DIR/cni/conf" "$DIR/log" "$DIR/pid" "$DIR/images"
+  mkdir -p "$c" "$DIR/cni/bin" "$DIR/cni/conf" "$DIR/log" "$DIR/pid" "$DIR/images" "$DIR/kubelet/seccomp"
+  # codebridge's seccomp profile where the kubelet finds Localhost profiles,
+  # for MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json (docs/kubernetes.md).
+  cp runtime/confine/seccomp.json "$DIR/kubelet/seccomp/codebridge.json"
   kubeconfig admin "$NAMESPACE" >"$DIR/kubeconfig"
   kubeconfig controller-manager >"$c/controller-manager.kubeconfig"
   kubeconfig scheduler >"$c/scheduler.kubeconfig"
@@ -328,6 +331,9 @@ clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
+# A pod has no pids limit of its own in its spec: the kubelet's applies to
+# every pod of the node. 128 is codebridge's default (MCP_BRIDGE_PIDS).
+podPidsLimit: 128
 rotateCertificates: false
 serverTLSBootstrap: false
 # No iptables chains (KUBE-FIREWALL, KUBE-IPTABLES-HINT, canaries): they serve

@@ -4,6 +4,12 @@
 # which is codebridge setup, builds the default one; the minimal one is built here)
 # and the real MCP servers and client from npm that the integration tests drive.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run TestExec ./bridge).
+# Last, the end-to-end tests run again against Docker: a private dockerd
+# (scripts/dockerd.sh, Debian's docker.io), the sandbox images built into it by
+# codebridge setup --engine docker. CODEBRIDGE_TEST_DOCKER=0 leaves that phase out.
+# Then the Kubernetes engine's tests and the end-to-end tests of sessions and
+# attacks run against a real single-node cluster (scripts/kube.sh, stopped at
+# the end). CODEBRIDGE_TEST_KUBERNETES=0 leaves that phase out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,3 +68,41 @@ go test -race -count=1 -timeout 30m ./...
 # image's own test, which needs pandas, is skipped); -race ran above.
 log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
 MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
+
+# The end-to-end tests against Docker (MCP_BRIDGE_ENGINE=docker), on a private
+# dockerd whose images are cached under ~/.cache/codebridge/dockerd, so a reused
+# machine builds them only when their inputs change; the dockerd is stopped at
+# the end, or when the script is interrupted.
+if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
+  log "end-to-end tests against Docker (CODEBRIDGE_TEST_DOCKER=0 leaves them out)"
+  eval "$(scripts/dockerd.sh start)"
+  trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
+  go run ./cmd/codebridge setup --engine docker --yes
+  go run ./cmd/codebridge setup --engine docker --yes --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
+  # One dockerd serves every codebridge here: 20 siblings closing at once,
+  # not the 50 of the Podman phase.
+  MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
+    go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
+  scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
+  trap - EXIT
+fi
+
+# The Kubernetes engine (MCP_BRIDGE_ENGINE=kubernetes) on a real single-node
+# cluster that scripts/kube.sh starts (its binaries cached by version in
+# ~/.cache/codebridge/kube, the minimal image copied in from Podman) and stops
+# at the end, or when the script is interrupted: runtime/kube's tests, and the
+# end-to-end tests of sessions, attacks and leftovers with sandboxes as pods,
+# under codebridge's seccomp profile, which kube.sh puts on the node.
+if [ "${CODEBRIDGE_TEST_KUBERNETES:-1}" != 0 ]; then
+  log "tests against Kubernetes (CODEBRIDGE_TEST_KUBERNETES=0 leaves them out)"
+  trap 'scripts/kube.sh down' EXIT
+  CODEBRIDGE_KUBE_IMAGES=$CODEBRIDGE_TEST_MINIMAL_IMAGE scripts/kube.sh up >/dev/null
+  eval "$(scripts/kube.sh env)"
+  export MCP_BRIDGE_ENGINE=kubernetes MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
+  go test -race -count=1 -timeout 30m ./runtime/kube/...
+  go test -race -count=1 -timeout 30m ./cmd/codebridge \
+    -run 'TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestNoContainersLeftBehind|TestAdversarial$|TestRunPythonEndToEnd|TestHTTPSessionByHandle|TestHTTPResumeAfterCut'
+  unset MCP_BRIDGE_ENGINE MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE
+  scripts/kube.sh down
+  trap - EXIT
+fi

@@ -18,6 +18,14 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
+// Container engines of the engine setting ([Config.Engine]).
+const (
+	EngineAuto       = "auto"       // Podman where it is installed or answers, else Docker
+	EnginePodman     = "podman"     // runtime/podman
+	EngineDocker     = "docker"     // runtime/docker
+	EngineKubernetes = "kubernetes" // runtime/kube: each sandbox a pod
+)
+
 // EnvPrefix starts every environment variable codebridge reads. The names match
 // the reference Python bridge's, so users can switch without editing configs.
 const EnvPrefix = "MCP_BRIDGE_"
@@ -27,6 +35,9 @@ const EnvPrefix = "MCP_BRIDGE_"
 // flag is a layer of Load, not an edit afterwards); new settings make a new
 // Config.
 type Config struct {
+	Engine         string        // container engine: EngineAuto, EnginePodman, EngineDocker or EngineKubernetes
+	K8sNamespace   string        // the namespace of the sandbox pods; "" the kubeconfig context's
+	K8sSeccomp     string        // a Localhost seccomp profile for the sandbox pods; "" RuntimeDefault
 	Image          string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
 	Timeout        time.Duration // default run_python time limit
 	MaxTimeout     time.Duration // upper bound for a caller's timeout
@@ -47,7 +58,7 @@ type Config struct {
 	ServerIdle     time.Duration // stop a downstream server unused this long; 0 never
 	WarmSandboxes  int           // containers kept started ahead of time; WarmAuto lets [Config.Warm] decide
 	Sessions       bool          // keep each MCP session's interpreter between runs
-	SocketStream   bool          // sandboxes talk through a unix socket where Podman can mount one
+	SocketStream   bool          // sandboxes talk through a unix socket where the engine can mount one
 	SessionIdle    time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions    int           // live sandbox sessions (each holding a container) at most
 	Preload        []string      // modules a session's interpreter imports before its first run
@@ -90,6 +101,31 @@ type setting struct {
 
 // settings is the table behind [LoadConfig] and the README's settings table.
 var settings = []setting{
+	{key: "engine", def: EngineAuto, help: "The container engine sandboxes run on: podman, docker, kubernetes (each sandbox a pod on the cluster KUBECONFIG's current context names, or the one codebridge runs in; see [Kubernetes](kubernetes.md)), or auto (Podman where it is installed or answers, else Docker). Docker is found as its CLI finds it: DOCKER_HOST, the current Docker context, rootless Docker's socket, Docker Desktop's, /var/run/docker.sock. See [Engines](engines.md).",
+		apply: func(c *Config, v string) error {
+			switch v {
+			case EngineAuto, EnginePodman, EngineDocker, EngineKubernetes:
+				c.Engine = v
+				return nil
+			}
+			return errors.New("want auto, podman, docker or kubernetes")
+		}},
+	{key: "k8s_namespace", def: "", help: "With engine kubernetes, the namespace of the sandbox pods. Unset: the namespace of KUBECONFIG's current context, or of the pod codebridge runs in, else default.",
+		apply: func(c *Config, v string) error {
+			if v != "" && !validNamespace(v) {
+				return errors.New("want a Kubernetes namespace name: lower-case letters, digits and '-', at most 63")
+			}
+			c.K8sNamespace = v
+			return nil
+		}},
+	{key: "k8s_seccomp_profile", def: "", help: "With engine kubernetes, the seccomp profile of the sandbox pods as a Localhost profile: its path under the kubelet's seccomp folder (`/var/lib/kubelet/seccomp`), where each node must hold codebridge's profile (`runtime/confine/seccomp.json`). Unset: the container runtime's default profile (RuntimeDefault), which lets code use `ptrace` and `io_uring` (see [Kubernetes](kubernetes.md#seccomp)).",
+		apply: func(c *Config, v string) error {
+			if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+				return errors.New("want a path relative to the kubelet's seccomp folder, e.g. codebridge.json")
+			}
+			c.K8sSeccomp = v
+			return nil
+		}},
 	{key: "image", def: "", help: "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",
 		apply: func(c *Config, v string) error { c.Image = v; return nil }},
 	{key: "timeout", def: "30", help: "Default run_python time limit, in seconds (or a Go duration such as 45s).",
@@ -189,7 +225,7 @@ var settings = []setting{
 			}
 			return err
 		}},
-	{key: "sandbox_stream", def: "socket", help: "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when Podman runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by Podman).",
+	{key: "sandbox_stream", def: "socket", help: "How code in the sandbox talks to codebridge: socket (a unix socket mounted into the container, when the engine runs on this Linux host; the container's stdin and stdout otherwise, or when it cannot connect) or attach (always the container's stdin and stdout, relayed by the engine).",
 		apply: func(c *Config, v string) error {
 			switch v {
 			case "socket", "attach":
@@ -384,4 +420,18 @@ func sizeAtMost(v string, limit int64) (int, error) {
 		return 0, fmt.Errorf("want a size from 1 byte to %dm", limit>>20)
 	}
 	return int(n), nil
+}
+
+// validNamespace reports whether v is a Kubernetes namespace name (a DNS
+// label).
+func validNamespace(v string) bool {
+	if len(v) > 63 || v[0] == '-' || v[len(v)-1] == '-' {
+		return false
+	}
+	for _, r := range v {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }

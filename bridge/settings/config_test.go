@@ -37,7 +37,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
-		MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
+		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
@@ -227,5 +227,29 @@ func TestContainerUser(t *testing.T) {
 				t.Fatalf("LoadConfig(%q) = user %q, err %v; want %q", tt.user, c.ContainerUser, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestKubernetesSettings(t *testing.T) {
+	for _, tt := range []struct {
+		environ []string
+		want    string // an error containing it, or "" for none
+	}{
+		{environ: []string{"MCP_BRIDGE_ENGINE=kubernetes", "MCP_BRIDGE_K8S_NAMESPACE=team-a", "MCP_BRIDGE_K8S_SECCOMP_PROFILE=profiles/codebridge.json"}},
+		{environ: []string{"MCP_BRIDGE_ENGINE=k8s"}, want: "want auto, podman, docker or kubernetes"},
+		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=Team_A"}, want: "namespace name"},
+		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=-a"}, want: "namespace name"},
+		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=/var/lib/kubelet/seccomp/x.json"}, want: "relative to the kubelet's seccomp folder"},
+		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=../x.json"}, want: "relative to the kubelet's seccomp folder"},
+	} {
+		c, err := LoadConfig(tt.environ, nil)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: %v", tt.environ, err)
+		case tt.want == "" && (c.Engine != EngineKubernetes || c.K8sNamespace != "team-a" || c.K8sSeccomp != "profiles/codebridge.json"):
+			t.Errorf("%v: engine %q, namespace %q, seccomp %q", tt.environ, c.Engine, c.K8sNamespace, c.K8sSeccomp)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: err %v, want one containing %q", tt.environ, err, tt.want)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -27,7 +26,7 @@ func Explain(err error) string {
 		msg = reword(msg, runs, fmt.Sprintf("all %d run slots were busy for the whole %s of this run's time limit; try again when a run finishes, or raise MCP_BRIDGE_MAX_RUNS",
 			runs.Limit, runs.Waited.Round(time.Millisecond)))
 	}
-	var image *podman.ImageError
+	var image *confine.ImageError
 	if errors.As(err, &image) {
 		msg = reword(msg, image, imageMissing(image))
 	}
@@ -58,11 +57,14 @@ func sessionLimit(e *sandbox.SessionLimitError) string {
 	return fmt.Sprintf("all %d sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS", e.Limit)
 }
 
-func imageMissing(e *podman.ImageError) string {
+// imageMissing words an engine's missing image: the configured one
+// (MCP_BRIDGE_IMAGE), or the default; the error's hint says how that
+// engine's images are built.
+func imageMissing(e *confine.ImageError) string {
 	if e.Image != "" {
 		return fmt.Sprintf("sandbox image %s (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: %v: build it (%s) or set MCP_BRIDGE_IMAGE to a local image with python3",
-			e.Image, e.Err, podman.SetupHint)
+			e.Image, e.Err, e.Hint)
 	}
 	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or set MCP_BRIDGE_IMAGE",
-		confine.DefaultImage, confine.FallbackImage, e.Err, podman.SetupHint)
+		confine.DefaultImage, confine.FallbackImage, e.Err, e.Hint)
 }

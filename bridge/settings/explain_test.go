@@ -7,6 +7,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/docker"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
@@ -24,12 +25,15 @@ func TestExplain(t *testing.T) {
 			"all 2 sandbox sessions are running code; try again when one finishes, or raise MCP_BRIDGE_MAX_SESSIONS"},
 		{"sessions in use", &sandbox.SessionLimitError{Limit: 3},
 			"all 3 sandbox sessions are in use; try again in a moment, or raise MCP_BRIDGE_MAX_SESSIONS"},
-		{"configured image", fmt.Errorf("cannot start a sandbox container: %w", &podman.ImageError{Image: "localhost/x:1", Err: pull}),
+		{"configured image", fmt.Errorf("cannot start a sandbox container: %w", &podman.ImageError{Image: "localhost/x:1", Err: pull, Hint: podman.SetupHint}),
 			"cannot start a sandbox container: sandbox image localhost/x:1 (MCP_BRIDGE_IMAGE) does not exist and could not be pulled: manifest unknown: build it (" +
 				podman.SetupHint + ") or set MCP_BRIDGE_IMAGE to a local image with python3"},
-		{"no image", fmt.Errorf("cannot start a sandbox container: %w", &podman.ImageError{Err: pull}),
+		{"no image", fmt.Errorf("cannot start a sandbox container: %w", &podman.ImageError{Err: pull, Hint: podman.SetupHint}),
 			"cannot start a sandbox container: no sandbox image: " + confine.DefaultImage + " does not exist and pulling " + confine.FallbackImage +
 				" failed: manifest unknown: build it (" + podman.SetupHint + "; no registry needed) or set MCP_BRIDGE_IMAGE"},
+		{"no image in Docker", fmt.Errorf("cannot start a sandbox container: %w", &docker.ImageError{Err: pull, Hint: docker.SetupHint}),
+			"cannot start a sandbox container: no sandbox image: " + confine.DefaultImage + " does not exist and pulling " + confine.FallbackImage +
+				" failed: manifest unknown: build it (" + docker.SetupHint + "; no registry needed) or set MCP_BRIDGE_IMAGE"},
 		{"other", errors.New("podman API not reachable"), "podman API not reachable"},
 	}
 	for _, tt := range tests {

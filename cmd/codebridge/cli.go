@@ -230,7 +230,7 @@ func usage(pin string) string {
 	b.WriteString(`codebridge: one MCP tool, run_python, in front of all your MCP servers.
 
 An agent sees a single tool instead of every server's schemas. Its Python code runs
-in a locked-down Podman container and finds, inspects and calls the tools of the
+in a locked-down Podman or Docker container and finds, inspects and calls the tools of the
 servers configured in ~/MCPs/*.json, which codebridge starts on demand.
 
 Usage:

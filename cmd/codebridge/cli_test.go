@@ -13,6 +13,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // runCLI runs the built binary with args, env and stdin, returning its output
@@ -51,8 +52,10 @@ func TestCLI(t *testing.T) {
 		e := slices.DeleteFunc(bridgeEnv(t, dir), func(kv string) bool { return strings.HasPrefix(kv, "MCP_BRIDGE_LOG_LEVEL=") })
 		return append(e, extra...)
 	}
-	// No Podman anywhere: the socket named does not exist, nor does a podman binary.
-	noPodman := quiet(t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	// No Podman anywhere: the socket named does not exist, nor does a podman
+	// binary; in the Docker phase, DOCKER_HOST names no daemon either.
+	noPodman := quiet(t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "none.sock"),
+		"DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "none.sock"))
 	for i, kv := range noPodman {
 		if strings.HasPrefix(kv, "PATH=") {
 			noPodman[i] = "PATH=" + t.TempDir()
@@ -88,7 +91,7 @@ func TestCLI(t *testing.T) {
 		{name: "help doctor", args: []string{"help", "doctor"}, wantOut: []string{"Usage: codebridge doctor"}},
 		{name: "import --help", args: []string{"import", "--help"}, wantOut: []string{"Usage: codebridge import", "--write", "Claude Desktop", "Codex", "Exit status"}},
 		{name: "setup --from ftp", args: []string{"setup", "--from", "ftp"}, wantCode: 1, wantStderr: []string{`--from "ftp": want auto, registry or debian`}},
-		{name: "setup without Podman nor apt-get", env: noPodman, args: []string{"setup"}, wantCode: 1,
+		{name: "setup without Podman nor apt-get", env: append(noPodman[:len(noPodman):len(noPodman)], "MCP_BRIDGE_ENGINE=podman"), args: []string{"setup"}, wantCode: 1,
 			wantStderr: []string{"missing: podman", "codebridge setup knows apt-get only"}},
 		{name: "exec --version", args: []string{"exec", "--version"}, wantOut: []string{"codebridge "}},
 		{name: "servers --version", args: []string{"servers", "--version"}, wantOut: []string{"codebridge "}},
@@ -136,8 +139,8 @@ func TestCLI(t *testing.T) {
 		{name: "exec --timeout within a raised maximum", env: append(env[:len(env):len(env)], "MCP_BRIDGE_MAX_TIMEOUT=10m"),
 			args: []string{"exec", "--timeout", "300", missing}, wantCode: 2, wantStderr: []string{"no such file"}},
 		// The sandbox cannot run: a failure (1) with what to do, and no log lines.
-		{name: "exec without podman", env: noPodman, stdin: "print(1)\n", args: []string{"exec", "-"}, wantCode: 1,
-			wantStderr: []string{"codebridge exec: ", "podman"}},
+		{name: "exec without the engine", env: noPodman, stdin: "print(1)\n", args: []string{"exec", "-"}, wantCode: 1,
+			wantStderr: []string{"codebridge exec: ", map[string]string{"podman": "podman", "docker": "Docker not reachable"}[testenv.Engine()]}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

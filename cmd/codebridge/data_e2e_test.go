@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"image/png"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -131,9 +130,7 @@ for i in range(4):  # the fourth is one more than MCP_BRIDGE_MAX_ATTACHMENTS=3
 func TestAttachmentsMinimalImage(t *testing.T) {
 	requirePodman(t)
 	img := testenv.MinimalImage()
-	if out, err := exec.Command("podman", "image", "exists", img).CombinedOutput(); err != nil {
-		testenv.Missing(t, "minimal sandbox image "+img, "run codebridge setup --image "+img+" ("+strings.TrimSpace(string(out))+")")
-	}
+	testenv.RequireImage(t, img)
 	cs, _ := session(t, append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_IMAGE="+img))
 	r := runPython(t, cs, map[string]any{"code": `
 import base64, zlib, struct

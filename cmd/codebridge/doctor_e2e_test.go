@@ -60,6 +60,25 @@ func TestDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The engine the tests run against, and how it looks when missing.
+	engineOK := line("ok", "podman", `Podman \d+\.\d+\.\d+ at \S+`)
+	missing := []*regexp.Regexp{
+		line("FAIL", "podman", `podman is not installed`),
+		regexp.MustCompile(`fix: codebridge setup installs Podman`),
+		line("FAIL", "sandbox", `not checked: it needs Podman`),
+	}
+	attach := "Podman's attach stream"
+	if testenv.Engine() == "docker" {
+		engineOK = line("ok", "docker", `Docker \S+, API 1\.\d+ at unix://\S+ \(the Docker daemon found through DOCKER_HOST\)`)
+		noPodman = append(noPodman, "DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "none.sock"))
+		missing = []*regexp.Regexp{
+			line("FAIL", "docker", `Docker not reachable at unix://\S+ \(from DOCKER_HOST\)`),
+			regexp.MustCompile(`fix: start Docker`),
+			line("FAIL", "sandbox", `not checked: it needs Docker`),
+		}
+		attach = "Docker's attach stream"
+	}
+
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -68,7 +87,7 @@ func TestDoctor(t *testing.T) {
 		notWant  []string
 	}{
 		{"healthy", env(healthy), 0, []*regexp.Regexp{
-			line("ok", "podman", `Podman \d+\.\d+\.\d+ at \S+`),
+			engineOK,
 			line("ok", "image", regexp.QuoteMeta(testenv.Image())),
 			line("ok", "sandbox", `a container with codebridge's limits ran Python 3[.\d]+ in \S+, over a unix socket`),
 			line("ok", "config", `.*1 file, 2 servers`),
@@ -77,14 +96,11 @@ func TestDoctor(t *testing.T) {
 			line("ok", "state", `.* is writable`),
 			regexp.MustCompile(`no problem found`),
 		}, []string{"FAIL", "level="}},
-		{"podman missing", noPodman, 1, []*regexp.Regexp{
-			line("FAIL", "podman", `podman is not installed`),
-			regexp.MustCompile(`fix: codebridge setup installs Podman`),
-			line("FAIL", "sandbox", `not checked: it needs Podman`),
-			line("ok", "server memory", `9 tools`), // the servers do not need Podman
-		}, []string{"no problem found"}},
+		{"engine missing", noPodman, 1, append(missing,
+			line("ok", "server memory", `9 tools`), // the servers do not need the engine
+		), []string{"no problem found"}},
 		{"state directory not private", env(healthy, "MCP_BRIDGE_STATE_DIR="+shared), 0, []*regexp.Regexp{
-			line("ok", "sandbox", `a container with codebridge's limits ran Python 3[.\d]+ in \S+, over Podman's attach stream`),
+			line("ok", "sandbox", `a container with codebridge's limits ran Python 3[.\d]+ in \S+, over `+regexp.QuoteMeta(attach)),
 			line("warn", "sandbox", `the sandbox did not use its unix socket`),
 			regexp.MustCompile(`fix: on an SELinux host, set MCP_BRIDGE_SANDBOX_STREAM=attach`),
 		}, nil},

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
-	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -110,8 +110,18 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 		"MCP_BRIDGE_CONFIG_DIR=" + configDir,
 		"MCP_BRIDGE_STATE_DIR=" + t.TempDir(),
 		"MCP_BRIDGE_IMAGE=" + testenv.Image(),
+		"MCP_BRIDGE_ENGINE=" + testenv.Engine(),
 		"MCP_BRIDGE_LOG_LEVEL=debug",
-	}, extra...)...)
+	}, append(engineSettings(), extra...)...)...)
+}
+
+// engineSettings are the settings the engine the tests run against needs
+// besides its name (testenv.Engine): Kubernetes's seccomp profile.
+func engineSettings() []string {
+	if kubetest.Enabled() {
+		return kubetest.Settings()
+	}
+	return nil
 }
 
 // session launches codebridge with env and connects the go-sdk client to it.
@@ -249,12 +259,17 @@ func callRunPython(t testing.TB, cs *mcp.ClientSession, params *mcp.CallToolPara
 	return r
 }
 
+// requirePodman skips t (fails it in CI) when the engine the tests run
+// against (testenv.Engine: Podman, Docker in scripts/test.sh's Docker phase,
+// or the Kubernetes cluster of its Kubernetes phase) or its sandbox image is
+// missing.
 func requirePodman(t testing.TB) {
 	t.Helper()
-	testenv.RequirePodmanBinary(t)
-	if out, err := exec.Command("podman", "image", "exists", testenv.Image()).CombinedOutput(); err != nil {
-		testenv.Missing(t, "sandbox image "+testenv.Image(), "run scripts/setup.sh ("+strings.TrimSpace(string(out))+")")
+	if kubetest.Enabled() {
+		kubetest.RequireImage(t, testenv.Image())
+		return
 	}
+	testenv.RequireImage(t, testenv.Image())
 }
 
 // containersOf lists the containers that the codebridge process pid created
@@ -270,17 +285,21 @@ func ownerLabel(pid int) string {
 	return host + "/" + strconv.Itoa(pid)
 }
 
-// ownedContainers lists the codebridge containers of these owners.
+// ownedContainers lists the codebridge containers (or pods) of these owners.
 func ownedContainers(t testing.TB, owners ...string) []string {
 	t.Helper()
-	out, err := exec.Command("podman", "ps", "-a", "--filter", "label="+confine.LabelManaged+"=true",
-		"--format", `{{.ID}} {{index .Labels "`+confine.LabelOwner+`"}}`).Output()
-	if err != nil {
-		t.Fatalf("podman ps: %v", err)
+	if kubetest.Enabled() {
+		var names []string
+		for name, owner := range kubetest.Pods(t) {
+			if slices.Contains(owners, owner) {
+				names = append(names, name)
+			}
+		}
+		return names
 	}
 	var ids []string
-	for line := range strings.Lines(string(out)) {
-		if id, owner, ok := strings.Cut(strings.TrimSpace(line), " "); ok && slices.Contains(owners, owner) {
+	for id, owner := range testenv.ManagedContainers(t) {
+		if slices.Contains(owners, owner) {
 			ids = append(ids, id)
 		}
 	}
@@ -464,10 +483,12 @@ func TestNoContainersLeftBehind(t *testing.T) {
 	}
 }
 
-// TestPodmanMissing: with no Podman at all, codebridge still starts, lists its
-// tool, and run_python explains what to install.
+// TestPodmanMissing: with no Podman at all (no Docker daemon, in the Docker
+// phase), codebridge still starts, lists its tool, and run_python explains
+// what to install or start.
 func TestPodmanMissing(t *testing.T) {
-	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"))
+	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"),
+		"DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "nothing.sock"))
 	for i, kv := range env {
 		if strings.HasPrefix(kv, "PATH=") {
 			env[i] = "PATH=" + t.TempDir() // no podman binary anywhere
@@ -485,7 +506,11 @@ func TestPodmanMissing(t *testing.T) {
 	if r.Out.ExitCode != -1 {
 		t.Errorf("exit_code %d, want -1: the code never ran", r.Out.ExitCode)
 	}
-	if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
+	if testenv.Engine() == "docker" {
+		if !strings.Contains(r.Text, "Docker not reachable") || !strings.Contains(r.Text, "start Docker") || !strings.Contains(r.Text, "DOCKER_HOST") {
+			t.Errorf("message does not say what to do: %q", r.Text)
+		}
+	} else if !strings.Contains(r.Text, "podman") || !strings.Contains(strings.ToLower(r.Text), "install") && !strings.Contains(r.Text, "CONTAINER_HOST") {
 		t.Errorf("message does not say what to do: %q", r.Text)
 	}
 }

@@ -82,9 +82,9 @@ func TestSIGKILLLeavesNothing(t *testing.T) {
 // sleeps in the kernel (time.sleep).
 func sleeping(t testing.TB, short string) bool {
 	t.Helper()
-	out, err := exec.Command("podman", "inspect", "--format", "{{.State.Pid}}", short).Output()
+	out, err := exec.Command(testenv.EngineCLI(t), "inspect", "--format", "{{.State.Pid}}", short).Output()
 	if err != nil {
-		t.Fatalf("podman inspect %s: %v", short, err)
+		t.Fatalf("%s inspect %s: %v", testenv.Engine(), short, err)
 	}
 	init, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil || init <= 0 {
@@ -103,12 +103,16 @@ func sleeping(t testing.TB, short string) bool {
 func diedCodes(t testing.TB, since time.Time, ids []string) map[string]string {
 	t.Helper()
 	args := []string{"events", "--stream=false", "--since", since.Format(time.RFC3339), "--filter", "event=died", "--format", "{{.ID}} {{.ContainerExitCode}}"}
+	if testenv.Engine() == "docker" {
+		args = []string{"events", "--since", since.Format(time.RFC3339), "--until", time.Now().Format(time.RFC3339Nano), "--filter", "event=die",
+			"--format", `{{.ID}} {{index .Actor.Attributes "exitCode"}}`}
+	}
 	for _, id := range ids {
 		args = append(args, "--filter", "container="+id)
 	}
-	out, err := exec.Command("podman", args...).Output()
+	out, err := exec.Command(testenv.EngineCLI(t), args...).Output()
 	if err != nil {
-		t.Fatalf("podman events: %v", err)
+		t.Fatalf("%s events: %v", testenv.Engine(), err)
 	}
 	codes := map[string]string{}
 	for line := range strings.Lines(string(out)) {
@@ -121,7 +125,7 @@ func diedCodes(t testing.TB, since time.Time, ids []string) map[string]string {
 	}
 	for _, id := range ids {
 		if _, ok := codes[id]; !ok {
-			t.Errorf("Podman recorded no exit of container %.12s", id)
+			t.Errorf("%s recorded no exit of container %.12s", testenv.Engine(), id)
 		}
 	}
 	return codes

@@ -346,17 +346,18 @@ func checkContainerHides(t *testing.T, pid int, values []string, output *strings
 		t.Fatalf("no sandbox container of codebridge (pid %d)", pid)
 	}
 	for _, id := range ids {
-		inspect, err := exec.Command("podman", "inspect", id).Output()
+		cli := testenv.EngineCLI(t)
+		inspect, err := exec.Command(cli, "inspect", id).Output()
 		if err != nil {
-			t.Fatalf("podman inspect: %v", err)
+			t.Fatalf("%s inspect: %v", cli, err)
 		}
 		output.Write(inspect)
-		envs, _ := exec.Command("podman", "exec", id, "sh", "-c", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'").Output()
+		envs, _ := exec.Command(cli, "exec", id, "sh", "-c", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'").Output()
 		output.Write(envs)
 		// -F: a fixed string; grep's own argv is under /proc, which is
 		// skipped. Unreadable files make it exit 2 where it finds nothing.
 		grep := func(v string) string {
-			out, err := exec.Command("podman", "exec", id, "grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev", "-e", v, "/").Output()
+			out, err := exec.Command(cli, "exec", id, "grep", "-rlsF", "--exclude-dir=proc", "--exclude-dir=sys", "--exclude-dir=dev", "-e", v, "/").Output()
 			var exit *exec.ExitError
 			if err != nil && (!errors.As(err, &exit) || exit.ExitCode() > 2) {
 				t.Fatalf("grep in container %s: %v", id, err)

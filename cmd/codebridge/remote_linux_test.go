@@ -194,6 +194,7 @@ func pipe(a, b net.Conn) {
 // TestRemotePodmanOverSSH runs code through a Podman that codebridge reaches
 // only over ssh, as CONTAINER_HOST=ssh://... with CONTAINER_SSHKEY names it.
 func TestRemotePodmanOverSSH(t *testing.T) {
+	testenv.OnlyOn(t, "podman")
 	requirePodman(t)
 	s := startSSHPodman(t)
 	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST="+s.URI, "CONTAINER_SSHKEY="+s.Identity, "HOME="+s.Home)
@@ -263,6 +264,7 @@ print(r.returncode != 0, r.stderr.strip())`})
 // only by CONTAINER_HOST=tcp://..., with codebridge's seccomp profile put on
 // the Podman host through the API.
 func TestRemotePodmanOverTCP(t *testing.T) {
+	testenv.OnlyOn(t, "podman")
 	requirePodman(t)
 	uri, accepted := startTCPPodman(t)
 	env := bridgeEnv(t, t.TempDir(), "CONTAINER_HOST="+uri)

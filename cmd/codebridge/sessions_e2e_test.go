@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -169,15 +170,19 @@ func countRuns(steps []tsStep) int {
 	return n
 }
 
-// containerGone waits until Podman no longer knows the container whose short
+// containerGone waits until the engine no longer knows the container whose short
 // id (the sandbox's hostname) is id.
 func containerGone(t *testing.T, id string) {
 	t.Helper()
 	if len(id) < 12 {
 		t.Fatalf("not a container id: %q", id)
 	}
+	exists := func() bool { return testenv.ContainerExists(t, id) }
+	if kubetest.Enabled() {
+		exists = func() bool { return kubetest.PodExists(t, id) }
+	}
 	deadline := time.Now().Add(60 * time.Second)
-	for exec.Command("podman", "container", "exists", id).Run() == nil {
+	for exists() {
 		if time.Now().After(deadline) {
 			t.Fatalf("container %s still exists 60 s after its session ended", id)
 		}

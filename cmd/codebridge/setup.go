@@ -8,17 +8,22 @@ import (
 	"io"
 	"os"
 
+	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/setup"
 )
 
-const setupHelp = `Usage: codebridge setup [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild]
+const setupHelp = `Usage: codebridge setup [--engine podman|docker] [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild]
 
 Prepares this machine to run codebridge's sandboxes, from the binary alone; each
 step is skipped when already done, so it is safe to run again:
 
   1. Podman: installed with apt-get when missing (runc and catatonit with it),
      after asking; on macOS it prints the Homebrew and podman machine commands.
+     With --engine docker, Docker instead: a daemon that answers (DOCKER_HOST,
+     the Docker context, or this machine's), else Debian's docker.io installed
+     when missing and the daemon started with systemctl, after asking; without
+     systemd it prints how to start dockerd, or starts it with --start-dockerd.
   2. The sandbox image, by default localhost/codebridge-sandbox:latest (Python
      with numpy, pandas, matplotlib, scipy, scikit-learn): built from the
      Containerfile inside codebridge where a container registry is reachable,
@@ -34,6 +39,10 @@ that installs packages or writes system files prints the exact command or file
 and fails, unless --yes is given.
 
 Flags:
+  --engine NAME     podman or docker (default MCP_BRIDGE_ENGINE; auto: Podman
+                    where it is installed, else Docker where it is)
+  --start-dockerd   start dockerd when no Docker daemon runs and there is no
+                    systemd (root only)
   --yes             answer yes: install and write without asking
   --image IMAGE     the image to prepare (default MCP_BRIDGE_IMAGE, else
                     localhost/codebridge-sandbox:latest)
@@ -46,14 +55,14 @@ Flags:
   --debian-mirror URL  the Debian mirror of the Debian route (default: the one
                     in this machine's apt sources, else deb.debian.org)
 
-Exit status: 0 when Podman runs the sandbox image; 1 when a step failed or
+Exit status: 0 when the engine runs the sandbox image; 1 when a step failed or
 needed a yes it did not get (the message says what to do); 2 when the command
 line is wrong.
 `
 
 type setupFlags struct {
-	image, from, mirror, base string
-	yes, rebuild              bool
+	image, from, mirror, base, engine string
+	yes, rebuild, startDockerd        bool
 }
 
 // setupCommand defines the flags of setup and returns its run function.
@@ -65,12 +74,18 @@ func setupCommand(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.base, "base", "", "the registry route's base image")
 	fs.BoolVar(&f.yes, "yes", false, "answer yes to every question")
 	fs.BoolVar(&f.rebuild, "rebuild", false, "build the image even when it exists")
+	fs.StringVar(&f.engine, "engine", "", "podman or docker")
+	fs.BoolVar(&f.startDockerd, "start-dockerd", false, "start dockerd where no daemon runs and there is no systemd")
 	return func(ctx context.Context, c *call) int { return setupCmd(ctx, c.cfg, f, c.stdin, c.stderr) }
 }
 
 func setupCmd(ctx context.Context, cfg settings.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
 	opts := setup.Options{
 		Image: f.image, From: f.from, Base: f.base, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
+		Engine: f.engine, StartDaemon: f.startDockerd,
+	}
+	if opts.Engine == "" {
+		opts.Engine, _ = bridge.ChooseEngine(cfg)
 	}
 	if opts.Image == "" {
 		opts.Image = cfg.Image

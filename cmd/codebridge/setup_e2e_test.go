@@ -38,7 +38,8 @@ func privatePodman(t *testing.T) (podman string, env []string, conf string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+storage, "CONTAINERS_CONF="+conf)
+	// Podman's, whichever engine the other tests run against.
+	env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+storage, "CONTAINERS_CONF="+conf, "MCP_BRIDGE_ENGINE=podman")
 	t.Cleanup(func() {
 		cmd := exec.Command("podman", "rmi", "--all", "--force")
 		cmd.Env = env
@@ -52,6 +53,7 @@ func privatePodman(t *testing.T) (podman string, env []string, conf string) {
 // registry on loopback), sees the probe fail, writes the fix only with
 // consent, and ends with a container that runs.
 func TestSetup(t *testing.T) {
+	testenv.OnlyOn(t, "podman")
 	podman, env, conf := privatePodman(t)
 	ref := testenv.Registry(t, testenv.MinimalImage(), nil)
 	probe := exec.Command(podman, "run", "--rm", "--network", "none", testenv.MinimalImage(), "true")
@@ -104,6 +106,7 @@ func TestSetup(t *testing.T) {
 // the probe's fix written on the way. apt inside the build needs the Debian
 // mirror, as the Debian route does.
 func TestSetupRegistryRoute(t *testing.T) {
+	testenv.OnlyOn(t, "podman")
 	podman, env, _ := privatePodman(t)
 	base := testenv.Registry(t, testenv.MinimalImage(), nil)
 	image := setup.MinimalImage
@@ -141,10 +144,9 @@ func TestSetupRegistryRoute(t *testing.T) {
 // that waited says so in its result.
 func TestFirstRunPullsImage(t *testing.T) {
 	requirePodman(t)
-	podman := testenv.RequirePodmanBinary(t)
 	gate := make(chan struct{})
-	ref := testenv.Registry(t, testenv.MinimalImage(), gate)
-	t.Cleanup(func() { exec.Command(podman, "rmi", "--force", ref).Run() })
+	ref := testenv.Registry(t, testenv.MinimalImage(), gate) // served from Podman's store
+	t.Cleanup(func() { exec.Command(testenv.EngineCLI(t), "rmi", "--force", ref).Run() })
 
 	var (
 		mu       sync.Mutex
@@ -183,6 +185,9 @@ func TestFirstRunPullsImage(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{"is not here: pulling it", "Copying", "pulled " + ref}
+	if testenv.Engine() == "docker" {
+		want[1] = "Pulling from"
+	}
 	for _, w := range want {
 		found := false
 		for _, m := range messages {
@@ -213,20 +218,30 @@ func TestSetupAsksBeforeInstalling(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(bridgeEnv(t, t.TempDir()), "PATH="+bin)
+	for _, tt := range []struct{ engine, missing, install string }{
+		{"podman", "missing: podman, runc, catatonit", "apt-get install -y -qq podman runc catatonit"},
+		{"docker", "missing: docker.io", "apt-get install -y -qq docker.io"},
+	} {
+		t.Run(tt.engine, func(t *testing.T) {
+			os.Remove(calls)
+			// Nothing names a Docker daemon elsewhere, and there is none here.
+			env := append(bridgeEnv(t, t.TempDir()), "PATH="+bin, "MCP_BRIDGE_ENGINE="+tt.engine,
+				"DOCKER_HOST=", "DOCKER_CONTEXT=", "DOCKER_CONFIG="+t.TempDir(), "XDG_RUNTIME_DIR="+t.TempDir())
 
-	_, stderr, code := runCLI(t, env, "", "setup")
-	if code != 1 || !strings.Contains(stderr, "missing: podman, runc, catatonit") ||
-		!strings.Contains(stderr, "apt-get install -y -qq podman runc catatonit") || !strings.Contains(stderr, "not done without your consent") {
-		t.Errorf("setup without consent: exit %d; want 1 with the install command shown\n%s", code, stderr)
-	}
-	if data, err := os.ReadFile(calls); err == nil {
-		t.Errorf("apt-get ran without consent: %s", data)
-	}
+			_, stderr, code := runCLI(t, env, "", "setup")
+			if code != 1 || !strings.Contains(stderr, tt.missing) ||
+				!strings.Contains(stderr, tt.install) || !strings.Contains(stderr, "not done without your consent") {
+				t.Errorf("setup without consent: exit %d; want 1 with the install command shown\n%s", code, stderr)
+			}
+			if data, err := os.ReadFile(calls); err == nil {
+				t.Errorf("apt-get ran without consent: %s", data)
+			}
 
-	_, stderr, code = runCLI(t, env, "", "setup", "--yes")
-	data, _ := os.ReadFile(calls)
-	if code != 1 || !strings.Contains(stderr, "E: no network here") || !strings.Contains(string(data), "update -qq") {
-		t.Errorf("setup --yes with a failing apt-get: exit %d, apt-get called with %q; want 1 and apt-get's own error\n%s", code, data, stderr)
+			_, stderr, code = runCLI(t, env, "", "setup", "--yes")
+			data, _ := os.ReadFile(calls)
+			if code != 1 || !strings.Contains(stderr, "E: no network here") || !strings.Contains(string(data), "update -qq") {
+				t.Errorf("setup --yes with a failing apt-get: exit %d, apt-get called with %q; want 1 and apt-get's own error\n%s", code, data, stderr)
+			}
+		})
 	}
 }

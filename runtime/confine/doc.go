@@ -1,7 +1,7 @@
 // Package confine is what every engine must do to a sandbox container,
 // whatever the engine: the engine drivers under runtime/ (runtime/podman
-// today) translate it into their own requests, so the same guarantees hold
-// on each.
+// and runtime/docker) translate it into their own requests, so the same
+// guarantees hold on each; runtime/enginetest checks that they do.
 //
 //   - [Spec] describes a sandbox container and [Spec.Harden] gives the
 //     hardening every driver applies, field by field ([Hardened]): read-only

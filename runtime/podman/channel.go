@@ -1,9 +1,8 @@
 package podman
 
 import (
-	"io"
-
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // A container's stream ([Box.Stream]) is its attached stdin and stdout,
@@ -18,29 +17,19 @@ func channelMount(ch *confine.Channel) mount {
 	return mount{Destination: confine.MountDir, Type: "bind", Source: ch.Dir(), Options: []string{"ro", "nosuid", "nodev", "noexec"}}
 }
 
-// negotiate waits until the container has taken its stream
-// ([confine.Channel.Negotiate]); a container that could not connect to its
-// socket is reported once per client.
+// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// a container that could not connect to its socket is reported once per
+// client.
 func (ct *Container) negotiate() {
 	declined := func(reason string) {
 		ct.c.declined.Do(func() {
 			if ct.c.onDeclined != nil {
-				ct.c.onDeclined(shortID(ct.ID), reason)
+				ct.c.onDeclined(engine.ShortID(ct.id), reason)
 				return
 			}
 			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower",
-				"container", shortID(ct.ID), "reason", reason)
+				"container", engine.ShortID(ct.id), "reason", reason)
 		})
 	}
-	ct.ch.Negotiate(confine.Stdio{Stdout: ct.stdout, Stdin: ct.stdin, Stderr: ct.stderr}, declined, ct.c.log.With("container", shortID(ct.ID)))
-}
-
-// stream is the container's stream: stdout and stdin, or its socket. It
-// waits until the container has taken it.
-func (ct *Container) stream() (io.Reader, io.Writer) {
-	if ct.ch == nil {
-		return ct.stdout, ct.stdin
-	}
-	<-ct.ch.Ready()
-	return ct.ch.Stream()
+	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
 }

@@ -5,13 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -30,7 +30,7 @@ func startChannel(t *testing.T, e *Engine) *Box {
 		b.Remove(ctx)
 	})
 	select {
-	case <-b.ct.ready:
+	case <-boxCt(b).Ready():
 	case <-time.After(time.Minute):
 		t.Fatal("the container did not take its stream in a minute")
 	}
@@ -77,7 +77,7 @@ func readEnds(t *testing.T, b *Box, end func()) {
 func TestChannelSocket(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
 	b := startChannel(t, e)
-	if !b.ct.ch.Socket() {
+	if !boxCt(b).Socket() {
 		t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 	}
 	if left := channelsLeft(t, e); len(left) != 0 {
@@ -101,11 +101,11 @@ func TestChannelEnds(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
 	for name, end := range map[string]func(b *Box) error{
 		"removed": func(b *Box) error { return b.Remove(context.Background()) },
-		"killed":  func(b *Box) error { return b.ct.Kill(context.Background()) },
+		"killed":  func(b *Box) error { return boxCt(b).Kill(context.Background()) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := startChannel(t, e)
-			if !b.ct.ch.Socket() {
+			if !boxCt(b).Socket() {
 				t.Fatalf("the sandbox did not connect to its socket; stderr: %s", b.Stderr())
 			}
 			// The bootstrap waits for its start frame: nothing comes.
@@ -160,7 +160,7 @@ func TestChannelFallback(t *testing.T) {
 			e := newTestEngine(t, EngineOptions{Spec: confine.Spec{Command: tt.command, Channel: python.ChannelEnv},
 				Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			b := startChannel(t, e)
-			if b.ct.ch.Socket() {
+			if boxCt(b).Socket() {
 				t.Fatal("the stream is a socket")
 			}
 			warned := strings.Contains(log.String(), "could not connect to its socket") &&
@@ -198,7 +198,7 @@ func TestChannelDeclinedTold(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(told) != 1 || !strings.Contains(told[0], shortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
+	if len(told) != 1 || !strings.Contains(told[0], engine.ShortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
 		t.Errorf("Declined was told %q; want once, the container and why", told)
 	}
 }
@@ -225,62 +225,5 @@ func TestChannelClosedBeforeConnect(t *testing.T) {
 	}
 	if left := channelsLeft(t, e); len(left) != 0 {
 		t.Errorf("socket folders left: %v", left)
-	}
-}
-
-// TestChannelPrivateDir keeps the socket out where the state directory is not
-// private to this user.
-func TestChannelPrivateDir(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("sockets are shared with containers on Linux only")
-	}
-	local := &Client{uri: "unix:///run/podman/podman.sock"}
-	good := t.TempDir()
-	if NewEngine(EngineOptions{StateDir: good}).channelDir(local) == "" {
-		t.Fatal("no socket folder in a private state directory")
-	}
-	if info, err := os.Stat(confine.ChannelsDir(good)); err != nil || info.Mode().Perm() != 0o700 {
-		t.Errorf("socket folder: %v, %v; want mode 0700", info.Mode(), err)
-	}
-
-	open := t.TempDir()
-	if err := os.Chmod(open, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	link := t.TempDir()
-	if err := os.Symlink(t.TempDir(), confine.ChannelsDir(link)); err != nil {
-		t.Fatal(err)
-	}
-	cases := map[string]string{"written by others": open, "a symbolic link": link}
-	if os.Geteuid() == 0 {
-		other := t.TempDir()
-		if err := os.Mkdir(confine.ChannelsDir(other), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(confine.ChannelsDir(other), 12345, 12345); err != nil {
-			t.Fatal(err)
-		}
-		cases["another user's"] = other
-	}
-	for name, dir := range cases {
-		var log testenv.SyncBuffer
-		e := NewEngine(EngineOptions{StateDir: dir, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-		if got := e.channelDir(local); got != "" {
-			t.Errorf("%s: socket folder %s", name, got)
-		}
-		if !strings.Contains(log.String(), "only this user can reach") {
-			t.Errorf("%s: no warning:\n%s", name, log.String())
-		}
-	}
-}
-
-// TestChannelRemote leaves the socket out where Podman does not share this
-// host's files.
-func TestChannelRemote(t *testing.T) {
-	e := NewEngine(EngineOptions{StateDir: t.TempDir()})
-	for uri, want := range map[string]bool{"unix:///run/podman/podman.sock": true, "ssh://u@h/run/podman/podman.sock": false, "tcp://127.0.0.1:1": false} {
-		if got := e.channelDir(&Client{uri: uri}) != ""; got != want {
-			t.Errorf("%s: socket %v, want %v", uri, got, want)
-		}
 	}
 }

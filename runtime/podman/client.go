@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,29 +23,18 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
 // Podman cannot be used at all: not installed, its API not reachable, or no
 // usable image. The error's message says how to fix it.
-var ErrUnavailable = errors.New("podman unavailable")
+var ErrUnavailable = confine.ErrUnavailable
 
 // UnavailableError is an [ErrUnavailable] error with a message for the user.
-type UnavailableError struct {
-	Msg string // what happened and what to do
-	Err error  // the underlying cause, if any
-}
+type UnavailableError = confine.UnavailableError
 
-func (e *UnavailableError) Error() string { return e.Msg }
-
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrUnavailable].
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
-
-func unavailable(err error, format string, args ...any) error {
-	return &UnavailableError{Msg: fmt.Sprintf(format, args...), Err: err}
-}
+var unavailable = confine.Unavailable
 
 // Timeouts of requests to Podman. Every request has a deadline; the caller's
 // ctx may shorten it.
@@ -99,6 +87,10 @@ type Client struct {
 	holding    sync.WaitGroup    // holdService
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
+	stateDir   string            // see [Options.StateDir]; "" is [engine.StateDir]'s default
+
+	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
+	placed  string     // where the profile was put on a Podman host that does not share this one's files
 
 	declined   sync.Once // a container could not connect to its socket; told once
 	onDeclined func(container, reason string)
@@ -118,6 +110,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c := newClient(log)
 	c.onDeclined = opts.Declined
+	c.stateDir = opts.StateDir
 
 	dest, err := explicitDest(ctx, opts.URI)
 	if err != nil {
@@ -159,7 +152,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := c.shareService(ctx, bin, stateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
+	svc, err := c.shareService(ctx, bin, engine.StateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
 		return nil, err
 	}
@@ -254,16 +247,6 @@ func defaultSockets() []string {
 		socks = append(socks, filepath.Join(dir, "podman", "podman.sock"))
 	}
 	return append(socks, rootfulSocket)
-}
-
-func stateDir(dir string) string {
-	if dir != "" {
-		return dir
-	}
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		return filepath.Join(rt, "codebridge")
-	}
-	return filepath.Join(os.TempDir(), "codebridge-"+strconv.Itoa(os.Getuid()))
 }
 
 // dial connects to d once, within pingTimeout.
@@ -432,4 +415,20 @@ func rootCause(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// Present reports, without connecting, whether Podman looks usable here:
+// CONTAINER_HOST or CONTAINER_CONNECTION is set, a Podman socket exists, or
+// the podman command is installed (codebridge starts a service).
+func Present() bool {
+	if os.Getenv("CONTAINER_HOST") != "" || os.Getenv("CONTAINER_CONNECTION") != "" {
+		return true
+	}
+	for _, sock := range defaultSockets() {
+		if _, err := os.Stat(sock); err == nil {
+			return true
+		}
+	}
+	_, err := exec.LookPath("podman")
+	return err == nil
 }

@@ -20,25 +20,19 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // Container is a started sandbox container with its standard streams
-// attached. Read [Container.Stdout] and write [Container.Stdin] from one
-// goroutine each; the other methods are safe for concurrent use.
+// attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
+// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// write Stdin from one goroutine each; the other methods are safe for
+// concurrent use.
 type Container struct {
-	ID string
+	id string
+	*confine.Attached
 
-	c      *Client
-	conn   net.Conn       // the hijacked attach connection
-	stdout *io.PipeReader // demultiplexed stdout, fed by pump
-	stderr *capBuffer     // demultiplexed stderr, capped
-	done   chan struct{}  // closed when the attach stream has ended
-	stdin  *stdinWriter
-
-	// The stream of [Box.Stream]: stdout and stdin, or a socket (ch).
-	ch    *confine.Channel
-	ready <-chan struct{} // closed once the stream is known
-
+	c       *Client
 	started time.Time   // when Start returned
 	killed  atomic.Bool // Kill was called
 
@@ -46,12 +40,29 @@ type Container struct {
 	removed bool
 }
 
+// ID is the container's ID.
+func (ct *Container) ID() string { return ct.id }
+
+// Started is when the container started.
+func (ct *Container) Started() time.Time { return ct.started }
+
+// Streams are the container's attached streams.
+func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+
+// Exit waits for the container to stop and reports its exit code and
+// whether it was killed for exceeding its memory limit. It has no deadline
+// of its own: give ctx one.
+func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
+	if code, err = ct.Wait(ctx); err != nil {
+		return -1, false, err
+	}
+	oom, err = ct.OOMKilled(ctx)
+	return code, oom, err
+}
+
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
-type StdinWriter interface {
-	io.Writer
-	CloseWrite() error
-}
+type StdinWriter = confine.StdinWriter
 
 // State is what [Container.Inspect] reports.
 type State struct {
@@ -60,10 +71,6 @@ type State struct {
 	ExitCode  int
 	OOMKilled bool
 }
-
-// stderrCap bounds the stderr kept for diagnostics; the sandbox protocol
-// carries the program's own stderr on stdout.
-const stderrCap = 64 << 10
 
 // Start creates a container from s, attaches to its stdin, stdout and stderr,
 // and starts it, with Podman's default seccomp profile ([Engine] gives
@@ -98,47 +105,33 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
 	for _, w := range created.Warnings {
-		c.log.Warn("podman create warning", "container", shortID(created.ID), "warning", w)
+		c.log.Warn("podman create warning", "container", engine.ShortID(created.ID), "warning", w)
 	}
-	ct := &Container{
-		ID:     created.ID,
-		c:      c,
-		stderr: &capBuffer{max: stderrCap},
-		done:   make(chan struct{}),
-		ch:     ch,
-	}
+	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", shortID(ct.ID), "err", rerr)
+			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
 		}
 		return nil, err
 	}
 
-	conn, br, err := c.attach(ctx, ct.ID)
+	conn, br, err := c.attach(ctx, ct.id)
 	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", shortID(ct.ID), err))
+		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
 	}
-	pr, pw := io.Pipe()
-	ct.conn, ct.stdout = conn, pr
-	ct.stdin = &stdinWriter{conn: conn}
-	go ct.pump(br, pw)
+	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
 
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/start", nil, nil, nil); err != nil {
-		return fail(fmt.Errorf("starting container %s: %w", shortID(ct.ID), err))
+	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()
 	if ch != nil {
-		ct.ready = ch.Ready()
-		go ct.negotiate()
-	} else {
-		ct.ready = closedChan
+		ct.negotiate()
 	}
 	return ct, nil
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // attach opens a dedicated connection to the API and upgrades it to the
 // container's multiplexed stdio stream (POST .../attach, 101 Switching
@@ -206,51 +199,6 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 	return br, nil
 }
 
-// pump demultiplexes the attach stream ([confine.Demux]). Stdout goes
-// through a pipe, so it is streamed with back-pressure and never buffered
-// whole.
-func (ct *Container) pump(r io.Reader, stdout *io.PipeWriter) {
-	defer close(ct.done)
-	err := confine.Demux(r, stdout, ct.stderr)
-	var engine *confine.EngineError
-	switch {
-	case err == nil:
-		stdout.Close()
-	case errors.As(err, &engine):
-		stdout.CloseWithError(fmt.Errorf("container %s: podman attach: %s", shortID(ct.ID), engine.Msg))
-	default:
-		stdout.CloseWithError(fmt.Errorf("container %s: %w", shortID(ct.ID), err))
-	}
-}
-
-type stdinWriter struct {
-	conn net.Conn
-}
-
-func (w *stdinWriter) Write(p []byte) (int, error) { return w.conn.Write(p) }
-
-func (w *stdinWriter) CloseWrite() error {
-	if cw, ok := w.conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.New("attach connection cannot half-close")
-}
-
-// Stdin is the container's standard input.
-func (ct *Container) Stdin() StdinWriter { return ct.stdin }
-
-// Stdout is the container's standard output, streamed as it is produced. It
-// returns io.EOF when the container's output ends.
-func (ct *Container) Stdout() io.Reader { return ct.stdout }
-
-// Stderr returns the container's standard error so far (at most 64 KiB, for
-// diagnostics). It is collected while Stdout is read.
-func (ct *Container) Stderr() string { return ct.stderr.String() }
-
-// Done is closed when the attach stream has ended, normally because the
-// container exited (or was killed).
-func (ct *Container) Done() <-chan struct{} { return ct.done }
-
 // Wait blocks until the container has stopped and returns its exit code. It
 // has no deadline of its own: give ctx one. It follows Podman's events
 // instead of asking the wait endpoint, which in Podman 4.3 may never answer
@@ -269,14 +217,14 @@ func isGone(err error) bool {
 // diedCode returns the exit code of the container from the "died" event
 // Podman recorded when it exited, waiting for that event if follow is set.
 func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
-	filters, _ := json.Marshal(map[string][]string{"container": {ct.ID}, "event": {"died"}})
+	filters, _ := json.Marshal(map[string][]string{"container": {ct.id}, "event": {"died"}})
 	// The events file holds every container's events: read only those
 	// since this container started.
 	since := cmp.Or(ct.started, time.Now().Add(-time.Hour)).Add(-time.Minute)
 	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
 	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
-		return -1, fmt.Errorf("waiting for container %s: %w", shortID(ct.ID), err)
+		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -288,7 +236,7 @@ func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", shortID(ct.ID), err)
+			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", engine.ShortID(ct.id), err)
 		}
 		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
 			return code, nil
@@ -298,7 +246,7 @@ func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 
 // Inspect returns the container's state.
 func (ct *Container) Inspect(ctx context.Context) (State, error) {
-	return ct.c.inspect(ctx, ct.ID)
+	return ct.c.inspect(ctx, ct.id)
 }
 
 func (c *Client) inspect(ctx context.Context, id string) (State, error) {
@@ -311,7 +259,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 		}
 	}
 	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return State{}, fmt.Errorf("inspecting container %s: %w", shortID(id), err)
+		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
 	}
 	s := data.State
 	return State{Status: s.Status, Running: s.Running, ExitCode: s.ExitCode, OOMKilled: s.OOMKilled}, nil
@@ -342,7 +290,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 // more) is not an error.
 func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
-	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.ID+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
 	// has exited, 409 in later versions; and 500 "no such container" for one
 	// its auto-remove is removing at that moment.
@@ -350,7 +298,7 @@ func (ct *Container) Kill(ctx context.Context) error {
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", shortID(ct.ID), err)
+	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
@@ -360,62 +308,11 @@ func (ct *Container) Remove(ctx context.Context) error {
 	already := ct.removed
 	ct.removed = true
 	ct.mu.Unlock()
-	defer ct.closeStreams()
+	defer ct.CloseStreams()
 	if already {
 		return nil
 	}
-	return ct.c.remove(ctx, ct.ID)
-}
-
-// endStream ends the container's protocol stream: its socket, or the
-// attach stream's stdin (the process reads the end of its input), and
-// unblocks every read and write on it. The attach connection stays open, so
-// its end ([Container.Done]) still tells when the process has exited; the
-// pump drains the output until then. Ending again does nothing.
-func (ct *Container) endStream() {
-	if ct.ch != nil {
-		ct.ch.ShutDown()
-	}
-	if ct.conn == nil {
-		return
-	}
-	ct.stdout.Close()
-	ct.conn.SetWriteDeadline(time.Unix(1, 0)) // unblocks a write conmon does not take
-	ct.stdin.CloseWrite()
-}
-
-// end ends the container's stream, so that its process exits, and waits
-// until it has (its output ended), d passes, ctx ends or stop is closed. It
-// reports whether the process exited.
-func (ct *Container) end(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
-	ct.endStream()
-	if ct.conn == nil {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ct.done:
-		return true
-	case <-stop:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-// closeStreams ends the stream and closes the attach connection too. The
-// container's process exits when its stream ends. Closing again does
-// nothing.
-func (ct *Container) closeStreams() error {
-	if ct.ch != nil {
-		ct.ch.Close() // first: the process must not see a shutdown
-	}
-	ct.endStream()
-	if ct.conn == nil {
-		return nil
-	}
-	return ct.conn.Close()
+	return ct.c.remove(ctx, ct.id)
 }
 
 func (c *Client) remove(ctx context.Context, id string) error {
@@ -434,11 +331,11 @@ func (c *Client) remove(ctx context.Context, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("removing container %s: %w", shortID(id), err)
+			return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("removing container %s: %w", shortID(id), err)
+	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
 }
 
 // Summary describes a container in [Client.List].
@@ -516,13 +413,6 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 
 // removeParallel is how many removals [Client.RemoveStale] asks for at once.
 const removeParallel = 8
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
 
 // deadlineCtx returns a context for clean-up work that must happen even when
 // ctx has ended, bounded by d.

@@ -37,9 +37,7 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		e.mu.Lock()
-		c := e.client
-		e.mu.Unlock()
+		c := e.client()
 		if err := e.Close(ctx); err != nil {
 			t.Errorf("Close: %v", err)
 		}
@@ -102,11 +100,11 @@ func TestEngineRunAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := e.client.svc
+	svc := e.client().svc
 	if svc == nil {
 		t.Fatal("no private podman service (is CONTAINER_HOST set?)")
 	}
-	label := e.client.owner[labelClient]
+	label := e.client().owner[labelClient]
 	// The run's container ended with its stream; Podman removes it.
 	testenv.Eventually(t, "the engine has only the container started", func() bool { return countOwned(t, label) == 1 })
 	// Close ends what is still running, which Podman then removes, and
@@ -159,7 +157,7 @@ func TestEngineServiceDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := e.client
+	old := e.client()
 	if old.svc == nil || old.svc.child == nil {
 		t.Skip("no podman service of this engine's (CONTAINER_HOST or a system socket is in use)")
 	}
@@ -175,7 +173,7 @@ func TestEngineServiceDies(t *testing.T) {
 	if err != nil || res.Stdout != "1\n" {
 		t.Fatalf("next run: %+v, %v", res, err)
 	}
-	if e.client == old {
+	if e.client() == old {
 		t.Error("still using the old client")
 	}
 	if n := countOwned(t, oldLabel); n != 0 {
@@ -214,11 +212,11 @@ func TestEngineConcurrent(t *testing.T) {
 func TestExitTurns(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour})
 	a, b, c := startChannel(t, e), startChannel(t, e), startChannel(t, e)
-	if a.turn != 0 || b.turn != 1 || c.turn != 2 {
-		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.turn, b.turn, c.turn)
+	if a.Turn() != 0 || b.Turn() != 1 || c.Turn() != 2 {
+		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.Turn(), b.Turn(), c.Turn())
 	}
 	for _, x := range []*Box{a, b, c} {
-		if !x.ct.ch.Socket() {
+		if !boxCt(x).Socket() {
 			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
 		}
 	}
@@ -226,20 +224,20 @@ func TestExitTurns(t *testing.T) {
 	if err := b.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err := (&Container{c: testClient(t), ID: id, started: b.Started()}).Wait(t.Context())
+	code, err := (&Container{c: testClient(t), id: id, started: b.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the container ended alone: exit code %d, %v; want 0 (it exited by itself, not an hour later killed)", code, err)
 	}
 	d := startChannel(t, e)
-	if d.turn != 1 {
-		t.Errorf("a new container took turn %d; want 1, given back", d.turn)
+	if d.Turn() != 1 {
+		t.Errorf("a new container took turn %d; want 1, given back", d.Turn())
 	}
 
-	label := e.client.owner[labelClient]
+	label := e.client().owner[labelClient]
 	if err := e.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err = (&Container{c: testClient(t), ID: a.ID(), started: a.Started()}).Wait(t.Context())
+	code, err = (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("turn 0 after Close: exit code %d, %v; want 0", code, err)
 	}
@@ -247,7 +245,7 @@ func TestExitTurns(t *testing.T) {
 	for _, x := range []*Box{c, d} {
 		st, err := testClient(t).inspect(t.Context(), x.ID())
 		if err != nil || !st.Running {
-			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.turn, st, err)
+			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.Turn(), st, err)
 		}
 	}
 	if _, err := removeByClient(t.Context(), testClient(t), label); err != nil {
@@ -261,26 +259,26 @@ func TestExitTurns(t *testing.T) {
 func TestExitTurnsWhenManyEnd(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour, exitBurst: 1})
 	a, b := startChannel(t, e), startChannel(t, e)
-	if !a.ct.ch.Socket() || !b.ct.ch.Socket() {
+	if !boxCt(a).Socket() || !boxCt(b).Socket() {
 		t.Fatalf("the sandboxes did not connect to their sockets; stderr: %s %s", a.Stderr(), b.Stderr())
 	}
-	label := e.client.owner[labelClient]
+	label := e.client().owner[labelClient]
 	t.Cleanup(func() { removeByClient(context.Background(), testClient(t), label) })
 	if err := a.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err := (&Container{c: testClient(t), ID: a.ID(), started: a.Started()}).Wait(t.Context())
+	code, err := (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the first to end: exit code %d, %v; want 0 (it exited by itself)", code, err)
 	}
 	if err := b.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if !b.delayed {
-		t.Error("the second to end was not left to its turn")
-	}
 	st, err := testClient(t).inspect(t.Context(), b.ID())
 	if err != nil || !st.Running {
 		t.Errorf("the second to end, after Remove: %+v, %v; want it running until its turn, an hour on", st, err)
 	}
 }
+
+// boxCt is b's container.
+func boxCt(b *Box) *Container { return b.Container().(*Container) }

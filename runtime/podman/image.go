@@ -23,66 +23,28 @@ const (
 	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + SetupHint
 )
 
-// EnsureImage returns the image sandboxes should use. A configured image
-// must exist or be pullable; otherwise [confine.DefaultImage] is
-// used if present, else [confine.FallbackImage] is pulled. Pull progress is logged and,
-// if progress is non-nil, passed to it line by line. When nothing works the
-// error is an [*ImageError].
+// EnsureImage returns the image sandboxes should use
+// ([confine.ResolveImage]): the configured one, else
+// [confine.DefaultImage] if present, else [confine.FallbackImage], pulled.
+// Pull progress is logged and, if progress is non-nil, passed to it line by
+// line. When nothing works the error is an [*ImageError].
 func (c *Client) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
-	if progress == nil {
-		progress = func(string) {}
-	}
-	if configured != "" {
-		ok, err := c.ImageExists(ctx, configured)
-		if err != nil {
-			return "", err
-		}
-		if ok {
-			return configured, nil
-		}
-		progress(fmt.Sprintf("the configured sandbox image %s is not here: pulling it; only the first run waits", configured))
-		if err := c.pull(ctx, configured, progress); err != nil {
-			return "", &ImageError{Image: configured, Err: err}
-		}
-		return configured, nil
-	}
-	ok, err := c.ImageExists(ctx, confine.DefaultImage)
-	if err != nil {
-		return "", err
-	}
-	if ok {
-		return confine.DefaultImage, nil
-	}
-	c.log.Info("sandbox image missing, pulling a fallback", "missing", confine.DefaultImage, "pulling", confine.FallbackImage)
-	progress(fmt.Sprintf("the sandbox image %s is not here (codebridge setup builds it): pulling %s instead; only the first run waits", confine.DefaultImage, confine.FallbackImage))
-	if err := c.pull(ctx, confine.FallbackImage, progress); err != nil {
-		return "", &ImageError{Err: err}
-	}
-	return confine.FallbackImage, nil
+	return confine.ResolveImage(ctx, store{c}, confine.ImagePolicy{Configured: configured, Build: "codebridge setup", Hint: SetupHint}, progress, c.log)
 }
 
-// ImageError is why there is no sandbox image: the configured one does not
-// exist and could not be pulled, or, with none configured, neither
-// [confine.DefaultImage] exists nor could [confine.FallbackImage] be pulled. It matches
-// [ErrUnavailable].
-type ImageError struct {
-	Image string // the configured image; "" when none is configured
-	Err   error  // why the pull failed
+// ImageError is why there is no sandbox image. It matches [ErrUnavailable].
+type ImageError = confine.ImageError
+
+// store is Podman's image store as [confine.ResolveImage] uses it.
+type store struct{ c *Client }
+
+func (s store) ImageExists(ctx context.Context, name string) (bool, error) {
+	return s.c.ImageExists(ctx, name)
 }
 
-func (e *ImageError) Error() string {
-	if e.Image != "" {
-		return fmt.Sprintf("sandbox image %s does not exist and could not be pulled: %v: build it (%s) or configure a local image with python3",
-			e.Image, e.Err, SetupHint)
-	}
-	return fmt.Sprintf("no sandbox image: %s does not exist and pulling %s failed: %v: build it (%s; no registry needed) or configure another image",
-		confine.DefaultImage, confine.FallbackImage, e.Err, SetupHint)
+func (s store) Pull(ctx context.Context, ref string, progress func(string)) error {
+	return s.c.pull(ctx, ref, progress)
 }
-
-func (e *ImageError) Unwrap() error { return e.Err }
-
-// Is reports whether target is [ErrUnavailable].
-func (e *ImageError) Is(target error) bool { return target == ErrUnavailable }
 
 // ImageExists reports whether the image is present in Podman's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {

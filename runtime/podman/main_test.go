@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginetest"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -21,6 +23,10 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	enginetest.Child(func(spec confine.Spec, dir string) enginetest.Start {
+		e := NewEngine(EngineOptions{Image: spec.Image, StateDir: dir, Spec: spec})
+		return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, ImageWatch{}) }
+	})
 	code := m.Run()
 	if shared.c != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkMassExit(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				<-box.ct.ready // the sandbox has connected to its socket
+				<-boxCt(box).Ready() // the sandbox has connected to its socket
 				mu.Lock()
 				ids = append(ids, box.ID())
 				mu.Unlock()
@@ -71,7 +72,7 @@ func BenchmarkMassExit(b *testing.B) {
 			e.Close(context.Background())
 			b.Fatal(err)
 		}
-		label := e.client.owner[labelClient]
+		label := e.client().owner[labelClient]
 		load0 := readLoad()
 		b.StartTimer()
 
@@ -86,7 +87,7 @@ func BenchmarkMassExit(b *testing.B) {
 		} else {
 			for _, sm := range list {
 				if sm.Labels[labelClient] == label {
-					b.Fatalf("container %s is still there (%s)", shortID(sm.ID), sm.State)
+					b.Fatalf("container %s is still there (%s)", engine.ShortID(sm.ID), sm.State)
 				}
 			}
 		}

@@ -1,7 +1,6 @@
 package podman
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -218,30 +217,4 @@ func serviceEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// capBuffer keeps the first max bytes written to it and counts the rest.
-type capBuffer struct {
-	mu      sync.Mutex
-	max     int
-	buf     bytes.Buffer
-	dropped int64
-}
-
-func (b *capBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := min(len(p), b.max-b.buf.Len())
-	b.buf.Write(p[:n])
-	b.dropped += int64(len(p) - n)
-	return len(p), nil
-}
-
-func (b *capBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.dropped > 0 {
-		return fmt.Sprintf("%s… (%d more bytes)", b.buf.String(), b.dropped)
-	}
-	return b.buf.String()
 }

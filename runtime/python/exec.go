@@ -19,11 +19,14 @@ var sandboxFS embed.FS
 // bootstrap is the program Command passes to python3 -c.
 var bootstrap = mustRead("sandbox/bootstrap.py")
 
+// relay is the program RelayCommand passes to python3 -c.
+var relay = mustRead("sandbox/relay.py")
+
 // sandboxFiles are the modules sent in every start frame, by path under sandbox/.
 var sandboxFiles = func() map[string]string {
 	files := map[string]string{}
 	err := fs.WalkDir(sandboxFS, "sandbox", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path == "sandbox/bootstrap.py" {
+		if err != nil || d.IsDir() || path == "sandbox/bootstrap.py" || path == "sandbox/relay.py" {
 			return err
 		}
 		files[strings.TrimPrefix(path, "sandbox/")] = mustRead(path)
@@ -54,6 +57,19 @@ const WaitLimitEnv = "CODEBRIDGE_WAIT_LIMIT"
 // line saying why on stdout, and uses stdin and stdout (confine.Spec.Channel
 // and confine.Channel are the host side).
 const ChannelEnv = "CODEBRIDGE_CHANNEL"
+
+// ServeEnv names the environment variable that makes the bootstrap serve its
+// stream on the abstract unix socket it names, one connection at a time, so
+// the stream outlives each connection (runtime/confine's ServeFresh): a
+// Kubernetes pod, reached through [RelayCommand] run in it.
+const ServeEnv = "CODEBRIDGE_SERVE"
+
+// RelayCommand is the argv, before the socket's name, of the relay an engine
+// runs in a container whose bootstrap serves its stream ([ServeEnv]): it
+// copies its stdin to the socket and the socket to its stdout.
+func RelayCommand() []string {
+	return []string{"python3", "-I", "-S", "-c", relay}
+}
 
 // ExitDelayEnv names the environment variable that tells the bootstrap how
 // many seconds to wait before exiting when its socket is closed by the host

@@ -90,6 +90,26 @@ type Interpreter struct {
 // Start sends the start frame over s and returns the interpreter. It does not
 // wait for the sandbox: a failure shows in the first [Interpreter.Run].
 func Start(s Stream, st protocol.Init, limits Limits) *Interpreter {
+	if st.Files == nil {
+		st.Files = sandboxFiles
+	}
+	it := newInterpreter(s, limits, 0)
+	st.MaxRequest = it.maxReq
+	st.MaxAttachment = limits.MaxAttachment
+	it.send(protocol.KindStart, st)
+	return it
+}
+
+// Resume returns the interpreter of a sandbox that started earlier, over a
+// new stream s to it: one served in a Kubernetes pod ([ServeEnv]), opened
+// again after the stream that started it ended (another codebridge replica's,
+// perhaps). It sends no start frame; runs is how many runs the sandbox has
+// served, so the next run's number follows them.
+func Resume(s Stream, runs int, limits Limits) *Interpreter {
+	return newInterpreter(s, limits, runs)
+}
+
+func newInterpreter(s Stream, limits Limits, runs int) *Interpreter {
 	it := &Interpreter{
 		s:      s,
 		limits: limits,
@@ -97,6 +117,7 @@ func Start(s Stream, st protocol.Init, limits Limits) *Interpreter {
 		grace:  limits.InterruptGrace,
 		done:   make(chan struct{}),
 		stray:  capped{limit: strayLimit},
+		runs:   runs,
 	}
 	if it.maxReq <= 0 {
 		it.maxReq = protocol.DefaultMaxRequestFrame
@@ -104,16 +125,10 @@ func Start(s Stream, st protocol.Init, limits Limits) *Interpreter {
 	if it.grace <= 0 {
 		it.grace = DefaultInterruptGrace
 	}
-	if st.Files == nil {
-		st.Files = sandboxFiles
-	}
-	st.MaxRequest = it.maxReq
-	st.MaxAttachment = limits.MaxAttachment
 	it.out = newWriter(s, it.fail)
 	it.wg.Add(2)
 	go func() { defer it.wg.Done(); it.out.loop(it.done) }()
 	go func() { defer it.wg.Done(); it.read() }()
-	it.send(protocol.KindStart, st)
 	return it
 }
 

@@ -8,7 +8,7 @@
 //
 // It knows containers only through the small [Engine] interface, so its logic
 // is tested with a fake engine; the engine drivers under runtime/
-// (runtime/podman) provide the real ones.
+// (runtime/podman, runtime/docker) provide the real ones.
 package sandbox
 
 import (

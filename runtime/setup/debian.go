@@ -60,7 +60,7 @@ func (s *setup) buildDebian(ctx context.Context, variant string) error {
 	if err := os.WriteFile(script, configs.SandboxImageScript, 0o755); err != nil {
 		return err
 	}
-	if err := s.quiet(ctx, logFile, "chroot", root, "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "bash", "/tmp/sandbox-image.sh", variant); err != nil {
+	if err := s.quiet(ctx, logFile, "chroot", root, "/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "bash", "/tmp/sandbox-image.sh", variant); err != nil {
 		return err
 	}
 	// Forget the build host's resolver and name, which debootstrap copied.
@@ -74,7 +74,10 @@ func (s *setup) buildDebian(ctx context.Context, variant string) error {
 	}
 
 	s.logf("importing it as %s", s.Image)
-	args := []string{"import", "--quiet"}
+	args := []string{"import"}
+	if s.Engine == EnginePodman {
+		args = append(args, "--quiet")
+	}
 	for _, c := range imageChanges(variant) {
 		args = append(args, "--change", c)
 	}
@@ -89,14 +92,14 @@ func (s *setup) buildDebian(ctx context.Context, variant string) error {
 	if err := tar.Start(); err != nil {
 		return err
 	}
-	importErr := s.podmanRun(ctx, pipe, args...)
+	importErr := s.run(ctx, pipe, args...)
 	if err := tar.Wait(); err != nil {
 		return fmt.Errorf("tar of the image tree: %v: %s", err, tarErr.String())
 	}
 	if importErr != nil {
 		return importErr
 	}
-	size, _ := s.podmanOutput(ctx, "image", "inspect", "--format", "{{.Size}}", s.Image)
+	size, _ := s.output(ctx, "image", "inspect", "--format", "{{.Size}}", s.Image)
 	s.logf("built %s (%s variant, %s bytes)", s.Image, variant, size)
 	return nil
 }
@@ -144,7 +147,7 @@ func (s *setup) smoke(ctx context.Context, root, variant string) error {
 		return err
 	}
 	in := strings.TrimPrefix(tmp, root)
-	cmd := exec.CommandContext(ctx, "chroot", "--userspec=65534:65534", root, "env", "-i", "PATH=/usr/bin:/bin",
+	cmd := exec.CommandContext(ctx, "chroot", "--userspec=65534:65534", root, "/usr/bin/env", "-i", "PATH=/usr/bin:/bin",
 		"HOME="+in, "TMPDIR="+in, "MPLCONFIGDIR="+in+"/matplotlib", "MPLBACKEND=Agg", "python3", "-I", "-c", smokeCode[variant])
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -1,15 +1,18 @@
 // Package setup prepares a machine to run codebridge's sandboxes, from the
-// binary alone: it installs Podman (and what the image build needs) when
-// missing, builds or pulls the sandbox image, and fixes Podman's runtime and
-// rlimit defaults only where a probe container shows they do not work. It
-// drives the podman command as a person would, so what Podman prints is the
-// progress a person sees; it asks before installing packages or writing
-// system files, and prints the exact fix when it may not.
+// binary alone, on Podman or Docker: it installs the engine (and what the
+// image build needs) when missing, makes sure Docker's daemon answers,
+// builds or pulls the sandbox image, and fixes Podman's runtime and rlimit
+// defaults only where a probe container shows they do not work. It drives
+// the podman or docker command as a person would, so what the engine prints
+// is the progress a person sees; it asks before installing packages,
+// starting a daemon or writing system files, and prints the exact fix when
+// it may not.
 package setup
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,11 +65,25 @@ type Options struct {
 	// Base is the image FromRegistry builds on, a Debian bookworm image with
 	// apt (e.g. from a registry mirror); "" means DefaultBase.
 	Base string
+	// Engine is the container engine to prepare: EnginePodman (the
+	// default) or EngineDocker.
+	Engine string
 	// Podman is the podman command; "" means podman from PATH.
 	Podman string
+	// Docker is the docker command; "" means docker from PATH.
+	Docker string
+	// StartDaemon starts a Docker daemon (dockerd) when none answers on a
+	// machine without systemd, instead of saying how.
+	StartDaemon bool
 	// Getenv reads the environment; nil means os.Getenv. Tests replace it.
 	Getenv func(string) string
 }
+
+// Engines [Run] prepares.
+const (
+	EnginePodman = "podman"
+	EngineDocker = "docker"
+)
 
 // ErrNeedsConsent is returned, wrapped, when a step needed a yes that was not
 // given; the message before it says what to run or write by hand.
@@ -88,6 +105,17 @@ func Run(ctx context.Context, opts Options) error {
 	if s.Podman == "" {
 		s.Podman = "podman"
 	}
+	if s.Docker == "" {
+		s.Docker = "docker"
+	}
+	switch s.Engine {
+	case "", EnginePodman:
+		s.Engine, s.cli, s.name = EnginePodman, s.Podman, "Podman"
+	case EngineDocker:
+		s.cli, s.name = s.Docker, "Docker"
+	default:
+		return fmt.Errorf("--engine %q: want podman or docker", s.Engine)
+	}
 	if s.Getenv == nil {
 		s.Getenv = os.Getenv
 	}
@@ -102,7 +130,11 @@ func Run(ctx context.Context, opts Options) error {
 	if s.Base == "" {
 		s.Base = DefaultBase
 	}
-	if err := s.packages(ctx, "podman"); err != nil {
+	if s.Engine == EngineDocker {
+		if err := s.dockerReady(ctx); err != nil {
+			return err
+		}
+	} else if err := s.packages(ctx, "podman"); err != nil {
 		return err
 	}
 	if err := s.image(ctx); err != nil {
@@ -111,13 +143,15 @@ func Run(ctx context.Context, opts Options) error {
 	if err := s.runtime(ctx, s.Image, "python3", "-c", `print("ok")`); err != nil {
 		return err
 	}
-	s.logf("ready: Podman runs the sandbox image %s", s.Image)
+	s.logf("ready: %s runs the sandbox image %s", s.name, s.Image)
 	return nil
 }
 
 type setup struct {
 	Options
-	probed bool // the runtime probe passed once
+	cli    string // the engine's command
+	name   string // the engine as people call it
+	probed bool   // the runtime probe passed once
 }
 
 func (s *setup) logf(format string, args ...any) {
@@ -143,8 +177,9 @@ func (s *setup) packages(ctx context.Context, cmds ...string) error {
 		if c == "podman" && s.Podman != "podman" {
 			c = s.Podman
 		}
-		if _, err := exec.LookPath(c); err != nil {
-			missing = append(missing, filepath.Base(c))
+		pkg := cmp.Or(debianPackage[filepath.Base(c)], filepath.Base(c))
+		if _, err := exec.LookPath(c); err != nil && !slices.Contains(missing, pkg) {
+			missing = append(missing, pkg)
 		}
 	}
 	if len(missing) == 0 {
@@ -159,6 +194,9 @@ func (s *setup) packages(ctx context.Context, cmds ...string) error {
 		}
 	}
 	switch {
+	case goruntime.GOOS == "darwin" && slices.Contains(missing, "docker.io"):
+		s.logf("missing: Docker. Install Docker Desktop (https://docs.docker.com/desktop/), start it, and run codebridge setup --engine docker again")
+		return errors.New("docker not installed")
 	case goruntime.GOOS == "darwin":
 		s.logf("missing: %s. Install Podman with Homebrew, then start its virtual machine:", strings.Join(missing, ", "))
 		s.logf("  brew install podman && podman machine init && podman machine start")
@@ -191,12 +229,12 @@ func (s *setup) packages(ctx context.Context, cmds ...string) error {
 // codebridge's, pulled otherwise.
 func (s *setup) image(ctx context.Context) error {
 	variant, ours := Variant(s.Image)
-	if s.podmanOK(ctx, "image", "exists", s.Image) && !s.Rebuild {
+	if s.imageExists(ctx, s.Image) && !s.Rebuild {
 		if !ours {
 			s.logf("image %s is present", s.Image)
 			return nil
 		}
-		labels, _ := s.podmanOutput(ctx, "image", "inspect", "--format",
+		labels, _ := s.output(ctx, "image", "inspect", "--format",
 			`{{index .Config.Labels "io.codebridge.sandbox.variant"}} {{index .Config.Labels "`+configs.InputsLabel+`"}}`, s.Image)
 		label, inputs, _ := strings.Cut(strings.TrimSpace(labels), " ")
 		switch {
@@ -265,18 +303,22 @@ func (s *setup) buildRegistry(ctx context.Context, variant string) error {
 		return err
 	}
 	s.logf("building %s (%s variant) from the embedded Containerfile: a few minutes for data", s.Image, variant)
-	return s.podmanRun(ctx, nil, "build", "--pull=never", "--build-arg", "BASE="+s.Base, "--build-arg", "VARIANT="+variant,
-		"--build-arg", "INPUTS="+configs.Inputs(variant), "-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)
+	args := []string{"build", "--pull=never"}
+	if s.Engine == EngineDocker {
+		args = []string{"build"} // it uses the local base image unless told --pull
+	}
+	return s.run(ctx, nil, append(args, "--build-arg", "BASE="+s.Base, "--build-arg", "VARIANT="+variant,
+		"--build-arg", "INPUTS="+configs.Inputs(variant), "-t", s.Image, "-f", filepath.Join(dir, "Containerfile"), dir)...)
 }
 
 // pull pulls ref. An image on a loopback registry is pulled without TLS, as
 // Docker does by default: nothing else can listen there.
 func (s *setup) pull(ctx context.Context, ref string) error {
 	args := []string{"pull"}
-	if podman.LoopbackRegistry(ref) {
+	if podman.LoopbackRegistry(ref) && s.Engine == EnginePodman { // Docker allows loopback registries without TLS
 		args = append(args, "--tls-verify=false")
 	}
-	return s.podmanRun(ctx, nil, append(args, ref)...)
+	return s.run(ctx, nil, append(args, ref)...)
 }
 
 // runtime probes that Podman can start a container from image running argv,
@@ -289,11 +331,14 @@ func (s *setup) runtime(ctx context.Context, image string, argv ...string) error
 	}
 	out, err := s.probe(ctx, image, argv...)
 	if err == nil {
-		s.logf("podman runs containers")
+		s.logf("%s runs containers", s.Engine)
 		s.probed = true
 		return nil
 	}
-	s.logf("podman could not start a probe container: %s", out)
+	s.logf("%s could not start a probe container: %s", s.Engine, out)
+	if s.Engine == EngineDocker {
+		return fmt.Errorf("docker cannot start containers: %s: check that '%s run --rm %s python3 -c \"print(1)\"' works", out, s.cli, image)
+	}
 	if host := s.Getenv("CONTAINER_HOST"); host != "" {
 		s.logf("Podman runs at CONTAINER_HOST=%s, so fix it there: on that host, put this in %s and run codebridge setup again:\n%s", host, defaultConfPath(), confFix)
 		return fmt.Errorf("podman cannot start containers: %s", out)
@@ -349,7 +394,7 @@ func defaultConfPath() string { return "/etc/containers/containers.conf.d/50-cod
 
 // probe runs argv in a container of image with the sandbox's network mode.
 func (s *setup) probe(ctx context.Context, image string, argv ...string) (string, error) {
-	out, err := s.podmanOutput(ctx, append([]string{"run", "--rm", "--network", "none", image}, argv...)...)
+	out, err := s.output(ctx, append([]string{"run", "--rm", "--network", "none", image}, argv...)...)
 	if err == nil && out != "ok" {
 		err = fmt.Errorf("printed %q instead of ok", out)
 	}
@@ -359,27 +404,34 @@ func (s *setup) probe(ctx context.Context, image string, argv ...string) (string
 	return out, err
 }
 
-// podmanRun runs podman with its output on s.Out.
-func (s *setup) podmanRun(ctx context.Context, stdin io.Reader, args ...string) error {
-	cmd := exec.CommandContext(ctx, s.Podman, args...)
+// run runs the engine's command with its output on s.Out.
+func (s *setup) run(ctx context.Context, stdin io.Reader, args ...string) error {
+	cmd := exec.CommandContext(ctx, s.cli, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, s.Out, s.Out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("podman %s: %w", args[0], err)
+		return fmt.Errorf("%s %s: %w", s.Engine, args[0], err)
 	}
 	return nil
 }
 
-// podmanOutput runs podman and returns its trimmed output, stdout and stderr
-// together.
-func (s *setup) podmanOutput(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, s.Podman, args...).CombinedOutput()
+// output runs the engine's command and returns its trimmed output, stdout
+// and stderr together.
+func (s *setup) output(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, s.cli, args...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 
-// podmanOK reports whether podman exits 0.
-func (s *setup) podmanOK(ctx context.Context, args ...string) bool {
-	return exec.CommandContext(ctx, s.Podman, args...).Run() == nil
+// imageExists reports whether the engine has image.
+func (s *setup) imageExists(ctx context.Context, image string) bool {
+	args := []string{"image", "exists", image}
+	if s.Engine == EngineDocker {
+		args = []string{"image", "inspect", "--format", "{{.Id}}", image}
+	}
+	return exec.CommandContext(ctx, s.cli, args...).Run() == nil
 }
+
+// debianPackage names the Debian package of a command, where it differs.
+var debianPackage = map[string]string{"dockerd": "docker.io", "docker": "docker.io"}
 
 // asRoot is the prefix that runs a command as root: none for root, else sudo.
 func asRoot() []string {

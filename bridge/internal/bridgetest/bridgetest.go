@@ -3,6 +3,7 @@
 package bridgetest
 
 import (
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 	"testing"
 
 	"encoding/json"
@@ -23,8 +24,11 @@ func AttachParams(kind, name, mime string, data []byte, size int) json.RawMessag
 }
 
 // Config is the settings of an empty environment and no settings file: every
-// default.
+// default, but the container engine, which is the one the tests run against
+// ([testenv.Engine]).
 func Config(t *testing.T) settings.Config {
 	t.Helper()
-	return settings.Defaults()
+	c := settings.Defaults()
+	c.Engine = testenv.Engine()
+	return c
 }

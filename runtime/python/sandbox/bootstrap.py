@@ -3,13 +3,26 @@
 # from memory, which then serves runs until the stream ends. The stream is the
 # unix socket named by CODEBRIDGE_CHANNEL when that is set and connects (the
 # host accepts one connection); otherwise it writes b"\x06" and a line saying
-# why on fd 1, and the stream is fds 0 and 1. Exits quietly when the stream ends first (a
-# pre-started container may be discarded unused) or, if CODEBRIDGE_WAIT_LIMIT
-# is set, when no frame arrives within that many seconds.
-import os, sys, socket
+# why on fd 1, and the stream is fds 0 and 1. With CODEBRIDGE_SERVE set instead
+# (a Kubernetes pod), it serves the stream on the abstract unix socket of that
+# name, one connection at a time, through codebridge_serve. Exits quietly when
+# the stream ends first (a pre-started container may be discarded unused) or, if
+# CODEBRIDGE_WAIT_LIMIT is set, when no frame arrives within that many seconds.
+import os, sys, socket, select
 _in, _out = 0, 1
 _channel = os.environ.get("CODEBRIDGE_CHANNEL")
-if _channel:
+_serve = os.environ.get("CODEBRIDGE_SERVE")
+_limit = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0)
+if _serve:
+    _listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    _listener.bind("\0" + _serve)
+    _listener.listen(8)
+    if _limit > 0 and not select.select([_listener], [], [], _limit)[0]:
+        os._exit(0)
+    _conn = _listener.accept()[0]
+    _conn.sendall(b"N")  # fresh: waiting for the start frame
+    _in = _out = _conn.fileno()
+elif _channel:
     _sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         _sock.connect(_channel)
@@ -45,7 +58,6 @@ def _read(n):
         chunks.append(b)
         n -= len(b)
     return b"".join(chunks)
-_limit = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0)
 if _limit > 0:
     if not select.select([_in], [], [], _limit)[0]:
         os._exit(0)
@@ -78,5 +90,8 @@ class _Embedded:
     def get_source(self, name):
         return self.files.get(self._path(name)[0])
 sys.meta_path.insert(0, _Embedded(_start.pop("files")))
+if _serve:
+    import codebridge_serve
+    _in = _out = codebridge_serve.serve(_listener, _conn)
 import codebridge_runner
 codebridge_runner.main(_start, _in, _out, _ended)

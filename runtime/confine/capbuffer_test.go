@@ -1,12 +1,12 @@
-package podman
+package confine
 
 import "testing"
 
 func TestCapBuffer(t *testing.T) {
-	b := &capBuffer{max: 4}
+	b := &CapBuffer{Max: 4}
 	b.Write([]byte("ab"))
 	b.Write([]byte("cdef"))
 	if got := b.String(); got != "abcd… (2 more bytes)" {
-		t.Errorf("capBuffer = %q", got)
+		t.Errorf("CapBuffer = %q", got)
 	}
 }

@@ -1,0 +1,383 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
+)
+
+// Container is a started sandbox container with its standard streams
+// attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
+// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// write Stdin from one goroutine each; the other methods are safe for
+// concurrent use.
+type Container struct {
+	id string
+	*confine.Attached
+
+	c       *Client
+	started time.Time
+	killed  atomic.Bool // Kill was called
+
+	exited   chan struct{} // closed when the wait request has answered
+	code     int           // the exit code, once exited is closed
+	waitErr  error         // why there is no code, once exited is closed
+	stopWait context.CancelFunc
+
+	mu      sync.Mutex // protects following
+	removed bool
+}
+
+// ID is the container's ID.
+func (ct *Container) ID() string { return ct.id }
+
+// Started is when the container started.
+func (ct *Container) Started() time.Time { return ct.started }
+
+// Streams are the container's attached streams.
+func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+
+// Exit waits for the container to stop and reports its exit code and
+// whether it was killed for exceeding its memory limit. It has no deadline
+// of its own: give ctx one.
+func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
+	if code, err = ct.Wait(ctx); err != nil {
+		return -1, false, err
+	}
+	oom, err = ct.OOMKilled(ctx)
+	return code, oom, err
+}
+
+// StdinWriter is a container's standard input. CloseWrite closes it (the
+// process reads EOF) while output can still be read.
+type StdinWriter = confine.StdinWriter
+
+// placement is what a container started through a client gets from the
+// engine: its socket's folder made in channelDir, "" meaning none (the
+// stream is stdin and stdout), and the OCI runtime, "" meaning the
+// daemon's default.
+type placement struct {
+	channelDir string
+	runtime    string
+	owner      map[string]string // ownership labels; nil means the client's
+}
+
+// Start creates a container from s, attaches to its stdin, stdout and
+// stderr, and starts it, with the sandbox's seccomp profile. Attaching
+// before starting loses no output. On error nothing is left behind.
+func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) {
+	return c.start(ctx, s, placement{})
+}
+
+func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+	owner := at.owner
+	if owner == nil {
+		owner = c.owner
+	}
+	cr, err := newCreateRequest(s, owner, at.runtime)
+	if err != nil {
+		return nil, err
+	}
+	var ch *confine.Channel
+	if s.Channel != "" && at.channelDir != "" {
+		if ch, err = confine.NewChannel(at.channelDir); err != nil {
+			c.log.Warn("the sandbox talks through Docker's attach stream instead of a socket", "err", err)
+		} else {
+			cr.Env = append(cr.Env, s.Channel+"="+confine.SocketPath)
+			cr.HostConfig.Mounts = append(cr.HostConfig.Mounts, channelMount(ch))
+		}
+	}
+	var created struct {
+		ID       string `json:"Id"`
+		Warnings []string
+	}
+	if err := c.do(ctx, http.MethodPost, "/containers/create", nil, cr, &created); err != nil {
+		if ch != nil {
+			ch.Close()
+		}
+		if isStatus(err, http.StatusNotFound) {
+			return nil, fmt.Errorf("creating container: image %s not found: %w", s.Image, err)
+		}
+		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
+	}
+	for _, w := range created.Warnings {
+		c.log.Warn("docker create warning", "container", engine.ShortID(created.ID), "warning", w)
+	}
+	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
+	fail := func(err error) (*Container, error) {
+		rctx, cancel := deadlineCtx(ctx, requestTimeout)
+		defer cancel()
+		if rerr := ct.Remove(rctx); rerr != nil {
+			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
+		}
+		return nil, err
+	}
+
+	q := url.Values{"stdin": {"1"}, "stdout": {"1"}, "stderr": {"1"}, "stream": {"1"}}
+	conn, br, err := c.hijack(ctx, "/containers/"+ct.id+"/attach", q)
+	if err != nil {
+		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
+	}
+	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": docker attach")
+
+	// The exit code is asked for before the start: the container removes
+	// itself once it has exited, and with it its state.
+	if err := ct.watchExit(ctx); err != nil {
+		return fail(fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err))
+	}
+	if err := c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
+	}
+	ct.started = time.Now()
+	if ch != nil {
+		ct.negotiate()
+	}
+	return ct, nil
+}
+
+// watchExit sends the wait request (condition "removed": it answers once
+// the container has exited and the daemon has removed it) and reads its
+// answer in the background; it returns once the daemon has taken the
+// request. The request ends with the container, or when its streams are
+// closed ([Container.CloseStreams]).
+func (ct *Container) watchExit(ctx context.Context) error {
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	ct.stopWait = stop
+	q := url.Values{"condition": {"removed"}}
+	hctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	// The daemon sends the headers at once and the body when the container
+	// is gone: only the wait for the headers is bounded by ctx.
+	stopHeaders := context.AfterFunc(hctx, stop)
+	resp, err := ct.c.request(wctx, http.MethodPost, "/containers/"+ct.id+"/wait", q, nil)
+	stopHeaders()
+	if err != nil {
+		stop()
+		return err
+	}
+	go func() {
+		defer close(ct.exited)
+		defer resp.Body.Close()
+		var w struct {
+			StatusCode int
+			Error      *struct{ Message string }
+		}
+		switch err := json.NewDecoder(resp.Body).Decode(&w); {
+		case err != nil:
+			ct.code, ct.waitErr = -1, fmt.Errorf("no exit code from Docker: %w", err)
+		case w.Error != nil && w.Error.Message != "":
+			ct.code, ct.waitErr = -1, fmt.Errorf("no exit code from Docker: %s", w.Error.Message)
+		default:
+			ct.code = w.StatusCode
+		}
+	}()
+	return nil
+}
+
+// Wait blocks until the container has stopped and been removed, and returns
+// its exit code. It has no deadline of its own: give ctx one.
+func (ct *Container) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-ct.exited:
+		return ct.code, ct.waitErr
+	case <-ctx.Done():
+		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), ctx.Err())
+	}
+}
+
+// OOMKilled reports whether the container, which must have exited, was
+// killed for exceeding its memory limit: an exit by SIGKILL (code 137) that
+// [Container.Kill] did not cause. Nothing else in a sandbox without
+// capabilities sends SIGKILL to its process, except the code itself; and the
+// container, removed once it exited, can no longer be asked.
+func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
+	code, err := ct.Wait(ctx)
+	if err != nil {
+		return false, err
+	}
+	return code == 137 && !ct.killed.Load(), nil
+}
+
+// Kill sends SIGKILL to the container. A container that is not running (any
+// more) is not an error.
+func (ct *Container) Kill(ctx context.Context) error {
+	ct.killed.Store(true)
+	err := ct.c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) {
+		return nil
+	}
+	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
+}
+
+// Remove force-removes the container (killing it if it runs) and closes its
+// streams. Removing a container twice, or one already gone, is not an error.
+func (ct *Container) Remove(ctx context.Context) error {
+	ct.mu.Lock()
+	already := ct.removed
+	ct.removed = true
+	ct.mu.Unlock()
+	defer ct.CloseStreams()
+	if already {
+		return nil
+	}
+	ct.killed.Store(true)
+	return ct.c.remove(ctx, ct.id)
+}
+
+// CloseStreams ends the stream, closes the attach connection
+// ([confine.Attached.CloseStreams]) and gives up the wait for the exit
+// code. The container's process exits when its stream ends. Closing again
+// does nothing.
+func (ct *Container) CloseStreams() {
+	ct.Attached.CloseStreams()
+	if ct.stopWait != nil {
+		ct.stopWait()
+	}
+}
+
+func (c *Client) remove(ctx context.Context, id string) error {
+	err := c.do(ctx, http.MethodDelete, "/containers/"+id, url.Values{"force": {"1"}, "v": {"1"}}, nil, nil)
+	// 409: the daemon is removing it already (auto-remove).
+	if err == nil || isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusConflict) && strings.Contains(err.Error(), "in progress") {
+		return nil
+	}
+	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+}
+
+// inspect returns whether the container exists and is running.
+func (c *Client) inspect(ctx context.Context, id string) (running bool, err error) {
+	var data struct{ State struct{ Running bool } }
+	if err := c.do(ctx, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
+		return false, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
+	}
+	return data.State.Running, nil
+}
+
+// Summary describes a container in [Client.List].
+type Summary struct {
+	ID      string            `json:"Id"`
+	State   string            `json:"State"`
+	Labels  map[string]string `json:"Labels"`
+	Created int64             `json:"Created"` // unix seconds
+}
+
+// List returns all containers (running or not) carrying
+// [confine.LabelManaged], whichever codebridge process created them.
+func (c *Client) List(ctx context.Context) ([]Summary, error) {
+	filters, _ := json.Marshal(map[string][]string{"label": {confine.LabelManaged + "=true"}})
+	q := url.Values{"all": {"1"}, "filters": {string(filters)}}
+	var list []Summary
+	if err := c.do(ctx, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
+		return nil, fmt.Errorf("listing codebridge containers: %w", err)
+	}
+	return list, nil
+}
+
+// RemoveStale removes the containers left behind by codebridge processes on
+// this host that no longer run ([confine.Owner.Stale]), and returns how many
+// it removed. Containers of live codebridge processes, including other
+// instances sharing this daemon, and of other hosts are left alone, and so
+// are those created less than [staleGrace] ago: they end with their
+// streams, and the daemon removes them. It removes several at once.
+func (c *Client) RemoveStale(ctx context.Context) (int, error) {
+	return c.removeStale(ctx, c.self, staleGrace)
+}
+
+// staleGrace is how long a running container of a codebridge that no longer
+// runs is left to end by itself before [Client.RemoveStale] removes it.
+const staleGrace = time.Minute
+
+// removeParallel is how many removals [Client.RemoveStale] asks for at once.
+const removeParallel = 8
+
+// removeStale removes the containers that are stale as seen from self.
+func (c *Client) removeStale(ctx context.Context, self confine.Owner, grace time.Duration) (int, error) {
+	list, err := c.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
+	g.SetLimit(removeParallel)
+	for _, s := range list {
+		young := s.State == "running" && time.Since(time.Unix(s.Created, 0)) < grace
+		if !self.Stale(s.Labels) || young {
+			continue
+		}
+		g.Go(func() error {
+			err := c.remove(ctx, s.ID)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				n++
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return n, errors.Join(errs...)
+}
+
+// RemoveByClient removes every container created through a client with
+// one of these labels ([Client.Label]).
+func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, error) {
+	list, err := c.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, s := range list {
+		if !slices.Contains(clients, s.Labels[labelClient]) {
+			continue
+		}
+		if err := c.remove(ctx, s.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// a container that could not connect to its socket is reported once per
+// client.
+func (ct *Container) negotiate() {
+	declined := func(reason string) {
+		ct.c.declined.Do(func() {
+			if ct.c.onDeclined != nil {
+				ct.c.onDeclined(engine.ShortID(ct.id), reason)
+				return
+			}
+			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower",
+				"container", engine.ShortID(ct.id), "reason", reason)
+		})
+	}
+	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
+}
+
+// deadlineCtx returns a context for clean-up work that must happen even when
+// ctx has ended, bounded by d.
+func deadlineCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}

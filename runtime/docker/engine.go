@@ -1,0 +1,136 @@
+package docker
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
+)
+
+// ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
+// the sandbox image when it is not there yet and Docker pulls it.
+type ImageWatch = confine.ImageWatch
+
+// EngineOptions configure an [Engine]. Zero values mean the defaults.
+type EngineOptions struct {
+	Host     string // Docker API; see [Options.Host]
+	StateDir string // holds the sandboxes' socket folders; "" means [engine.StateDir]'s default
+	Image    string // the configured image; "" lets [Client.EnsureImage] choose
+	// Runtime is the OCI runtime containers run under, a name the daemon
+	// knows (its daemon.json "runtimes"); "" is the daemon's default.
+	Runtime string
+	// Spec is the template of every container: its Image is filled in from
+	// the resolved image; Command is required.
+	Spec     confine.Spec
+	Logger   *slog.Logger                   // nil discards
+	Declined func(container, reason string) // see [Options.Declined]
+	Getenv   func(string) string            // see [Options.Getenv]
+}
+
+// Engine starts containers from one spec on a Docker daemon it connects to
+// on first use: the engines' shared life cycle ([engine.Engine]: connecting
+// and connecting again, the image, the sweep) on a [Client].
+type Engine struct {
+	*engine.Engine
+	opts EngineOptions
+}
+
+// Box is a started container of an [Engine].
+type Box = engine.Box
+
+// NewEngine returns an engine; it does not touch Docker until used.
+func NewEngine(opts EngineOptions) *Engine {
+	connect := func(ctx context.Context) (engine.Conn, error) {
+		c, err := Connect(ctx, Options{Host: opts.Host, Logger: opts.Logger, Declined: opts.Declined, Getenv: opts.Getenv})
+		if err != nil {
+			return nil, err
+		}
+		c.launchRuntime = opts.Runtime
+		return c, nil
+	}
+	return &Engine{engine.New(connect, engine.Options{
+		Name:     "Docker",
+		Image:    opts.Image,
+		StateDir: opts.StateDir,
+		Spec:     opts.Spec,
+		Logger:   opts.Logger,
+	}), opts}
+}
+
+// Info is what [Engine.Info] reports: the Docker daemon that answered.
+type Info struct {
+	Host        string // where it answered
+	From        string // how the host was found, e.g. "DOCKER_HOST"
+	Version     string // the daemon's version, e.g. "20.10.24"
+	APIVersion  string // the Engine API version spoken, e.g. "1.41"
+	Runtime     string // the OCI runtime containers run under
+	SharesFiles bool   // see [Client.SharesFiles]
+}
+
+// Info connects to Docker if needed, without resolving the image, and says
+// which daemon answered.
+func (e *Engine) Info(ctx context.Context) (Info, error) {
+	c, err := e.connected(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	rt := e.opts.Runtime
+	if rt == "" {
+		rt = c.Runtime()
+	}
+	return Info{Host: c.Host(), From: c.from, Version: c.Version(), APIVersion: c.APIVersion(), Runtime: rt, SharesFiles: c.SharesFiles()}, nil
+}
+
+// ImageExists connects to Docker if needed and reports whether the image is
+// in its store, without pulling it.
+func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
+	c, err := e.connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	return c.ImageExists(ctx, image)
+}
+
+// connected returns the connected client, connecting first if needed.
+func (e *Engine) connected(ctx context.Context) (*Client, error) {
+	c, err := e.Connected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*Client), nil
+}
+
+// client is the connected client, or nil.
+func (e *Engine) client() *Client {
+	c, _ := e.Conn().(*Client)
+	return c
+}
+
+// Launch starts a container of s through c, under the engine's OCI runtime,
+// its socket's folder made in channelDir ("" none): what an [engine.Engine]
+// asks of a Docker connection. The seccomp profile goes inline in the
+// create request.
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
+	ct, err := c.start(ctx, s, placement{channelDir: channelDir, runtime: c.launchRuntime})
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return ct, nil
+}
+
+// Ping asks whether the daemon still answers.
+func (c *Client) Ping(ctx context.Context) error {
+	pctx, cancel := deadlineCtx(ctx, pingTimeout)
+	defer cancel()
+	return c.do(pctx, "GET", "/_ping", nil, nil, nil)
+}
+
+// Gone is "": a client stays usable while the daemon answers.
+func (c *Client) Gone() string { return "" }
+
+// Label names c on the containers created through it.
+func (c *Client) Label() string { return c.owner[labelClient] }
+
+// Endpoint is where the daemon answered.
+func (c *Client) Endpoint() string { return c.host }

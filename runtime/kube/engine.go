@@ -1,0 +1,685 @@
+package kube
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
+)
+
+// Options configure an [Engine]. Zero values mean the defaults.
+type Options struct {
+	// Config is the cluster to use; nil loads it ([LoadConfig]) on first
+	// use.
+	Config *Config
+	// Namespace holds the sandbox pods; "" is the context's namespace, else
+	// "default".
+	Namespace string
+	// Image is the sandbox image; "" is [confine.DefaultImage].
+	Image string
+	// PullPolicy is the pods' imagePullPolicy; "" is IfNotPresent.
+	PullPolicy string
+	// RuntimeClass is the pods' runtimeClassName (e.g. gvisor); "" is the
+	// cluster's default.
+	RuntimeClass string
+	// Seccomp names a Localhost seccomp profile, a path relative to the
+	// kubelet's seccomp folder, which every node must have; "" is the
+	// runtime's default profile (RuntimeDefault).
+	Seccomp string
+	// Spec is the template of every pod's container; its Image is filled in.
+	Spec confine.Spec
+	// Serve, when set, makes the containers whose spec has a Channel serve
+	// their stream inside the pod, reached through a relay; the others, and
+	// all when it is nil, talk over their attached stdin and stdout.
+	Serve  *Serve
+	Logger *slog.Logger // nil discards
+}
+
+// Serve is how a sandbox process serves its stream inside its pod
+// ([confine.ServeFresh]): the variable that gives it the socket's name, and
+// the relay command the engine runs in the pod to reach that socket, which
+// takes the name as its last argument.
+type Serve struct {
+	Env   string
+	Relay []string
+}
+
+// socketName is the abstract unix socket a pod's process serves its stream
+// on: in the pod's own network namespace, reachable by nothing outside the
+// pod, and not a file that code cleaning /tmp could remove.
+const socketName = "codebridge-stream"
+
+// Engine starts sandbox pods on a Kubernetes cluster it connects to on first
+// use. Each Engine is a replica: its pods carry its id ([LabelReplica]) and
+// its process's ownership labels, and Close deletes them. It knows nothing
+// of what runs in the pods.
+type Engine struct {
+	opts    Options
+	log     *slog.Logger
+	replica string
+	owner   confine.Owner
+
+	connectMu sync.Mutex // serializes connecting
+
+	bg   context.Context // ends with Close
+	stop context.CancelFunc
+	jobs sync.WaitGroup // the sweep
+
+	mu     sync.Mutex // protects following
+	client *Client
+	ns     string
+	live   map[*Box]struct{}
+	closed bool
+}
+
+// NewEngine returns an engine; it does not touch the cluster until used.
+func NewEngine(opts Options) *Engine {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bg, stop := context.WithCancel(context.Background())
+	return &Engine{
+		opts:    opts,
+		log:     log,
+		replica: randomHex(8),
+		owner:   confine.Self(),
+		bg:      bg,
+		stop:    stop,
+		live:    map[*Box]struct{}{},
+	}
+}
+
+// Replica is this engine's id, the value of [LabelReplica] on its pods.
+func (e *Engine) Replica() string { return e.replica }
+
+// errShutDown is what a closed engine answers.
+var errShutDown = errors.New("the sandbox is shut down")
+
+// connected returns the client and namespace, connecting first if needed:
+// it loads the configuration, makes sure the namespace's NetworkPolicy
+// exists and starts the sweep.
+func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
+	e.mu.Lock()
+	c, ns, closed := e.client, e.ns, e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, "", errShutDown
+	}
+	if c != nil {
+		return c, ns, nil
+	}
+	e.connectMu.Lock()
+	defer e.connectMu.Unlock()
+	e.mu.Lock()
+	c, ns = e.client, e.ns
+	e.mu.Unlock()
+	if c != nil {
+		return c, ns, nil
+	}
+	cfg := e.opts.Config
+	if cfg == nil {
+		var err error
+		if cfg, err = LoadConfig(os.Getenv); err != nil {
+			return nil, "", err
+		}
+	}
+	c = NewClient(cfg)
+	ns = cmp.Or(e.opts.Namespace, cfg.Namespace, "default")
+	if err := ensurePolicy(ctx, c, ns); err != nil {
+		c.Close()
+		return nil, "", err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		c.Close()
+		return nil, "", errShutDown
+	}
+	e.client, e.ns = c, ns
+	e.jobs.Go(func() { e.sweepLoop(c, ns) })
+	return c, ns, nil
+}
+
+// ensurePolicy creates the namespace's NetworkPolicy that denies
+// codebridge's pods all traffic, unless it exists. A sandbox does not start
+// without it.
+func ensurePolicy(ctx context.Context, c *Client, ns string) error {
+	path := "/apis/networking.k8s.io/v1/namespaces/" + url.PathEscape(ns) + "/networkpolicies"
+	err := c.do(ctx, requestTimeout, http.MethodGet, path+"/"+networkPolicyName, nil, nil, nil)
+	if IsNotFound(err) {
+		err = c.do(ctx, requestTimeout, http.MethodPost, path, nil, networkPolicy(ns), nil)
+		if isStatus(err, http.StatusConflict) {
+			err = nil // another replica made it meanwhile
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the NetworkPolicy %s that denies sandbox pods all traffic in namespace %s: %w; codebridge needs get and create on networkpolicies there", networkPolicyName, ns, err)
+	}
+	return nil
+}
+
+// Info is what [Engine.Info] reports.
+type Info struct {
+	Server, Version, Namespace, Context, Source string
+	RuntimeClass                                string // "" the cluster's default
+}
+
+// Info connects if needed and says which cluster answered.
+func (e *Engine) Info(ctx context.Context) (Info, error) {
+	c, ns, err := e.connected(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	v, err := c.Version(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	return Info{Server: c.Server(), Version: v.GitVersion, Namespace: ns, Context: c.cfg.Context, Source: c.cfg.Source, RuntimeClass: e.opts.RuntimeClass}, nil
+}
+
+// Start creates a pod from the engine's spec, waits until its container
+// runs and opens its stream.
+func (e *Engine) Start(ctx context.Context) (*Box, error) {
+	return e.start(ctx, e.opts.Spec, nil)
+}
+
+// StartOwned is Start with these ownership labels instead of this process's
+// (for tests of the sweep).
+func (e *Engine) StartOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Box, error) {
+	return e.start(ctx, spec, owner)
+}
+
+func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]string) (*Box, error) {
+	c, ns, err := e.connected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spec.Image = cmp.Or(spec.Image, e.opts.Image, confine.DefaultImage)
+	if owner == nil {
+		owner = e.owner.Labels()
+	}
+	serve := e.opts.Serve != nil && spec.Channel != ""
+	spec.Channel = "" // no host socket: the stream is served in the pod
+	h, err := spec.Harden(owner)
+	if err != nil {
+		return nil, err
+	}
+	o := podOptions{
+		Name:         "codebridge-" + randomHex(8),
+		Namespace:    ns,
+		Replica:      e.replica,
+		RuntimeClass: e.opts.RuntimeClass,
+		PullPolicy:   e.opts.PullPolicy,
+		Seccomp:      e.opts.Seccomp,
+		Wrap:         wrapLine(h, !serve),
+	}
+	if serve {
+		o.Serve = &envVar{Name: e.opts.Serve.Env, Value: socketName}
+	}
+	pod, err := newPod(h, o)
+	if err != nil {
+		return nil, err
+	}
+	var created Pod
+	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
+		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
+	}
+	b := &Box{e: e, c: c, ns: ns, name: o.Name, serve: serve}
+	if !e.add(b) {
+		b.delete(ctx)
+		return nil, errShutDown
+	}
+	fail := func(err error) (*Box, error) {
+		b.Remove(ctx)
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
+	defer cancel()
+	if _, err := waitPod(ctx, c, ns, o.Name, started); err != nil {
+		return fail(err)
+	}
+	if err := b.open(ctx, confine.ServeFresh); err != nil {
+		return fail(err)
+	}
+	b.started = time.Now()
+	return b, nil
+}
+
+// podStartTimeout bounds the wait for a pod's container to run (scheduling,
+// and pulling its image where it is not on the node).
+const podStartTimeout = 5 * time.Minute
+
+// Resume opens a new stream to a sandbox pod that serves its stream in the
+// pod ([Serve]), whichever replica started it: the seam by which a session
+// continues from another replica. It says how many runs the pod's process
+// has served (0 for one that never served a connection, which then waits for
+// its first frame as a new one does). The pod is not this engine's: Close
+// does not delete it.
+func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
+	c, ns, err := e.connected(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if e.opts.Serve == nil {
+		return nil, 0, errors.New("resuming a sandbox pod needs its stream served in the pod (the socket stream)")
+	}
+	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true}
+	if err := b.open(ctx, 0); err != nil {
+		return nil, 0, err
+	}
+	b.started = time.Now()
+	return b, b.runs, nil
+}
+
+// add records b as live, unless the engine is closed.
+func (e *Engine) add(b *Box) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.live[b] = struct{}{}
+	return true
+}
+
+// Close ends this replica's pods: it closes their streams and deletes them,
+// in one request for all (a deletecollection by [LabelReplica]), and stops
+// the sweep. Closing again does nothing.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.stop()
+	c, ns := e.client, e.ns
+	boxes := make([]*Box, 0, len(e.live))
+	for b := range e.live {
+		boxes = append(boxes, b)
+	}
+	e.live = map[*Box]struct{}{}
+	e.mu.Unlock()
+	for _, b := range boxes {
+		b.closeStream()
+	}
+	e.jobs.Wait()
+	if c == nil {
+		return nil
+	}
+	defer c.Close()
+	q := url.Values{"labelSelector": {LabelReplica + "=" + e.replica}}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	if err := c.do(dctx, requestTimeout, http.MethodDelete, podsPath(ns), q, deleteOptions(), nil); err != nil {
+		return fmt.Errorf("deleting this replica's sandbox pods: %w", err)
+	}
+	return nil
+}
+
+// deleteOptions ends a pod at once: its containers are killed with no
+// grace (a sandbox needs no graceful stop), in the background.
+func deleteOptions() map[string]any {
+	return map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+}
+
+func podsPath(ns string) string { return "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods" }
+
+// Box is a started sandbox pod of an [Engine] with its stream.
+type Box struct {
+	e       *Engine
+	c       *Client
+	ns      string
+	name    string
+	serve   bool // the stream is served in the pod, through the relay
+	started time.Time
+	runs    int // after Resume: the runs the process had served
+
+	killed atomic.Bool // Remove deleted it
+
+	mu      sync.Mutex // protects following
+	st      *stream    // set once open; read without mu after Start or Resume returned
+	closed  bool       // closeStream was called
+	exited  *terminated
+	logs    string
+	removed bool
+}
+
+// open opens the pod's stream: the relay for a pod that serves it, after
+// which the process says whether it is fresh or resumed (want, 0 for
+// either), else the attach, after which it is told to start.
+func (b *Box) open(ctx context.Context, want byte) error {
+	var relay []string
+	if b.serve {
+		relay = append(append([]string{}, b.e.opts.Serve.Relay...), socketName)
+	}
+	st, err := b.c.openStream(ctx, b.ns, b.name, relay)
+	if err != nil {
+		return fmt.Errorf("opening the stream of sandbox pod %s: %w", b.name, err)
+	}
+	stop := context.AfterFunc(ctx, func() { st.Close() })
+	defer stop()
+	if !b.serve {
+		if _, err := st.Write([]byte("\n")); err != nil {
+			st.Close()
+			return fmt.Errorf("starting sandbox pod %s: %w", b.name, err)
+		}
+		b.setStream(st)
+		return nil
+	}
+	var hello [1]byte
+	if _, err := io.ReadFull(st, hello[:]); err != nil {
+		st.Close()
+		<-st.Done()
+		msg := strings.TrimSpace(st.stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("reaching the interpreter of sandbox pod %s: %s", b.name, msg)
+	}
+	switch {
+	case hello[0] == confine.ServeResumed && want != confine.ServeFresh:
+		var n [4]byte
+		if _, err := io.ReadFull(st, n[:]); err != nil {
+			st.Close()
+			return fmt.Errorf("reaching the interpreter of sandbox pod %s: %w", b.name, err)
+		}
+		b.runs = int(binary.BigEndian.Uint32(n[:]))
+	case hello[0] == confine.ServeFresh && want != confine.ServeResumed:
+	default:
+		st.Close()
+		return fmt.Errorf("the interpreter of sandbox pod %s answered %q, not %q", b.name, hello[0], want)
+	}
+	b.setStream(st)
+	return nil
+}
+
+// setStream makes st the box's stream, once it is open. The engine's Close
+// may run meanwhile: it then closes st at once.
+func (b *Box) setStream(st *stream) {
+	b.mu.Lock()
+	b.st = st
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		st.Close()
+	}
+}
+
+// ID is the pod's name.
+func (b *Box) ID() string { return b.name }
+
+// Started is when the pod's stream opened.
+func (b *Box) Started() time.Time { return b.started }
+
+// Stream is the pod's stream: the relay's stdin and stdout, or the attached
+// container's. Closing it ends the stream; with the relay the pod's process
+// keeps its state and waits for the next one (its wait limit ends it), with
+// attach its stdin ends.
+func (b *Box) Stream() io.ReadWriteCloser { return b.st }
+
+// Done is closed when the stream's output has ended.
+func (b *Box) Done() <-chan struct{} { return b.st.Done() }
+
+// Stderr is what the container wrote to stderr, at most 64 KiB: the
+// attach's, or the relay's and, once [Box.Exit] has seen the pod end, the
+// end of its log.
+func (b *Box) Stderr() string {
+	b.mu.Lock()
+	logs := b.logs
+	b.mu.Unlock()
+	return b.st.stderr.String() + logs
+}
+
+// Exit waits for the pod's container to end and reports its exit code and
+// whether it was killed for exceeding its memory limit: the kubelet says
+// OOMKilled, or it died of SIGKILL (137) that Remove did not send. It has no
+// deadline of its own.
+func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+	b.mu.Lock()
+	t := b.exited
+	b.mu.Unlock()
+	if t == nil {
+		p, err := waitPod(ctx, b.c, b.ns, b.name, ended)
+		if err != nil {
+			return -1, false, err
+		}
+		t = p.sandbox().State.Terminated
+		logs := ""
+		if b.serve {
+			logs = b.tailLog(ctx)
+		}
+		b.mu.Lock()
+		b.exited, b.logs = t, logs
+		b.mu.Unlock()
+	}
+	return t.ExitCode, t.Reason == "OOMKilled" || t.ExitCode == 137 && !b.killed.Load(), nil
+}
+
+// tailLog returns the end of the container's log, for diagnostics.
+func (b *Box) tailLog(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	q := url.Values{"container": {containerName}, "limitBytes": {"65536"}}
+	resp, err := b.c.request(ctx, http.MethodGet, podsPath(b.ns)+"/"+url.PathEscape(b.name)+"/log", q, nil)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return string(data)
+}
+
+// Remove closes the stream and deletes the pod (a resumed pod of another
+// replica too: the session it held has ended). Removing twice is not an
+// error.
+func (b *Box) Remove(ctx context.Context) error {
+	b.closeStream()
+	b.mu.Lock()
+	already := b.removed
+	b.removed = true
+	b.mu.Unlock()
+	b.e.mu.Lock()
+	delete(b.e.live, b)
+	b.e.mu.Unlock()
+	if already {
+		return nil
+	}
+	b.killed.Store(true)
+	return b.delete(ctx)
+}
+
+func (b *Box) closeStream() {
+	b.mu.Lock()
+	st := b.st
+	b.closed = true
+	b.mu.Unlock()
+	if st != nil {
+		st.Close()
+	}
+}
+
+func (b *Box) delete(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	defer cancel()
+	err := deletePod(ctx, b.c, b.ns, b.name)
+	if err != nil {
+		b.e.log.Warn("deleting sandbox pod", "pod", b.name, "err", err)
+	}
+	return err
+}
+
+// started is done when the pod's container runs (or has already ended),
+// and fails when it cannot start.
+func started(p *Pod) (bool, error) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == "PodScheduled" && c.Status == "False" && c.Reason == "Unschedulable" {
+			return false, fmt.Errorf("sandbox pod %s cannot be scheduled: %s", p.Metadata.Name, c.Message)
+		}
+	}
+	if p.Status.Phase == "Failed" {
+		return false, fmt.Errorf("sandbox pod %s failed: %s %s", p.Metadata.Name, p.Status.Reason, p.Status.Message)
+	}
+	cs := p.sandbox()
+	if cs == nil {
+		return false, nil
+	}
+	switch {
+	case cs.State.Running != nil:
+		return true, nil
+	case cs.State.Terminated != nil:
+		t := cs.State.Terminated
+		return false, fmt.Errorf("sandbox pod %s ended as it started (exit code %d, %s): %s", p.Metadata.Name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+	case cs.State.Waiting != nil && fatalWaiting[cs.State.Waiting.Reason]:
+		w := cs.State.Waiting
+		return false, fmt.Errorf("sandbox pod %s cannot start its container (%s): %s", p.Metadata.Name, w.Reason, w.Message)
+	}
+	return false, nil
+}
+
+// fatalWaiting are the reasons a container waits that do not pass by
+// themselves.
+var fatalWaiting = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// ended is done when the pod's container has ended.
+func ended(p *Pod) (bool, error) {
+	cs := p.sandbox()
+	if cs != nil && cs.State.Terminated != nil {
+		return true, nil
+	}
+	if p.Status.Phase == "Failed" && cs == nil {
+		return false, fmt.Errorf("sandbox pod %s failed before its container ran: %s %s", p.Metadata.Name, p.Status.Reason, p.Status.Message)
+	}
+	return false, nil
+}
+
+// errPodGone is why a wait ended: the pod was deleted.
+var errPodGone = errors.New("the sandbox pod was deleted")
+
+// waitPod waits until done says the pod is as wanted, following its
+// changes with a watch (GET, then watch from that version; again when the
+// watch times out or its version expired).
+func waitPod(ctx context.Context, c *Client, ns, name string, done func(*Pod) (bool, error)) (*Pod, error) {
+	for {
+		var p Pod
+		if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(name), nil, nil, &p); err != nil {
+			if IsNotFound(err) {
+				return nil, fmt.Errorf("pod %s: %w", name, errPodGone)
+			}
+			return nil, err
+		}
+		if ok, err := done(&p); ok || err != nil {
+			return &p, err
+		}
+		got, err := watchPod(ctx, c, ns, name, p.Metadata.ResourceVersion, done)
+		if got != nil || err != nil {
+			return got, err
+		}
+	}
+}
+
+// watchPod follows the pod's changes from version rv until done says so. It
+// returns nil, nil when the watch ends without an answer.
+func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Pod) (bool, error)) (*Pod, error) {
+	wctx, cancel := context.WithTimeout(ctx, watchTimeout+30*time.Second)
+	defer cancel()
+	q := url.Values{
+		"watch":           {"true"},
+		"fieldSelector":   {"metadata.name=" + name},
+		"resourceVersion": {rv},
+		"timeoutSeconds":  {fmt.Sprint(int(watchTimeout.Seconds()))},
+	}
+	resp, err := c.request(wctx, http.MethodGet, podsPath(ns), q, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct {
+			Type   string          `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+			}
+			return nil, nil // the watch timed out: GET and watch again
+		}
+		switch ev.Type {
+		case "ADDED", "MODIFIED":
+			var p Pod
+			if err := json.Unmarshal(ev.Object, &p); err != nil {
+				return nil, fmt.Errorf("watching pod %s: %w", name, err)
+			}
+			if ok, err := done(&p); ok || err != nil {
+				return &p, err
+			}
+		case "DELETED":
+			return nil, fmt.Errorf("pod %s: %w", name, errPodGone)
+		default: // ERROR (e.g. the version expired), BOOKMARK
+			return nil, nil
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ImageOnNodes reports whether a node of the cluster lists the image among
+// those it holds (a node lists its 50 largest). Where codebridge may not
+// list nodes (its role is namespaced), it cannot tell and says yes: the
+// pod's start then says what is missing.
+func (e *Engine) ImageOnNodes(ctx context.Context, image string) (bool, error) {
+	c, _, err := e.connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	var nodes struct {
+		Items []struct {
+			Status struct {
+				Images []struct {
+					Names []string `json:"names"`
+				} `json:"images"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := c.do(ctx, requestTimeout, http.MethodGet, "/api/v1/nodes", nil, nil, &nodes); err != nil {
+		if isStatus(err, http.StatusForbidden) {
+			return true, nil
+		}
+		return false, err
+	}
+	for _, n := range nodes.Items {
+		for _, img := range n.Status.Images {
+			for _, name := range img.Names {
+				if name == image || name == "docker.io/"+image || name == "docker.io/library/"+image {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}
