@@ -19,7 +19,10 @@ import "io"
 // Wrap returns rw reading and writing through raw system calls when it is
 // a socket or pipe in non-blocking mode ([syscall.Conn] on a descriptor
 // with O_NONBLOCK, as net.Conn and the pipes of os.Pipe and os/exec are),
-// else rw itself. The result has rw's Close if rw has one.
+// else rw itself. The result has rw's Close if rw has one. The descriptor
+// must stay in non-blocking mode: an [os.File.Fd] call afterwards (which
+// puts it in blocking mode) would make a raw read that waits hold its
+// thread and its processor.
 func Wrap(rw io.ReadWriter) io.ReadWriter {
 	if c := wrap(rw); c != nil {
 		return c
