@@ -55,8 +55,9 @@ type Conn struct {
 // NewConn returns a connection that reads messages from r and writes them to
 // w. max bounds one incoming message (0 means [DefaultMaxMessage], negative
 // no bound). A pipe or socket in non-blocking mode (those of os/exec are)
-// is read and written with raw system calls (package rawio). Close calls close, which must unblock a Read in progress: close
-// the file r reads, or end what writes to it.
+// is read and written with raw system calls (package rawio). Close calls
+// close, which must unblock a Read in progress: close the file r reads, or
+// end what writes to it.
 func NewConn(r io.Reader, w io.Writer, max int, close func() error) *Conn {
 	if max == 0 {
 		max = DefaultMaxMessage
