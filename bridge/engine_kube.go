@@ -34,7 +34,7 @@ func (e kubeEngine) Start(ctx context.Context, _ sandbox.Wait) (sandbox.Containe
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
-	return b, nil
+	return &heldBox{Box: b, e: e, holder: newHolder()}, nil
 }
 
 func (e kubeEngine) Ready(ctx context.Context, _ sandbox.Wait) error {

@@ -10,6 +10,7 @@
 #   scripts/kube.sh status   say whether it runs
 #   scripts/kube.sh kubectl ARG...    kubectl against it
 #   scripts/kube.sh build    only build the Kubernetes binaries
+#   scripts/kube.sh image [IMAGE]     build codebridge and import it (localhost/codebridge:dev)
 #
 # Everything comes from the allowed package sources: containerd, runc, etcd,
 # the CNI loopback plugin and openssl from Debian; kube-apiserver,
@@ -160,31 +161,49 @@ build_own() {
   OWN=$out
 }
 
-# pause_archive writes an OCI image archive of the pause binary to $1 (one
-# layer, the image's config, its manifest, and an index that names it
-# $PAUSE_IMAGE), for `ctr images import`.
-pause_archive() {
-  local tmp=$DIR/tmp/pause layer config manifest
+# binary_archive ARCHIVE IMAGE BINARY USER writes an OCI image archive holding
+# one static binary as /NAME, its entrypoint, run as USER (uid:gid): one layer,
+# the image's config, its manifest, and an index that names it IMAGE, for
+# `ctr images import`. The pause image is one; codebridge's own (`image`) another.
+binary_archive() {
+  local archive=$1 image=$2 binary=$3 user=$4 name tmp layer config manifest
+  name=$(basename "$binary")
+  tmp=$DIR/tmp/archive-$name
   rm -rf "$tmp" && mkdir -p "$tmp/root" "$tmp/oci/blobs/sha256"
-  cp "$OWN/pause" "$tmp/root/pause"
-  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$tmp/root" -cf "$tmp/layer.tar" pause
+  cp "$binary" "$tmp/root/$name"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$tmp/root" -cf "$tmp/layer.tar" "$name"
   blob() { # FILE: stores it as a blob, prints "DIGEST SIZE"
     local d; d=$(sha256sum "$1" | cut -d' ' -f1)
     cp "$1" "$tmp/oci/blobs/sha256/$d"
     printf '%s %s' "$d" "$(stat -c %s "$1")"
   }
   layer=($(blob "$tmp/layer.tar"))
-  printf '{"architecture":"%s","os":"linux","config":{"Entrypoint":["/pause"],"User":"65535:65535"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-    "$(go env GOARCH)" "${layer[0]}" >"$tmp/config.json"
+  printf '{"architecture":"%s","os":"linux","config":{"Entrypoint":["/%s"],"User":"%s"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$(go env GOARCH)" "$name" "$user" "${layer[0]}" >"$tmp/config.json"
   config=($(blob "$tmp/config.json"))
   printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
     "${config[0]}" "${config[1]}" "${layer[0]}" "${layer[1]}" >"$tmp/manifest.json"
   manifest=($(blob "$tmp/manifest.json"))
   printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
-    "${manifest[0]}" "${manifest[1]}" "$PAUSE_IMAGE" "${PAUSE_IMAGE##*:}" >"$tmp/oci/index.json"
+    "${manifest[0]}" "${manifest[1]}" "$image" "${image##*:}" >"$tmp/oci/index.json"
   printf '{"imageLayoutVersion":"1.0.0"}' >"$tmp/oci/oci-layout"
-  tar -C "$tmp/oci" -cf "$1" .
+  tar -C "$tmp/oci" -cf "$archive" .
   rm -rf "$tmp"
+}
+
+# codebridge_image [IMAGE] builds codebridge from this checkout (static, no
+# cgo) and imports it into the cluster as IMAGE (default $CODEBRIDGE_IMAGE),
+# for configs/kubernetes: one binary in one layer, no shell, no registry.
+CODEBRIDGE_IMAGE=localhost/codebridge:dev
+codebridge_image() {
+  local image=${1:-$CODEBRIDGE_IMAGE} out=$DIR/tmp/codebridge-image
+  rm -rf "$out" && mkdir -p "$out"
+  CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags '-s -w' -o "$out/codebridge" ./cmd/codebridge
+  binary_archive "$out/image.tar" "$image" "$out/codebridge" 65532:65532
+  ctr_ images import "$out/image.tar" >/dev/null
+  log "imported $image ($(stat -c %s "$out/codebridge") bytes of codebridge, $(ctr_ images ls "name==$image" -q | wc -l) image)"
+  rm -rf "$out"
+  echo "$image"
 }
 
 # ---- Configuration -------------------------------------------------------------
@@ -534,7 +553,7 @@ start_cluster() {
     --kubelet-certificate-authority="$DIR/pki/ca.crt" --kubelet-preferred-address-types=Hostname \
     --profiling=false
   wait_for "containerd socket" 60 containerd ctr_ version
-  pause_archive "$DIR/tmp/pause.tar"
+  binary_archive "$DIR/tmp/pause.tar" "$PAUSE_IMAGE" "$OWN/pause" 65535:65535
   ctr_ images import "$DIR/tmp/pause.tar" >/dev/null
   rm -f "$DIR/tmp/pause.tar"
   wait_for "ready API server" 120 kube-apiserver kctl get --raw /readyz
@@ -792,6 +811,12 @@ case ${1:-} in
     exec "$BIN/kubectl" --kubeconfig "$DIR/kubeconfig" "$@"
     ;;
   build) build_kube && echo "$BIN" ;;
+  image)
+    shift
+    lock
+    healthy || die "not running: start it with $0 up"
+    codebridge_image "$@"
+    ;;
   *)
     sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
     exit 2

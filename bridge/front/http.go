@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
@@ -334,15 +335,15 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 }
 
 // health answers supervisors: 200 while serving, 503 while stopping, with
-// counts and whether Podman answers. It needs no token and says nothing
-// secret.
+// counts, the container engine and whether it answers. It needs no token
+// and says nothing secret.
 func (f *front) health(w http.ResponseWriter, r *http.Request) {
-	podman := "ok"
+	engine := "ok"
 	if f.rt.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		if err := f.rt.Ready(ctx); err != nil {
-			podman = "unreachable"
-			f.logger.Warn("health: podman not ready", "err", settings.Explain(err))
+			engine = "unreachable"
+			f.logger.Warn("health: the container engine is not ready", "engine", f.rt.Engine, "err", settings.Explain(err))
 		}
 		cancel()
 	}
@@ -352,14 +353,15 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := json.Marshal(struct {
 		Status         string `json:"status"`
-		Podman         string `json:"podman"`
+		Engine         string `json:"engine,omitempty"` // its name
+		EngineStatus   string `json:"engine_status"`
 		Sessions       int    `json:"sessions"`
 		MaxMCPSessions int    `json:"max_mcp_sessions"`
 		MaxSessions    int    `json:"max_sessions"` // live sandboxes
 		Runs           int    `json:"runs"`
 		MaxRuns        int    `json:"max_runs"`
 		MaxQueued      int    `json:"max_queued"`
-	}{status, podman, f.sessions(), f.cfg.MaxMCPSessions, f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
+	}{status, f.rt.Engine, engine, f.sessions(), f.cfg.MaxMCPSessions, f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
@@ -446,17 +448,14 @@ func bearerToken(cfg settings.Config) (token, path string, err error) {
 		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
 	}
 	token = rand.Text() + rand.Text() // 256 bits
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) { // another codebridge wrote it just now
-		return bearerToken(cfg)
-	}
+	// Whole or not at all: replicas starting at once on a shared state
+	// folder must neither read a half-written token nor each make their own.
+	created, err := atomicfile.WriteNew(path, []byte(token+"\n"), 0o600)
 	if err != nil {
 		return "", "", fmt.Errorf("saving the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
 	}
-	_, werr := fh.WriteString(token + "\n")
-	if err := errors.Join(werr, fh.Close()); err != nil {
-		os.Remove(path)
-		return "", "", fmt.Errorf("saving the HTTP token: %w", err)
+	if !created { // another codebridge wrote it just now
+		return bearerToken(cfg)
 	}
 	return token, path, nil
 }

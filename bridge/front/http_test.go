@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
@@ -132,17 +133,38 @@ func TestHealthReady(t *testing.T) {
 		ready func(context.Context) error
 		want  string
 	}{
-		{"answers", func(context.Context) error { return nil }, `"podman":"ok"`},
-		{"does not answer", func(context.Context) error { return errors.New("podman API not reachable") }, `"podman":"unreachable"`},
-		{"no check", nil, `"podman":"ok"`},
+		{"answers", func(context.Context) error { return nil }, `"engine":"docker","engine_status":"ok"`},
+		{"does not answer", func(context.Context) error { return errors.New("podman API not reachable") }, `"engine":"docker","engine_status":"unreachable"`},
+		{"no check", nil, `"engine":"docker","engine_status":"ok"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: tt.ready}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+			f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: tt.ready, Engine: "docker"}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
 			rec := httptest.NewRecorder()
 			f.health(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
 			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {
 				t.Errorf("health = %d %s, want 200 with %s", rec.Code, rec.Body, tt.want)
 			}
 		})
+	}
+}
+
+// TestBearerTokenReplicasAtOnce: replicas that start at the same moment on
+// one state directory generate one token between them, and none reads a
+// token file half-written.
+func TestBearerTokenReplicasAtOnce(t *testing.T) {
+	for range 200 {
+		cfg := settings.Config{StateDir: filepath.Join(t.TempDir(), "state")}
+		toks := make([]string, 6)
+		errs := make([]error, len(toks))
+		var wg sync.WaitGroup
+		for i := range toks {
+			wg.Go(func() { toks[i], _, errs[i] = bearerToken(cfg) })
+		}
+		wg.Wait()
+		for i := range toks {
+			if errs[i] != nil || toks[i] != toks[0] {
+				t.Fatalf("replica %d: %v (token same as the first's: %v)", i, errs[i], toks[i] == toks[0])
+			}
+		}
 	}
 }

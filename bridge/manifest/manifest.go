@@ -33,6 +33,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
@@ -89,8 +90,9 @@ func (s *Store) key(srv *discovery.Server, create bool) (string, error) {
 }
 
 // loadSecret returns the folder's HMAC key: read from .key, or, if create is
-// set and there is none, made and written there. Two processes making it at
-// once agree: only one file is created, and the other reads it.
+// set and there is none, made and written there. Processes making it at once
+// (replicas on a shared state folder) agree: the file appears whole, once,
+// and the others read that one.
 func (s *Store) loadSecret(create bool) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,41 +100,24 @@ func (s *Store) loadSecret(create bool) ([]byte, error) {
 		return s.secret, nil
 	}
 	path := filepath.Join(s.dir, secretFile)
-	for attempt := 1; ; attempt++ {
-		b, err := os.ReadFile(path)
-		switch {
-		case err == nil && len(b) == secretSize:
-			s.secret = b
-			return b, nil
-		case !create:
-			return nil, nil // no usable secret: no manifest applies
-		case attempt == 5:
-			return nil, fmt.Errorf("the manifest key %s is unusable (%d bytes, %v): remove it; the saved tool lists are then made again", path, len(b), err)
-		case err == nil: // short: another process is writing it
-			time.Sleep(10 * time.Millisecond)
-			continue
-		case !errors.Is(err, os.ErrNotExist):
-			return nil, err
-		}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && create {
 		if err := os.MkdirAll(s.dir, 0o700); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			continue // another process made it: read that one
-		}
-		if err != nil {
+		if _, err := atomicfile.WriteNew(path, []byte(rand.Text()[:secretSize]), 0o600); err != nil {
 			return nil, err
 		}
-		secret := rand.Text()[:secretSize]
-		_, werr := f.WriteString(secret)
-		if err := errors.Join(werr, f.Close()); err != nil {
-			os.Remove(path)
-			return nil, err
-		}
-		s.secret = []byte(secret)
-		return s.secret, nil
+		b, err = os.ReadFile(path) // ours, or the one another process made first
 	}
+	switch {
+	case err == nil && len(b) == secretSize:
+		s.secret = b
+		return b, nil
+	case !create:
+		return nil, nil // no usable secret: no manifest applies
+	}
+	return nil, fmt.Errorf("the manifest key %s is unusable (%d bytes, %v): remove it; the saved tool lists are then made again", path, len(b), err)
 }
 
 // secretSize is the length of the HMAC key: 26 base32 characters of

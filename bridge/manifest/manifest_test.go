@@ -114,6 +114,31 @@ func TestConcurrentSaves(t *testing.T) {
 	}
 }
 
+// TestKeyMadeAtOnce: stores (processes) that save at the same moment on a
+// new folder make one key between them, and none finds it half-written.
+func TestKeyMadeAtOnce(t *testing.T) {
+	for range 100 {
+		dir := t.TempDir()
+		srv := server("x")
+		var wg sync.WaitGroup
+		stores := make([]*Store, 6)
+		for i := range stores {
+			stores[i] = New(dir)
+			wg.Go(func() {
+				if err := stores[i].Save(srv, tools("a")); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for i, s := range stores {
+			if _, ok := s.Load(srv); !ok {
+				t.Fatalf("store %d: the manifest was saved with another key than the folder's", i)
+			}
+		}
+	}
+}
+
 // TestKeyIsSecret: the definition's key is an HMAC with the folder's own
 // secret, made 0600 on the first save: a manifest that leaked from one
 // folder is no verifier of a definition (its tokens) anywhere else, and is

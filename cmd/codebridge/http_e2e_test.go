@@ -53,6 +53,16 @@ var (
 // container behind.
 func startHTTP(t testing.TB, env []string) *httpBridge {
 	t.Helper()
+	b := launchHTTP(t, env)
+	b.waitListening(t)
+	return b
+}
+
+// launchHTTP starts codebridge serve --http on a free loopback port without
+// waiting for it to listen (see [httpBridge.waitListening]), so that several
+// can start at the same moment.
+func launchHTTP(t testing.TB, env []string) *httpBridge {
+	t.Helper()
 	requirePodman(t)
 	b := &httpBridge{Stderr: new(syncBuffer), exited: make(chan struct{})}
 	b.Cmd = exec.Command(binary(t), "serve", "--http", "127.0.0.1:0")
@@ -68,6 +78,12 @@ func startHTTP(t testing.TB, env []string) *httpBridge {
 			t.Logf("codebridge stderr:\n%s", b.Stderr.String())
 		}
 	})
+	return b
+}
+
+// waitListening waits until b listens and notes its address and token.
+func (b *httpBridge) waitListening(t testing.TB) {
+	t.Helper()
 	testenv.Eventually(t, "codebridge to listen", func() bool {
 		select {
 		case <-b.exited:
@@ -86,7 +102,6 @@ func startHTTP(t testing.TB, env []string) *httpBridge {
 		b.Base = strings.TrimSuffix(b.URL, "/mcp")
 		return true
 	})
-	return b
 }
 
 // Stop sends SIGTERM, waits for codebridge to exit by itself, and checks
@@ -116,10 +131,11 @@ func (b *httpBridge) Stop(t testing.TB) {
 
 // health reads /healthz.
 func (b *httpBridge) health(t testing.TB) (code int, h struct {
-	Status   string `json:"status"`
-	Podman   string `json:"podman"`
-	Sessions int    `json:"sessions"`
-	Runs     int    `json:"runs"`
+	Status       string `json:"status"`
+	Engine       string `json:"engine"`
+	EngineStatus string `json:"engine_status"`
+	Sessions     int    `json:"sessions"`
+	Runs         int    `json:"runs"`
 }) {
 	t.Helper()
 	resp, err := http.Get(b.Base + "/healthz")
@@ -388,8 +404,12 @@ func TestHTTPRefusals(t *testing.T) {
 		})
 	}
 	// Refused requests opened no session.
-	if _, h := b.health(t); h.Sessions != 1 {
+	_, h := b.health(t)
+	if h.Sessions != 1 {
 		t.Errorf("sessions open: %d, want only the one the accepted initialize opened", h.Sessions)
+	}
+	if h.Engine != testenv.Engine() || h.EngineStatus != "ok" {
+		t.Errorf("health: engine %q %q, want %q ok", h.Engine, h.EngineStatus, testenv.Engine())
 	}
 	checkLogsHideToken(t, b)
 }

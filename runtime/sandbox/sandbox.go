@@ -244,6 +244,7 @@ type Manager struct {
 	opts    Options
 	log     *slog.Logger
 	handles Handles
+	adoptMu sync.Mutex // one adoption at a time ([Adopter])
 
 	mu       sync.Mutex // protects following
 	sessions map[string]*session
@@ -347,8 +348,11 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 		}
 		return failed(protocol.FailUnavailable, "the sandbox session has ended: its client disconnected or the sandbox shut down"), nil
 	}
-	if s.it != nil {
+	if s.it != nil && s.dead() && !m.moved(ctx, s) {
 		s.endIfDead(ctx)
+	}
+	if s.away {
+		m.takeBack(ctx, s)
 	}
 	lost := false // a reset took the session's container
 	if req.Reset && s.it != nil {
@@ -374,6 +378,11 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	// The session holds the turn, so this run is the interpreter's next.
 	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
 	info.ID, info.Run, info.Handle = s.id, s.it.Runs(), s.handle
+	if err != nil && !errors.Is(err, python.ErrBusy) && ctx.Err() == nil && m.moved(ctx, s) {
+		info.Ended = ReasonMoved
+		res = failed(protocol.FailUnavailable, "another codebridge replica took this session's sandbox (a call with its handle reached it) as this run started, so the code may not have run: run it again, which takes the sandbox back").Result
+		return &Result{Result: res, Session: info}, err
+	}
 	if err != nil && !errors.Is(err, python.ErrBusy) {
 		reason := m.explain(ctx, s.ct, res, err)
 		s.end(ctx, reason)
@@ -465,6 +474,16 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 // left running exited, crashed or exhausted memory, or the container was
 // killed. The run about to start then gets a new session that says why,
 // instead of that death being reported as its own.
+// dead reports whether s's interpreter has ended. The caller holds the turn.
+func (s *session) dead() bool {
+	select {
+	case <-s.it.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *session) endIfDead(ctx context.Context) {
 	select {
 	case <-s.it.Done():
@@ -563,6 +582,9 @@ func (m *Manager) session(ctx context.Context, req Request) (*session, error) {
 	if req.Handle != "" {
 		ref := refOf(req.Handle, req.Owner)
 		key, err := m.handles.Resolve(ctx, ref)
+		if errors.Is(err, ErrUnknownHandle) {
+			return m.adopt(ctx, req, ref) // another replica's, if the engine reaches it
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -673,6 +695,7 @@ func (m *Manager) startSession(ctx context.Context, s *session, w Wait) *Result 
 	s.ct, s.it = b.ct, b.it
 	s.id = newID()
 	s.set(stateLive)
+	m.mark(ctx, s)
 	m.log.Debug("sandbox session started", "session", s.id, "container", b.ct.ID(), "reason", s.reason)
 	// Replace the warm container now: the first run, which follows at once,
 	// does not wait for it, and later runs of the session need none.

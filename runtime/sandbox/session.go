@@ -30,6 +30,7 @@ type session struct {
 	it     *python.Interpreter // (turn) nil when not running
 	id     string              // (turn) of the current interpreter
 	reason string              // (turn) why the next interpreter starts
+	away   bool                // (turn) another replica took the container: the next run takes it back ([Adopter])
 
 	mu       sync.Mutex // protects following
 	detached bool       // reachable by handle only: forgotten when it idles out or is evicted

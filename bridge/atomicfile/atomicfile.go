@@ -1,0 +1,67 @@
+// Package atomicfile writes files that other processes on the same folder
+// (codebridge replicas sharing a state volume) never see half-written.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// WriteNew creates path holding data, unless path exists already; created
+// says which. Other processes see no file or the whole of it, never an empty
+// or short one: the data goes to a temporary file in the same folder, which
+// is then hard-linked to path (link fails if path exists, on local file
+// systems and on NFS alike). Where the file system has no hard links, the
+// file is created exclusively and then written, as before this function.
+func WriteNew(path string, data []byte, perm fs.FileMode) (created bool, err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".new-*")
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	err = tmp.Chmod(perm)
+	if errors.Is(err, errors.ErrUnsupported) {
+		err = nil
+	}
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	err = os.Link(tmp.Name(), path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	}
+	return writeExclusive(path, data, perm)
+}
+
+// writeExclusive is WriteNew for file systems without hard links.
+func writeExclusive(path string, data []byte, perm fs.FileMode) (bool, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(path)
+		return false, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return true, nil
+}

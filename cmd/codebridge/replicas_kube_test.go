@@ -1,0 +1,133 @@
+package main
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/runtime/kube/kubetest"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// kubeNamespace makes a namespace of the test's own on the cluster, held to
+// the restricted Pod Security Standard, and deletes it at the end.
+func kubeNamespace(t *testing.T) string {
+	t.Helper()
+	ns := "codebridge-e2e-" + strings.ToLower(rand.Text()[:8])
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { kubectlErr("delete", "namespace", ns, "--wait=false") })
+	kubectl(t, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+	return ns
+}
+
+// livePods lists the namespace's pods not being deleted, with their labels
+// and annotations as JSON.
+func livePods(t testing.TB, ns, selector string) map[string]string {
+	t.Helper()
+	args := []string{"-n", ns, "get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}|{.metadata.deletionTimestamp}|{.metadata.labels} {.metadata.annotations}{"\n"}{end}`}
+	if selector != "" {
+		args = append(args, "-l", selector)
+	}
+	pods := map[string]string{}
+	for line := range strings.Lines(kubectl(t, args...)) {
+		if f := strings.SplitN(strings.TrimSpace(line), "|", 3); len(f) == 3 && f[1] == "" {
+			pods[f[0]] = f[2]
+		}
+	}
+	return pods
+}
+
+// TestKubernetesReplicasShareSessions: two serve --http replicas on one
+// cluster and one state folder. A client's session started on replica a
+// continues by handle on replica b (a client without an MCP session, MCP
+// 2026-07-28) with its state; back on a through its MCP session, the session
+// follows its sandbox. Then a is killed (SIGKILL) in the middle of a run, and
+// the session continues from b, state kept. The pod carries the handle only
+// as a hash; b's idle expiry ends it, and once b has stopped no pod is left.
+func TestKubernetesReplicasShareSessions(t *testing.T) {
+	if !kubetest.Enabled() {
+		t.Skip("runs against Kubernetes (MCP_BRIDGE_ENGINE=kubernetes, scripts/test.sh's Kubernetes phase)")
+	}
+	requirePodman(t)
+	requireLocalCluster(t)
+	ns := kubeNamespace(t)
+	state := t.TempDir()
+	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+state, "MCP_BRIDGE_K8S_NAMESPACE="+ns)
+	a := startHTTP(t, append(env, "MCP_BRIDGE_WARM_CONTAINERS=0"))
+	b := startHTTP(t, append(env, "MCP_BRIDGE_SESSION_IDLE_TIMEOUT=20"))
+
+	onA := a.goClient(t, a.Token)
+	r := runPython(t, onA, map[string]any{"code": "x = 41"})
+	h, id := r.Out.Session.Handle, r.Out.Session.ID
+	if r.IsError || h == "" {
+		t.Fatalf("on a: %s %+v", r.Text, r.Out.Session)
+	}
+	onB, err := dialHTTP(b.URL, b.Token, nil, "") // sessionless: the handle carries the state
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	byHandle := func(what, code, want string) {
+		t.Helper()
+		r := runPython(t, onB, map[string]any{"code": code, "session": h})
+		if r.Out.Session != nil && r.Out.Session.Ended == "moved" { // a run as the sandbox changed hands
+			r = runPython(t, onB, map[string]any{"code": code, "session": h})
+		}
+		if r.Out.Stdout != want || r.Out.Session == nil || r.Out.Session.ID != id || r.Out.Session.New {
+			t.Fatalf("%s: %q %s %+v, want %q in session %s", what, r.Out.Stdout, r.Text, r.Out.Session, want, id)
+		}
+	}
+	byHandle("on b by handle", "x += 1\nprint(x)", "42\n")
+
+	// The pod names the session by hashes only.
+	sum := sha256.Sum256([]byte(h))
+	pods := livePods(t, ns, "io.codebridge.handle="+hex.EncodeToString(sum[:])[:32])
+	if len(pods) != 1 {
+		t.Fatalf("pods labelled with the handle's hash: %v, want the session's one", pods)
+	}
+	var pod string
+	for name, meta := range pods {
+		pod = name
+		if strings.Contains(meta, h) {
+			t.Errorf("pod %s carries the handle itself: %s", name, meta)
+		}
+	}
+
+	// Back on a, through its own MCP session: the session follows its sandbox.
+	r = runPython(t, onA, map[string]any{"code": "x += 1\nprint(x)"})
+	if r.Out.Session != nil && r.Out.Session.Ended == "moved" {
+		r = runPython(t, onA, map[string]any{"code": "x += 1\nprint(x)"})
+	}
+	if r.Out.Stdout != "43\n" || r.Out.Session.ID != id {
+		t.Fatalf("back on a: %q %s %+v", r.Out.Stdout, r.Text, r.Out.Session)
+	}
+
+	// a dies in the middle of a run, once the run has changed x.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		onA.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "x += 1\nsave_memory('mid-run', x)\nimport time\ntime.sleep(600)"}})
+	})
+	mem := memory.New(state)
+	testenv.Eventually(t, "the run on a to reach its sleep", func() bool {
+		_, found, _ := mem.Load("mid-run")
+		return found
+	})
+	a.Cmd.Process.Kill()
+	<-a.exited
+	a.stopOnce.Do(func() {}) // killed: its cleanup has nothing to stop
+	wg.Wait()
+	byHandle("on b after a was killed", "print(x)", "44\n")
+
+	// b's idle expiry ends the session and its pod; b's shutdown leaves no pod.
+	kubectl(t, "-n", ns, "wait", "--for=delete", "pod/"+pod, "--timeout=3m")
+	b.Stop(t)
+	if left := livePods(t, ns, ""); len(left) > 0 {
+		t.Errorf("pods left after both replicas ended: %v", left)
+	}
+}
