@@ -96,8 +96,9 @@ func (s *Store) pinsPath(name string) string {
 // LoadPins returns the pins of the server called name; ok is false when
 // there are none (a server never listed, or listed before pinning). A file
 // read once is kept until it changes on disk: where the pins folder can be
-// watched (Linux), until the watch reports a change in the folder, else
-// until a stat of the file shows another file or size or time.
+// watched (Linux, a local file system), until the watch reports a change in
+// the folder, else until a stat of the file shows another file or size or
+// time.
 func (s *Store) LoadPins(name string) (p *Pins, ok bool, err error) {
 	s.mu.Lock()
 	if s.watch != nil {

@@ -22,8 +22,13 @@ const watchEvents = syscall.IN_CREATE | syscall.IN_DELETE | syscall.IN_MODIFY | 
 	syscall.IN_MOVED_FROM | syscall.IN_MOVED_TO | syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF
 
 // watchDir returns a watch of dir, or nil where there can be none (dir
-// missing, no inotify).
+// missing, no inotify) or where it could miss a change: on a file system
+// other machines write too (NFS, CephFS, SMB, FUSE: replicas on a shared
+// state folder), whose changes from elsewhere inotify does not see.
 func watchDir(dir string) *dirWatch {
+	if !localFS(dir) {
+		return nil
+	}
 	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
 	if err != nil {
 		return nil
@@ -74,4 +79,25 @@ func (w *dirWatch) changed() (changed, alive bool) {
 		w.f.Close()
 	}
 	return changed, alive
+}
+
+// localFS reports whether dir is on a file system only this machine's
+// kernel writes, whose every change inotify reports (statfs(2)'s magic
+// numbers).
+func localFS(dir string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case 0xEF53, // ext2, ext3, ext4
+		0x58465342, // xfs
+		0x9123683E, // btrfs
+		0x01021994, // tmpfs
+		0x794C7630, // overlayfs
+		0xF2F52010, // f2fs
+		0x2FC12FC1: // zfs
+		return true
+	}
+	return false
 }
