@@ -122,6 +122,7 @@ fi
 # ~/.cache/codebridge/kube, the minimal image copied in from Podman) and stops
 # at the end, or when the script is interrupted: runtime/kube's tests, and the
 # end-to-end tests of sessions, attacks and leftovers with sandboxes as pods,
+# of replicas sharing sessions by handle and of the shipped manifests,
 # under codebridge's seccomp profile, which kube.sh puts on the node.
 if [ "${CODEBRIDGE_TEST_KUBERNETES:-1}" != 0 ]; then
   log "tests against Kubernetes (CODEBRIDGE_TEST_KUBERNETES=0 leaves them out)"
@@ -131,7 +132,7 @@ if [ "${CODEBRIDGE_TEST_KUBERNETES:-1}" != 0 ]; then
   export MCP_BRIDGE_ENGINE=kubernetes MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
   go test -race -count=1 -timeout 30m ./runtime/kube/...
   go test -race -count=1 -timeout 30m ./cmd/codebridge \
-    -run 'TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestNoContainersLeftBehind|TestAdversarial$|TestRunPythonEndToEnd|TestHTTPSessionByHandle|TestHTTPResumeAfterCut'
+    -run 'TestKubernetes|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestNoContainersLeftBehind|TestAdversarial$|TestRunPythonEndToEnd|TestHTTPSessionByHandle|TestHTTPResumeAfterCut'
   unset MCP_BRIDGE_ENGINE MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE
   scripts/kube.sh down
   trap - EXIT

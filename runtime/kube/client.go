@@ -129,6 +129,9 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+		if method == http.MethodPatch {
+			req.Header.Set("Content-Type", "application/merge-patch+json")
+		}
 	}
 	if err := c.authorize(req.Header); err != nil {
 		return nil, err
