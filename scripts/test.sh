@@ -22,6 +22,14 @@ scripts/setup.sh
 export CODEBRIDGE_TEST_MINIMAL_IMAGE=${CODEBRIDGE_TEST_MINIMAL_IMAGE:-localhost/codebridge-sandbox:minimal}
 scripts/setup.sh --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
 
+# gVisor for the phase below that runs the sandbox under runsc
+# (CODEBRIDGE_TEST_GVISOR=0 leaves it out): Debian's runsc, registered with
+# Podman by codebridge setup --runtime runsc.
+gvisor=${CODEBRIDGE_TEST_GVISOR:-1}
+if [ "$gvisor" = 1 ]; then
+  scripts/setup.sh --runtime runsc
+fi
+
 # An sshd for the test of remote Podman over ssh (it runs its own, on loopback,
 # in inetd mode; the package's service is not used).
 if ! command -v sshd >/dev/null && [ ! -x /usr/sbin/sshd ]; then
@@ -69,13 +77,28 @@ go test -race -count=1 -timeout 30m ./...
 log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
 MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
 
+# The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
+# the sessions tests, the seccomp probes (user namespaces and mounts still
+# refused), doctor's proof of the kernel, and a syscall gVisor lacks.
+if [ "$gvisor" = 1 ]; then
+  log "the sandbox under gVisor (runsc): adversarial, sessions, seccomp probes, doctor"
+  MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 30m \
+    -run 'TestAdversarial|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestTwoSessionsOneServer|TestDoctor$|TestMissingSyscall' \
+    ./cmd/codebridge ./bridge
+  MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 10m -run 'TestConformance/Seccomp$|TestPlaceSeccompProfile|TestConnectRuntime' ./runtime/podman
+fi
+
 # The end-to-end tests against Docker (MCP_BRIDGE_ENGINE=docker), on a private
 # dockerd whose images are cached under ~/.cache/codebridge/dockerd, so a reused
 # machine builds them only when their inputs change; the dockerd is stopped at
 # the end, or when the script is interrupted.
 if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   log "end-to-end tests against Docker (CODEBRIDGE_TEST_DOCKER=0 leaves them out)"
-  eval "$(scripts/dockerd.sh start)"
+  if [ "$gvisor" = 1 ]; then
+    eval "$(scripts/dockerd.sh start --runtime runsc)"
+  else
+    eval "$(scripts/dockerd.sh start)"
+  fi
   trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
   go run ./cmd/codebridge setup --engine docker --yes
   go run ./cmd/codebridge setup --engine docker --yes --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
@@ -83,6 +106,13 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
     go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
+  # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
+  # container (HostConfig.Runtime). The conformance suite (hardening, the
+  # seccomp probes) and doctor's proof of the kernel.
+  if [ "$gvisor" = 1 ]; then
+    log "Docker under gVisor (runsc): conformance, seccomp probes, doctor"
+    MCP_BRIDGE_ENGINE=docker MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 10m -run 'TestConformance|TestDoctor$' ./runtime/docker ./cmd/codebridge
+  fi
   scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
   trap - EXIT
 fi
