@@ -80,11 +80,15 @@ MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -s
 # The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
 # the sessions tests, the seccomp probes (user namespaces and mounts still
 # refused), doctor's proof of the kernel, and a syscall gVisor lacks.
+gvisor_tests='TestAdversarial|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestTwoSessionsOneServer|TestDoctor$|TestMissingSyscall'
 if [ "$gvisor" = 1 ]; then
   log "the sandbox under gVisor (runsc): adversarial, sessions, seccomp probes, doctor"
+  # Left out on Podman: the memory bomb. Under runsc the host's OOM killer
+  # may take one of gVisor's helper processes instead of its kernel, which
+  # Podman 4.3 then reports as a crash, not as out of memory
+  # (docs/engines.md); Docker reports the cgroup's OOM, and runs it below.
   MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 30m \
-    -run 'TestAdversarial|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestTwoSessionsOneServer|TestDoctor$|TestMissingSyscall' \
-    ./cmd/codebridge ./bridge
+    -run "$gvisor_tests" -skip 'TestAdversarial/memory_bomb' ./cmd/codebridge ./bridge
   MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 10m -run 'TestConformance/Seccomp$|TestPlaceSeccompProfile|TestConnectRuntime' ./runtime/podman
 fi
 
@@ -108,10 +112,12 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
     go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
   # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
   # container (HostConfig.Runtime). The conformance suite (hardening, the
-  # seccomp probes) and doctor's proof of the kernel.
+  # seccomp probes), and the adversarial cases, sessions and doctor's proof
+  # of the kernel, as on Podman, the memory bomb included.
   if [ "$gvisor" = 1 ]; then
-    log "Docker under gVisor (runsc): conformance, seccomp probes, doctor"
-    MCP_BRIDGE_ENGINE=docker MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 10m -run 'TestConformance|TestDoctor$' ./runtime/docker ./cmd/codebridge
+    log "Docker under gVisor (runsc): conformance, seccomp probes, adversarial, sessions, doctor"
+    MCP_BRIDGE_ENGINE=docker MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 30m \
+      -run "TestConformance|$gvisor_tests" ./runtime/docker ./cmd/codebridge ./bridge
   fi
   scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
   trap - EXIT
