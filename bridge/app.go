@@ -154,7 +154,8 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) 
 		if err != nil {
 			return front.Backend{}, err
 		}
-		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready,
+		name, _ := ChooseEngine(cfg)
+		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready, Engine: name,
 			OnClient: rt.pool.SetClientCapabilities}, nil
 	}, opts)
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 
 	start = time.Now()
 	res, err := ct.Run(ctx, sandbox.Request{
-		Program: python.Program{Code: "import sys, codebridge_runner\nprint('ok', sys.version.split()[0], codebridge_runner.STREAM)", OutputLimit: cfg.OutputLimit},
+		Program: python.Program{Code: kernelProbe, OutputLimit: cfg.OutputLimit},
 		Host:    func(sandbox.SessionInfo) python.Host { return protocol.Server{Handler: host.NoServers} }, Timeout: cfg.Timeout,
 	})
 	switch {
@@ -153,7 +154,8 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 		out = append(out, finding{findFail, "sandbox", "a sandbox container did not run Python: " + res.Error.Message,
 			info.Setup + " probes a container (and fixes Podman's runtime and rlimit defaults where that fails)"})
 	default:
-		version, stream, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(res.Stdout), "ok "), " ")
+		first, kernel, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n")
+		version, stream, _ := strings.Cut(strings.TrimPrefix(first, "ok "), " ")
 		over := "over " + info.Name + "'s attach stream"
 		if stream == "socket" {
 			over = "over a unix socket"
@@ -163,8 +165,45 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 			out = append(out, finding{findWarn, "sandbox", "the sandbox did not use its unix socket, so tool calls go through " + info.Name + "'s relay and are slower; codebridge's log (stderr) says why",
 				"on an SELinux host, set MCP_BRIDGE_SANDBOX_STREAM=attach; otherwise check that the state directory is yours and not writable by others"})
 		}
+		out = append(out, doctorRuntime(cfg.Runtime, info, kernel))
 	}
 	return out
+}
+
+// kernelProbe is the code of doctor's sandbox run: Python's version and the
+// stream, then the kernel the sandbox sees: its release and the first line
+// of its log, which gVisor lets code read ("Starting gVisor...") and Linux
+// does not.
+const kernelProbe = `import ctypes, os, sys, codebridge_runner
+print('ok', sys.version.split()[0], codebridge_runner.STREAM)
+log = ''
+try:
+    buf = ctypes.create_string_buffer(4096)
+    n = ctypes.CDLL(None).klogctl(3, buf, len(buf))  # SYSLOG_ACTION_READ_ALL
+    log = buf.raw[:max(n, 0)].decode(errors='replace').split('\n')[0].split('] ', 1)[-1]
+except Exception:
+    pass
+print(os.uname().release, log)`
+
+// doctorRuntime reports the OCI runtime the sandbox ran under and what its
+// kernel said (kernelProbe's last line: the release, then the first line of
+// the kernel's log, if code may read it).
+func doctorRuntime(asked string, info engineInfo, kernel string) finding {
+	release, log, _ := strings.Cut(strings.TrimSpace(kernel), " ")
+	gvisor := strings.Contains(log, "gVisor")
+	name := cmp.Or(info.Runtime, "the engine's default runtime")
+	switch {
+	case gvisor && (confine.GVisor(asked) || info.Name == "Docker" && confine.GVisor(info.Runtime)):
+		// Docker's driver takes a default runtime runsc as asked for.
+		return finding{findOK, "runtime", fmt.Sprintf("%s: the sandbox runs on gVisor's kernel, not this host's (its log begins %q; uname says %s)", name, log, release), ""}
+	case confine.GVisor(asked):
+		return finding{findFail, "runtime", fmt.Sprintf("MCP_BRIDGE_RUNTIME=%s, but the sandbox ran on this host's Linux %s, not on gVisor (runtime %s)", asked, release, name),
+			"codebridge setup --runtime runsc registers gVisor with " + info.Name + "; with CONTAINER_HOST set, that service must run it"}
+	case gvisor:
+		return finding{findWarn, "runtime", fmt.Sprintf("%s runs the sandbox on gVisor (its log begins %q), but MCP_BRIDGE_RUNTIME does not say so, and the sandbox's limits and seccomp profile are Linux's", name, log),
+			"set MCP_BRIDGE_RUNTIME=runsc"}
+	}
+	return finding{findOK, "runtime", fmt.Sprintf("%s: the sandbox shares this host's Linux kernel (%s); MCP_BRIDGE_RUNTIME=runsc puts gVisor's between them", name, release), ""}
 }
 
 // doctorServers checks the config folder, every server file and every

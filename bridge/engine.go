@@ -124,14 +124,19 @@ func sandboxSpec(cfg settings.Config) confine.Spec {
 	if cfg.SocketStream {
 		channel = python.ChannelEnv
 	}
+	env := map[string]string{python.WaitLimitEnv: strconv.Itoa(int(wait.Seconds()))}
+	if confine.GVisor(cfg.Runtime) {
+		env[python.GVisorEnv] = "1"
+	}
 	return confine.Spec{
 		Command: python.Command(),
-		Env:     map[string]string{python.WaitLimitEnv: strconv.Itoa(int(wait.Seconds()))},
+		Env:     env,
 		Channel: channel,
 		User:    cfg.ContainerUser,
 		Memory:  cfg.Memory,
 		CPUs:    cfg.CPUs,
 		Pids:    cfg.Pids,
+		Runtime: cfg.Runtime,
 	}
 }
 
@@ -180,6 +185,7 @@ func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
 		return info, err
 	}
 	info.Version, info.Endpoint, info.SharesFiles = pi.APIVersion, pi.URI, podman.SharesFiles(pi.URI)
+	info.Runtime = pi.Runtime
 	info.Via = "a Podman API socket"
 	if pi.Private {
 		info.Via = "the 'podman system service' codebridge processes start and share"

@@ -23,7 +23,10 @@ func newKubeEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) 
 		Image:     cfg.Image,
 		Spec:      spec,
 		Seccomp:   cfg.K8sSeccomp,
-		WarmPool:  cfg.K8sWarmPool,
+		// MCP_BRIDGE_RUNTIME names a RuntimeClass here (e.g. gvisor); the
+		// spec carries it too, so the hardening follows gVisor's.
+		RuntimeClass: cfg.Runtime,
+		WarmPool:     cfg.K8sWarmPool,
 		// The interpreter serves its stream in its pod, so that a stream
 		// lost with a replica loses nothing else.
 		Serve:  &kube.Serve{Env: python.ServeEnv, Relay: python.RelayCommand()},

@@ -21,6 +21,7 @@ func TestTwoSessionsOneServer(t *testing.T) {
 	testenv.RequireImage(t, testenv.Image())
 	cfg := bridgetest.Config(t)
 	cfg.ConfigDir, cfg.StateDir, cfg.Image, cfg.Engine = t.TempDir(), t.TempDir(), testenv.Image(), testenv.Engine()
+	cfg.Runtime = testenv.Runtime()
 	p, err := start(t.Context(), cfg, orDiscard(nil))
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,10 @@
 #                             new session's first run with a warm container, a
 #                             session's print(1) through an MCP client, a tool call
 #                             from code (docs/engines.md, docs/kubernetes.md).
-#                             ENGINES="podman kubernetes" chooses some.
+#                             ENGINES="podman kubernetes" chooses some; RUNTIMES
+#                             the OCI runtimes, e.g. RUNTIMES="default runsc"
+#                             (default: the engine's own; runsc is gVisor, which
+#                             codebridge setup --runtime runsc registers).
 #   scripts/bench.sh sessions [FLAGS]
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
@@ -66,23 +69,27 @@ end_sessions() {
     done
 }
 
-bench() { # package, pattern, benchtime
-  go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)'
+bench() { # package, pattern, benchtime; a failure's reasons are kept
+  go test "$1" -run '^$' -bench "$2" -benchtime "$3" -count 1 2>&1 | grep -E '^(Benchmark|ok|FAIL|---|    [a-z_]+_test\.go:)'
 }
 
-# engines runs the same benchmarks on each engine of ENGINES; Docker's is a
-# private dockerd (its images cached, built by codebridge setup --engine docker
-# when missing), Kubernetes's the cluster of scripts/kube.sh with the minimal
-# image and codebridge's seccomp profile; each is stopped at the end or on an
-# interrupt (a cluster that ran before is left running).
+# engines runs the same benchmarks on each engine of ENGINES, under each OCI
+# runtime of RUNTIMES; Docker's is a private dockerd (its images cached, built
+# by codebridge setup --engine docker when missing; with runsc registered when
+# RUNTIMES names it), Kubernetes's the cluster of scripts/kube.sh with the
+# minimal image and codebridge's seccomp profile; each is stopped at the end or
+# on an interrupt (a cluster that ran before is left running).
 engines() {
   npm_trees servers clients
-  local engine pkg kube_was_up=0
+  local engine pkg rt kube_was_up=0 runtimes=${RUNTIMES:-default}
   for engine in ${ENGINES:-podman docker kubernetes}; do
     pkg=./runtime/$engine
     case $engine in
       docker)
-        eval "$(scripts/dockerd.sh start)"
+        case " $runtimes " in
+          *" runsc "*) eval "$(scripts/dockerd.sh start --runtime runsc)" ;;
+          *) eval "$(scripts/dockerd.sh start)" ;;
+        esac
         trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
         go run ./cmd/codebridge setup --engine docker --yes >&2
         ;;
@@ -95,14 +102,23 @@ engines() {
         export MCP_BRIDGE_IMAGE=localhost/codebridge-sandbox:minimal MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
         ;;
     esac
-    echo "## $engine: a container started until its Python answers print(1)"
-    MCP_BRIDGE_ENGINE=$engine bench "$pkg" '^BenchmarkStart$' 20x
-    echo "## $engine: a new session's first run, print(1), with a warm container ready"
-    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'FirstRunNewSession/no-preload' 20x
-    echo "## $engine: run_python(\"print(1)\") in a live session through an MCP client (socket; attach stream)"
-    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
-    echo "## $engine: one tool call from sandboxed code (1,000 echo calls to server-everything)"
-    MCP_BRIDGE_ENGINE=$engine bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
+    for rt in $runtimes; do
+      if [ "$engine" = kubernetes ] && [ "$rt" != default ]; then
+        echo "## $engine under $rt: skipped (the cluster of scripts/kube.sh has no runtime class for it)"
+        continue
+      fi
+      local r=$rt
+      [ "$rt" != default ] || r=
+      echo "## $engine, OCI runtime $rt, $(date -u '+%Y-%m-%d %H:%M'), load:$(uptime | sed 's/.*load average://')"
+      echo "## $engine/$rt: a container started until its Python answers print(1)"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench "$pkg" '^BenchmarkStart$' 20x
+      echo "## $engine/$rt: a new session's first run, print(1), with a warm container ready"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'FirstRunNewSession/no-preload' 20x
+      echo "## $engine/$rt: run_python(\"print(1)\") in a live session through an MCP client (socket; attach stream)"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+      echo "## $engine/$rt: one tool call from sandboxed code (1,000 echo calls to server-everything)"
+      MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
+    done
     case $engine in
       docker) scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"; trap - EXIT ;;
       kubernetes)

@@ -5,6 +5,7 @@
 # machine and needs no system service.
 #
 #   eval "$(scripts/dockerd.sh start)"   # starts one; prints the exports
+#   eval "$(scripts/dockerd.sh start --runtime runsc)"  # with gVisor registered as runsc
 #   scripts/dockerd.sh stop [RUNDIR]     # stops it: RUNDIR, else $CODEBRIDGE_DOCKERD_RUN
 #
 # start prints `export DOCKER_HOST=unix://RUNDIR/docker.sock CODEBRIDGE_DOCKERD_RUN=RUNDIR`
@@ -15,7 +16,10 @@
 # removed at stop. stop ends the daemon, its containerd and every container
 # shim under them, unmounts what they left and removes RUNDIR: nothing stays
 # running. An interrupted start stops what it started.
-# It installs docker.io with apt-get when dockerd is missing.
+# It installs docker.io with apt-get when dockerd is missing. --runtime runsc
+# registers gVisor's runsc (on PATH) in the daemon's daemon.json with the flags
+# codebridge's sandboxes need (confine.GVisorArgs), as codebridge setup
+# --runtime runsc does for a system Docker.
 set -euo pipefail
 
 log() { printf 'dockerd: %s\n' "$*" >&2; }
@@ -54,6 +58,16 @@ stop_run() {
 }
 
 start() {
+  local runtimes='{}'
+  case "${1:-}" in
+    "") ;;
+    --runtime)
+      [ "${2:-}" = runsc ] || { log "start --runtime: runsc is the one this script registers"; return 2; }
+      command -v runsc >/dev/null || { log "start --runtime runsc: runsc is not installed (codebridge setup --runtime runsc installs it)"; return 1; }
+      runtimes="{\"runtimes\": {\"runsc\": {\"path\": \"$(command -v runsc)\", \"runtimeArgs\": [\"--network=none\", \"--oci-seccomp\", \"--host-uds=open\"]}}}"
+      ;;
+    *) log "start: unknown option $1"; return 2 ;;
+  esac
   if ! command -v dockerd >/dev/null; then
     log "installing docker.io (Debian's Docker Engine), without starting its system service"
     local policy=""
@@ -85,7 +99,7 @@ start() {
     : >"$run/data-temporary"
   fi
   echo "$data" >"$run/data-root"
-  echo '{}' >"$run/daemon.json" # no /etc/docker/daemon.json
+  echo "$runtimes" >"$run/daemon.json" # not /etc/docker/daemon.json
 
   # setsid: the daemon outlives this script, in a session of its own, and
   # holds the data root's lock (fd 9) for as long as it runs.
@@ -112,7 +126,7 @@ start() {
 }
 
 case "${1:-}" in
-start) start ;;
+start) shift; start "$@" ;;
 stop)
   run=${2:-${CODEBRIDGE_DOCKERD_RUN:-}}
   if [ -z "$run" ]; then log "stop: which one? give its RUNDIR or set CODEBRIDGE_DOCKERD_RUN"; exit 2; fi
@@ -120,7 +134,7 @@ stop)
   stop_run "$run"
   ;;
 *)
-  echo "usage: $0 start | stop [RUNDIR]" >&2
+  echo "usage: $0 start [--runtime runsc] | stop [RUNDIR]" >&2
   exit 2
   ;;
 esac

@@ -24,6 +24,8 @@ type Backend struct {
 	// Ready reports whether the sandbox answers, for the health endpoint;
 	// nil leaves it out.
 	Ready func(ctx context.Context) error
+	// Engine names the container engine, for the health endpoint.
+	Engine string
 }
 
 // Starter starts the [Backend], once the address is bound.

@@ -335,15 +335,15 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 }
 
 // health answers supervisors: 200 while serving, 503 while stopping, with
-// counts and whether Podman answers. It needs no token and says nothing
-// secret.
+// counts, the container engine and whether it answers. It needs no token
+// and says nothing secret.
 func (f *front) health(w http.ResponseWriter, r *http.Request) {
-	podman := "ok"
+	engine := "ok"
 	if f.rt.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		if err := f.rt.Ready(ctx); err != nil {
-			podman = "unreachable"
-			f.logger.Warn("health: podman not ready", "err", settings.Explain(err))
+			engine = "unreachable"
+			f.logger.Warn("health: the container engine is not ready", "engine", f.rt.Engine, "err", settings.Explain(err))
 		}
 		cancel()
 	}
@@ -353,14 +353,15 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := json.Marshal(struct {
 		Status         string `json:"status"`
-		Podman         string `json:"podman"`
+		Engine         string `json:"engine,omitempty"` // its name
+		EngineStatus   string `json:"engine_status"`
 		Sessions       int    `json:"sessions"`
 		MaxMCPSessions int    `json:"max_mcp_sessions"`
 		MaxSessions    int    `json:"max_sessions"` // live sandboxes
 		Runs           int    `json:"runs"`
 		MaxRuns        int    `json:"max_runs"`
 		MaxQueued      int    `json:"max_queued"`
-	}{status, podman, f.sessions(), f.cfg.MaxMCPSessions, f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
+	}{status, f.rt.Engine, engine, f.sessions(), f.cfg.MaxMCPSessions, f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)

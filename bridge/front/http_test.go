@@ -133,12 +133,12 @@ func TestHealthReady(t *testing.T) {
 		ready func(context.Context) error
 		want  string
 	}{
-		{"answers", func(context.Context) error { return nil }, `"podman":"ok"`},
-		{"does not answer", func(context.Context) error { return errors.New("podman API not reachable") }, `"podman":"unreachable"`},
-		{"no check", nil, `"podman":"ok"`},
+		{"answers", func(context.Context) error { return nil }, `"engine":"docker","engine_status":"ok"`},
+		{"does not answer", func(context.Context) error { return errors.New("podman API not reachable") }, `"engine":"docker","engine_status":"unreachable"`},
+		{"no check", nil, `"engine":"docker","engine_status":"ok"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: tt.ready}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+			f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: tt.ready, Engine: "docker"}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
 			rec := httptest.NewRecorder()
 			f.health(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
 			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {

@@ -42,9 +42,12 @@ import (
 type Store struct {
 	dir string
 
-	mu     sync.Mutex
-	secret []byte                // the HMAC key, once read or made
-	pins   map[string]cachedPins // pin files read, by server name
+	mu      sync.Mutex
+	secret  []byte                // the HMAC key, once read or made
+	pins    map[string]cachedPins // pin files read, by server name
+	watch   *dirWatch             // the pins folder's, once it exists
+	noWatch bool                  // a watch could not be made: every use looks at the file
+	gen     int                   // bumped when watch reports a change
 }
 
 // Dir is the manifest folder in codebridge's state directory.

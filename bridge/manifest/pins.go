@@ -95,41 +95,81 @@ func (s *Store) pinsPath(name string) string {
 
 // LoadPins returns the pins of the server called name; ok is false when
 // there are none (a server never listed, or listed before pinning). A file
-// read once is kept until it changes on disk.
+// read once is kept until it changes on disk: where the pins folder can be
+// watched (Linux, a local file system), until the watch reports a change in
+// the folder, else until a stat of the file shows another file or size or
+// time.
 func (s *Store) LoadPins(name string) (p *Pins, ok bool, err error) {
+	s.mu.Lock()
+	if s.watch != nil {
+		changed, alive := s.watch.changed()
+		if changed {
+			s.gen++
+		}
+		if !alive {
+			s.watch = nil
+		}
+	}
+	c, hit := s.pins[name]
+	if hit && s.watch != nil && c.gen == s.gen {
+		s.mu.Unlock()
+		return c.pins, true, nil
+	}
+	watching := s.watch != nil
+	gen := s.gen
+	s.mu.Unlock()
+
 	path := s.pinsPath(name)
 	info, err := os.Stat(path)
+	if err == nil && !watching && s.startWatch() {
+		// Watched from now on; looked at again, so that a change since
+		// the first look is not missed.
+		s.mu.Lock()
+		gen = s.gen
+		s.mu.Unlock()
+		info, err = os.Stat(path)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	s.mu.Lock()
-	c, hit := s.pins[name]
-	s.mu.Unlock()
-	// Every write renames a new file over the old: another file is a change
-	// even within the file system's time granularity.
-	if hit && os.SameFile(c.info, info) && c.info.ModTime().Equal(info.ModTime()) && c.info.Size() == info.Size() {
-		return c.pins, true, nil
-	}
-	p, err = readPins(path, name)
-	if err != nil {
-		return nil, false, err
+	// A change the watch reported is read, whatever the stat says. Every
+	// write renames a new file over the old: another file is a change even
+	// within the file system's time granularity.
+	if !hit || watching || !os.SameFile(c.info, info) || !c.info.ModTime().Equal(info.ModTime()) || c.info.Size() != info.Size() {
+		if c.pins, err = readPins(path, name); err != nil {
+			return nil, false, err
+		}
 	}
 	s.mu.Lock()
 	if s.pins == nil {
 		s.pins = map[string]cachedPins{}
 	}
-	s.pins[name] = cachedPins{pins: p, info: info}
+	s.pins[name] = cachedPins{pins: c.pins, info: info, gen: gen}
 	s.mu.Unlock()
-	return p, true, nil
+	return c.pins, true, nil
+}
+
+// startWatch watches the pins folder, once it exists, unless a watch could
+// not be made before; it reports whether one was started now.
+func (s *Store) startWatch() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watch != nil || s.noWatch {
+		return false
+	}
+	s.watch = watchDir(s.pinsDir())
+	s.noWatch = s.watch == nil
+	return s.watch != nil
 }
 
 // cachedPins is a pin file as read, with what tells that it changed.
 type cachedPins struct {
 	pins *Pins
 	info os.FileInfo
+	gen  int // Store.gen when info was read
 }
 
 func readPins(path, name string) (*Pins, error) {

@@ -1,10 +1,12 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -125,5 +127,76 @@ func TestQuarantineNew(t *testing.T) {
 	p, _, _ = s.LoadPins("new")
 	if st := p.States(tools("a", "b")); st["a"] != Pinned || st["b"] != Unpinned {
 		t.Errorf("after approving a: %v", st)
+	}
+}
+
+// TestLoadPinsSeesChanges: a pin file changed by another store, rewritten
+// in place with the same size and times, or gone with its folder and made
+// again, is read again at once, however often it was read before.
+func TestLoadPinsSeesChanges(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "manifests")
+	s, other := New(dir), New(dir)
+	if _, err := s.Check("files", tools("read"), false); err != nil {
+		t.Fatal(err)
+	}
+	has := func(tool string) bool {
+		t.Helper()
+		p, _, err := s.LoadPins("files")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ok := p.Lookup(tool)
+		return ok
+	}
+	for _, tool := range []string{"a", "b", "c"} {
+		if !has("read") || has(tool) {
+			t.Fatalf("before approving %s: read pinned %v, %s pinned %v", tool, has("read"), tool, has(tool))
+		}
+		if err := other.Approve("files", tools(tool)); err != nil {
+			t.Fatal(err)
+		}
+		if !has(tool) {
+			t.Errorf("%s approved by another store is not seen", tool)
+		}
+	}
+
+	if runtime.GOOS == "linux" { // elsewhere only the file's identity, size and time tell
+		path := s.pinsPath("files")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, bytes.ReplaceAll(raw, []byte(`"read"`), []byte(`"reaX"`)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if has("read") || !has("reaX") {
+			t.Errorf("a pin file edited in place, same size and time, is not read again")
+		}
+	}
+
+	if err := os.RemoveAll(filepath.Dir(s.pinsPath("files"))); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := s.LoadPins("files"); p != nil || ok || err != nil {
+		t.Errorf("pins after their folder was removed: %v %v %v", p, ok, err)
+	}
+	if err := other.Approve("files", tools("z")); err != nil {
+		t.Fatal(err)
+	}
+	if !has("z") || has("a") {
+		t.Errorf("the folder made again is not followed")
+	}
+	if err := other.Approve("files", tools("y")); err != nil {
+		t.Fatal(err)
+	}
+	if !has("y") {
+		t.Errorf("a change in the folder made again is not seen")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/bridge/stdio"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -361,7 +364,7 @@ func (p *Pool) transport(def *discovery.Server, c *conn) (mcp.Transport, error) 
 		cmd.WaitDelay = 2 * time.Second // a grandchild holding stderr open must not block Wait
 		setProcAttr(cmd)
 		c.cmd = cmd
-		return &startedTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: terminateGrace}, c}, nil
+		return &commandTransport{cmd: cmd, c: c}, nil
 	case discovery.Streamable:
 		t := &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}
 		if p.opts.OAuth != nil && !hasHeader(def.Headers, "Authorization") {
@@ -413,19 +416,67 @@ func afterFunc(ctx context.Context, f func()) (stop func() bool) {
 	}
 }
 
-// A startedTransport records the PID of the process its CommandTransport
-// starts, so that kill can reach it while initialize is still under way.
-type startedTransport struct {
-	*mcp.CommandTransport
-	c *conn
+// A commandTransport starts a stdio server's command and speaks MCP with it
+// over its stdin and stdout (package stdio), as go-sdk's CommandTransport
+// does, but reading each message in go-sdk's own read loop, with no
+// goroutine of its own in between. It records the PID, so that kill can
+// reach the process while initialize is still under way.
+type commandTransport struct {
+	cmd *exec.Cmd
+	c   *conn
 }
 
-func (t *startedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.CommandTransport.Connect(ctx)
-	if p := t.Command.Process; p != nil {
-		t.c.pid.Store(int64(p.Pid))
+func (t *commandTransport) Connect(context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
 	}
-	return conn, err
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	t.c.pid.Store(int64(t.cmd.Process.Pid))
+	return stdio.NewConn(stdout, stdin, 0, func() error { return stopProcess(t.cmd, stdin) }), nil
+}
+
+// stopProcess ends a stdio server as the MCP specification asks: it closes
+// the server's stdin and waits for it to exit, then sends SIGTERM, then
+// SIGKILL, each after terminateGrace. Waiting for the process also closes
+// its stdout, which ends a read in progress.
+func stopProcess(cmd *exec.Cmd, stdin io.Closer) error {
+	if err := stdin.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(terminateGrace)
+		defer t.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the server process did not exit after SIGKILL")
 }
 
 // httpClient returns a client that adds headers to every request.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -169,6 +170,11 @@ func TestNPMMemoryAndFilesystem(t *testing.T) {
 
 // BenchmarkCallEcho measures a warm call through the pool to server-everything
 // over stdio: 1,000 sequential echo calls per iteration; ns/op is per 1,000.
+// Besides the wall time per call it reports, per call, this process's CPU
+// time (cpu-us/call: the pool and go-sdk's client, not the server), how
+// often its threads waited (waits/call, voluntary context switches) and the
+// bytes it allocated (B/call): figures that vary less with the machine's
+// load than the wall time.
 func BenchmarkCallEcho(b *testing.B) {
 	p := New(Options{})
 	b.Cleanup(func() { _ = p.Close(context.WithoutCancel(b.Context())) })
@@ -177,15 +183,10 @@ func BenchmarkCallEcho(b *testing.B) {
 	if _, err := p.Call(b.Context(), "everything", "echo", args, nil); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		for range 1000 {
-			if _, err := p.Call(b.Context(), "everything", "echo", args, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/call")
+	benchCalls(b, func() error {
+		_, err := p.Call(b.Context(), "everything", "echo", args, nil)
+		return err
+	})
 }
 
 // BenchmarkCallEchoDirect is BenchmarkCallEcho on a bare go-sdk session, to
@@ -199,15 +200,34 @@ func BenchmarkCallEchoDirect(b *testing.B) {
 	}
 	b.Cleanup(func() { cs.Close() })
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "bench"}}
-	b.ResetTimer()
+	benchCalls(b, func() error {
+		_, err := cs.CallTool(b.Context(), params)
+		return err
+	})
+}
+
+// benchCalls times call 1,000 times per iteration and reports the figures
+// of BenchmarkCallEcho.
+func benchCalls(b *testing.B, call func() error) {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	cpu0, waits0 := testenv.ProcessCPU(os.Getpid())
+	calls := 0
 	for b.Loop() {
 		for range 1000 {
-			if _, err := cs.CallTool(b.Context(), params); err != nil {
+			if err := call(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		calls += 1000
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/call")
+	cpu1, waits1 := testenv.ProcessCPU(os.Getpid())
+	runtime.ReadMemStats(&m1)
+	n := float64(calls)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/call")
+	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/n, "cpu-us/call")
+	b.ReportMetric(float64(waits1-waits0)/n, "waits/call")
+	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/n, "B/call")
 }
 
 // BenchmarkStartEverything measures starting server-everything: spawn,

@@ -60,6 +60,7 @@ type Config struct {
 	WarmSandboxes  int           // containers kept started ahead of time; WarmAuto lets [Config.Warm] decide
 	Sessions       bool          // keep each MCP session's interpreter between runs
 	SocketStream   bool          // sandboxes talk through a unix socket where the engine can mount one
+	Runtime        string        // OCI runtime sandboxes run under, e.g. runsc; "" is the engine's default
 	SessionIdle    time.Duration // end a sandbox session unused this long; 0 never
 	MaxSessions    int           // live sandbox sessions (each holding a container) at most
 	Preload        []string      // modules a session's interpreter imports before its first run
@@ -242,6 +243,14 @@ var settings = []setting{
 				return nil
 			}
 			return errors.New("want socket or attach")
+		}},
+	{key: "runtime", def: "", help: "OCI runtime the sandbox containers run under, as the engine names it. `runsc` is gVisor, a kernel of its own in user space between the code and this host's kernel: the one codebridge documents and tests (set it up with `codebridge setup --runtime runsc`, see [engines.md](engines.md#gvisor-runsc)). With Podman, codebridge then starts a Podman service of its own under it, and refuses a Podman named by CONTAINER_HOST that runs another; Docker takes it per container (a name in its daemon.json's runtimes); with engine kubernetes it is the pods' runtimeClassName (e.g. gvisor). Unset: the engine's default (runc or crun; on Docker, a default runtime runsc counts as asked for).",
+		apply: func(c *Config, v string) error {
+			if v != "" && !validRuntime(v) {
+				return errors.New("want an OCI runtime's name such as runsc (letters, digits, '.', '_', '-'), or an absolute path")
+			}
+			c.Runtime = v
+			return nil
 		}},
 	{key: "sessions", def: "1", help: "1 keeps each MCP session's Python interpreter (variables, imports, files) between run_python calls; 0 gives every call a fresh container.",
 		apply: func(c *Config, v string) (err error) { c.Sessions, err = strconv.ParseBool(v); return err }},
@@ -429,6 +438,20 @@ func sizeAtMost(v string, limit int64) (int, error) {
 		return 0, fmt.Errorf("want a size from 1 byte to %dm", limit>>20)
 	}
 	return int(n), nil
+}
+
+// validRuntime reports whether v can name an OCI runtime: a name an engine
+// knows it by, or an absolute path to one.
+func validRuntime(v string) bool {
+	if strings.HasPrefix(v, "/") {
+		return !strings.ContainsAny(v, "\x00\n")
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return v != "." && v != ".."
 }
 
 // validNamespace reports whether v is a Kubernetes namespace name (a DNS

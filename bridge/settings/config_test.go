@@ -133,6 +133,15 @@ func TestLoadConfigEnvironment(t *testing.T) {
 	}
 }
 
+func TestLoadConfigRuntime(t *testing.T) {
+	for _, v := range []string{"", "runsc", "runsc-kvm", "/usr/local/lib/codebridge/runsc"} {
+		c, err := LoadConfig([]string{"MCP_BRIDGE_RUNTIME=" + v}, nil)
+		if err != nil || c.Runtime != v {
+			t.Errorf("MCP_BRIDGE_RUNTIME=%s: runtime %q, %v", v, c.Runtime, err)
+		}
+	}
+}
+
 func TestLoadConfigHTTP(t *testing.T) {
 	c, err := LoadConfig([]string{"MCP_BRIDGE_HTTP=127.0.0.1:8080", "MCP_BRIDGE_HTTP_TOKEN=t0ken-t0ken-t0ken", "MCP_BRIDGE_HTTP_AUTH=none",
 		"MCP_BRIDGE_HTTP_ALLOWED_ORIGINS= https://Agent.Example.com , http://b.example:8443/", "MCP_BRIDGE_HTTP_SHUTDOWN_GRACE=1m", "MCP_BRIDGE_MAX_RUNS=4"}, nil)
@@ -149,6 +158,8 @@ func TestLoadConfigErrors(t *testing.T) {
 	tests := []struct{ env, want string }{
 		{"MCP_BRIDGE_TIMEOUT=soon", "invalid MCP_BRIDGE_TIMEOUT=\"soon\": want whole seconds"},
 		{"MCP_BRIDGE_SANDBOX_STREAM=pipe", "invalid MCP_BRIDGE_SANDBOX_STREAM=\"pipe\": want socket or attach"},
+		{"MCP_BRIDGE_RUNTIME=runsc --debug", "invalid MCP_BRIDGE_RUNTIME=\"runsc --debug\": want an OCI runtime's name"},
+		{"MCP_BRIDGE_RUNTIME=../runsc", "invalid MCP_BRIDGE_RUNTIME"},
 		{"MCP_BRIDGE_TIMEOUT=-3", "invalid MCP_BRIDGE_TIMEOUT"},
 		{"MCP_BRIDGE_TIMEOUT=500", "timeout 8m20s (MCP_BRIDGE_TIMEOUT) is larger than max_timeout 2m0s (default)"},
 		// Whole seconds past time.Duration's range must not wrap around to a

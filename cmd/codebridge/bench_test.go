@@ -165,13 +165,18 @@ func benchRunData(b *testing.B, code string, images int) {
 }
 
 // BenchmarkPodmanRunCLI is what the reference bridge pays per call: a fresh
-// `podman run --rm` with the same hardening flags.
+// `podman run --rm` with the same hardening flags (and --runtime
+// $MCP_BRIDGE_RUNTIME when set).
 func BenchmarkPodmanRunCLI(b *testing.B) {
 	requirePodman(b)
-	args := []string{"run", "--rm", "-i", "--read-only", "--network", "none", "--cap-drop", "ALL",
+	var args []string
+	if rt := testenv.Runtime(); rt != "" {
+		args = []string{"--runtime", rt}
+	}
+	args = append(args, "run", "--rm", "-i", "--read-only", "--network", "none", "--cap-drop", "ALL",
 		"--security-opt", "no-new-privileges", "--user", "65534:65534", "--memory", "512m", "--memory-swap", "512m",
 		"--pids-limit", "128", "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m", "--init",
-		testenv.Image(), "python3", "-c", "print(1)"}
+		testenv.Image(), "python3", "-c", "print(1)")
 	var ds []time.Duration
 	for b.Loop() {
 		start := time.Now()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -60,6 +61,11 @@ func TestDoctor(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The runtime the sandbox ran under, and the kernel it saw.
+	runtime := line("ok", "runtime", `.*: the sandbox shares this host's Linux kernel \(\S+\)`)
+	if confine.GVisor(testenv.Runtime()) {
+		runtime = line("ok", "runtime", regexp.QuoteMeta(testenv.Runtime())+`: the sandbox runs on gVisor's kernel, not this host's \(its log begins "Starting gVisor`)
+	}
 	// The engine the tests run against, and how it looks when missing.
 	engineOK := line("ok", "podman", `Podman \d+\.\d+\.\d+ at \S+`)
 	missing := []*regexp.Regexp{
@@ -90,6 +96,7 @@ func TestDoctor(t *testing.T) {
 			engineOK,
 			line("ok", "image", regexp.QuoteMeta(testenv.Image())),
 			line("ok", "sandbox", `a container with codebridge's limits ran Python 3[.\d]+ in \S+, over a unix socket`),
+			runtime,
 			line("ok", "config", `.*1 file, 2 servers`),
 			line("ok", "server memory", `9 tools, listed in \d`),
 			line("ok", "server off", `disabled in `),

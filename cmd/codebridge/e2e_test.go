@@ -105,14 +105,17 @@ func bridgeEnv(t testing.TB, configDir string, extra ...string) []string {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return append(env, append([]string{
-		settings.FileEnv + "=" + file,
-		"MCP_BRIDGE_CONFIG_DIR=" + configDir,
-		"MCP_BRIDGE_STATE_DIR=" + t.TempDir(),
-		"MCP_BRIDGE_IMAGE=" + testenv.Image(),
-		"MCP_BRIDGE_ENGINE=" + testenv.Engine(),
-		"MCP_BRIDGE_LOG_LEVEL=debug",
-	}, append(engineSettings(), extra...)...)...)
+	env = append(env,
+		settings.FileEnv+"="+file,
+		"MCP_BRIDGE_CONFIG_DIR="+configDir,
+		"MCP_BRIDGE_STATE_DIR="+t.TempDir(),
+		"MCP_BRIDGE_IMAGE="+testenv.Image(),
+		"MCP_BRIDGE_ENGINE="+testenv.Engine(),
+		"MCP_BRIDGE_LOG_LEVEL=debug")
+	if rt := testenv.Runtime(); rt != "" { // scripts/test.sh's gVisor phase
+		env = append(env, "MCP_BRIDGE_RUNTIME="+rt)
+	}
+	return append(env, append(engineSettings(), extra...)...)
 }
 
 // engineSettings are the settings the engine the tests run against needs

@@ -131,10 +131,11 @@ func (b *httpBridge) Stop(t testing.TB) {
 
 // health reads /healthz.
 func (b *httpBridge) health(t testing.TB) (code int, h struct {
-	Status   string `json:"status"`
-	Podman   string `json:"podman"`
-	Sessions int    `json:"sessions"`
-	Runs     int    `json:"runs"`
+	Status       string `json:"status"`
+	Engine       string `json:"engine"`
+	EngineStatus string `json:"engine_status"`
+	Sessions     int    `json:"sessions"`
+	Runs         int    `json:"runs"`
 }) {
 	t.Helper()
 	resp, err := http.Get(b.Base + "/healthz")
@@ -403,8 +404,12 @@ func TestHTTPRefusals(t *testing.T) {
 		})
 	}
 	// Refused requests opened no session.
-	if _, h := b.health(t); h.Sessions != 1 {
+	_, h := b.health(t)
+	if h.Sessions != 1 {
 		t.Errorf("sessions open: %d, want only the one the accepted initialize opened", h.Sessions)
+	}
+	if h.Engine != testenv.Engine() || h.EngineStatus != "ok" {
+		t.Errorf("health: engine %q %q, want %q ok", h.Engine, h.EngineStatus, testenv.Engine())
 	}
 	checkLogsHideToken(t, b)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/setup"
 )
 
-const setupHelp = `Usage: codebridge setup [--engine podman|docker] [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild]
+const setupHelp = `Usage: codebridge setup [--engine podman|docker] [--yes] [--image IMAGE] [--from auto|registry|debian] [--base IMAGE] [--rebuild] [--runtime runsc]
 
 Prepares this machine to run codebridge's sandboxes, from the binary alone; each
 step is skipped when already done, so it is safe to run again:
@@ -33,8 +33,16 @@ step is skipped when already done, so it is safe to run again:
   3. A probe container. Only when it fails does setup write Podman's defaults
      that make it work on hosts like this (runtime runc, explicit default
      rlimits) into a containers.conf drop-in, after asking.
+  4. With --runtime runsc, gVisor: Debian's runsc package when runsc is
+     missing; a wrapper script that runs it with the flags the sandbox needs,
+     registered with Podman as the runtime runsc (a containers.conf drop-in)
+     and, where a Docker daemon answers, with Docker (daemon.json, the flags
+     as runtimeArgs; dockerd must then be restarted); then a probe container
+     under it. With --engine docker, Docker's registration alone, and the
+     probe once the restarted daemon knows runsc. Set MCP_BRIDGE_RUNTIME=runsc
+     to use it.
 
-Podman's own output shows the progress. Without a terminal to ask on, a step
+The engine's own output shows the progress. Without a terminal to ask on, a step
 that installs packages or writes system files prints the exact command or file
 and fails, unless --yes is given.
 
@@ -54,6 +62,8 @@ Flags:
   --rebuild         build the image even when it exists
   --debian-mirror URL  the Debian mirror of the Debian route (default: the one
                     in this machine's apt sources, else deb.debian.org)
+  --runtime runsc   also install gVisor and register it with the engines
+                    (default: runsc when MCP_BRIDGE_RUNTIME=runsc)
 
 Exit status: 0 when the engine runs the sandbox image; 1 when a step failed or
 needed a yes it did not get (the message says what to do); 2 when the command
@@ -61,8 +71,8 @@ line is wrong.
 `
 
 type setupFlags struct {
-	image, from, mirror, base, engine string
-	yes, rebuild, startDockerd        bool
+	image, from, mirror, base, engine, runtime string
+	yes, rebuild, startDockerd                 bool
 }
 
 // setupCommand defines the flags of setup and returns its run function.
@@ -72,6 +82,7 @@ func setupCommand(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.from, "from", setup.FromAuto, "auto, registry or debian")
 	fs.StringVar(&f.mirror, "debian-mirror", "", "Debian mirror")
 	fs.StringVar(&f.base, "base", "", "the registry route's base image")
+	fs.StringVar(&f.runtime, "runtime", "", "an OCI runtime to install and register: runsc")
 	fs.BoolVar(&f.yes, "yes", false, "answer yes to every question")
 	fs.BoolVar(&f.rebuild, "rebuild", false, "build the image even when it exists")
 	fs.StringVar(&f.engine, "engine", "", "podman or docker")
@@ -82,7 +93,10 @@ func setupCommand(fs *flag.FlagSet) runFunc {
 func setupCmd(ctx context.Context, cfg settings.Config, f *setupFlags, stdin *os.File, stderr io.Writer) int {
 	opts := setup.Options{
 		Image: f.image, From: f.from, Base: f.base, Rebuild: f.rebuild, Yes: f.yes, Mirror: f.mirror, Out: stderr,
-		Engine: f.engine, StartDaemon: f.startDockerd,
+		Runtime: f.runtime, Engine: f.engine, StartDaemon: f.startDockerd,
+	}
+	if opts.Runtime == "" && cfg.Runtime == setup.GVisor {
+		opts.Runtime = cfg.Runtime // MCP_BRIDGE_RUNTIME=runsc: gVisor is wanted
 	}
 	if opts.Engine == "" {
 		opts.Engine, _ = bridge.ChooseEngine(cfg)

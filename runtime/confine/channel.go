@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 )
 
 // A container's stream is its attached stdin and stdout, which the engine
@@ -164,7 +166,8 @@ func (ch *Channel) Negotiate(std Stdio, declined func(reason string), log *slog.
 				a.conn.Close()
 			}
 			ch.mu.Unlock()
-			ch.r, ch.w = a.conn, a.conn
+			rw := rawio.Wrap(a.conn) // raw system calls: see package rawio
+			ch.r, ch.w = rw, rw
 		case errors.Is(a.err, net.ErrClosed): // the stream was closed, and stdout with it
 			ch.r, ch.w = std.Stdout, std.Stdin
 		default: // out of file descriptors: the process waits on its connection

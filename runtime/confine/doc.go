@@ -21,6 +21,11 @@
 //     bind-mounted read-only at [MountDir], swept of the folders of dead
 //     processes ([SweepChannels]), and the negotiation that makes the socket
 //     or stdin and stdout the container's stream.
+//   - [GVisor] tells gVisor's runsc among OCI runtimes ([Spec.Runtime]);
+//     under it [Spec.Harden] moves the process limit to RLIMIT_NPROC,
+//     [SeccompProfile] drops its clone3 rule, [GVisorArgs] are the runsc
+//     flags an engine must pass, and [GVisorStartHint] words runsc's
+//     failure without them.
 //   - [Demux] reads the multiplexed attach stream (8-byte frame headers)
 //     that Docker's and Podman's attach endpoints send.
 package confine

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,22 +38,59 @@ import (
 //go:embed seccomp.json
 var seccompProfile []byte
 
-// SeccompProfile returns the sandbox's seccomp profile (JSON, in the format
-// of the OCI runtime spec's seccomp section as Podman and Docker read it).
-func SeccompProfile() []byte { return slices.Clone(seccompProfile) }
+// gvisorProfile is seccompProfile without its clone3 rule. gVisor applies
+// the profile itself (runsc --oci-seccomp) and answers every refused call
+// with EPERM, whatever errno the rule names, so glibc would not fall back
+// to clone and no thread would start; and gVisor has no clone3 anyway
+// (ENOSYS).
+var gvisorProfile = withoutRule(seccompProfile, "clone3")
 
-// WriteSeccompProfile writes the profile into dir, named by its content so
-// codebridge processes of different versions sharing dir do not clash, and
-// returns its path.
-func WriteSeccompProfile(dir string) (string, error) {
-	path := filepath.Join(dir, "seccomp-"+SeccompID()+".json")
-	if b, err := os.ReadFile(path); err == nil && string(b) == string(seccompProfile) {
+// SeccompProfile returns the sandbox's seccomp profile (JSON, in the format
+// of the OCI runtime spec's seccomp section as Podman and Docker read it)
+// for a container under the OCI runtime named runtime ([Spec.Runtime]).
+func SeccompProfile(runtime string) []byte { return slices.Clone(profileFor(runtime)) }
+
+func profileFor(runtime string) []byte {
+	if GVisor(runtime) {
+		return gvisorProfile
+	}
+	return seccompProfile
+}
+
+// withoutRule returns profile without the rules that name only syscall.
+func withoutRule(profile []byte, syscall string) []byte {
+	var p struct {
+		DefaultAction string            `json:"defaultAction"`
+		Architectures []string          `json:"architectures"`
+		Syscalls      []json.RawMessage `json:"syscalls"`
+	}
+	if err := json.Unmarshal(profile, &p); err != nil {
+		panic("seccomp.json: " + err.Error()) // embedded; its test checks it
+	}
+	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(r json.RawMessage) bool {
+		var rule struct{ Names []string }
+		return json.Unmarshal(r, &rule) == nil && slices.Equal(rule.Names, []string{syscall})
+	})
+	out, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		panic("seccomp.json: " + err.Error())
+	}
+	return append(out, '\n')
+}
+
+// WriteSeccompProfile writes the profile for runtime into dir, named by its
+// content so codebridge processes of different versions sharing dir do not
+// clash, and returns its path.
+func WriteSeccompProfile(dir, runtime string) (string, error) {
+	profile := profileFor(runtime)
+	path := filepath.Join(dir, "seccomp-"+SeccompID(runtime)+".json")
+	if b, err := os.ReadFile(path); err == nil && string(b) == string(profile) {
 		return path, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("writing the seccomp profile: %w", err)
 	}
-	if err := writeFileAtomic(path, seccompProfile, 0o644); err != nil {
+	if err := writeFileAtomic(path, profile, 0o644); err != nil {
 		return "", fmt.Errorf("writing the seccomp profile: %w", err)
 	}
 	return path, nil
@@ -79,9 +117,9 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return err
 }
 
-// SeccompID names the profile by its content, in the local file name and in
-// what carries it to another host.
-func SeccompID() string {
-	sum := sha256.Sum256(seccompProfile)
+// SeccompID names the profile for runtime by its content, in the local file
+// name and in what carries it to another host.
+func SeccompID(runtime string) string {
+	sum := sha256.Sum256(profileFor(runtime))
 	return hex.EncodeToString(sum[:8])
 }

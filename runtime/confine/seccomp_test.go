@@ -11,8 +11,18 @@ import (
 )
 
 // TestSeccompProfileContents checks the embedded profile's shape, so that an
-// edit cannot quietly turn a refusal into an allowance.
+// edit cannot quietly turn a refusal into an allowance; and that the
+// profile under gVisor is the same without the clone3 rule.
 func TestSeccompProfileContents(t *testing.T) {
+	for _, runtime := range []string{"", "runc", "runsc", "/usr/local/lib/codebridge/runsc"} {
+		t.Run(runtime, func(t *testing.T) { checkProfile(t, SeccompProfile(runtime), GVisor(runtime)) })
+	}
+	if SeccompID("") == SeccompID("runsc") || SeccompID("") != SeccompID("runc") {
+		t.Errorf("profile IDs: %q for the kernel's, %q for gVisor's, %q for runc's", SeccompID(""), SeccompID("runsc"), SeccompID("runc"))
+	}
+}
+
+func checkProfile(t *testing.T, profile []byte, gvisor bool) {
 	var p struct {
 		DefaultAction string   `json:"defaultAction"`
 		Architectures []string `json:"architectures"`
@@ -28,7 +38,7 @@ func TestSeccompProfileContents(t *testing.T) {
 			} `json:"args"`
 		} `json:"syscalls"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(seccompProfile))
+	dec := json.NewDecoder(bytes.NewReader(profile))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("seccomp.json: %v", err)
@@ -76,8 +86,11 @@ func TestSeccompProfileContents(t *testing.T) {
 			t.Errorf("%s: errno %d, want EPERM", n, denied[n])
 		}
 	}
-	if denied["clone3"] != enosys {
-		t.Errorf("clone3: errno %d, want ENOSYS so that glibc falls back to clone", denied["clone3"])
+	switch clone3, ok := denied["clone3"]; {
+	case gvisor && ok:
+		t.Errorf("clone3 refused under gVisor (errno %d): gVisor answers EPERM for it, and threads do not start", clone3)
+	case !gvisor && clone3 != enosys:
+		t.Errorf("clone3: errno %d, want ENOSYS so that glibc falls back to clone", clone3)
 	}
 	if _, ok := denied["clone"]; ok {
 		t.Error("clone is refused unconditionally; threads and fork need it")
@@ -93,7 +106,7 @@ func TestSeccompProfileContents(t *testing.T) {
 
 func TestWriteSeccompProfile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	path, err := WriteSeccompProfile(dir)
+	path, err := WriteSeccompProfile(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +131,19 @@ func TestWriteSeccompProfile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"defaultAction":"SCMP_ACT_ALLOW"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := WriteSeccompProfile(dir); err != nil || again != path {
+	if again, err := WriteSeccompProfile(dir, ""); err != nil || again != path {
 		t.Fatalf("second write: %s, %v; want %s", again, err, path)
 	}
 	check()
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("%d files in the state directory, want only the profile", len(ents))
+	}
+	// gVisor's profile is another file beside it.
+	gv, err := WriteSeccompProfile(dir, "runsc")
+	if err != nil || gv == path {
+		t.Fatalf("gVisor's profile: %s, %v", gv, err)
+	}
+	if b, _ := os.ReadFile(gv); !bytes.Equal(b, gvisorProfile) {
+		t.Error("gVisor's file differs from its profile")
 	}
 }

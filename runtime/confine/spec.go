@@ -49,6 +49,16 @@ const (
 	// nofileLimit is RLIMIT_NOFILE inside containers; it must stay below the
 	// host's hard limit or the OCI runtime cannot set it.
 	nofileLimit = 1024
+	// gvisorHostTasks and gvisorBaseTasks size the cgroup's pids limit
+	// under gVisor, about twice what gVisor needs: its own threads (about 50
+	// idle, more under load) and, on the ptrace platform, about seven host
+	// tasks per process in the sandbox (Debian's runsc 2022-12-19: a peak of
+	// 920 for 127 processes). When the cgroup's limit is near that, gVisor
+	// itself fails to start a task and the whole sandbox dies with exit
+	// code 2 and no output, instead of the code getting EAGAIN (63
+	// processes: dead under 350 and 450, EAGAIN under 768).
+	gvisorHostTasks = 12
+	gvisorBaseTasks = 256
 	// cpuPeriod is the CFS period used to express [Spec.CPUs] as a quota.
 	cpuPeriod = 100000
 )
@@ -74,6 +84,13 @@ type Spec struct {
 	// connection instead of its stdin and stdout (see [Channel]). An
 	// engine elsewhere drops it.
 	Channel string
+	// Runtime is the OCI runtime the container runs under, as the engine
+	// names it (e.g. "runsc"); "" means the engine's default. A driver whose
+	// engine takes the runtime per container (Docker) asks for it there; one
+	// whose engine does not (Podman) connects to a service that runs it.
+	// Under gVisor ([GVisor]) the hardening follows gVisor's kernel: see
+	// [Hardened.Rlimits] and [SeccompProfile].
+	Runtime string
 }
 
 // Hardened is a [Spec] with its defaults applied and the hardening every
@@ -87,13 +104,24 @@ type Hardened struct {
 	Labels  map[string]string // Spec.Labels, the driver's, and LabelManaged=true
 	User    string            // "uid:gid"
 	Memory  int64             // bytes; also the memory+swap limit: no swap
-	Pids    int64
+	// Pids caps the container's tasks on the host (its cgroup). Under
+	// gVisor those are gVisor's own threads and, on its ptrace platform,
+	// several host tasks per process in the sandbox, so the cap is a
+	// backstop well above the sandbox's process limit, which is then
+	// RLIMIT_NPROC (see Rlimits).
+	Pids int64
 	// CPUQuota, in microseconds per CPUPeriod, limits the CPU time; 0 means
 	// unlimited.
 	CPUQuota  int64
 	CPUPeriod uint64
-	Rlimits   []Rlimit
-	Tmpfs     []Tmpfs // noexec tmpfs mounts on /tmp and /work
+	// Rlimits are nofile and nproc. Linux counts RLIMIT_NPROC per user
+	// across the host (every sandbox runs as the same uid), so there it is
+	// high and the cgroup's pids limit is the container's cap; gVisor is
+	// the container's own kernel and counts it per sandbox, so there it is
+	// the container's process cap, [Spec.Pids].
+	Rlimits []Rlimit
+	Runtime string  // Spec.Runtime
+	Tmpfs   []Tmpfs // noexec tmpfs mounts on /tmp and /work
 
 	WorkDir         string   // "/work"
 	ReadOnlyRoot    bool     // true
@@ -173,9 +201,14 @@ func (s Spec) Harden(driver map[string]string) (Hardened, error) {
 		CapDrop:         []string{"ALL"},
 		NoNetwork:       true,
 		Init:            true,
+		Runtime:         s.Runtime,
 		StopSignal:      9,
 		StopTimeout:     1,
 		AutoRemove:      true,
+	}
+	if GVisor(s.Runtime) {
+		h.Rlimits[1] = Rlimit{Type: "nproc", Soft: uint64(h.Pids), Hard: uint64(h.Pids)}
+		h.Pids = h.Pids*gvisorHostTasks + gvisorBaseTasks
 	}
 	if s.CPUs > 0 {
 		quota := int64(math.Ceil(s.CPUs * cpuPeriod))

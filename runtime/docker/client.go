@@ -90,12 +90,9 @@ type Client struct {
 	version    string // the daemon's, e.g. "20.10.24"
 	desktop    bool   // Docker Desktop: its daemon runs in a VM
 	runtime    string // the daemon's default OCI runtime
-	// launchRuntime is the OCI runtime of the containers [Client.Launch]
-	// starts; "" is the daemon's default.
-	launchRuntime string
-	log           *slog.Logger
-	owner         map[string]string // ownership labels put on our containers
-	self          confine.Owner     // this process
+	log        *slog.Logger
+	owner      map[string]string // ownership labels put on our containers
+	self       confine.Owner     // this process
 
 	declined   sync.Once // a container could not connect to its socket; told once
 	onDeclined func(container, reason string)

@@ -67,11 +67,9 @@ type StdinWriter = confine.StdinWriter
 
 // placement is what a container started through a client gets from the
 // engine: its socket's folder made in channelDir, "" meaning none (the
-// stream is stdin and stdout), and the OCI runtime, "" meaning the
-// daemon's default.
+// stream is stdin and stdout).
 type placement struct {
 	channelDir string
-	runtime    string
 	owner      map[string]string // ownership labels; nil means the client's
 }
 
@@ -87,7 +85,11 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	if owner == nil {
 		owner = c.owner
 	}
-	cr, err := newCreateRequest(s, owner, at.runtime)
+	if s.Runtime == "" && confine.GVisor(c.runtime) {
+		// The daemon's default is gVisor: the hardening follows it.
+		s.Runtime = c.runtime
+	}
+	cr, err := newCreateRequest(s, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +141,9 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		return fail(fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err))
 	}
 	if err := c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
+			err = fmt.Errorf("%w: %s", err, hint)
+		}
 		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()

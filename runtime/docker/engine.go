@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 
@@ -17,11 +18,10 @@ type EngineOptions struct {
 	Host     string // Docker API; see [Options.Host]
 	StateDir string // holds the sandboxes' socket folders; "" means [engine.StateDir]'s default
 	Image    string // the configured image; "" lets [Client.EnsureImage] choose
-	// Runtime is the OCI runtime containers run under, a name the daemon
-	// knows (its daemon.json "runtimes"); "" is the daemon's default.
-	Runtime string
 	// Spec is the template of every container: its Image is filled in from
-	// the resolved image; Command is required.
+	// the resolved image; Command is required. Its Runtime is the OCI
+	// runtime containers run under, a name the daemon knows (its
+	// daemon.json "runtimes"); "" is the daemon's default.
 	Spec     confine.Spec
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
@@ -46,7 +46,6 @@ func NewEngine(opts EngineOptions) *Engine {
 		if err != nil {
 			return nil, err
 		}
-		c.launchRuntime = opts.Runtime
 		return c, nil
 	}
 	return &Engine{engine.New(connect, engine.Options{
@@ -75,10 +74,7 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	rt := e.opts.Runtime
-	if rt == "" {
-		rt = c.Runtime()
-	}
+	rt := cmp.Or(e.opts.Spec.Runtime, c.Runtime())
 	return Info{Host: c.Host(), From: c.from, Version: c.Version(), APIVersion: c.APIVersion(), Runtime: rt, SharesFiles: c.SharesFiles()}, nil
 }
 
@@ -107,12 +103,12 @@ func (e *Engine) client() *Client {
 	return c
 }
 
-// Launch starts a container of s through c, under the engine's OCI runtime,
-// its socket's folder made in channelDir ("" none): what an [engine.Engine]
-// asks of a Docker connection. The seccomp profile goes inline in the
-// create request.
+// Launch starts a container of s through c, under its OCI runtime
+// ([confine.Spec.Runtime]), its socket's folder made in channelDir ("" none):
+// what an [engine.Engine] asks of a Docker connection. The seccomp profile
+// goes inline in the create request.
 func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
-	ct, err := c.start(ctx, s, placement{channelDir: channelDir, runtime: c.launchRuntime})
+	ct, err := c.start(ctx, s, placement{channelDir: channelDir})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}

@@ -67,9 +67,9 @@ type mount struct {
 
 // newCreateRequest turns s into the create request, with the hardening
 // every engine applies ([confine.Hardened]), the given ownership labels, the
-// sandbox's seccomp profile and the OCI runtime (a name the daemon knows;
-// "" is its default).
-func newCreateRequest(s confine.Spec, owner map[string]string, runtime string) (createRequest, error) {
+// sandbox's seccomp profile for its OCI runtime and that runtime
+// ([confine.Spec.Runtime]: a name the daemon knows; "" is its default).
+func newCreateRequest(s confine.Spec, owner map[string]string) (createRequest, error) {
 	h, err := s.Harden(owner)
 	if err != nil {
 		return createRequest{}, err
@@ -80,7 +80,7 @@ func newCreateRequest(s confine.Spec, owner map[string]string, runtime string) (
 	}
 	sort.Strings(env)
 	stopTimeout := int(h.StopTimeout)
-	security := []string{"seccomp=" + string(confine.SeccompProfile())}
+	security := []string{"seccomp=" + string(confine.SeccompProfile(h.Runtime))}
 	if h.NoNewPrivileges {
 		security = append(security, "no-new-privileges")
 	}
@@ -116,7 +116,7 @@ func newCreateRequest(s confine.Spec, owner map[string]string, runtime string) (
 			Tmpfs:          map[string]string{},
 			Init:           h.Init,
 			AutoRemove:     h.AutoRemove,
-			Runtime:        runtime,
+			Runtime:        h.Runtime,
 		},
 	}
 	for _, r := range h.Rlimits {

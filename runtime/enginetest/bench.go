@@ -16,7 +16,7 @@ import (
 // this host's files). It reports the median and the 95th percentile in
 // milliseconds; removing each container is not timed.
 func BenchStart(b *testing.B, d Driver) {
-	start := d.New(b, confine.Spec{Command: python.Command(), Channel: python.ChannelEnv})
+	start := d.New(b, Spec(confine.Spec{Command: python.Command(), Channel: python.ChannelEnv}))
 	var ds []time.Duration
 	for b.Loop() {
 		t0 := time.Now()

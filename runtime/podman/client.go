@@ -39,12 +39,13 @@ var unavailable = confine.Unavailable
 // Timeouts of requests to Podman. Every request has a deadline; the caller's
 // ctx may shorten it.
 const (
-	requestTimeout = 30 * time.Second // create, start, inspect, kill, remove
+	requestTimeout = 30 * time.Second // create, start, kill, remove
 	// listTimeout bounds a list of containers: Podman takes every
 	// container's lock for it, and containers exiting in numbers hold those
 	// locks while their cleanup processes queue for the storage lock (over
 	// 30 s seen on a loaded 2-core machine). Nothing waits on a list but the
-	// background sweep and tests.
+	// background sweep and tests. An inspect of a container that has exited
+	// (did it run out of memory?) and GET /info wait on the same locks.
 	listTimeout    = 2 * time.Minute
 	pingTimeout    = 5 * time.Second  // one connection attempt
 	serviceStartup = 20 * time.Second // a spawned 'podman system service' must answer within this
@@ -64,6 +65,14 @@ type Options struct {
 	StateDir string
 	// Logger receives progress and diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Runtime is the OCI runtime containers must run under, as Podman names
+	// it ("runsc"); "" means Podman's default. Podman runs every container
+	// of an API service under the service's runtime (it ignores one asked
+	// per container), so with a runtime Connect starts its own service
+	// running it (podman --runtime NAME system service), unless opts.URI,
+	// $CONTAINER_HOST or $CONTAINER_CONNECTION names a Podman, which must
+	// then run it: another is refused.
+	Runtime string
 	// idle is how long a service Connect starts stays after its last
 	// client; 0 means serviceIdle. Tests shorten it.
 	idle time.Duration
@@ -87,6 +96,7 @@ type Client struct {
 	holding    sync.WaitGroup    // holdService
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
+	runtime    string            // the OCI runtime its containers run under; "" when not known (Podman's default)
 	stateDir   string            // see [Options.StateDir]; "" is [engine.StateDir]'s default
 
 	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
@@ -121,14 +131,26 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 			if _, lerr := exec.LookPath("podman"); lerr != nil && strings.HasPrefix(uri, "unix://") {
 				return nil, unavailable(err, "podman is not installed, and nothing answers at %s (from %s): %s", uri, from, installHint)
 			}
-			return nil, unavailable(err, "podman API not reachable at %s (from %s): %v: start it with 'podman system service --time=0 %s' or fix %s",
-				uri, from, rootCause(err), uri, from)
+			return nil, unavailable(err, "podman API not reachable at %s (from %s): %v: start it with 'podman%s system service --time=0 %s' or fix %s",
+				uri, from, rootCause(err), runtimeFlag(opts.Runtime), uri, from)
+		}
+		if opts.Runtime != "" {
+			if err := c.checkRuntime(ctx, opts.Runtime, from); err != nil {
+				c.Close()
+				return nil, err
+			}
 		}
 		return c, nil
 	}
 
 	var tried []string
-	for _, sock := range defaultSockets() {
+	sockets := defaultSockets()
+	if opts.Runtime != "" {
+		// Their services run Podman's default runtime, most likely; asking
+		// each would cost a slow GET /info.
+		sockets = nil
+	}
+	for _, sock := range sockets {
 		if _, err := os.Stat(sock); err != nil {
 			continue
 		}
@@ -152,15 +174,62 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := c.shareService(ctx, bin, engine.StateDir(opts.StateDir), cmp.Or(opts.idle, serviceIdle))
+	svc, err := c.shareService(ctx, bin, engine.StateDir(opts.StateDir), opts.Runtime, cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
 		return nil, err
 	}
 	c.svc = svc
+	c.runtime = opts.Runtime
 	c.stopHold = make(chan struct{})
 	c.holding.Go(func() { c.holdService(c.stopHold) })
 	return c, nil
 }
+
+// runtimeFlag is the podman flag that chooses runtime, with a leading
+// space, or "".
+func runtimeFlag(runtime string) string {
+	if runtime == "" {
+		return ""
+	}
+	return " --runtime " + runtime
+}
+
+// checkRuntime makes sure the Podman service c reached (the one from names)
+// runs containers under runtime.
+func (c *Client) checkRuntime(ctx context.Context, runtime, from string) error {
+	name, path, err := c.ociRuntime(ctx)
+	if err != nil {
+		return unavailable(err, "cannot tell which OCI runtime the Podman at %s (from %s) runs, which MCP_BRIDGE_RUNTIME=%s needs to know: %v",
+			c.uri, from, runtime, err)
+	}
+	if name == runtime || path == runtime || filepath.Base(path) == runtime {
+		c.runtime = runtime
+		return nil
+	}
+	return unavailable(nil, "the Podman at %s (from %s) runs containers under %s, not %s (MCP_BRIDGE_RUNTIME), and Podman runs every container of a service under the service's runtime: "+
+		"start that service with 'podman --runtime %s system service --time=0 %s', or unset %s so that codebridge starts a Podman service of its own under %s",
+		c.uri, from, cmp.Or(name, path, "its default runtime"), runtime, runtime, c.uri, from, runtime)
+}
+
+// ociRuntime asks the service which OCI runtime it runs containers under
+// (GET /info: slow, a second on a loaded machine, and more than 30 s seen
+// on one loaded with a hundred runnable tasks).
+func (c *Client) ociRuntime(ctx context.Context) (name, path string, err error) {
+	var info struct {
+		Host struct {
+			OCIRuntime struct{ Name, Path string } `json:"ociRuntime"`
+		} `json:"host"`
+	}
+	// It reads the store, and so waits on the locks a list waits on.
+	if err := c.do(ctx, listTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
+		return "", "", err
+	}
+	return info.Host.OCIRuntime.Name, info.Host.OCIRuntime.Path, nil
+}
+
+// Runtime is the OCI runtime the client's containers run under, as asked
+// ([Options.Runtime]); "" means Podman's default.
+func (c *Client) Runtime() string { return c.runtime }
 
 func newClient(log *slog.Logger) *Client {
 	self := confine.Self()
@@ -288,8 +357,12 @@ func (c *Client) dialWait(ctx context.Context, svc *service) error {
 		}
 		select {
 		case <-ch.exited:
-			return unavailable(ch.waitErr, "podman system service exited at start-up: %s: run 'podman system service --time=0 %s' by hand to see why; %s",
-				ch.diagnostics(), svc.uri(), SetupHint)
+			hint := SetupHint
+			if svc.runtime != "" {
+				hint = fmt.Sprintf("MCP_BRIDGE_RUNTIME=%s: codebridge setup --runtime %s installs and registers it, or unset MCP_BRIDGE_RUNTIME", svc.runtime, svc.runtime)
+			}
+			return unavailable(ch.waitErr, "podman system service exited at start-up: %s: run 'podman%s system service --time=0 %s' by hand to see why; %s",
+				ch.diagnostics(), runtimeFlag(svc.runtime), svc.uri(), hint)
 		case <-ctx.Done():
 			if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err

@@ -199,3 +199,56 @@ func TestEnsureImage(t *testing.T) {
 		t.Errorf("EnsureImage(missing) = %v; want ErrUnavailable naming the README's set-up", err)
 	}
 }
+
+// TestConnectRuntime: a Podman the user names must run the runtime asked
+// for (Podman runs every container of a service under the service's), and
+// one that does not is refused with what to do; a service codebridge starts
+// gets the runtime on its command line.
+func TestConnectRuntime(t *testing.T) {
+	shared := testClient(t) // a service under testenv.Runtime(), or Podman's default
+	other := "runsc"
+	if confine.GVisor(testenv.Runtime()) {
+		other = "runc"
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err := Connect(ctx, Options{URI: shared.URI(), Runtime: other})
+	for _, w := range []string{"not " + other + " (MCP_BRIDGE_RUNTIME)", "from the configured URI", "podman --runtime " + other + " system service --time=0 " + shared.URI()} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Connect to a Podman under another runtime: %v; want it refused, saying %q", err, w)
+		}
+	}
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("error %v is not ErrUnavailable", err)
+	}
+	if rt := testenv.Runtime(); rt != "" {
+		c, err := Connect(ctx, Options{URI: shared.URI(), Runtime: rt})
+		if err != nil {
+			t.Fatalf("Connect to a Podman under %s, asking for it: %v", rt, err)
+		}
+		if c.Runtime() != rt {
+			t.Errorf("Runtime() = %q, want %q", c.Runtime(), rt)
+		}
+		c.Close()
+	}
+
+	// A runtime Podman does not know: the service exits at once.
+	fake := t.TempDir()
+	args := filepath.Join(fake, "args")
+	script := "#!/bin/sh\necho \"$@\" > " + args + "\necho 'Error: default OCI runtime \"nosuch\" not found: invalid argument' >&2\nexit 125\n"
+	if err := os.WriteFile(filepath.Join(fake, "podman"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CONTAINER_HOST", "")
+	t.Setenv("CONTAINER_CONNECTION", "")
+	t.Setenv("PATH", fake)
+	_, err = Connect(ctx, Options{StateDir: t.TempDir(), Runtime: "nosuch"})
+	for _, w := range []string{`default OCI runtime "nosuch" not found`, "podman --runtime nosuch system service", "codebridge setup --runtime nosuch"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Connect with an unknown runtime: %v; want it to say %q", err, w)
+		}
+	}
+	if got, _ := os.ReadFile(args); !strings.HasPrefix(string(got), "--runtime nosuch system service --time=") {
+		t.Errorf("podman ran with %q, want --runtime nosuch system service ...", got)
+	}
+}

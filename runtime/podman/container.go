@@ -81,6 +81,7 @@ func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) 
 }
 
 func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	cs, err := newCreateSpec(s, c.owner, at.seccomp)
 	if err != nil {
 		return nil, err
@@ -124,6 +125,9 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
 
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
+			err = fmt.Errorf("%w: %s", err, hint)
+		}
 		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()
@@ -216,7 +220,26 @@ func isGone(err error) bool {
 
 // diedCode returns the exit code of the container from the "died" event
 // Podman recorded when it exited, waiting for that event if follow is set.
+// Podman's file of events is shared by every Podman client of the host and
+// rotated when it grows past its size (events_logfile_max_size): a stream
+// that ends while the file is rotated is opened again, a few times, from
+// the container's start, where the event may be by then.
 func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
+	var err error
+	for range eventsAttempts {
+		var code int
+		if code, err = ct.readDied(ctx, follow); err == nil || ctx.Err() != nil || !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return code, err
+		}
+		ct.c.log.Debug("podman's events ended without the container's exit; asking again", "container", engine.ShortID(ct.id), "err", err)
+	}
+	return -1, err
+}
+
+// eventsAttempts is how often [Container.diedCode] reads Podman's events.
+const eventsAttempts = 3
+
+func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 	filters, _ := json.Marshal(map[string][]string{"container": {ct.id}, "event": {"died"}})
 	// The events file holds every container's events: read only those
 	// since this container started.
@@ -258,7 +281,9 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 			OOMKilled bool
 		}
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
+	// A container that has exited is inspected while its cleanup (and,
+	// under gVisor, runsc's teardown) holds its lock: as long as a list.
+	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
 		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
 	}
 	s := data.State

@@ -1,6 +1,7 @@
 package podman
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,8 @@ type EngineOptions struct {
 	Image    string // the configured image; "" lets [Client.EnsureImage] choose
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required. The engine adds its seccomp
-	// profile ([confine.SeccompProfile]).
+	// profile ([confine.SeccompProfile]). Its Runtime is the Podman
+	// service's: see [Options.Runtime].
 	Spec     confine.Spec
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
@@ -51,7 +53,7 @@ type ImageWatch = confine.ImageWatch
 // NewEngine returns an engine; it does not touch Podman until used.
 func NewEngine(opts EngineOptions) *Engine {
 	connect := func(ctx context.Context) (engine.Conn, error) {
-		c, err := Connect(ctx, Options{URI: opts.URI, StateDir: opts.StateDir, Logger: opts.Logger, Declined: opts.Declined, idle: opts.serviceIdle})
+		c, err := Connect(ctx, Options{URI: opts.URI, StateDir: opts.StateDir, Runtime: opts.Spec.Runtime, Logger: opts.Logger, Declined: opts.Declined, idle: opts.serviceIdle})
 		if err != nil {
 			return nil, err
 		}
@@ -74,16 +76,28 @@ type Info struct {
 	URI        string // where it answered
 	APIVersion string // its libpod API version, e.g. "4.3.1"
 	Private    bool   // a 'podman system service' codebridge started
+	// Runtime is the OCI runtime the containers run under, as Podman names
+	// it; "" when Podman did not say.
+	Runtime string
 }
 
 // Info connects to Podman if needed, without resolving the image, and says
-// which Podman answered.
+// which Podman answered and, asking it when no runtime was chosen
+// ([confine.Spec.Runtime]), which OCI runtime it runs.
 func (e *Engine) Info(ctx context.Context) (Info, error) {
 	c, err := e.connected(ctx)
 	if err != nil {
 		return Info{}, err
 	}
-	return Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private()}, nil
+	info := Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private(), Runtime: c.Runtime()}
+	if info.Runtime == "" {
+		name, path, err := c.ociRuntime(ctx)
+		if err != nil {
+			c.log.Info("podman did not say which OCI runtime it runs", "err", err)
+		}
+		info.Runtime = cmp.Or(name, path)
+	}
+	return info, nil
 }
 
 // ImageExists connects to Podman if needed and reports whether the image is
@@ -115,7 +129,8 @@ func (e *Engine) client() *Client {
 // profile, its socket's folder made in channelDir ("" none): what an
 // [engine.Engine] asks of a Podman connection.
 func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
-	profile, err := c.seccomp(ctx, s.Image)
+	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
+	profile, err := c.seccomp(ctx, s.Image, s.Runtime)
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +181,14 @@ func (c *Client) SharesFiles() bool { return SharesFiles(c.uri) }
 // read of a small file. Elsewhere (ssh, podman machine) it is put on the
 // Podman host through the API once per client. Failing either way is an
 // error: a sandbox does not silently lose the profile.
-func (c *Client) seccomp(ctx context.Context, image string) (string, error) {
+func (c *Client) seccomp(ctx context.Context, image, runtime string) (string, error) {
 	if !SharesFiles(c.URI()) {
 		c.placeMu.Lock() // concurrent starts place it once
 		defer c.placeMu.Unlock()
 		if c.placed != "" {
 			return c.placed, nil
 		}
-		path, err := c.placeSeccompProfile(ctx, image)
+		path, err := c.placeSeccompProfile(ctx, image, runtime)
 		if err != nil {
 			return "", fmt.Errorf("%w; the sandbox does not start without its seccomp profile", err)
 		}
@@ -181,7 +196,7 @@ func (c *Client) seccomp(ctx context.Context, image string) (string, error) {
 		c.placed = path
 		return path, nil
 	}
-	path, err := confine.WriteSeccompProfile(engine.StateDir(c.stateDir))
+	path, err := confine.WriteSeccompProfile(engine.StateDir(c.stateDir), runtime)
 	if err != nil {
 		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}

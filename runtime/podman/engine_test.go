@@ -26,6 +26,9 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
+	if opts.Spec.Runtime == "" {
+		opts.Spec.Runtime = testenv.Runtime()
+	}
 	if opts.serviceIdle == 0 {
 		opts.serviceIdle = time.Second // not to keep services of the tests
 	}

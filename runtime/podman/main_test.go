@@ -67,7 +67,7 @@ func testClient(t testing.TB) *Client {
 		shared.dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		shared.c, shared.err = Connect(ctx, Options{StateDir: dir, Logger: testLogger(t)})
+		shared.c, shared.err = Connect(ctx, Options{StateDir: dir, Runtime: testenv.Runtime(), Logger: testLogger(t)})
 	})
 	if shared.err != nil {
 		t.Fatalf("Connect: %v", shared.err)

@@ -27,14 +27,14 @@ func SharesFiles(uri string) bool {
 // seccompVolumeDir is where the helper container mounts the profile's volume.
 const seccompVolumeDir = "/codebridge-seccomp"
 
-// placeSeccompProfile puts the profile on a Podman host that does not share
+// placeSeccompProfile puts the profile for runtime on a Podman host that does not share
 // codebridge's files (over ssh, in podman machine's VM) and returns its path
 // there, for the Podman service to read at container create. It goes where
 // only the Podman API reaches: into a volume named by the profile's content,
 // through a helper container of image that is created, never started, and
 // removed. The volume stays, a few kilobytes, for the next codebridge.
-func (c *Client) placeSeccompProfile(ctx context.Context, image string) (string, error) {
-	name := "codebridge-seccomp-" + confine.SeccompID()
+func (c *Client) placeSeccompProfile(ctx context.Context, image, runtime string) (string, error) {
+	name := "codebridge-seccomp-" + confine.SeccompID(runtime)
 	create := map[string]any{"Name": name, "Label": map[string]string{confine.LabelManaged: "true"}}
 	if err := c.do(ctx, requestTimeout, http.MethodPost, "/volumes/create", nil, create, nil); err != nil &&
 		!isStatus(err, http.StatusConflict) && !strings.Contains(err.Error(), "already exists") {
@@ -71,7 +71,7 @@ func (c *Client) placeSeccompProfile(ctx context.Context, image string) (string,
 		}
 	}()
 	var archive bytes.Buffer
-	profile := confine.SeccompProfile()
+	profile := confine.SeccompProfile(runtime)
 	tw := tar.NewWriter(&archive)
 	err := tw.WriteHeader(&tar.Header{Name: "seccomp.json", Mode: 0o644, Size: int64(len(profile)), ModTime: time.Now()})
 	if err == nil {

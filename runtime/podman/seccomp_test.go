@@ -12,6 +12,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 func TestSharesFiles(t *testing.T) {
@@ -37,15 +38,15 @@ func TestPlaceSeccompProfile(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
 	for range 2 {
-		path, err := c.placeSeccompProfile(t.Context(), img)
+		path, err := c.placeSeccompProfile(t.Context(), img, testenv.Runtime())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(path, "codebridge-seccomp-"+confine.SeccompID()) || filepath.Base(path) != "seccomp.json" {
+		if !strings.Contains(path, "codebridge-seccomp-"+confine.SeccompID(testenv.Runtime())) || filepath.Base(path) != "seccomp.json" {
 			t.Errorf("profile path %q; want seccomp.json in the volume named by its content", path)
 		}
 		// This Podman runs here, so its volume can be read directly.
-		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, confine.SeccompProfile()) {
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, confine.SeccompProfile(testenv.Runtime())) {
 			t.Errorf("the file in the volume is not the profile (%d bytes, %v)", len(got), err)
 		}
 	}
@@ -66,7 +67,7 @@ func TestPlaceSeccompProfile(t *testing.T) {
 func BenchmarkStartSeccomp(b *testing.B) {
 	c := testClient(b)
 	img := testImage(b, c)
-	ours, err := confine.WriteSeccompProfile(b.TempDir())
+	ours, err := confine.WriteSeccompProfile(b.TempDir(), testenv.Runtime())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,14 +104,14 @@ func TestSeccompRewritten(t *testing.T) {
 		t.Skip("the profile is used only with a Podman on this Linux host")
 	}
 	c := &Client{uri: "unix:///run/podman/podman.sock", stateDir: t.TempDir()}
-	path, err := c.seccomp(t.Context(), "")
+	path, err := c.seccomp(t.Context(), "", "")
 	if err != nil || path == "" {
 		t.Fatalf("seccomp: %q, %v", path, err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := c.seccomp(t.Context(), ""); err != nil || again != path {
+	if again, err := c.seccomp(t.Context(), "", ""); err != nil || again != path {
 		t.Fatalf("seccomp again: %q, %v; want %q", again, err, path)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -129,7 +130,7 @@ func TestSeccompUnwritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Client{uri: "unix:///run/podman/podman.sock", stateDir: filepath.Join(file, "state")}
-	path, err := c.seccomp(t.Context(), "")
+	path, err := c.seccomp(t.Context(), "", "")
 	if err == nil || !strings.Contains(err.Error(), "seccomp profile") {
 		t.Fatalf("seccomp: %q, %v; want an error about the profile", path, err)
 	}
@@ -144,7 +145,7 @@ func BenchmarkPlaceSeccompProfile(b *testing.B) {
 	c := testClient(b)
 	img := testImage(b, c)
 	for b.Loop() {
-		if _, err := c.placeSeccompProfile(b.Context(), img); err != nil {
+		if _, err := c.placeSeccompProfile(b.Context(), img, testenv.Runtime()); err != nil {
 			b.Fatal(err)
 		}
 	}

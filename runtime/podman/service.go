@@ -1,6 +1,7 @@
 package podman
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,11 +40,12 @@ const serviceIdle = 10 * time.Second
 
 // service is the shared Podman API service a [Client] uses.
 type service struct {
-	sock  string
-	log   *slog.Logger
-	child *child        // the service's process, when this client started it
-	gone  chan struct{} // closed once the service is known to have exited
-	once  sync.Once     // closes gone
+	sock    string
+	runtime string // the OCI runtime it runs containers under; "" for Podman's default
+	log     *slog.Logger
+	child   *child        // the service's process, when this client started it
+	gone    chan struct{} // closed once the service is known to have exited
+	once    sync.Once     // closes gone
 }
 
 func (s *service) uri() string { return "unix://" + s.sock }
@@ -61,13 +63,15 @@ type child struct {
 }
 
 // shareService returns the service codebridge processes configured like
-// this one share, with c connected to it, starting it if none answers.
-func (c *Client) shareService(ctx context.Context, bin, dir string, idle time.Duration) (*service, error) {
+// this one share, running containers under the OCI runtime named runtime
+// ("" for Podman's default), with c connected to it, starting it if none
+// answers.
+func (c *Client) shareService(ctx context.Context, bin, dir, runtime string, idle time.Duration) (*service, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, unavailable(err, "cannot create state directory for the podman socket: %v: set a writable state directory", err)
 	}
 	env := serviceEnv(os.Environ())
-	s := &service{sock: filepath.Join(dir, "podman-"+serviceKey(bin, idle, env)+".sock"), log: c.log, gone: make(chan struct{})}
+	s := &service{sock: filepath.Join(dir, "podman-"+serviceKey(bin, runtime, idle, env)+".sock"), runtime: runtime, log: c.log, gone: make(chan struct{})}
 	if c.join(ctx, s) == nil {
 		return s, nil
 	}
@@ -82,10 +86,10 @@ func (c *Client) shareService(ctx context.Context, bin, dir string, idle time.Du
 	// Nothing listens there: the socket, if any, is a dead service's (one
 	// exiting idle closes its listener, which removes it, first).
 	_ = os.Remove(s.sock)
-	if s.child, err = startService(bin, s.sock, idle, env); err != nil {
+	if s.child, err = startService(bin, s.sock, runtime, idle, env); err != nil {
 		return nil, err
 	}
-	c.log.Info("started podman API service", "pid", s.child.cmd.Process.Pid, "uri", s.uri(), "idle", idle)
+	c.log.Info("started podman API service", "pid", s.child.cmd.Process.Pid, "uri", s.uri(), "idle", idle, "runtime", cmp.Or(runtime, "podman's default"))
 	go func() {
 		<-s.child.exited
 		s.exited()
@@ -110,18 +114,23 @@ func (c *Client) join(ctx context.Context, s *service) error {
 	return nil
 }
 
-// startService starts bin as an API service on sock that exits after idle
-// without clients. It gets its own session (it serves other codebridge
+// startService starts bin as an API service on sock, running containers
+// under the OCI runtime named runtime ("" for Podman's default), that exits
+// after idle without clients. It gets its own session (it serves other codebridge
 // processes too: a Ctrl-C or a hangup meant for this one must not stop it)
 // and writes its output to a file next to the socket.
-func startService(bin, sock string, idle time.Duration, env []string) (*child, error) {
+func startService(bin, sock, runtime string, idle time.Duration, env []string) (*child, error) {
 	ch := &child{logPath: strings.TrimSuffix(sock, ".sock") + ".log", exited: make(chan struct{})}
 	out, err := os.OpenFile(ch.logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, unavailable(err, "cannot create the podman service's log: %v: set a writable state directory", err)
 	}
 	defer out.Close()
-	ch.cmd = exec.Command(bin, "system", "service", "--time="+strconv.Itoa(int(idle.Seconds())), "unix://"+sock)
+	var args []string
+	if runtime != "" {
+		args = []string{"--runtime", runtime}
+	}
+	ch.cmd = exec.Command(bin, append(args, "system", "service", "--time="+strconv.Itoa(int(idle.Seconds())), "unix://"+sock)...)
 	ch.cmd.Stdout, ch.cmd.Stderr = out, out
 	ch.cmd.Env = env
 	// conmon inherits this directory and, with Podman 4.3, drops a file named
@@ -184,12 +193,13 @@ func (c *Client) holdService(stop <-chan struct{}) {
 	}
 }
 
-// serviceKey names the service of this Podman binary, idle time and
-// environment: codebridge processes whose Podman would be configured
-// differently (another storage, containers.conf, runtime) do not share.
-func serviceKey(bin string, idle time.Duration, env []string) string {
+// serviceKey names the service of this Podman binary, OCI runtime, idle
+// time and environment: codebridge processes whose Podman would be
+// configured differently (another storage, containers.conf, runtime) do not
+// share.
+func serviceKey(bin, runtime string, idle time.Duration, env []string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00", bin, idle)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", bin, runtime, idle)
 	var keep []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")

@@ -58,6 +58,11 @@ const WaitLimitEnv = "CODEBRIDGE_WAIT_LIMIT"
 // and confine.Channel are the host side).
 const ChannelEnv = "CODEBRIDGE_CHANNEL"
 
+// GVisorEnv names the environment variable that tells the sandbox, with
+// "1", that it runs under gVisor: a failure from a system call gVisor lacks
+// (ENOSYS) then says so.
+const GVisorEnv = "CODEBRIDGE_GVISOR"
+
 // ServeEnv names the environment variable that makes the bootstrap serve its
 // stream on the abstract unix socket it names, one connection at a time, so
 // the stream outlives each connection (runtime/confine's ServeFresh): a

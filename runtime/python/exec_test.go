@@ -327,6 +327,36 @@ func TestTracebackNamesRun(t *testing.T) {
 	}
 }
 
+// TestGVisorNote: under gVisor (GVisorEnv, set here by the code itself), a
+// failure that comes from a system call gVisor lacks says so, in its message
+// and its traceback, also when the ENOSYS error is the cause of another;
+// other failures, and ENOSYS on Linux, get no note.
+func TestGVisorNote(t *testing.T) {
+	const note = "this sandbox runs under gVisor"
+	for _, tt := range []struct {
+		name, code string
+		gvisor     bool
+		want       bool
+	}{
+		{"enosys", "raise OSError(errno.ENOSYS, 'Function not implemented')", true, true},
+		{"enosys as a cause", "try:\n    raise OSError(errno.ENOSYS, 'nope')\nexcept OSError as e:\n    raise RuntimeError('copy failed') from e", true, true},
+		{"enosys during another", "try:\n    raise OSError(errno.ENOSYS, 'nope')\nexcept OSError:\n    1 / 0", true, true},
+		{"other errno", "raise OSError(errno.EPERM, 'no')", true, false},
+		{"enosys on Linux", "raise OSError(errno.ENOSYS, 'Function not implemented')", false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code := fmt.Sprintf("import errno, codebridge_runner\ncodebridge_runner.GVISOR = %s\n%s", map[bool]string{true: "True", false: "False"}[tt.gvisor], tt.code)
+			res, err := run(t, Program{Code: code}, nil)
+			if err != nil || res.Error == nil {
+				t.Fatalf("Run = %+v, %v; want a failure", res, err)
+			}
+			if got := strings.Contains(res.Error.Message, note) && strings.Contains(res.Error.Traceback, note); got != tt.want {
+				t.Errorf("note in message and traceback: %v, want %v\nmessage: %s\ntraceback: %s", got, tt.want, res.Error.Message, res.Error.Traceback)
+			}
+		})
+	}
+}
+
 func TestInterruptAtTimeLimit(t *testing.T) {
 	it := startInterp(t, protocol.Init{}, Limits{InterruptGrace: time.Minute})
 	if _, err := it.Run(t.Context(), Program{Code: "x = 1"}, nil, time.Minute); err != nil {

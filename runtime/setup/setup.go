@@ -2,11 +2,12 @@
 // binary alone, on Podman or Docker: it installs the engine (and what the
 // image build needs) when missing, makes sure Docker's daemon answers,
 // builds or pulls the sandbox image, and fixes Podman's runtime and rlimit
-// defaults only where a probe container shows they do not work. It drives
-// the podman or docker command as a person would, so what the engine prints
-// is the progress a person sees; it asks before installing packages,
-// starting a daemon or writing system files, and prints the exact fix when
-// it may not.
+// defaults only where a probe container shows they do not work; on request
+// it installs gVisor and registers it with the engines. It drives the
+// podman or docker command as a person would, so what the engine prints is
+// the progress a person sees; it asks before installing packages, starting
+// a daemon or writing system files, and prints the exact fix when it may
+// not.
 package setup
 
 import (
@@ -65,6 +66,10 @@ type Options struct {
 	// Base is the image FromRegistry builds on, a Debian bookworm image with
 	// apt (e.g. from a registry mirror); "" means DefaultBase.
 	Base string
+	// Runtime is an OCI runtime to install and register with the engine,
+	// under which the sandbox is then probed: "" for none, or runsc
+	// (gVisor), the one setup knows.
+	Runtime string
 	// Engine is the container engine to prepare: EnginePodman (the
 	// default) or EngineDocker.
 	Engine string
@@ -124,6 +129,9 @@ func Run(ctx context.Context, opts Options) error {
 	default:
 		return fmt.Errorf("--from %q: want auto, registry or debian", s.From)
 	}
+	if err := knownRuntime(s.Runtime); err != nil {
+		return err
+	}
 	if s.Base != "" && s.From == FromDebian {
 		return fmt.Errorf("--base %s is the base of the registry route; --from debian builds from Debian packages (drop one of them)", s.Base)
 	}
@@ -142,6 +150,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if err := s.runtime(ctx, s.Image, "python3", "-c", `print("ok")`); err != nil {
 		return err
+	}
+	if s.Runtime == GVisor {
+		if err := s.gvisor(ctx); err != nil {
+			return err
+		}
+		s.logf("ready: %s runs the sandbox image %s, under gVisor with MCP_BRIDGE_RUNTIME=runsc", s.name, s.Image)
+		return nil
 	}
 	s.logf("ready: %s runs the sandbox image %s", s.name, s.Image)
 	return nil
@@ -379,18 +394,32 @@ func (s *setup) confPath() string {
 	if p := s.Getenv("CONTAINERS_CONF"); p != "" {
 		return p
 	}
-	if os.Geteuid() == 0 {
-		return defaultConfPath()
-	}
-	dir := s.Getenv("XDG_CONFIG_HOME")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".config")
-	}
-	return filepath.Join(dir, "containers", "containers.conf.d", "50-codebridge.conf")
+	return s.dropIn("50-codebridge.conf")
 }
 
-func defaultConfPath() string { return "/etc/containers/containers.conf.d/50-codebridge.conf" }
+func defaultConfPath() string { return filepath.Join(systemDropIns, "50-codebridge.conf") }
+
+// systemDropIns is the folder of containers.conf drop-ins for every user.
+const systemDropIns = "/etc/containers/containers.conf.d"
+
+// dropIn is the containers.conf drop-in file called name: system-wide for
+// root, the user's own otherwise.
+func (s *setup) dropIn(name string) string {
+	if os.Geteuid() == 0 {
+		return filepath.Join(systemDropIns, name)
+	}
+	return filepath.Join(s.configHome(), "containers", "containers.conf.d", name)
+}
+
+// configHome is the user's configuration folder: $XDG_CONFIG_HOME, else
+// ~/.config.
+func (s *setup) configHome() string {
+	if dir := s.Getenv("XDG_CONFIG_HOME"); dir != "" {
+		return dir
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".config")
+}
 
 // probe runs argv in a container of image with the sandbox's network mode.
 func (s *setup) probe(ctx context.Context, image string, argv ...string) (string, error) {

@@ -47,6 +47,11 @@ func Image() string {
 	return DefaultImage
 }
 
+// Runtime returns the OCI runtime sandboxes run under in tests:
+// $MCP_BRIDGE_RUNTIME ("runsc" in scripts/test.sh's gVisor phase), or ""
+// for the engine's default.
+func Runtime() string { return os.Getenv("MCP_BRIDGE_RUNTIME") }
+
 // MinimalImage returns the minimal sandbox image (python3 and its standard
 // library only) that tests check codebridge still works with:
 // $CODEBRIDGE_TEST_MINIMAL_IMAGE, set by scripts/test.sh, or [DefaultMinimalImage].

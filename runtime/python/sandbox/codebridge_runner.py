@@ -15,6 +15,7 @@ import array
 import ast
 import builtins
 import collections
+import errno
 import fcntl
 import functools
 import importlib
@@ -772,12 +773,41 @@ def _str(exc):
         return "<%s: str() failed>" % type(exc).__name__
 
 
+# Set by codebridge when the sandbox runs under gVisor (MCP_BRIDGE_RUNTIME=runsc).
+GVISOR = os.environ.get("CODEBRIDGE_GVISOR") == "1"
+GVISOR_NOTE = ("codebridge: this sandbox runs under gVisor (MCP_BRIDGE_RUNTIME=runsc), whose kernel does not "
+               "implement every Linux system call: the call above is one it lacks (ENOSYS, 'Function not implemented'). "
+               "Do it another way, or ask for codebridge to run without MCP_BRIDGE_RUNTIME if this code must run as is.")
+
+
+def _enosys(exc):
+    """Whether exc, or an exception it was raised from or during, is ENOSYS."""
+    seen = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno == errno.ENOSYS:
+            return True
+        todo += [e.__cause__, e.__context__, *(getattr(e, "exceptions", None) or ())]
+    return False
+
+
 def _failure(kind, exc):
     try:
         tb = _clip(format_exception(exc), keep_tail=True)
     except Exception as e:  # never lose the exit frame to a broken exception
         tb = "(traceback unavailable: %s)" % _str(e)
-    return {"kind": kind, "type": type(exc).__name__, "message": _clip(_str(exc)), "traceback": tb}
+    message = _clip(_str(exc))
+    try:
+        if GVISOR and _enosys(exc):
+            message += "\n" + GVISOR_NOTE
+            tb += GVISOR_NOTE + "\n"
+    except Exception:
+        pass
+    return {"kind": kind, "type": type(exc).__name__, "message": message, "traceback": tb}
 
 
 def _compile(src, filename, mode="exec"):
