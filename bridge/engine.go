@@ -105,17 +105,21 @@ func EngineChoice(cfg settings.Config) string {
 	return name + " (" + why + ")"
 }
 
+// waitLimit is how long an interpreter waits for its next run, a little
+// after the manager would end it anyway (a warm container unused, a session
+// idle), so a codebridge killed hard leaves nothing running for long; 0, for
+// ever: sessions kept until their MCP session ends wait for ever, and the
+// next codebridge start removes what a dead one left.
+func waitLimit(cfg settings.Config) time.Duration {
+	if cfg.Sessions && cfg.SessionIdle == 0 {
+		return 0
+	}
+	return max(sandbox.DefaultWarmLimit, cfg.SessionIdle) + time.Minute
+}
+
 // sandboxSpec is the container every engine starts, from the settings.
 func sandboxSpec(cfg settings.Config) confine.Spec {
-	// An interpreter gives up waiting for its next run a little after the
-	// manager would end it anyway (a warm container unused, a session idle),
-	// so a codebridge killed hard leaves nothing running for long. Sessions
-	// kept until their MCP session ends wait for ever; the next codebridge
-	// start removes what a dead one left.
-	wait := max(sandbox.DefaultWarmLimit, cfg.SessionIdle) + time.Minute
-	if cfg.Sessions && cfg.SessionIdle == 0 {
-		wait = 0
-	}
+	wait := waitLimit(cfg)
 	channel := ""
 	if cfg.SocketStream {
 		channel = python.ChannelEnv

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ func newKubeEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) 
 		// MCP_BRIDGE_RUNTIME names a RuntimeClass here (e.g. gvisor); the
 		// spec carries it too, so the hardening follows gVisor's.
 		RuntimeClass: cfg.Runtime,
+		WarmPool:     cfg.K8sWarmPool,
 		// The interpreter serves its stream in its pod, so that a stream
 		// lost with a replica loses nothing else.
 		Serve:  &kube.Serve{Env: python.ServeEnv, Relay: python.RelayCommand()},
@@ -74,4 +76,28 @@ func (e kubeEngine) Describe(ctx context.Context) (engineInfo, error) {
 
 func (e kubeEngine) HasImage(ctx context.Context, image string) (bool, error) {
 	return e.e.ImageOnNodes(ctx, image)
+}
+
+// KubeWarmPool returns, as one Kubernetes List, the agent-sandbox
+// SandboxTemplate whose pod is the one the settings give codebridge's
+// sandboxes, and a SandboxWarmPool of replicas of it, both named
+// k8s_warm_pool (or codebridge): what MCP_BRIDGE_K8S_WARM_POOL claims from.
+// The template's interpreter has no wait limit in its environment, as a
+// pool's waits for its claim however long; its session gets one in its
+// start frame.
+func KubeWarmPool(cfg settings.Config, replicas int) (any, error) {
+	spec := sandboxSpec(cfg)
+	delete(spec.Env, python.WaitLimitEnv)
+	name := cmp.Or(cfg.K8sWarmPool, "codebridge")
+	tmpl, err := newKubeEngine(cfg, spec, slog.New(slog.DiscardHandler)).e.Template(name)
+	if err != nil {
+		return nil, err
+	}
+	pool := map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+		"kind":       "SandboxWarmPool",
+		"metadata":   map[string]any{"name": name},
+		"spec":       map[string]any{"replicas": replicas, "sandboxTemplateRef": map[string]any{"name": name}},
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{tmpl, pool}}, nil
 }

@@ -198,9 +198,11 @@ func withEngine(cfg settings.Config, eng engine, logger *slog.Logger) *container
 		MaxSessions: cfg.MaxSessions,
 		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
-		Memory:      cmp.Or(cfg.Memory, confine.DefaultMemory),
-		Prelude:     host.SavedHelpers(memory.New(cfg.StateDir), logger),
-		Preload:     preload(cfg, logger),
+		// Also in the environment; a pod claimed from a warm pool has none.
+		WaitLimit: waitLimit(cfg),
+		Memory:    cmp.Or(cfg.Memory, confine.DefaultMemory),
+		Prelude:   host.SavedHelpers(memory.New(cfg.StateDir), logger),
+		Preload:   preload(cfg, logger),
 		// A request carries a tool call's arguments, or an image or file in
 		// base64, plus a small envelope.
 		Limits: python.Limits{

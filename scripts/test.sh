@@ -130,16 +130,21 @@ fi
 # end-to-end tests of sessions, attacks and leftovers with sandboxes as pods,
 # of replicas sharing sessions by handle and of the shipped manifests,
 # under codebridge's seccomp profile, which kube.sh puts on the node.
+# Some also claim sandboxes from agent-sandbox's controller
+# (scripts/agent-sandbox.sh: built once through the Go module proxy, cached).
 if [ "${CODEBRIDGE_TEST_KUBERNETES:-1}" != 0 ]; then
   log "tests against Kubernetes (CODEBRIDGE_TEST_KUBERNETES=0 leaves them out)"
-  trap 'scripts/kube.sh down' EXIT
+  trap 'scripts/agent-sandbox.sh down; scripts/kube.sh down' EXIT
   CODEBRIDGE_KUBE_IMAGES=$CODEBRIDGE_TEST_MINIMAL_IMAGE scripts/kube.sh up >/dev/null
   eval "$(scripts/kube.sh env)"
   export MCP_BRIDGE_ENGINE=kubernetes MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE=codebridge.json
+  scripts/agent-sandbox.sh up
+  export CODEBRIDGE_TEST_AGENT_SANDBOX=1 # its tests fail, not skip, without it
   go test -race -count=1 -timeout 30m ./runtime/kube/...
   go test -race -count=1 -timeout 30m ./cmd/codebridge \
     -run 'TestKubernetes|TestSessionsThroughTypeScriptClient|TestIdleSessionExpires|TestSessionsOff|TestNoContainersLeftBehind|TestAdversarial$|TestRunPythonEndToEnd|TestHTTPSessionByHandle|TestHTTPResumeAfterCut'
-  unset MCP_BRIDGE_ENGINE MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE
+  unset MCP_BRIDGE_ENGINE MCP_BRIDGE_IMAGE MCP_BRIDGE_K8S_SECCOMP_PROFILE CODEBRIDGE_TEST_AGENT_SANDBOX
+  scripts/agent-sandbox.sh down
   scripts/kube.sh down
   trap - EXIT
 fi

@@ -38,6 +38,7 @@ type Config struct {
 	Engine         string        // container engine: EngineAuto, EnginePodman, EngineDocker or EngineKubernetes
 	K8sNamespace   string        // the namespace of the sandbox pods; "" the kubeconfig context's
 	K8sSeccomp     string        // a Localhost seccomp profile for the sandbox pods; "" RuntimeDefault
+	K8sWarmPool    string        // an agent-sandbox SandboxWarmPool to claim sandboxes from; "" codebridge creates its pods
 	Image          string        // sandbox image; empty picks localhost/codebridge-sandbox, then python:3.12-slim
 	Timeout        time.Duration // default run_python time limit
 	MaxTimeout     time.Duration // upper bound for a caller's timeout
@@ -125,6 +126,14 @@ var settings = []setting{
 				return errors.New("want a path relative to the kubelet's seccomp folder, e.g. codebridge.json")
 			}
 			c.K8sSeccomp = v
+			return nil
+		}},
+	{key: "k8s_warm_pool", def: "", help: "With engine kubernetes, an agent-sandbox (sigs.k8s.io/agent-sandbox) SandboxWarmPool of the namespace to claim each sandbox from (a SandboxClaim) instead of creating pods: its controller must run, and the pool's SandboxTemplate must hold codebridge's pod (see [Kubernetes](kubernetes.md#agent-sandbox-claiming-sandboxes-from-a-controller)). Claiming takes the controller a second or so even from a warm pool, so warm_containers still claims ahead. Unset: codebridge creates its pods, which needs nothing installed.",
+		apply: func(c *Config, v string) error {
+			if v != "" && !validNamespace(v) {
+				return errors.New("want a SandboxWarmPool name: lower-case letters, digits and '-', at most 63")
+			}
+			c.K8sWarmPool = v
 			return nil
 		}},
 	{key: "image", def: "", help: "Sandbox image. Unset: localhost/codebridge-sandbox:latest if present, else docker.io/library/python:3.12-slim.",

@@ -252,6 +252,7 @@ func TestKubernetesSettings(t *testing.T) {
 		{environ: []string{"MCP_BRIDGE_K8S_NAMESPACE=-a"}, want: "namespace name"},
 		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=/var/lib/kubelet/seccomp/x.json"}, want: "relative to the kubelet's seccomp folder"},
 		{environ: []string{"MCP_BRIDGE_K8S_SECCOMP_PROFILE=../x.json"}, want: "relative to the kubelet's seccomp folder"},
+		{environ: []string{"MCP_BRIDGE_K8S_WARM_POOL=Pool_1"}, want: "SandboxWarmPool name"},
 	} {
 		c, err := LoadConfig(tt.environ, nil)
 		switch {
@@ -262,5 +263,12 @@ func TestKubernetesSettings(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%v: err %v, want one containing %q", tt.environ, err, tt.want)
 		}
+	}
+}
+
+func TestKubernetesWarmPoolSetting(t *testing.T) {
+	c, err := LoadConfig([]string{"MCP_BRIDGE_ENGINE=kubernetes", "MCP_BRIDGE_K8S_WARM_POOL=python-pool"}, nil)
+	if err != nil || c.K8sWarmPool != "python-pool" {
+		t.Fatalf("warm pool %q, %v", c.K8sWarmPool, err)
 	}
 }

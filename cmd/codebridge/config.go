@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
-const configHelp = `Usage: codebridge config [--json]
+const configHelp = `Usage: codebridge config [--json | --k8s-warm-pool N]
 
 Prints every setting, its value and where the value came from: default, the
 settings file (its path), an MCP_BRIDGE_* environment variable (its name) or a
@@ -24,6 +25,11 @@ KEY column. docs/settings.md describes every setting.
 Flags:
   --json            print a JSON object for programs: {"file", "file_found",
                     "settings": [{"key", "env", "value", "origin": {"layer", "name"}}]}
+  --k8s-warm-pool N print instead, as a Kubernetes List to kubectl apply, the
+                    agent-sandbox SandboxTemplate of the pod these settings give
+                    a sandbox and a SandboxWarmPool of N of them, named
+                    k8s_warm_pool (or codebridge): what MCP_BRIDGE_K8S_WARM_POOL
+                    claims sandboxes from (docs/kubernetes.md)
   --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
 
 Exit status: 0 when every setting is valid; 2 when the command line or a
@@ -33,7 +39,11 @@ setting is wrong (the message names the file and key, or the variable).
 // configCommand defines the flags of config and returns its run function.
 func configCommand(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print JSON")
+	pool := fs.Int("k8s-warm-pool", -1, "print an agent-sandbox template and warm pool of N")
 	return func(_ context.Context, c *call) int {
+		if *pool >= 0 {
+			return c.exit(printWarmPool(c, *pool))
+		}
 		if *asJSON {
 			return c.exit(printSettingsJSON(c))
 		}
@@ -60,6 +70,18 @@ func printSettings(c *call) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", v.Key, text, v.Origin)
 	}
 	return w.Flush()
+}
+
+// printWarmPool prints the agent-sandbox template and warm pool of the
+// settings' sandbox pod.
+func printWarmPool(c *call, replicas int) error {
+	list, err := bridge.KubeWarmPool(c.cfg, replicas)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(list)
 }
 
 // printSettingsJSON prints the settings as one JSON object.

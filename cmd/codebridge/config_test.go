@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
 )
 
 // runInProcess runs codebridge's command line in this process, with the
@@ -108,5 +110,77 @@ func TestConfigCommandBadSetting(t *testing.T) {
 	_, stderr, code := runInProcess(t, "config")
 	if code != 2 || !strings.Contains(stderr, file+": invalid max_runs") {
 		t.Errorf("exit %d, stderr %q; want 2 and the file and key named", code, stderr)
+	}
+}
+
+// TestConfigWarmPool: config --k8s-warm-pool prints the agent-sandbox
+// template of the sandbox pod the settings give, with no wait limit in its
+// environment (a pool's interpreter waits for its claim), and a pool of it.
+func TestConfigWarmPool(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, settings.EnvPrefix) {
+			t.Setenv(k, v) // restored when the test ends
+			os.Unsetenv(k)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(settings.FileEnv, file)
+	t.Setenv("MCP_BRIDGE_K8S_WARM_POOL", "pool-a")
+	t.Setenv("MCP_BRIDGE_IMAGE", "registry.example/sandbox:1")
+	t.Setenv("MCP_BRIDGE_MEMORY", "256m")
+	out, stderr, code := runInProcess(t, "config", "--k8s-warm-pool", "3")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				Replicas           int `json:"replicas"`
+				SandboxTemplateRef struct {
+					Name string `json:"name"`
+				} `json:"sandboxTemplateRef"`
+				NetworkPolicy *struct{} `json:"networkPolicy"`
+				PodTemplate   struct {
+					Spec struct {
+						Containers []struct {
+							Image string `json:"image"`
+							Env   []struct {
+								Name string `json:"name"`
+							} `json:"env"`
+							Resources struct {
+								Limits map[string]string `json:"limits"`
+							} `json:"resources"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"podTemplate"`
+			} `json:"spec"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || list.Kind != "List" || len(list.Items) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tmpl, pool := list.Items[0], list.Items[1]
+	if tmpl.Kind != "SandboxTemplate" || tmpl.Metadata.Name != "pool-a" || tmpl.Spec.NetworkPolicy == nil || len(tmpl.Spec.PodTemplate.Spec.Containers) != 1 {
+		t.Fatalf("template: %s", out)
+	}
+	c := tmpl.Spec.PodTemplate.Spec.Containers[0]
+	var env []string
+	for _, e := range c.Env {
+		env = append(env, e.Name)
+	}
+	if c.Image != "registry.example/sandbox:1" || c.Resources.Limits["memory"] != "268435456" ||
+		!slices.Contains(env, python.ServeEnv) || slices.Contains(env, python.WaitLimitEnv) {
+		t.Errorf("template's container: image %q, limits %v, env %v; want the settings' image and memory, served in the pod, no wait limit", c.Image, c.Resources.Limits, env)
+	}
+	if pool.Kind != "SandboxWarmPool" || pool.Metadata.Name != "pool-a" || pool.Spec.Replicas != 3 || pool.Spec.SandboxTemplateRef.Name != "pool-a" {
+		t.Errorf("pool: %s", out)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -129,5 +132,66 @@ func TestKubernetesReplicasShareSessions(t *testing.T) {
 	b.Stop(t)
 	if left := livePods(t, ns, ""); len(left) > 0 {
 		t.Errorf("pods left after both replicas ended: %v", left)
+	}
+}
+
+// TestKubernetesWarmPoolReplicas: two serve --http replicas whose sandboxes
+// are claimed from an agent-sandbox SandboxWarmPool (MCP_BRIDGE_K8S_WARM_POOL),
+// applied as codebridge config --k8s-warm-pool prints it. A session started
+// on replica a runs in the pool's warm pod, continues by handle on replica b
+// (its claim follows the pod), still runs once a has stopped, and once both
+// have stopped no claim is left.
+func TestKubernetesWarmPoolReplicas(t *testing.T) {
+	if !kubetest.Enabled() {
+		t.Skip("runs against Kubernetes (MCP_BRIDGE_ENGINE=kubernetes, scripts/test.sh's Kubernetes phase)")
+	}
+	requirePodman(t)
+	requireLocalCluster(t)
+	if out, err := kubectlErr("get", "crd", "sandboxclaims.extensions.agents.x-k8s.io"); err != nil {
+		if os.Getenv("CODEBRIDGE_TEST_AGENT_SANDBOX") != "" {
+			t.Fatalf("agent-sandbox is missing (CODEBRIDGE_TEST_AGENT_SANDBOX is set): run scripts/agent-sandbox.sh up: %s", out)
+		}
+		t.Skip("agent-sandbox is missing: run scripts/agent-sandbox.sh up")
+	}
+	ns := kubeNamespace(t)
+	env := append(bridgeEnv(t, t.TempDir()), "MCP_BRIDGE_STATE_DIR="+t.TempDir(), "MCP_BRIDGE_K8S_NAMESPACE="+ns,
+		"MCP_BRIDGE_K8S_WARM_POOL=codebridge", "MCP_BRIDGE_WARM_CONTAINERS=0")
+	// The template and pool codebridge prints for these settings.
+	cmd := exec.Command(binary(t), "config", "--k8s-warm-pool", "1")
+	cmd.Env = env
+	list, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("codebridge config --k8s-warm-pool: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "pool.json")
+	os.WriteFile(file, list, 0o600)
+	kubectl(t, "-n", ns, "apply", "-f", file)
+	kubectl(t, "-n", ns, "wait", "--for=jsonpath={.status.readyReplicas}=1", "sandboxwarmpool/codebridge", "--timeout=3m")
+	warm := strings.Fields(kubectl(t, "-n", ns, "get", "pods", "-o", "name"))
+
+	a := startHTTP(t, env)
+	b := startHTTP(t, env)
+	r := runPython(t, a.goClient(t, a.Token), map[string]any{"code": "import socket\nx = 41\nprint(socket.gethostname())"})
+	h, id := r.Out.Session.Handle, r.Out.Session.ID
+	if r.IsError || len(warm) != 1 || "pod/"+strings.TrimSpace(r.Out.Stdout) != warm[0] {
+		t.Fatalf("on a: %q %s, want the run in the pool's warm pod %v", r.Out.Stdout, r.Text, warm)
+	}
+	onB, err := dialHTTP(b.URL, b.Token, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	r = runPython(t, onB, map[string]any{"code": "x += 1\nprint(x)", "session": h})
+	if r.Out.Stdout != "42\n" || r.Out.Session == nil || r.Out.Session.ID != id {
+		t.Fatalf("on b by handle: %q %s %+v", r.Out.Stdout, r.Text, r.Out.Session)
+	}
+	a.Stop(t) // its shutdown leaves the claim b holds
+	r = runPython(t, onB, map[string]any{"code": "print(x)", "session": h})
+	if r.Out.Stdout != "42\n" || r.Out.Session.ID != id {
+		t.Fatalf("on b after a stopped: %q %s %+v", r.Out.Stdout, r.Text, r.Out.Session)
+	}
+	b.Stop(t)
+	if left := kubectl(t, "-n", ns, "get", "sandboxclaims", "-o", "name"); left != "" {
+		t.Errorf("claims left after both replicas stopped: %s", left)
 	}
 }

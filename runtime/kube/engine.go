@@ -46,8 +46,12 @@ type Options struct {
 	// Serve, when set, makes the containers whose spec has a Channel serve
 	// their stream inside the pod, reached through a relay; the others, and
 	// all when it is nil, talk over their attached stdin and stdout.
-	Serve  *Serve
-	Logger *slog.Logger // nil discards
+	Serve *Serve
+	// WarmPool, when set, names an agent-sandbox SandboxWarmPool of the
+	// namespace: each sandbox is claimed from it (a SandboxClaim) instead
+	// of created as a pod, and its template's pod must be [Engine.Template].
+	WarmPool string
+	Logger   *slog.Logger // nil discards
 }
 
 // Serve is how a sandbox process serves its stream inside its pod
@@ -210,18 +214,63 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err != nil {
 		return nil, err
 	}
-	spec.Image = cmp.Or(spec.Image, e.opts.Image, confine.DefaultImage)
+	if e.opts.WarmPool != "" {
+		return e.claim(ctx, c, ns)
+	}
 	if owner == nil {
 		owner = e.owner.Labels()
 	}
+	pod, serve, err := e.pod(spec, owner, "codebridge-"+randomHex(8), ns)
+	if err != nil {
+		return nil, err
+	}
+	var created Pod
+	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
+		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
+	}
+	return e.launch(ctx, &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
+}
+
+// launch makes b, just created, one of the engine's live sandboxes, waits
+// until its pod runs and opens its stream; find, if set, first finds its
+// pod (a claim's). On failure it removes b.
+func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
+	if !e.add(b) {
+		b.delete(ctx)
+		return nil, errShutDown
+	}
+	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
+	defer cancel()
+	var err error
+	if find != nil {
+		err = find(ctx)
+	}
+	if err == nil {
+		_, err = waitPod(ctx, b.c, b.ns, b.name, started)
+	}
+	if err == nil {
+		err = b.open(ctx, confine.ServeFresh)
+	}
+	if err != nil {
+		b.Remove(ctx)
+		return nil, err
+	}
+	b.started = time.Now()
+	return b, nil
+}
+
+// pod is the pod of spec with these ownership labels; serve says whether
+// its process serves its stream in the pod.
+func (e *Engine) pod(spec confine.Spec, owner map[string]string, name, ns string) (*Pod, bool, error) {
+	spec.Image = cmp.Or(spec.Image, e.opts.Image, confine.DefaultImage)
 	serve := e.opts.Serve != nil && spec.Channel != ""
 	spec.Channel = "" // no host socket: the stream is served in the pod
 	h, err := spec.Harden(owner)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	o := podOptions{
-		Name:         "codebridge-" + randomHex(8),
+		Name:         name,
 		Namespace:    ns,
 		Replica:      e.replica,
 		RuntimeClass: e.opts.RuntimeClass,
@@ -233,32 +282,7 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 		o.Serve = &envVar{Name: e.opts.Serve.Env, Value: socketName}
 	}
 	pod, err := newPod(h, o)
-	if err != nil {
-		return nil, err
-	}
-	var created Pod
-	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
-		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
-	}
-	b := &Box{e: e, c: c, ns: ns, name: o.Name, serve: serve}
-	if !e.add(b) {
-		b.delete(ctx)
-		return nil, errShutDown
-	}
-	fail := func(err error) (*Box, error) {
-		b.Remove(ctx)
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
-	defer cancel()
-	if _, err := waitPod(ctx, c, ns, o.Name, started); err != nil {
-		return fail(err)
-	}
-	if err := b.open(ctx, confine.ServeFresh); err != nil {
-		return fail(err)
-	}
-	b.started = time.Now()
-	return b, nil
+	return pod, serve, err
 }
 
 // podStartTimeout bounds the wait for a pod's container to run (scheduling,
@@ -280,6 +304,14 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 		return nil, 0, errors.New("resuming a sandbox pod needs its stream served in the pod (the socket stream)")
 	}
 	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true}
+	if e.opts.WarmPool != "" {
+		// A claimed pod ends with its claim ([LabelClaim]).
+		var p Pod
+		if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(pod), nil, nil, &p); err != nil {
+			return nil, 0, fmt.Errorf("sandbox pod %s: %w", pod, err)
+		}
+		b.claim = p.Metadata.Labels[LabelClaim]
+	}
 	if err := b.open(ctx, 0); err != nil {
 		return nil, 0, err
 	}
@@ -327,6 +359,13 @@ func (e *Engine) Close(ctx context.Context) error {
 	q := url.Values{"labelSelector": {LabelReplica + "=" + e.replica}}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
+	if e.opts.WarmPool != "" {
+		// Deleting the claims deletes their sandboxes and pods.
+		if err := c.do(dctx, requestTimeout, http.MethodDelete, claimsPath(ns), q, deleteOptions(), nil); err != nil {
+			return fmt.Errorf("deleting this replica's sandbox claims: %w", err)
+		}
+		return nil
+	}
 	if err := c.do(dctx, requestTimeout, http.MethodDelete, podsPath(ns), q, deleteOptions(), nil); err != nil {
 		return fmt.Errorf("deleting this replica's sandbox pods: %w", err)
 	}
@@ -347,7 +386,8 @@ type Box struct {
 	c       *Client
 	ns      string
 	name    string
-	serve   bool // the stream is served in the pod, through the relay
+	claim   string // the SandboxClaim that holds the pod, if claimed ([Options.WarmPool])
+	serve   bool   // the stream is served in the pod, through the relay
 	started time.Time
 	runs    int // after Resume: the runs the process had served
 
@@ -518,6 +558,13 @@ func (b *Box) closeStream() {
 func (b *Box) delete(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
+	if b.claim != "" {
+		err := deleteClaim(ctx, b.c, b.ns, b.claim)
+		if err != nil {
+			b.e.log.Warn("deleting sandbox claim", "claim", b.claim, "err", err)
+		}
+		return err
+	}
 	err := deletePod(ctx, b.c, b.ns, b.name)
 	if err != nil {
 		b.e.log.Warn("deleting sandbox pod", "pod", b.name, "err", err)
@@ -579,27 +626,53 @@ var errPodGone = errors.New("the sandbox pod was deleted")
 // changes with a watch (GET, then watch from that version; again when the
 // watch times out or its version expired).
 func waitPod(ctx context.Context, c *Client, ns, name string, done func(*Pod) (bool, error)) (*Pod, error) {
+	return waitObject(ctx, c, podsPath(ns), "pod", name, errPodGone, done)
+}
+
+// waitObject waits until done says the object name of the collection at
+// path (a what, for messages) is as wanted, following its changes with a
+// watch. It fails with gone when the object is deleted.
+func waitObject[T any](ctx context.Context, c *Client, path, what, name string, gone error, done func(*T) (bool, error)) (*T, error) {
 	for {
-		var p Pod
-		if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(name), nil, nil, &p); err != nil {
+		var raw json.RawMessage
+		if err := c.do(ctx, requestTimeout, http.MethodGet, path+"/"+url.PathEscape(name), nil, nil, &raw); err != nil {
 			if IsNotFound(err) {
-				return nil, fmt.Errorf("pod %s: %w", name, errPodGone)
+				return nil, fmt.Errorf("%s %s: %w", what, name, gone)
 			}
 			return nil, err
 		}
-		if ok, err := done(&p); ok || err != nil {
-			return &p, err
+		o, rv, err := decodeObject[T](raw)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s %s: %w", what, name, err)
 		}
-		got, err := watchPod(ctx, c, ns, name, p.Metadata.ResourceVersion, done)
+		if ok, err := done(o); ok || err != nil {
+			return o, err
+		}
+		got, err := watchObject(ctx, c, path, what, name, rv, gone, done)
 		if got != nil || err != nil {
 			return got, err
 		}
 	}
 }
 
-// watchPod follows the pod's changes from version rv until done says so. It
-// returns nil, nil when the watch ends without an answer.
-func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Pod) (bool, error)) (*Pod, error) {
+// decodeObject decodes an object and its resourceVersion.
+func decodeObject[T any](raw []byte) (*T, string, error) {
+	var o T
+	var meta struct {
+		Metadata objectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, "", err
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, "", err
+	}
+	return &o, meta.Metadata.ResourceVersion, nil
+}
+
+// watchObject follows the object's changes from version rv until done says
+// so. It returns nil, nil when the watch ends without an answer.
+func watchObject[T any](ctx context.Context, c *Client, path, what, name, rv string, gone error, done func(*T) (bool, error)) (*T, error) {
 	wctx, cancel := context.WithTimeout(ctx, watchTimeout+30*time.Second)
 	defer cancel()
 	q := url.Values{
@@ -608,7 +681,7 @@ func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Po
 		"resourceVersion": {rv},
 		"timeoutSeconds":  {fmt.Sprint(int(watchTimeout.Seconds()))},
 	}
-	resp, err := c.request(wctx, http.MethodGet, podsPath(ns), q, nil)
+	resp, err := c.request(wctx, http.MethodGet, path, q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -621,21 +694,21 @@ func watchPod(ctx context.Context, c *Client, ns, name, rv string, done func(*Po
 		}
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+				return nil, fmt.Errorf("waiting for %s %s: %w", what, name, ctx.Err())
 			}
 			return nil, nil // the watch timed out: GET and watch again
 		}
 		switch ev.Type {
 		case "ADDED", "MODIFIED":
-			var p Pod
-			if err := json.Unmarshal(ev.Object, &p); err != nil {
-				return nil, fmt.Errorf("watching pod %s: %w", name, err)
+			o, _, err := decodeObject[T](ev.Object)
+			if err != nil {
+				return nil, fmt.Errorf("watching %s %s: %w", what, name, err)
 			}
-			if ok, err := done(&p); ok || err != nil {
-				return &p, err
+			if ok, err := done(o); ok || err != nil {
+				return o, err
 			}
 		case "DELETED":
-			return nil, fmt.Errorf("pod %s: %w", name, errPodGone)
+			return nil, fmt.Errorf("%s %s: %w", what, name, gone)
 		default: // ERROR (e.g. the version expired), BOOKMARK
 			return nil, nil
 		}

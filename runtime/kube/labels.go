@@ -24,7 +24,21 @@ func (e *Engine) Relabel(ctx context.Context, pod string, labels, annotations ma
 		meta["annotations"] = annotations
 	}
 	path := podsPath(ns) + "/" + url.PathEscape(pod)
-	return c.do(ctx, requestTimeout, http.MethodPatch, path, nil, map[string]any{"metadata": meta}, nil)
+	var p Pod
+	if err := c.do(ctx, requestTimeout, http.MethodPatch, path, nil, map[string]any{"metadata": meta}, &p); err != nil {
+		return err
+	}
+	// A claimed pod's claim goes with it to the replica that takes it, so
+	// that the replica it left does not delete the claim at its shutdown.
+	claim := p.Metadata.Labels[LabelClaim]
+	if _, moved := labels[LabelReplica]; !moved || claim == "" {
+		return nil
+	}
+	claimMeta := map[string]any{"labels": map[string]string{LabelReplica: labels[LabelReplica]}}
+	if annotations != nil {
+		claimMeta["annotations"] = annotations
+	}
+	return c.do(ctx, requestTimeout, http.MethodPatch, claimsPath(ns)+"/"+url.PathEscape(claim), nil, map[string]any{"metadata": claimMeta}, nil)
 }
 
 // Find lists the namespace's codebridge pods, of every replica, that also

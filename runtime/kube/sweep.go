@@ -117,7 +117,11 @@ func sweep(ctx context.Context, c *Client, ns string, self confine.Owner, grace 
 		if !ended && !stale {
 			continue
 		}
-		if err := deletePod(ctx, c, ns, p.Name); err != nil {
+		del := deletePod
+		if claim := p.Labels[LabelClaim]; claim != "" {
+			del, p.Name = deleteClaim, claim
+		}
+		if err := del(ctx, c, ns, p.Name); err != nil {
 			errs = append(errs, err)
 			continue
 		}

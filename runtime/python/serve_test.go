@@ -152,3 +152,27 @@ func TestServeWarmEndsWithConnection(t *testing.T) {
 		t.Errorf("the warm interpreter: %v, want exit 0", err)
 	}
 }
+
+// TestServeStartFrameWaitLimit: an interpreter with no wait limit in its
+// environment (a pod of a warm pool, which waits for its claim however
+// long) takes the one of its start frame for the wait between runs, so a
+// session nobody continues still ends.
+func TestServeStartFrameWaitLimit(t *testing.T) {
+	name := fmt.Sprintf("codebridge-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd := exec.Command(testenv.Python(t), Command()[1:]...)
+	cmd.Env = []string{ServeEnv + "=" + name}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	conn, _, _ := dialServe(t, name)
+	it := Start(conn, protocol.Init{WaitLimit: 0.2}, Limits{})
+	defer it.Close()
+	if res, err := it.Run(t.Context(), Program{Code: "x = 1"}, &fakeHost{}, time.Minute); err != nil || res.Error != nil {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if err := cmd.Wait(); err != nil { // with the connection still open
+		t.Errorf("the interpreter after its start frame's wait limit: %v, want exit 0", err)
+	}
+}

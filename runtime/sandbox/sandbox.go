@@ -114,6 +114,10 @@ type Options struct {
 	// IdleTimeout ends a session unused this long; 0 means DefaultIdleTimeout,
 	// negative means never.
 	IdleTimeout time.Duration
+	// WaitLimit, sent in each interpreter's start frame, is how long it
+	// waits for its next run before it exits ([protocol.Init.WaitLimit]);
+	// 0 leaves it to the container's environment.
+	WaitLimit time.Duration
 	// Memory is the containers' memory limit, for messages; 0 omits it.
 	Memory int64
 	Limits python.Limits
@@ -776,7 +780,7 @@ func (m *Manager) start(ctx context.Context, w Wait) (*box, error) {
 	if err != nil {
 		return nil, err
 	}
-	init := protocol.Init{}
+	init := protocol.Init{WaitLimit: m.opts.WaitLimit.Seconds()}
 	if m.opts.Sessions {
 		init.Preload = m.opts.Preload
 	}

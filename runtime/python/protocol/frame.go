@@ -57,6 +57,12 @@ type Init struct {
 	// it waits for its first run, so a session's first `import pandas` is
 	// instant; one that is not installed is skipped.
 	Preload []string `json:"preload,omitempty"`
+	// WaitLimit is how many seconds the interpreter waits for its next run
+	// before it exits; 0 leaves it to its environment (CODEBRIDGE_WAIT_LIMIT,
+	// which also bounds the wait for this frame; none if unset). A pod of
+	// a warm pool waits for its claim with no limit, and its session still
+	// ends when nobody uses it.
+	WaitLimit float64 `json:"wait_limit,omitempty"`
 }
 
 // Source is a named piece of Python source.

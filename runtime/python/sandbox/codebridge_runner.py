@@ -1000,8 +1000,9 @@ def main(start, fd_in=0, fd_out=1, ended=None):
     _preload(start.get("preload"))
     _trim()
     # Like the bootstrap, give up when nothing comes for the wait limit: a
-    # codebridge killed hard leaves no interpreter waiting for ever.
-    wait = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0) or None
+    # codebridge killed hard leaves no interpreter waiting for ever. The start
+    # frame's, if any, else the environment's.
+    wait = float(start.get("wait_limit") or os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0) or None
     while True:
         try:
             msg = channel.next_run(wait)
