@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command netfwd makes a TCP address of this machine's loopback reachable
 // from inside a network namespace: it listens on ADDR in the namespace at
 // NETNS and forwards each connection to ADDR outside it.
