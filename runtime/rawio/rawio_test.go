@@ -6,38 +6,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
 	"testing"
 )
-
-func TestWrap(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("raw system calls are used on Linux only")
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	defer pw.Close()
-	a, b := net.Pipe() // no descriptors
-	defer a.Close()
-	defer b.Close()
-	blocking := os.NewFile(pr.Fd(), "blocking") // Fd puts it in blocking mode
-	for _, tt := range []struct {
-		name    string
-		x       any
-		wrapped bool
-	}{
-		{"pipe", pw, true},
-		{"in-memory pipe", a, false},
-		{"blocking descriptor", blocking, false},
-	} {
-		if _, got := Writer(tt.x.(io.Writer)).(*conn); got != tt.wrapped {
-			t.Errorf("%s: wrapped %v, want %v", tt.name, got, tt.wrapped)
-		}
-	}
-}
 
 // TestReadWrite sends more than a pipe and a socket hold at once, so writes
 // are partial and wait, then ends the stream: the reader sees all of it,
