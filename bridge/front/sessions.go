@@ -69,7 +69,7 @@ func (f *front) mcpHandler() http.Handler {
 // close at MaxMCPSessions.
 type tracked struct {
 	ss    *mcp.ServerSession // nil until looked up
-	used  time.Time          // when a request of it last started or ended
+	used  time.Time          // when it began, or a POST of it last came
 	posts int                // its POST requests in progress
 }
 
@@ -80,11 +80,16 @@ type tracked struct {
 // and resumable too.
 func (f *front) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only POSTs are use, from when they come: a client's standing GET
+		// stream, which it opens and reopens by itself, says nothing of
+		// whether it is idle, and a POST's handler may still be returning
+		// after its client has the answer and asked again elsewhere. While a
+		// POST is in progress its session is not closed anyway.
 		id := r.Header.Get(sessionHeader)
 		post := r.Method == http.MethodPost
-		if id != "" {
-			ss := f.use(id, post, 1)
-			if ip := initParams(ss); ip != nil && post {
+		if id != "" && post {
+			ss := f.use(id, 1)
+			if ip := initParams(ss); ip != nil {
 				if v := r.Header.Get(protocolHeader); v != "" && v < ip.ProtocolVersion && ip.ProtocolVersion < newProtocol {
 					r.Header.Set(protocolHeader, ip.ProtocolVersion)
 				}
@@ -94,10 +99,10 @@ func (f *front) track(next http.Handler) http.Handler {
 		switch {
 		case r.Method == http.MethodDelete:
 			f.forget(id)
-		case id != "":
-			f.use(id, post, -1)
-		case w.Header().Get(sessionHeader) != "": // a new session's
-			f.use(w.Header().Get(sessionHeader), false, 0)
+		case id != "" && post:
+			f.use(id, -1)
+		case id == "" && w.Header().Get(sessionHeader) != "": // a new session's
+			f.use(w.Header().Get(sessionHeader), 0)
 		}
 	})
 }
@@ -120,10 +125,10 @@ func (f *front) forget(id string) {
 	}
 }
 
-// use notes a request of the MCP session id starting (delta 1) or ending
-// (-1), counting it in its POSTs when post is set, and returns the session
-// (nil when it is not open).
-func (f *front) use(id string, post bool, delta int) *mcp.ServerSession {
+// use notes a POST of the MCP session id starting (delta 1: the session is
+// used now) or ending (-1), or the session beginning (0: used now), and
+// returns the session (nil when it is not open).
+func (f *front) use(id string, delta int) *mcp.ServerSession {
 	f.mu.Lock()
 	_, known := f.tracked[id]
 	n := len(f.tracked)
@@ -138,10 +143,10 @@ func (f *front) use(id string, post bool, delta int) *mcp.ServerSession {
 		t = &tracked{}
 		f.tracked[id] = t
 	}
-	t.used = time.Now()
-	if post {
-		t.posts += delta
+	if delta >= 0 {
+		t.used = time.Now()
 	}
+	t.posts += delta
 	if t.ss == nil {
 		for ss := range f.srv.MCP().Sessions() {
 			if ss.ID() == id {

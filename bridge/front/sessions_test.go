@@ -16,6 +16,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // echoRunner prints the sandbox session key each run would use.
@@ -64,6 +65,19 @@ func TestMCPSessionCapClosesIdlest(t *testing.T) {
 	a, b := dial(t, url, "2025-11-25"), dial(t, url, "2025-11-25")
 	runOutput(t, a)
 	runOutput(t, b) // a is now the idlest
+	// A POST's handler may still be returning after its client has the
+	// answer, and a session with a POST in progress is not closed: wait
+	// until the server is done with both.
+	testenv.Eventually(t, "the server to finish a's and b's requests", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, tr := range f.tracked {
+			if tr.posts > 0 {
+				return false
+			}
+		}
+		return true
+	})
 	c := dial(t, url, "2025-11-25")
 	if _, err := runOutput(t, c); err != nil {
 		t.Fatalf("the third client: %v", err)
