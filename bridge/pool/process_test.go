@@ -603,7 +603,9 @@ func TestRetireThenExitDuringCall(t *testing.T) {
 			if tt.finish {
 				release(t, pid)
 			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			// Racing the result, the released call may let the draining conn
+			// close, and so end the process, before this kill: then it is gone.
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !(tt.finish && errors.Is(err, syscall.ESRCH)) {
 				t.Fatal(err)
 			}
 			err := <-errc
