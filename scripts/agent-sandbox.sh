@@ -106,10 +106,13 @@ up() {
   ip netns exec "$NETNS" env KUBECONFIG="$kubeconfig" "$bin/agent-sandbox-controller" --extensions \
     --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0 \
     --webhook-cert-dir "$DIR/certs" >>"$DIR/controller.log" 2>&1 &
-  echo $! >"$DIR/agent-sandbox-controller.pid"
+  local pid=$!
+  echo "$pid" >"$DIR/agent-sandbox-controller.pid"
   for _ in $(seq 600); do
     grep -q 'Starting workers.*sandboxclaim' "$DIR/controller.log" 2>/dev/null && break
-    alive agent-sandbox-controller || { stop; die "the controller exited: $(tail -3 "$DIR/controller.log")"; }
+    # kill -0, not alive: until the forked shell has run ip netns exec, its
+    # command line does not name the controller yet.
+    kill -0 "$pid" 2>/dev/null || { stop; die "the controller exited: $(tail -3 "$DIR/controller.log")"; }
     sleep 0.1
   done
   grep -q 'Starting workers.*sandboxclaim' "$DIR/controller.log" || { stop; die "the controller did not start in 60 s: $(tail -3 "$DIR/controller.log")"; }
