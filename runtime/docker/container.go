@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -208,13 +209,66 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 // [Container.Kill] did not cause. Nothing else in a sandbox without
 // capabilities sends SIGKILL to its process, except the code itself; and the
 // container, removed once it exited, can no longer be asked.
+//
+// Any other failing exit is checked against the daemon's "oom" event for
+// the container: under gVisor the host's OOM killer may take one of the
+// sandbox's helper processes instead of its kernel, which then exits with a
+// code of its own (2, a Go panic's), while the cgroup's OOM was seen all
+// the same.
 func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	code, err := ct.Wait(ctx)
+	if err != nil || code == 0 || ct.killed.Load() {
+		return false, err
+	}
+	if code == 137 {
+		return true, nil
+	}
+	oom, err := ct.c.oomEvent(ctx, ct.id, ct.started)
+	if err != nil {
+		// The exit code stands; only its cause is unknown.
+		ct.c.log.Warn("could not tell whether the container ran out of memory", "container", engine.ShortID(ct.id), "code", code, "err", err)
+	}
+	return oom, nil
+}
+
+// oomEvent reports whether the daemon logged an "oom" event for container
+// id since it started. The daemon answers from the events it keeps (the
+// last 256 of all containers), so on a daemon busy with many others the
+// event may be gone, and the answer is false.
+func (c *Client) oomEvent(ctx context.Context, id string, since time.Time) (bool, error) {
+	filters, err := json.Marshal(map[string][]string{"type": {"container"}, "container": {id}, "event": {"oom"}})
 	if err != nil {
 		return false, err
 	}
-	return code == 137 && !ct.killed.Load(), nil
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := c.request(ctx, http.MethodGet, "/events", url.Values{
+		// until in the past: the daemon sends what it has kept and ends
+		// the answer instead of following new events.
+		"since":   {eventTime(since.Add(-time.Second))},
+		"until":   {eventTime(time.Now())},
+		"filters": {string(filters)},
+	}, nil)
+	if err != nil {
+		return false, fmt.Errorf("asking the daemon whether container %s ran out of memory: %w", engine.ShortID(id), err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev struct{ Action string }
+		switch err := dec.Decode(&ev); {
+		case errors.Is(err, io.EOF):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("reading the daemon's events of container %s: %w", engine.ShortID(id), err)
+		case ev.Action == "oom":
+			return true, nil
+		}
+	}
 }
+
+// eventTime is t as the events API takes it: seconds and nanoseconds.
+func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
 
 // Kill sends SIGKILL to the container. A container that is not running (any
 // more) is not an error.
