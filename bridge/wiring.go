@@ -173,6 +173,7 @@ type containers struct {
 	*sandbox.Manager
 	engine engine
 	logger *slog.Logger
+	trim   *idleTrim
 }
 
 // newContainers is the sandbox runtime over the engine the settings name.
@@ -211,7 +212,7 @@ func withEngine(cfg settings.Config, eng engine, logger *slog.Logger) *container
 		},
 		Logger: logger.With("component", "sandbox"),
 	})
-	return &containers{Manager: m, engine: eng, logger: logger}
+	return &containers{Manager: m, engine: eng, logger: logger, trim: newIdleTrim(idleTrimAfter, nil)}
 }
 
 // Warm connects to the engine and starts the warm containers.
@@ -227,6 +228,8 @@ func (c *containers) Warm(ctx context.Context) error {
 // Run runs req.Program in the sandbox; when the sandbox could not run it,
 // the result's message names the setting that would help.
 func (c *containers) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	c.trim.begin()
+	defer c.trim.end()
 	res, err := c.Manager.Run(ctx, req)
 	if res != nil && res.Cause != nil && res.Error != nil {
 		res.Error.Message = settings.Explain(res.Cause)
@@ -247,6 +250,7 @@ func (c *containers) Ready(ctx context.Context) error {
 // the engine must do, which takes seconds when many codebridge processes stop
 // together.
 func (c *containers) Close(ctx context.Context) error {
+	c.trim.close()
 	return errors.Join(c.engine.Close(ctx), c.Manager.Close(ctx))
 }
 

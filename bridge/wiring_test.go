@@ -93,7 +93,7 @@ func (noImage) Start(context.Context, sandbox.Wait) (sandbox.Container, error) {
 // TestContainersWordCause: when the sandbox cannot run code, the result
 // names the setting that would help.
 func TestContainersWordCause(t *testing.T) {
-	c := &containers{Manager: sandbox.New(noImage{}, sandbox.Options{})}
+	c := &containers{Manager: sandbox.New(noImage{}, sandbox.Options{}), trim: newIdleTrim(idleTrimAfter, nil)}
 	t.Cleanup(func() { c.Manager.Close(context.Background()) })
 	res, err := c.Run(t.Context(), sandbox.Request{Program: python.Program{Code: "print(1)"}})
 	if err != nil || res.Error == nil || res.Error.Kind != protocol.FailUnavailable ||

@@ -32,6 +32,7 @@ var (
 	sessionsParallel = flag.Int("sessions.parallel", 4, "BenchmarkSessions: sessions started at once")
 	sessionsJSON     = flag.String("sessions.json", "", "BenchmarkSessions: also append one JSON line per configuration to this file")
 	sessionsImport   = flag.String("sessions.import", "pandas", "BenchmarkSessions: the module whose first import in data-image sessions is timed")
+	sessionsIdle     = flag.Duration("sessions.idle", 0, "BenchmarkSessions: how long the sessions stay idle before their memory is measured (over 30s, codebridge has given its free heap back: bridge/trim.go)")
 	sessionsPreload  = flag.String("sessions.preload", "default", "BenchmarkSessions: MCP_BRIDGE_PRELOAD for the data-image sessions (default: unset)")
 )
 
@@ -164,6 +165,7 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 
 	ctrs := containersOfAll(b, []int{pid})
 	ctrs.settle()
+	time.Sleep(*sessionsIdle)
 	after := procsMem(pid, true)
 	f.MachineMB = float64(avail-memAvailable()) / 1e6 / float64(f.Sessions)
 	f.CodebridgeMB = float64(after.codebridgeRSS-before.codebridgeRSS) / 1e6 / float64(f.Sessions)
@@ -209,6 +211,7 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 
 	ctrs := containersOfAll(b, pids)
 	ctrs.settle()
+	time.Sleep(*sessionsIdle)
 	f.MachineMB = float64(avail-memAvailable()) / 1e6 / float64(f.Sessions)
 	var cb, pm int64
 	for _, pid := range pids {
