@@ -28,8 +28,7 @@ type Client struct {
 	cfg  *Config
 	http *http.Client // REST: HTTP/2 where the server offers it
 	// ws dials the streams: HTTP/1.1 only, which a WebSocket upgrade needs.
-	ws  *http.Client
-	api restapi.Client // JSON requests, sent by [Client.send]
+	ws *http.Client
 }
 
 // NewClient returns a client of the API server cfg names. It does not
@@ -46,19 +45,11 @@ func NewClient(cfg *Config) *Client {
 			IdleConnTimeout:     90 * time.Second,
 		}
 	}
-	c := &Client{
+	return &Client{
 		cfg:  cfg,
 		http: &http.Client{Transport: transport(true)},
 		ws:   &http.Client{Transport: transport(false)},
 	}
-	c.api = restapi.Client{
-		Engine: "kubernetes",
-		Send:   c.send,
-		// send's errors are worded: unreachable, or the credentials.
-		SendError:   func(_ context.Context, _, _ string, err error) error { return err },
-		StatusError: statusError,
-	}
-	return c
 }
 
 // Server is the API server's URL.
@@ -95,7 +86,18 @@ func isStatus(err error, code int) bool {
 // IsNotFound reports whether err says that the object does not exist.
 func IsNotFound(err error) bool { return isStatus(err, http.StatusNotFound) }
 
-// send sends one request of c.api: the server's URL, JSON answers asked
+// api sends c's JSON requests.
+func (c *Client) api() *restapi.Client {
+	return &restapi.Client{
+		Engine: "kubernetes",
+		Send:   c.send,
+		// send's errors are worded: unreachable, or the credentials.
+		SendError:   func(_ context.Context, _, _ string, err error) error { return err },
+		StatusError: statusError,
+	}
+}
+
+// send sends one request of [Client.api]: the server's URL, JSON answers asked
 // for, a merge patch for PATCH, and the bearer token.
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, body io.Reader, header http.Header) (*http.Response, error) {
 	u := c.cfg.Server + path
@@ -167,6 +169,6 @@ type Version struct {
 // Version asks the API server its version.
 func (c *Client) Version(ctx context.Context) (Version, error) {
 	var v Version
-	err := c.api.Do(ctx, requestTimeout, http.MethodGet, "/version", nil, nil, &v)
+	err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/version", nil, nil, &v)
 	return v, err
 }
