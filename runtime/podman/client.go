@@ -1,7 +1,6 @@
 package podman
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
@@ -221,7 +221,7 @@ func (c *Client) ociRuntime(ctx context.Context) (name, path string, err error) 
 		} `json:"host"`
 	}
 	// It reads the store, and so waits on the locks a list waits on.
-	if err := c.do(ctx, listTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
+	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
 		return "", "", err
 	}
 	return info.Host.OCIRuntime.Name, info.Host.OCIRuntime.Path, nil
@@ -413,67 +413,24 @@ func isStatus(err error, code int) bool {
 	return errors.As(err, &ae) && ae.Status == code
 }
 
-// do sends one request with a deadline of at most timeout. A body that is not
-// an io.Reader is sent as JSON; a 2xx answer is decoded into out if non-nil.
-func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, query url.Values, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	resp, err := c.request(ctx, method, path, query, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("podman %s %s: decoding answer: %w", method, path, err)
-	}
-	return nil
+// api sends c's JSON requests.
+func (c *Client) api() *restapi.Client {
+	return &restapi.Client{Engine: "podman", Send: c.send, StatusError: statusError}
 }
 
-// request sends one request and returns a 2xx response whose body the caller
-// must close; other statuses become an *apiError.
-func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	var rd io.Reader
-	var hdr http.Header
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		rd = b
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return nil, fmt.Errorf("podman %s %s: encoding request: %w", method, path, err)
-		}
-		rd = bytes.NewReader(data)
-		hdr = http.Header{"Content-Type": {"application/json"}}
-	}
+// send sends one request of [Client.api] through the bindings' connection.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
 	// DoRequest formats the endpoint with fmt.Sprintf: escape the escapes.
-	resp, err := c.conn.DoRequest(ctx, rd, method, strings.ReplaceAll(path, "%", "%%"), query, hdr)
+	resp, err := c.conn.DoRequest(ctx, body, method, strings.ReplaceAll(path, "%", "%%"), query, header)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("podman %s %s: %w", method, path, ctxErr)
-		}
-		return nil, fmt.Errorf("podman %s %s: %w", method, path, err)
+		return nil, err
 	}
-	if resp.StatusCode/100 == 2 {
-		return resp.Response, nil
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	ae := &apiError{Method: method, Path: path, Status: resp.StatusCode}
-	var em struct {
-		Cause   string `json:"cause"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &em) == nil && em.Message != "" {
-		ae.Message = em.Message
-	} else {
-		ae.Message = strings.TrimSpace(string(data))
-	}
-	return nil, ae
+	return resp.Response, nil
+}
+
+// statusError is the error of an answer whose status is not 2xx.
+func statusError(method, path string, a restapi.ErrorAnswer) error {
+	return &apiError{Method: method, Path: path, Status: a.Code, Message: a.Message}
 }
 
 // rootCause strips the bindings' connection wrapping down to the part a user

@@ -21,6 +21,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -99,7 +100,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		ID       string   `json:"Id"`
 		Warnings []string `json:"Warnings"`
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
 		if ch != nil {
 			ch.Close()
 		}
@@ -124,7 +125,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	}
 	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
 
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
 		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
 			err = fmt.Errorf("%w: %s", err, hint)
 		}
@@ -191,14 +192,8 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 		return nil, fmt.Errorf("reading attach response: %w", err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		var em struct{ Message string }
-		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &em) == nil && em.Message != "" {
-			msg = em.Message
-		}
-		return nil, &apiError{Method: http.MethodPost, Path: "/containers/" + id + "/attach", Status: resp.StatusCode, Message: msg}
+		defer resp.Body.Close()
+		return nil, statusError(http.MethodPost, "/containers/"+id+"/attach", restapi.ReadError(resp))
 	}
 	return br, nil
 }
@@ -245,7 +240,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 	// since this container started.
 	since := cmp.Or(ct.started, time.Now().Add(-time.Hour)).Add(-time.Minute)
 	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
-	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
+	resp, err := ct.c.api().Request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
 		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
 	}
@@ -283,7 +278,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 	}
 	// A container that has exited is inspected while its cleanup (and,
 	// under gVisor, runsc's teardown) holds its lock: as long as a list.
-	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
+	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
 		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
 	}
 	s := data.State
@@ -315,7 +310,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 // more) is not an error.
 func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
-	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	err := ct.c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
 	// has exited, 409 in later versions; and 500 "no such container" for one
 	// its auto-remove is removing at that moment.
@@ -344,7 +339,7 @@ func (c *Client) remove(ctx context.Context, id string) error {
 	q := url.Values{"force": {"true"}, "v": {"true"}, "timeout": {"0"}}
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = c.do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
+		err = c.api().Do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
 		if err == nil || isStatus(err, http.StatusNotFound) {
 			return nil
 		}
@@ -377,7 +372,7 @@ func (c *Client) List(ctx context.Context) ([]Summary, error) {
 	filters, _ := json.Marshal(map[string][]string{"label": {confine.LabelManaged + "=true"}})
 	q := url.Values{"all": {"true"}, "filters": {string(filters)}}
 	var list []Summary
-	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
+	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
 		return nil, fmt.Errorf("listing codebridge containers: %w", err)
 	}
 	return list, nil
