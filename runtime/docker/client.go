@@ -2,7 +2,6 @@ package docker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
@@ -250,7 +250,7 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return readError(resp, http.MethodGet, path)
+		return statusError(http.MethodGet, path, restapi.ReadError(resp))
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
@@ -316,39 +316,26 @@ func isStatus(err error, code int) bool {
 	return errors.As(err, &ae) && ae.Status == code
 }
 
-func readError(resp *http.Response, method, path string) error {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	ae := &apiError{Method: method, Path: path, Status: resp.StatusCode}
-	var em struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &em) == nil && em.Message != "" {
-		ae.Message = em.Message
-	} else {
-		ae.Message = strings.TrimSpace(string(data))
-	}
-	return ae
+// statusError is the error of an answer whose status is not 2xx.
+func statusError(method, path string, a restapi.ErrorAnswer) error {
+	return &apiError{Method: method, Path: path, Status: a.Code, Message: a.Message}
 }
 
-// do sends one request with a deadline of at most requestTimeout. A body
-// that is not an io.Reader is sent as JSON; a 2xx answer is decoded into out
-// if non-nil.
+// api sends c's JSON requests.
+func (c *Client) api() *restapi.Client {
+	return &restapi.Client{Engine: "docker", Send: c.send, StatusError: statusError, ReaderType: "application/x-tar"}
+}
+
+// do is [restapi.Client.Do] with the deadline of every request,
+// requestTimeout.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	resp, err := c.request(ctx, method, path, query, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("docker %s %s: decoding answer: %w", method, path, err)
-	}
-	return nil
+	return c.api().Do(ctx, requestTimeout, method, path, query, body, out)
+}
+
+// request is [restapi.Client.Request]: a 2xx answer, whose body the caller
+// closes.
+func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	return c.api().Request(ctx, method, path, query, body)
 }
 
 // url is the versioned URL of path.
@@ -360,41 +347,14 @@ func (c *Client) url(path string, query url.Values) string {
 	return u
 }
 
-// request sends one request and returns a 2xx response whose body the caller
-// must close; other statuses become an *apiError.
-func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	var rd io.Reader
-	header := http.Header{}
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		rd = b
-		header.Set("Content-Type", "application/x-tar")
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return nil, fmt.Errorf("docker %s %s: encoding request: %w", method, path, err)
-		}
-		rd = bytes.NewReader(data)
-		header.Set("Content-Type", "application/json")
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path, query), rd)
+// send sends one request of [Client.api] to the versioned URL of path.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path, query), body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header = header
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("docker %s %s: %w", method, path, ctxErr)
-		}
-		return nil, fmt.Errorf("docker %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	return nil, readError(resp, method, path)
+	return c.hc.Do(req)
 }
 
 // hijack opens a connection of its own to the daemon and upgrades it with a
@@ -440,7 +400,7 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, path string, query 
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return nil, readError(resp, http.MethodPost, path)
+		return nil, statusError(http.MethodPost, path, restapi.ReadError(resp))
 	}
 	return br, nil
 }
