@@ -250,7 +250,7 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return statusError(http.MethodGet, path, restapi.ReadError(resp))
+		return c.api().AnswerError(http.MethodGet, path, resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
@@ -300,30 +300,12 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// apiError is a non-2xx answer of the Docker API.
-type apiError struct {
-	Method, Path string
-	Status       int
-	Message      string
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("docker %s %s: %s (HTTP %d)", e.Method, e.Path, e.Message, e.Status)
-}
-
-func isStatus(err error, code int) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == code
-}
-
-// statusError is the error of an answer whose status is not 2xx.
-func statusError(method, path string, a restapi.ErrorAnswer) error {
-	return &apiError{Method: method, Path: path, Status: a.Code, Message: a.Message}
-}
+// isStatus reports whether err is the Docker API answering with code.
+func isStatus(err error, code int) bool { return restapi.IsStatus(err, code) }
 
 // api sends c's JSON requests.
 func (c *Client) api() *restapi.Client {
-	return &restapi.Client{Engine: "docker", Send: c.send, StatusError: statusError, ReaderType: "application/x-tar"}
+	return &restapi.Client{Engine: "docker", Send: c.send, ReaderType: "application/x-tar"}
 }
 
 // do is [restapi.Client.Do] with the deadline of every request,
@@ -399,8 +381,7 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, path string, query 
 		return nil, fmt.Errorf("reading attach response: %w", err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, statusError(http.MethodPost, path, restapi.ReadError(resp))
+		return nil, c.api().AnswerError(http.MethodPost, path, resp)
 	}
 	return br, nil
 }

@@ -397,25 +397,12 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// apiError is a non-2xx answer of the Podman API.
-type apiError struct {
-	Method, Path string
-	Status       int
-	Message      string
-}
-
-func (e *apiError) Error() string {
-	return fmt.Sprintf("podman %s %s: %s (HTTP %d)", e.Method, e.Path, e.Message, e.Status)
-}
-
-func isStatus(err error, code int) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == code
-}
+// isStatus reports whether err is the Podman API answering with code.
+func isStatus(err error, code int) bool { return restapi.IsStatus(err, code) }
 
 // api sends c's JSON requests.
 func (c *Client) api() *restapi.Client {
-	return &restapi.Client{Engine: "podman", Send: c.send, StatusError: statusError}
+	return &restapi.Client{Engine: "podman", Send: c.send}
 }
 
 // send sends one request of [Client.api] through the bindings' connection.
@@ -426,11 +413,6 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		return nil, err
 	}
 	return resp.Response, nil
-}
-
-// statusError is the error of an answer whose status is not 2xx.
-func statusError(method, path string, a restapi.ErrorAnswer) error {
-	return &apiError{Method: method, Path: path, Status: a.Code, Message: a.Message}
 }
 
 // rootCause strips the bindings' connection wrapping down to the part a user

@@ -21,7 +21,6 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
-	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -192,8 +191,7 @@ func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.
 		return nil, fmt.Errorf("reading attach response: %w", err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
-		return nil, statusError(http.MethodPost, "/containers/"+id+"/attach", restapi.ReadError(resp))
+		return nil, c.api().AnswerError(http.MethodPost, "/containers/"+id+"/attach", resp)
 	}
 	return br, nil
 }

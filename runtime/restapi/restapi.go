@@ -1,17 +1,20 @@
 // Package restapi is the JSON request and answer that the engine drivers'
 // REST clients share (runtime/podman, runtime/docker, runtime/kube): a body
 // sent as JSON, a 2xx answer decoded or discarded within a deadline, and an
-// answer of any other status read into its message ([ErrorAnswer]).
+// answer of any other status read into its message ([ErrorAnswer]) and
+// reported as an [*Error] ("podman GET /x: no such container (HTTP 404)").
 //
 // What is a driver's own stays with it, in the [Client] it fills in: how a
 // request travels (its connection, versioned URL, headers and credentials:
-// [Client.Send]), the name its errors start with, and its error types.
+// [Client.Send]), the name its errors start with, and error types of its own
+// where its API words errors otherwise (Kubernetes' status and reason).
 package restapi
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,7 +36,7 @@ type Client struct {
 	// with ctx's error in place of err once ctx has ended.
 	SendError func(ctx context.Context, method, path string, err error) error
 	// StatusError turns an answer whose status is not 2xx into the
-	// driver's error.
+	// driver's error. Nil means an [*Error].
 	StatusError func(method, path string, a ErrorAnswer) error
 	// ReaderType is the Content-Type of a body given as an io.Reader; ""
 	// sends none.
@@ -45,6 +48,23 @@ type ErrorAnswer struct {
 	Code    int    // the HTTP status
 	Message string // the JSON body's "message", else the body's text
 	Reason  string // the JSON body's "reason" (Kubernetes: NotFound, ...), if any
+}
+
+// Error is an answer whose status is not 2xx, as a [Client] without a
+// StatusError of its own reports it.
+type Error struct {
+	Engine, Method, Path string
+	ErrorAnswer
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s %s: %s (HTTP %d)", e.Engine, e.Method, e.Path, e.Message, e.Code)
+}
+
+// IsStatus reports whether err is an [*Error] of status code.
+func IsStatus(err error, code int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
 }
 
 // Do sends one request with a deadline of at most timeout. A body that is
@@ -102,8 +122,19 @@ func (c *Client) Request(ctx context.Context, method, path string, query url.Val
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
 	}
+	return nil, c.AnswerError(method, path, resp)
+}
+
+// AnswerError reads resp, an answer to method path whose status is not
+// 2xx, closes its body and returns its error: the driver's StatusError, else
+// an [*Error].
+func (c *Client) AnswerError(method, path string, resp *http.Response) error {
 	defer resp.Body.Close()
-	return nil, c.StatusError(method, path, ReadError(resp))
+	a := ReadError(resp)
+	if c.StatusError != nil {
+		return c.StatusError(method, path, a)
+	}
+	return &Error{Engine: c.Engine, Method: method, Path: path, ErrorAnswer: a}
 }
 
 // ReadError reads the message of an error answer: the JSON body's

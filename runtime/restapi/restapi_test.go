@@ -96,6 +96,12 @@ func TestDo(t *testing.T) {
 		t.Errorf("text error answer: %#v", err)
 	}
 
+	c.StatusError = nil // the default error
+	err = c.Do(ctx, time.Minute, http.MethodGet, "/json-error", nil, nil, nil)
+	if !IsStatus(err, http.StatusNotFound) || IsStatus(err, http.StatusConflict) || err.Error() != "test GET /json-error: no such thing (HTTP 404)" {
+		t.Errorf("default error: %v", err)
+	}
+
 	var out struct{}
 	err = c.Do(ctx, time.Minute, http.MethodGet, "/not-json", nil, nil, &out)
 	if err == nil || !strings.HasPrefix(err.Error(), "test GET /not-json: decoding answer: ") {
