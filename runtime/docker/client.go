@@ -340,50 +340,10 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 }
 
 // hijack opens a connection of its own to the daemon and upgrades it with a
-// POST to path (attach), so it carries the raw stream.
+// POST to path (attach), so it carries the raw stream
+// ([restapi.Client.Attach]).
 func (c *Client) hijack(ctx context.Context, path string, query url.Values) (net.Conn, *bufio.Reader, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A request on a raw connection does not see ctx: closing the connection
-	// when ctx ends unblocks it.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	br, err := c.upgrade(ctx, conn, path, query)
-	if !stop() && err == nil {
-		err = fmt.Errorf("attaching: %w", ctx.Err()) // the conn was closed
-	}
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, br, nil
-}
-
-func (c *Client) upgrade(ctx context.Context, conn net.Conn, path string, query url.Values) (*bufio.Reader, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(path, query), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "tcp")
-	if err := req.Write(conn); err != nil {
-		return nil, fmt.Errorf("sending attach request: %w", err)
-	}
-	br := bufio.NewReaderSize(conn, 64<<10)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("reading attach response: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
-		return nil, c.api().AnswerError(http.MethodPost, path, resp)
-	}
-	return br, nil
+	return c.api().Attach(ctx, requestTimeout, c.dial, c.url(path, query), path, 64<<10)
 }
 
 // rootCause strips the wrapping of a failed request down to the part a

@@ -138,62 +138,19 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 }
 
 // attach opens a dedicated connection to the API and upgrades it to the
-// container's multiplexed stdio stream (POST .../attach, 101 Switching
-// Protocols). The shared client's transport is not touched.
+// container's multiplexed stdio stream ([restapi.Client.Attach]).
 func (c *Client) attach(ctx context.Context, id string) (net.Conn, *bufio.Reader, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	conn, err := c.conn.GetDialer(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A request on a raw connection does not see ctx: closing the connection
-	// when ctx ends unblocks it.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	br, err := c.upgrade(ctx, conn, id)
-	if !stop() && err == nil {
-		err = fmt.Errorf("attaching: %w", ctx.Err()) // the conn was closed
-	}
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, br, nil
-}
-
-// upgrade sends the attach request on conn and reads the answer.
-func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.Reader, error) {
 	base := "http://d"
 	if c.conn.URI.Scheme == "tcp" {
 		base = "http://" + c.conn.URI.Host + strings.TrimSuffix(c.conn.URI.Path, "/")
 	}
 	q := url.Values{"stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}, "stream": {"true"}}
 	u := base + "/v" + c.apiVersion + "/libpod/containers/" + url.PathEscape(id) + "/attach?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "tcp")
-	if err := req.Write(conn); err != nil {
-		return nil, fmt.Errorf("sending attach request: %w", err)
-	}
 	// Small: it holds the answer's header, and the frames of the stream that
 	// follows are read through it into the demultiplexer's own buffer (of a
 	// sandbox that talks over its socket, there are none); a thousand
 	// sessions would hold 64 MB with a 64 KiB one.
-	br := bufio.NewReaderSize(conn, 4<<10)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("reading attach response: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		return nil, c.api().AnswerError(http.MethodPost, "/containers/"+id+"/attach", resp)
-	}
-	return br, nil
+	return c.api().Attach(ctx, requestTimeout, c.conn.GetDialer, u, "/containers/"+id+"/attach", 4<<10)
 }
 
 // Wait blocks until the container has stopped and returns its exit code. It

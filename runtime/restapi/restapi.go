@@ -2,7 +2,9 @@
 // REST clients share (runtime/podman, runtime/docker, runtime/kube): a body
 // sent as JSON, a 2xx answer decoded or discarded within a deadline, and an
 // answer of any other status read into its message ([ErrorAnswer]) and
-// reported as an [*Error] ("podman GET /x: no such container (HTTP 404)").
+// reported as an [*Error] ("podman GET /x: no such container (HTTP 404)");
+// and the upgrade of a connection to Docker's and Podman's attach stream
+// ([Client.Attach]).
 //
 // What is a driver's own stays with it, in the [Client] it fills in: how a
 // request travels (its connection, versioned URL, headers and credentials:
