@@ -76,9 +76,11 @@ type Container interface {
 	// without a request to the engine, and lets go of what the driver
 	// holds for them. Its process exits when its stream ends.
 	CloseStreams()
-	// Exit waits for it to stop: its exit code, and whether it was killed
-	// for exceeding its memory limit.
-	Exit(ctx context.Context) (code int, oom bool, err error)
+	// Wait waits for it to stop and returns its exit code.
+	Wait(ctx context.Context) (int, error)
+	// OOMKilled reports whether it, once stopped, was killed for exceeding
+	// its memory limit.
+	OOMKilled(ctx context.Context) (bool, error)
 	// Remove asks the engine to kill and remove it and closes its streams;
 	// a container gone is not an error.
 	Remove(ctx context.Context) error
@@ -210,7 +212,11 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 		// shutdowns, is not asked why.
 		return -1, false, ErrShutDown
 	}
-	code, oom, err = b.ct.Exit(ctx)
+	if code, err = b.ct.Wait(ctx); err != nil {
+		code = -1
+	} else {
+		oom, err = b.ct.OOMKilled(ctx)
+	}
 	if err != nil && ctx.Err() == nil && !b.e.checkAlive(ctx, b.conn) {
 		return -1, false, confine.Unavailable(err, "lost the connection to %s during the run (the next run connects again): %v", b.e.opts.Name, err)
 	}

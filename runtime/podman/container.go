@@ -49,17 +49,6 @@ func (ct *Container) Started() time.Time { return ct.started }
 // Streams are the container's attached streams.
 func (ct *Container) Streams() *confine.Attached { return ct.Attached }
 
-// Exit waits for the container to stop and reports its exit code and
-// whether it was killed for exceeding its memory limit. It has no deadline
-// of its own: give ctx one.
-func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
-	if code, err = ct.Wait(ctx); err != nil {
-		return -1, false, err
-	}
-	oom, err = ct.OOMKilled(ctx)
-	return code, oom, err
-}
-
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
 type StdinWriter = confine.StdinWriter
