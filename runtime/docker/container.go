@@ -407,21 +407,11 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 	return n, errors.Join(errs...)
 }
 
-// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// negotiate has the container take its stream ([engine.Declined.Negotiate]);
 // a container that could not connect to its socket is reported once per
 // client.
 func (ct *Container) negotiate() {
-	declined := func(reason string) {
-		ct.c.declined.Do(func() {
-			if ct.c.onDeclined != nil {
-				ct.c.onDeclined(engine.ShortID(ct.id), reason)
-				return
-			}
-			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower",
-				"container", engine.ShortID(ct.id), "reason", reason)
-		})
-	}
-	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
+	ct.c.declined.Negotiate(ct.Attached, "Docker", ct.id, ct.c.log)
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

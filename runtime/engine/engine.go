@@ -5,8 +5,9 @@
 // every caller ([confine.ImageJob]), keeps the set of live containers and
 // ends them all on [Engine.Close] without a request to the engine, gives
 // containers exit turns so that a mass exit does not overwhelm the engine
-// ([Options.ExitDelay]), and removes in the background what dead codebridge
-// processes left behind. A driver keeps only what differs between engines:
+// ([Options.ExitDelay]), removes in the background what dead codebridge
+// processes left behind, and tells once per connection of a container that
+// could not connect to its socket ([Declined]). A driver keeps only what differs between engines:
 // finding and connecting to its engine and its requests, behind [Conn].
 //
 // runtime/enginetest is the conformance suite every driver runs against

@@ -102,8 +102,7 @@ type Client struct {
 	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
 	placed  string     // where the profile was put on a Podman host that does not share this one's files
 
-	declined   sync.Once // a container could not connect to its socket; told once
-	onDeclined func(container, reason string)
+	declined engine.Declined // a container could not connect to its socket; told once
 }
 
 // Connect finds a Podman API and returns a client for it. In order it tries:
@@ -119,7 +118,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := newClient(log)
-	c.onDeclined = opts.Declined
+	c.declined.Notify = opts.Declined
 	c.stateDir = opts.StateDir
 
 	dest, err := explicitDest(ctx, opts.URI)
