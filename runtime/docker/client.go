@@ -2,7 +2,6 @@ package docker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -19,10 +18,11 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
@@ -94,8 +94,7 @@ type Client struct {
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
 
-	declined   sync.Once // a container could not connect to its socket; told once
-	onDeclined func(container, reason string)
+	declined engine.Declined // a container could not connect to its socket; told once
 }
 
 // Connect finds a Docker daemon and returns a client for it. In order it
@@ -161,7 +160,7 @@ func dialEndpoint(ctx context.Context, ep endpoint, log *slog.Logger, declined f
 	self := confine.Self()
 	owner := self.Labels()
 	owner[labelClient] = rand.Text()[:12]
-	c := &Client{host: ep.Host, from: ep.from, log: log, owner: owner, self: self, onDeclined: declined}
+	c := &Client{host: ep.Host, from: ep.from, log: log, owner: owner, self: self, declined: engine.Declined{Notify: declined}}
 	switch scheme {
 	case "unix":
 		c.dial = func(ctx context.Context) (net.Conn, error) {
@@ -250,7 +249,7 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return readError(resp, http.MethodGet, path)
+		return c.api().AnswerError(http.MethodGet, path, resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
@@ -300,55 +299,24 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// apiError is a non-2xx answer of the Docker API.
-type apiError struct {
-	Method, Path string
-	Status       int
-	Message      string
+// isStatus reports whether err is the Docker API answering with code.
+func isStatus(err error, code int) bool { return restapi.IsStatus(err, code) }
+
+// api sends c's JSON requests.
+func (c *Client) api() *restapi.Client {
+	return &restapi.Client{Engine: "docker", Send: c.send, ReaderType: "application/x-tar"}
 }
 
-func (e *apiError) Error() string {
-	return fmt.Sprintf("docker %s %s: %s (HTTP %d)", e.Method, e.Path, e.Message, e.Status)
-}
-
-func isStatus(err error, code int) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == code
-}
-
-func readError(resp *http.Response, method, path string) error {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	ae := &apiError{Method: method, Path: path, Status: resp.StatusCode}
-	var em struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &em) == nil && em.Message != "" {
-		ae.Message = em.Message
-	} else {
-		ae.Message = strings.TrimSpace(string(data))
-	}
-	return ae
-}
-
-// do sends one request with a deadline of at most requestTimeout. A body
-// that is not an io.Reader is sent as JSON; a 2xx answer is decoded into out
-// if non-nil.
+// do is [restapi.Client.Do] with the deadline of every request,
+// requestTimeout.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	resp, err := c.request(ctx, method, path, query, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("docker %s %s: decoding answer: %w", method, path, err)
-	}
-	return nil
+	return c.api().Do(ctx, requestTimeout, method, path, query, body, out)
+}
+
+// request is [restapi.Client.Request]: a 2xx answer, whose body the caller
+// closes.
+func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	return c.api().Request(ctx, method, path, query, body)
 }
 
 // url is the versioned URL of path.
@@ -360,89 +328,21 @@ func (c *Client) url(path string, query url.Values) string {
 	return u
 }
 
-// request sends one request and returns a 2xx response whose body the caller
-// must close; other statuses become an *apiError.
-func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	var rd io.Reader
-	header := http.Header{}
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		rd = b
-		header.Set("Content-Type", "application/x-tar")
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return nil, fmt.Errorf("docker %s %s: encoding request: %w", method, path, err)
-		}
-		rd = bytes.NewReader(data)
-		header.Set("Content-Type", "application/json")
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.url(path, query), rd)
+// send sends one request of [Client.api] to the versioned URL of path.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path, query), body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header = header
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("docker %s %s: %w", method, path, ctxErr)
-		}
-		return nil, fmt.Errorf("docker %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	return nil, readError(resp, method, path)
+	return c.hc.Do(req)
 }
 
 // hijack opens a connection of its own to the daemon and upgrades it with a
-// POST to path (attach), so it carries the raw stream.
+// POST to path (attach), so it carries the raw stream
+// ([restapi.Client.Attach]).
 func (c *Client) hijack(ctx context.Context, path string, query url.Values) (net.Conn, *bufio.Reader, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	conn, err := c.dial(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A request on a raw connection does not see ctx: closing the connection
-	// when ctx ends unblocks it.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	br, err := c.upgrade(ctx, conn, path, query)
-	if !stop() && err == nil {
-		err = fmt.Errorf("attaching: %w", ctx.Err()) // the conn was closed
-	}
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, br, nil
-}
-
-func (c *Client) upgrade(ctx context.Context, conn net.Conn, path string, query url.Values) (*bufio.Reader, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url(path, query), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "tcp")
-	if err := req.Write(conn); err != nil {
-		return nil, fmt.Errorf("sending attach request: %w", err)
-	}
-	br := bufio.NewReaderSize(conn, 64<<10)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("reading attach response: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols && resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, readError(resp, http.MethodPost, path)
-	}
-	return br, nil
+	return c.api().Attach(ctx, requestTimeout, c.dial, c.url(path, query), path, 64<<10)
 }
 
 // rootCause strips the wrapping of a failed request down to the part a

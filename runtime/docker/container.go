@@ -51,17 +51,6 @@ func (ct *Container) Started() time.Time { return ct.started }
 // Streams are the container's attached streams.
 func (ct *Container) Streams() *confine.Attached { return ct.Attached }
 
-// Exit waits for the container to stop and reports its exit code and
-// whether it was killed for exceeding its memory limit. It has no deadline
-// of its own: give ctx one.
-func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
-	if code, err = ct.Wait(ctx); err != nil {
-		return -1, false, err
-	}
-	oom, err = ct.OOMKilled(ctx)
-	return code, oom, err
-}
-
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
 type StdinWriter = confine.StdinWriter
@@ -418,21 +407,11 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 	return n, errors.Join(errs...)
 }
 
-// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// negotiate has the container take its stream ([engine.Declined.Negotiate]);
 // a container that could not connect to its socket is reported once per
 // client.
 func (ct *Container) negotiate() {
-	declined := func(reason string) {
-		ct.c.declined.Do(func() {
-			if ct.c.onDeclined != nil {
-				ct.c.onDeclined(engine.ShortID(ct.id), reason)
-				return
-			}
-			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower",
-				"container", engine.ShortID(ct.id), "reason", reason)
-		})
-	}
-	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
+	ct.c.declined.Negotiate(ct.Attached, "Docker", ct.id, ct.c.log)
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

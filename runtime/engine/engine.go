@@ -5,8 +5,9 @@
 // every caller ([confine.ImageJob]), keeps the set of live containers and
 // ends them all on [Engine.Close] without a request to the engine, gives
 // containers exit turns so that a mass exit does not overwhelm the engine
-// ([Options.ExitDelay]), and removes in the background what dead codebridge
-// processes left behind. A driver keeps only what differs between engines:
+// ([Options.ExitDelay]), removes in the background what dead codebridge
+// processes left behind, and tells once per connection of a container that
+// could not connect to its socket ([Declined]). A driver keeps only what differs between engines:
 // finding and connecting to its engine and its requests, behind [Conn].
 //
 // runtime/enginetest is the conformance suite every driver runs against
@@ -76,9 +77,11 @@ type Container interface {
 	// without a request to the engine, and lets go of what the driver
 	// holds for them. Its process exits when its stream ends.
 	CloseStreams()
-	// Exit waits for it to stop: its exit code, and whether it was killed
-	// for exceeding its memory limit.
-	Exit(ctx context.Context) (code int, oom bool, err error)
+	// Wait waits for it to stop and returns its exit code.
+	Wait(ctx context.Context) (int, error)
+	// OOMKilled reports whether it, once stopped, was killed for exceeding
+	// its memory limit.
+	OOMKilled(ctx context.Context) (bool, error)
 	// Remove asks the engine to kill and remove it and closes its streams;
 	// a container gone is not an error.
 	Remove(ctx context.Context) error
@@ -210,7 +213,11 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 		// shutdowns, is not asked why.
 		return -1, false, ErrShutDown
 	}
-	code, oom, err = b.ct.Exit(ctx)
+	if code, err = b.ct.Wait(ctx); err != nil {
+		code = -1
+	} else {
+		oom, err = b.ct.OOMKilled(ctx)
+	}
 	if err != nil && ctx.Err() == nil && !b.e.checkAlive(ctx, b.conn) {
 		return -1, false, confine.Unavailable(err, "lost the connection to %s during the run (the next run connects again): %v", b.e.opts.Name, err)
 	}

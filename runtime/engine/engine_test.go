@@ -100,7 +100,9 @@ func (ct *fakeContainer) CloseStreams() {
 	ct.closed = true
 }
 
-func (ct *fakeContainer) Exit(ctx context.Context) (int, bool, error) { return 0, false, nil }
+func (ct *fakeContainer) Wait(ctx context.Context) (int, error) { return 0, nil }
+
+func (ct *fakeContainer) OOMKilled(ctx context.Context) (bool, error) { return false, nil }
 
 func (ct *fakeContainer) Remove(ctx context.Context) error {
 	ct.mu.Lock()

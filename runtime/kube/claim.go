@@ -87,7 +87,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) 
 	cl.Metadata.Name = "codebridge-" + randomHex(8)
 	cl.Metadata.Labels, cl.Metadata.Annotations = labels, owner
 	cl.Spec.WarmPoolRef.Name = e.opts.WarmPool
-	if err := c.do(ctx, requestTimeout, http.MethodPost, claimsPath(ns), nil, cl, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, claimsPath(ns), nil, cl, nil); err != nil {
 		return nil, fmt.Errorf("claiming a sandbox from warm pool %s in namespace %s (agent-sandbox): %w", e.opts.WarmPool, ns, err)
 	}
 	b := &Box{e: e, c: c, ns: ns, claim: cl.Metadata.Name, serve: e.opts.Serve != nil}
@@ -100,7 +100,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) 
 			Metadata objectMeta `json:"metadata"`
 		}
 		sbPath := sandboxAPI + "/namespaces/" + url.PathEscape(ns) + "/sandboxes/" + url.PathEscape(got.Status.Sandbox.Name)
-		if err := c.do(ctx, requestTimeout, http.MethodGet, sbPath, nil, nil, &sb); err != nil {
+		if err := c.api().Do(ctx, requestTimeout, http.MethodGet, sbPath, nil, nil, &sb); err != nil {
 			return fmt.Errorf("the sandbox of claim %s: %w", cl.Metadata.Name, err)
 		}
 		b.name = cmp.Or(sb.Metadata.Annotations[podNameAnnotation], sb.Metadata.Name)
@@ -116,7 +116,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) 
 // deleteClaim deletes a claim, and with it its sandbox and pod (owner
 // references); a claim gone is not an error.
 func deleteClaim(ctx context.Context, c *Client, ns, name string) error {
-	err := c.do(ctx, requestTimeout, http.MethodDelete, claimsPath(ns)+"/"+url.PathEscape(name), nil, map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}, nil)
+	err := c.api().Do(ctx, requestTimeout, http.MethodDelete, claimsPath(ns)+"/"+url.PathEscape(name), nil, map[string]any{"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}, nil)
 	if IsNotFound(err) {
 		return nil
 	}

@@ -23,7 +23,7 @@ func requireAgentSandbox(t *testing.T, c *Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	err := c.do(ctx, requestTimeout, http.MethodGet, claimsAPI, nil, nil, nil)
+	err := c.api().Do(ctx, requestTimeout, http.MethodGet, claimsAPI, nil, nil, nil)
 	if err == nil {
 		return
 	}
@@ -64,19 +64,19 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	ext := claimsAPI + "/namespaces/" + url.PathEscape(ns)
-	if err := c.do(ctx, requestTimeout, http.MethodPost, ext+"/sandboxtemplates", nil, tmpl, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, ext+"/sandboxtemplates", nil, tmpl, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c.do(context.Background(), requestTimeout, http.MethodDelete, ext+"/sandboxwarmpools/"+name, nil, nil, nil)
-		c.do(context.Background(), requestTimeout, http.MethodDelete, ext+"/sandboxtemplates/"+name, nil, nil, nil)
+		c.api().Do(context.Background(), requestTimeout, http.MethodDelete, ext+"/sandboxwarmpools/"+name, nil, nil, nil)
+		c.api().Do(context.Background(), requestTimeout, http.MethodDelete, ext+"/sandboxtemplates/"+name, nil, nil, nil)
 	})
 	pool := map[string]any{
 		"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxWarmPool",
 		"metadata": map[string]any{"name": name},
 		"spec":     map[string]any{"replicas": 1, "sandboxTemplateRef": map[string]any{"name": name}},
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodPost, ext+"/sandboxwarmpools", nil, pool, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, ext+"/sandboxwarmpools", nil, pool, nil); err != nil {
 		t.Fatal(err)
 	}
 	type poolStatus struct {
@@ -106,7 +106,7 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 		Metadata objectMeta `json:"metadata"`
 		Items    []policy   `json:"items"`
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, npPath, url.Values{"fieldSelector": {"metadata.name=" + npName}}, nil, &nps); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, npPath, url.Values{"fieldSelector": {"metadata.name=" + npName}}, nil, &nps); err != nil {
 		t.Fatal(err)
 	}
 	np := &policy{}
@@ -149,7 +149,7 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	var claimed claimObject
-	if err := c.do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, &claimed); err != nil || claimed.Metadata.Labels[LabelReplica] != second.Replica() {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, &claimed); err != nil || claimed.Metadata.Labels[LabelReplica] != second.Replica() {
 		t.Errorf("the claim after its pod moved: labels %v, %v; want the second replica's", claimed.Metadata.Labels, err)
 	}
 	r, runs, err := second.Resume(ctx, b.ID())
@@ -167,7 +167,7 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	if err := e.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, nil); err != nil {
 		t.Fatalf("the claim after the first replica's shutdown: %v", err)
 	}
 	// The second replica dies too: the interpreter ends by its wait limit,
@@ -185,7 +185,7 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	if _, err := waitPod(wctx, c, ns, b.ID(), func(*Pod) (bool, error) { return false, nil }); !errors.Is(err, errPodGone) {
 		t.Fatalf("the claimed pod after the sweep: %v", err)
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, nil); !IsNotFound(err) {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, nil); !IsNotFound(err) {
 		t.Errorf("the claim after the sweep: %v, want not found", err)
 	}
 }

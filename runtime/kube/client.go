@@ -1,17 +1,16 @@
 package kube
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // Deadlines of the requests to the API server. Every request has one.
@@ -87,51 +86,32 @@ func isStatus(err error, code int) bool {
 // IsNotFound reports whether err says that the object does not exist.
 func IsNotFound(err error) bool { return isStatus(err, http.StatusNotFound) }
 
-// do sends a request with a JSON body (nil for none) and decodes a JSON
-// answer into out (nil to discard it), within timeout.
-func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, q url.Values, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	resp, err := c.request(ctx, method, path, q, body)
-	if err != nil {
-		return err
+// api sends c's JSON requests.
+func (c *Client) api() *restapi.Client {
+	return &restapi.Client{
+		Engine: "kubernetes",
+		Send:   c.send,
+		// send's errors are worded: unreachable, or the credentials.
+		SendError:   func(_ context.Context, _, _ string, err error) error { return err },
+		StatusError: statusError,
 	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("kubernetes %s %s: decoding the answer: %w", method, path, err)
-	}
-	return nil
 }
 
-// request sends a request and returns a successful response, whose body the
-// caller closes, or the error status.
-func (c *Client) request(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
-	var r io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		r = bytes.NewReader(data)
-	}
+// send sends one request of [Client.api]: the server's URL, JSON answers asked
+// for, a merge patch for PATCH, and the bearer token.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body io.Reader, header http.Header) (*http.Response, error) {
 	u := c.cfg.Server + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, r)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err
 	}
+	req.Header = header
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-		if method == http.MethodPatch {
-			req.Header.Set("Content-Type", "application/merge-patch+json")
-		}
+	if method == http.MethodPatch && body != nil {
+		req.Header.Set("Content-Type", "application/merge-patch+json")
 	}
 	if err := c.authorize(req.Header); err != nil {
 		return nil, err
@@ -139,10 +119,6 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.unreachable(err)
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, statusError(method, path, resp)
 	}
 	return resp, nil
 }
@@ -179,20 +155,9 @@ func (c *Client) unreachable(err error) error {
 	return &UnavailableError{Server: c.cfg.Server, Source: c.cfg.Source, Err: err}
 }
 
-// statusError reads an error answer.
-func statusError(method, path string, resp *http.Response) error {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	se := &StatusError{Method: method, Path: path, Code: resp.StatusCode}
-	var st struct {
-		Message string `json:"message"`
-		Reason  string `json:"reason"`
-	}
-	if json.Unmarshal(data, &st) == nil && st.Message != "" {
-		se.Message, se.Reason = st.Message, st.Reason
-	} else {
-		se.Message = strings.TrimSpace(string(data))
-	}
-	return se
+// statusError is the error of an answer whose status is not 2xx.
+func statusError(method, path string, a restapi.ErrorAnswer) error {
+	return &StatusError{Method: method, Path: path, Code: a.Code, Reason: a.Reason, Message: a.Message}
 }
 
 // Version is what the API server's /version reports.
@@ -204,6 +169,6 @@ type Version struct {
 // Version asks the API server its version.
 func (c *Client) Version(ctx context.Context) (Version, error) {
 	var v Version
-	err := c.do(ctx, requestTimeout, http.MethodGet, "/version", nil, nil, &v)
+	err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/version", nil, nil, &v)
 	return v, err
 }

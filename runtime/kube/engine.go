@@ -165,9 +165,9 @@ func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 // without it.
 func ensurePolicy(ctx context.Context, c *Client, ns string) error {
 	path := "/apis/networking.k8s.io/v1/namespaces/" + url.PathEscape(ns) + "/networkpolicies"
-	err := c.do(ctx, requestTimeout, http.MethodGet, path+"/"+networkPolicyName, nil, nil, nil)
+	err := c.api().Do(ctx, requestTimeout, http.MethodGet, path+"/"+networkPolicyName, nil, nil, nil)
 	if IsNotFound(err) {
-		err = c.do(ctx, requestTimeout, http.MethodPost, path, nil, networkPolicy(ns), nil)
+		err = c.api().Do(ctx, requestTimeout, http.MethodPost, path, nil, networkPolicy(ns), nil)
 		if isStatus(err, http.StatusConflict) {
 			err = nil // another replica made it meanwhile
 		}
@@ -225,7 +225,7 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 		return nil, err
 	}
 	var created Pod
-	if err := c.do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
 		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
 	}
 	return e.launch(ctx, &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
@@ -307,7 +307,7 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 	if e.opts.WarmPool != "" {
 		// A claimed pod ends with its claim ([LabelClaim]).
 		var p Pod
-		if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(pod), nil, nil, &p); err != nil {
+		if err := c.api().Do(ctx, requestTimeout, http.MethodGet, podsPath(ns)+"/"+url.PathEscape(pod), nil, nil, &p); err != nil {
 			return nil, 0, fmt.Errorf("sandbox pod %s: %w", pod, err)
 		}
 		b.claim = p.Metadata.Labels[LabelClaim]
@@ -361,12 +361,12 @@ func (e *Engine) Close(ctx context.Context) error {
 	defer cancel()
 	if e.opts.WarmPool != "" {
 		// Deleting the claims deletes their sandboxes and pods.
-		if err := c.do(dctx, requestTimeout, http.MethodDelete, claimsPath(ns), q, deleteOptions(), nil); err != nil {
+		if err := c.api().Do(dctx, requestTimeout, http.MethodDelete, claimsPath(ns), q, deleteOptions(), nil); err != nil {
 			return fmt.Errorf("deleting this replica's sandbox claims: %w", err)
 		}
 		return nil
 	}
-	if err := c.do(dctx, requestTimeout, http.MethodDelete, podsPath(ns), q, deleteOptions(), nil); err != nil {
+	if err := c.api().Do(dctx, requestTimeout, http.MethodDelete, podsPath(ns), q, deleteOptions(), nil); err != nil {
 		return fmt.Errorf("deleting this replica's sandbox pods: %w", err)
 	}
 	return nil
@@ -517,7 +517,7 @@ func (b *Box) tailLog(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	q := url.Values{"container": {containerName}, "limitBytes": {"65536"}}
-	resp, err := b.c.request(ctx, http.MethodGet, podsPath(b.ns)+"/"+url.PathEscape(b.name)+"/log", q, nil)
+	resp, err := b.c.api().Request(ctx, http.MethodGet, podsPath(b.ns)+"/"+url.PathEscape(b.name)+"/log", q, nil)
 	if err != nil {
 		return ""
 	}
@@ -635,7 +635,7 @@ func waitPod(ctx context.Context, c *Client, ns, name string, done func(*Pod) (b
 func waitObject[T any](ctx context.Context, c *Client, path, what, name string, gone error, done func(*T) (bool, error)) (*T, error) {
 	for {
 		var raw json.RawMessage
-		if err := c.do(ctx, requestTimeout, http.MethodGet, path+"/"+url.PathEscape(name), nil, nil, &raw); err != nil {
+		if err := c.api().Do(ctx, requestTimeout, http.MethodGet, path+"/"+url.PathEscape(name), nil, nil, &raw); err != nil {
 			if IsNotFound(err) {
 				return nil, fmt.Errorf("%s %s: %w", what, name, gone)
 			}
@@ -681,7 +681,7 @@ func watchObject[T any](ctx context.Context, c *Client, path, what, name, rv str
 		"resourceVersion": {rv},
 		"timeoutSeconds":  {fmt.Sprint(int(watchTimeout.Seconds()))},
 	}
-	resp, err := c.request(wctx, http.MethodGet, path, q, nil)
+	resp, err := c.api().Request(wctx, http.MethodGet, path, q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -739,7 +739,7 @@ func (e *Engine) ImageOnNodes(ctx context.Context, image string) (bool, error) {
 			} `json:"status"`
 		} `json:"items"`
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/api/v1/nodes", nil, nil, &nodes); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/api/v1/nodes", nil, nil, &nodes); err != nil {
 		if isStatus(err, http.StatusForbidden) {
 			return true, nil
 		}

@@ -25,7 +25,7 @@ func (e *Engine) Relabel(ctx context.Context, pod string, labels, annotations ma
 	}
 	path := podsPath(ns) + "/" + url.PathEscape(pod)
 	var p Pod
-	if err := c.do(ctx, requestTimeout, http.MethodPatch, path, nil, map[string]any{"metadata": meta}, &p); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPatch, path, nil, map[string]any{"metadata": meta}, &p); err != nil {
 		return err
 	}
 	// A claimed pod's claim goes with it to the replica that takes it, so
@@ -38,7 +38,7 @@ func (e *Engine) Relabel(ctx context.Context, pod string, labels, annotations ma
 	if annotations != nil {
 		claimMeta["annotations"] = annotations
 	}
-	return c.do(ctx, requestTimeout, http.MethodPatch, claimsPath(ns)+"/"+url.PathEscape(claim), nil, map[string]any{"metadata": claimMeta}, nil)
+	return c.api().Do(ctx, requestTimeout, http.MethodPatch, claimsPath(ns)+"/"+url.PathEscape(claim), nil, map[string]any{"metadata": claimMeta}, nil)
 }
 
 // Find lists the namespace's codebridge pods, of every replica, that also

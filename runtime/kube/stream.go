@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // The streaming subprotocols of exec and attach over WebSocket, newest
@@ -116,7 +117,7 @@ func (c *Client) openStream(ctx context.Context, namespace, pod string, command 
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			se := statusError(http.MethodGet, path, resp).(*StatusError)
+			se := statusError(http.MethodGet, path, restapi.ReadError(resp)).(*StatusError)
 			if se.Code == http.StatusBadRequest && strings.Contains(strings.ToLower(se.Message), "upgrade") {
 				return nil, fmt.Errorf("%w (%v)", ErrNoWebSocket, se)
 			}

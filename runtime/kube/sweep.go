@@ -67,7 +67,7 @@ func list(ctx context.Context, c *Client, ns, selector string) ([]PodSummary, er
 		} `json:"items"`
 	}
 	q := url.Values{"labelSelector": {selector}}
-	if err := c.do(ctx, requestTimeout, http.MethodGet, podsPath(ns), q, nil, &pods); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, podsPath(ns), q, nil, &pods); err != nil {
 		return nil, err
 	}
 	out := make([]PodSummary, 0, len(pods.Items))
@@ -165,7 +165,7 @@ func (e *Engine) RemovePod(ctx context.Context, name string) error {
 // deletePod deletes a pod at once ([deleteOptions]); a pod gone is not an
 // error.
 func deletePod(ctx context.Context, c *Client, ns, name string) error {
-	err := c.do(ctx, requestTimeout, http.MethodDelete, podsPath(ns)+"/"+url.PathEscape(name), nil, deleteOptions(), nil)
+	err := c.api().Do(ctx, requestTimeout, http.MethodDelete, podsPath(ns)+"/"+url.PathEscape(name), nil, deleteOptions(), nil)
 	if err != nil && !IsNotFound(err) {
 		return fmt.Errorf("deleting sandbox pod %s: %w", name, err)
 	}

@@ -2,7 +2,6 @@ package podman
 
 import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // A container's stream ([Box.Stream]) is its attached stdin and stdout,
@@ -17,19 +16,9 @@ func channelMount(ch *confine.Channel) mount {
 	return mount{Destination: confine.MountDir, Type: "bind", Source: ch.Dir(), Options: []string{"ro", "nosuid", "nodev", "noexec"}}
 }
 
-// negotiate has the container take its stream ([confine.Attached.Negotiate]);
+// negotiate has the container take its stream ([engine.Declined.Negotiate]);
 // a container that could not connect to its socket is reported once per
 // client.
 func (ct *Container) negotiate() {
-	declined := func(reason string) {
-		ct.c.declined.Do(func() {
-			if ct.c.onDeclined != nil {
-				ct.c.onDeclined(engine.ShortID(ct.id), reason)
-				return
-			}
-			ct.c.log.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower",
-				"container", engine.ShortID(ct.id), "reason", reason)
-		})
-	}
-	ct.Negotiate(declined, ct.c.log.With("container", engine.ShortID(ct.id)))
+	ct.c.declined.Negotiate(ct.Attached, "Podman", ct.id, ct.c.log)
 }

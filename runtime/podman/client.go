@@ -1,7 +1,6 @@
 package podman
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error saying that
@@ -102,8 +102,7 @@ type Client struct {
 	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
 	placed  string     // where the profile was put on a Podman host that does not share this one's files
 
-	declined   sync.Once // a container could not connect to its socket; told once
-	onDeclined func(container, reason string)
+	declined engine.Declined // a container could not connect to its socket; told once
 }
 
 // Connect finds a Podman API and returns a client for it. In order it tries:
@@ -119,7 +118,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := newClient(log)
-	c.onDeclined = opts.Declined
+	c.declined.Notify = opts.Declined
 	c.stateDir = opts.StateDir
 
 	dest, err := explicitDest(ctx, opts.URI)
@@ -221,7 +220,7 @@ func (c *Client) ociRuntime(ctx context.Context) (name, path string, err error) 
 		} `json:"host"`
 	}
 	// It reads the store, and so waits on the locks a list waits on.
-	if err := c.do(ctx, listTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
+	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/info", nil, nil, &info); err != nil {
 		return "", "", err
 	}
 	return info.Host.OCIRuntime.Name, info.Host.OCIRuntime.Path, nil
@@ -397,83 +396,22 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// apiError is a non-2xx answer of the Podman API.
-type apiError struct {
-	Method, Path string
-	Status       int
-	Message      string
+// isStatus reports whether err is the Podman API answering with code.
+func isStatus(err error, code int) bool { return restapi.IsStatus(err, code) }
+
+// api sends c's JSON requests.
+func (c *Client) api() *restapi.Client {
+	return &restapi.Client{Engine: "podman", Send: c.send}
 }
 
-func (e *apiError) Error() string {
-	return fmt.Sprintf("podman %s %s: %s (HTTP %d)", e.Method, e.Path, e.Message, e.Status)
-}
-
-func isStatus(err error, code int) bool {
-	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == code
-}
-
-// do sends one request with a deadline of at most timeout. A body that is not
-// an io.Reader is sent as JSON; a 2xx answer is decoded into out if non-nil.
-func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, query url.Values, body, out any) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	resp, err := c.request(ctx, method, path, query, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-		return err
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("podman %s %s: decoding answer: %w", method, path, err)
-	}
-	return nil
-}
-
-// request sends one request and returns a 2xx response whose body the caller
-// must close; other statuses become an *apiError.
-func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	var rd io.Reader
-	var hdr http.Header
-	switch b := body.(type) {
-	case nil:
-	case io.Reader:
-		rd = b
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return nil, fmt.Errorf("podman %s %s: encoding request: %w", method, path, err)
-		}
-		rd = bytes.NewReader(data)
-		hdr = http.Header{"Content-Type": {"application/json"}}
-	}
+// send sends one request of [Client.api] through the bindings' connection.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
 	// DoRequest formats the endpoint with fmt.Sprintf: escape the escapes.
-	resp, err := c.conn.DoRequest(ctx, rd, method, strings.ReplaceAll(path, "%", "%%"), query, hdr)
+	resp, err := c.conn.DoRequest(ctx, body, method, strings.ReplaceAll(path, "%", "%%"), query, header)
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("podman %s %s: %w", method, path, ctxErr)
-		}
-		return nil, fmt.Errorf("podman %s %s: %w", method, path, err)
+		return nil, err
 	}
-	if resp.StatusCode/100 == 2 {
-		return resp.Response, nil
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	ae := &apiError{Method: method, Path: path, Status: resp.StatusCode}
-	var em struct {
-		Cause   string `json:"cause"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &em) == nil && em.Message != "" {
-		ae.Message = em.Message
-	} else {
-		ae.Message = strings.TrimSpace(string(data))
-	}
-	return nil, ae
+	return resp.Response, nil
 }
 
 // rootCause strips the bindings' connection wrapping down to the part a user

@@ -49,17 +49,6 @@ func (ct *Container) Started() time.Time { return ct.started }
 // Streams are the container's attached streams.
 func (ct *Container) Streams() *confine.Attached { return ct.Attached }
 
-// Exit waits for the container to stop and reports its exit code and
-// whether it was killed for exceeding its memory limit. It has no deadline
-// of its own: give ctx one.
-func (ct *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
-	if code, err = ct.Wait(ctx); err != nil {
-		return -1, false, err
-	}
-	oom, err = ct.OOMKilled(ctx)
-	return code, oom, err
-}
-
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
 type StdinWriter = confine.StdinWriter
@@ -99,7 +88,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		ID       string   `json:"Id"`
 		Warnings []string `json:"Warnings"`
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
 		if ch != nil {
 			ch.Close()
 		}
@@ -124,7 +113,7 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	}
 	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
 
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
 		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
 			err = fmt.Errorf("%w: %s", err, hint)
 		}
@@ -138,69 +127,19 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 }
 
 // attach opens a dedicated connection to the API and upgrades it to the
-// container's multiplexed stdio stream (POST .../attach, 101 Switching
-// Protocols). The shared client's transport is not touched.
+// container's multiplexed stdio stream ([restapi.Client.Attach]).
 func (c *Client) attach(ctx context.Context, id string) (net.Conn, *bufio.Reader, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	conn, err := c.conn.GetDialer(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A request on a raw connection does not see ctx: closing the connection
-	// when ctx ends unblocks it.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	br, err := c.upgrade(ctx, conn, id)
-	if !stop() && err == nil {
-		err = fmt.Errorf("attaching: %w", ctx.Err()) // the conn was closed
-	}
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, br, nil
-}
-
-// upgrade sends the attach request on conn and reads the answer.
-func (c *Client) upgrade(ctx context.Context, conn net.Conn, id string) (*bufio.Reader, error) {
 	base := "http://d"
 	if c.conn.URI.Scheme == "tcp" {
 		base = "http://" + c.conn.URI.Host + strings.TrimSuffix(c.conn.URI.Path, "/")
 	}
 	q := url.Values{"stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}, "stream": {"true"}}
 	u := base + "/v" + c.apiVersion + "/libpod/containers/" + url.PathEscape(id) + "/attach?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "tcp")
-	if err := req.Write(conn); err != nil {
-		return nil, fmt.Errorf("sending attach request: %w", err)
-	}
 	// Small: it holds the answer's header, and the frames of the stream that
 	// follows are read through it into the demultiplexer's own buffer (of a
 	// sandbox that talks over its socket, there are none); a thousand
 	// sessions would hold 64 MB with a 64 KiB one.
-	br := bufio.NewReaderSize(conn, 4<<10)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, fmt.Errorf("reading attach response: %w", err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		var em struct{ Message string }
-		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &em) == nil && em.Message != "" {
-			msg = em.Message
-		}
-		return nil, &apiError{Method: http.MethodPost, Path: "/containers/" + id + "/attach", Status: resp.StatusCode, Message: msg}
-	}
-	return br, nil
+	return c.api().Attach(ctx, requestTimeout, c.conn.GetDialer, u, "/containers/"+id+"/attach", 4<<10)
 }
 
 // Wait blocks until the container has stopped and returns its exit code. It
@@ -245,7 +184,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 	// since this container started.
 	since := cmp.Or(ct.started, time.Now().Add(-time.Hour)).Add(-time.Minute)
 	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
-	resp, err := ct.c.request(ctx, http.MethodGet, "/events", q, nil)
+	resp, err := ct.c.api().Request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
 		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
 	}
@@ -283,7 +222,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 	}
 	// A container that has exited is inspected while its cleanup (and,
 	// under gVisor, runsc's teardown) holds its lock: as long as a list.
-	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
+	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
 		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
 	}
 	s := data.State
@@ -315,7 +254,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 // more) is not an error.
 func (ct *Container) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
-	err := ct.c.do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
+	err := ct.c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
 	// has exited, 409 in later versions; and 500 "no such container" for one
 	// its auto-remove is removing at that moment.
@@ -344,7 +283,7 @@ func (c *Client) remove(ctx context.Context, id string) error {
 	q := url.Values{"force": {"true"}, "v": {"true"}, "timeout": {"0"}}
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = c.do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
+		err = c.api().Do(ctx, requestTimeout, http.MethodDelete, "/containers/"+id, q, nil, nil)
 		if err == nil || isStatus(err, http.StatusNotFound) {
 			return nil
 		}
@@ -377,7 +316,7 @@ func (c *Client) List(ctx context.Context) ([]Summary, error) {
 	filters, _ := json.Marshal(map[string][]string{"label": {confine.LabelManaged + "=true"}})
 	q := url.Values{"all": {"true"}, "filters": {string(filters)}}
 	var list []Summary
-	if err := c.do(ctx, listTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
+	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/containers/json", q, nil, &list); err != nil {
 		return nil, fmt.Errorf("listing codebridge containers: %w", err)
 	}
 	return list, nil

@@ -151,7 +151,7 @@ func (c *Client) RemoveByClient(ctx context.Context, labels ...string) (int, err
 func (c *Client) Ping(ctx context.Context) error {
 	pctx, cancel := deadlineCtx(ctx, pingTimeout)
 	defer cancel()
-	return c.do(pctx, pingTimeout, "GET", "/_ping", nil, nil, nil)
+	return c.api().Do(pctx, pingTimeout, "GET", "/_ping", nil, nil, nil)
 }
 
 // Gone says why c can no longer be used: the shared Podman service it used

@@ -48,7 +48,7 @@ func (s store) Pull(ctx context.Context, ref string, progress func(string)) erro
 
 // ImageExists reports whether the image is present in Podman's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	err := c.do(ctx, requestTimeout, http.MethodGet, "/images/"+url.PathEscape(name)+"/exists", nil, nil, nil)
+	err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/images/"+url.PathEscape(name)+"/exists", nil, nil, nil)
 	if err == nil {
 		return true, nil
 	}
@@ -68,7 +68,7 @@ func (c *Client) pull(ctx context.Context, ref string, progress func(string)) er
 	if LoopbackRegistry(ref) {
 		q.Set("tlsVerify", "false")
 	}
-	resp, err := c.request(ctx, http.MethodPost, "/images/pull", q, nil)
+	resp, err := c.api().Request(ctx, http.MethodPost, "/images/pull", q, nil)
 	if err != nil {
 		return err
 	}

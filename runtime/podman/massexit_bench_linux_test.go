@@ -106,7 +106,7 @@ func BenchmarkMassExit(b *testing.B) {
 // client label is label; the function it returns counts them so far.
 func watchRemovals(b *testing.B, c *Client, label string) func() int {
 	filters, _ := json.Marshal(map[string][]string{"label": {labelClient + "=" + label}, "event": {"remove"}})
-	resp, err := c.request(b.Context(), http.MethodGet, "/events", url.Values{"stream": {"true"}, "filters": {string(filters)}}, nil)
+	resp, err := c.api().Request(b.Context(), http.MethodGet, "/events", url.Values{"stream": {"true"}, "filters": {string(filters)}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,12 +36,12 @@ const seccompVolumeDir = "/codebridge-seccomp"
 func (c *Client) placeSeccompProfile(ctx context.Context, image, runtime string) (string, error) {
 	name := "codebridge-seccomp-" + confine.SeccompID(runtime)
 	create := map[string]any{"Name": name, "Label": map[string]string{confine.LabelManaged: "true"}}
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/volumes/create", nil, create, nil); err != nil &&
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/volumes/create", nil, create, nil); err != nil &&
 		!isStatus(err, http.StatusConflict) && !strings.Contains(err.Error(), "already exists") {
 		return "", fmt.Errorf("creating the volume for the seccomp profile: %w", err)
 	}
 	var vol struct{ Mountpoint string }
-	if err := c.do(ctx, requestTimeout, http.MethodGet, "/volumes/"+name+"/json", nil, nil, &vol); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/volumes/"+name+"/json", nil, nil, &vol); err != nil {
 		return "", fmt.Errorf("inspecting the volume of the seccomp profile: %w", err)
 	}
 	if !strings.HasPrefix(vol.Mountpoint, "/") {
@@ -60,7 +60,7 @@ func (c *Client) placeSeccompProfile(ctx context.Context, image, runtime string)
 	var created struct {
 		ID string `json:"Id"`
 	}
-	if err := c.do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, helper, &created); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, helper, &created); err != nil {
 		return "", fmt.Errorf("creating a container to copy the seccomp profile into its volume: %w", err)
 	}
 	defer func() {
@@ -81,7 +81,7 @@ func (c *Client) placeSeccompProfile(ctx context.Context, image, runtime string)
 		return "", fmt.Errorf("packing the seccomp profile: %w", err)
 	}
 	q := url.Values{"path": {seccompVolumeDir}}
-	if err := c.do(ctx, requestTimeout, http.MethodPut, "/containers/"+created.ID+"/archive", q, &archive, nil); err != nil {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodPut, "/containers/"+created.ID+"/archive", q, &archive, nil); err != nil {
 		return "", fmt.Errorf("copying the seccomp profile into its volume: %w", err)
 	}
 	return strings.TrimSuffix(vol.Mountpoint, "/") + "/seccomp.json", nil

@@ -181,7 +181,7 @@ func (c *Client) holdService(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
-		err := c.do(ctx, pingTimeout, "GET", "/_ping", nil, nil, nil)
+		err := c.api().Do(ctx, pingTimeout, "GET", "/_ping", nil, nil, nil)
 		cancel()
 		// A slow answer is not a dead service: only a socket nobody
 		// listens on is.

@@ -44,7 +44,7 @@ func BenchmarkRemoveStale(b *testing.B) {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				if err := c.do(b.Context(), requestTimeout, http.MethodPost, "/containers/create", nil, cs, nil); err != nil {
+				if err := c.api().Do(b.Context(), requestTimeout, http.MethodPost, "/containers/create", nil, cs, nil); err != nil {
 					b.Error(err)
 				}
 			})
