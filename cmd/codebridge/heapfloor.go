@@ -1,0 +1,59 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+)
+
+// heapFloor is the smallest heap goal codebridge's collector works to. Go's
+// own floor is 4 MB, and every JSON message go-sdk decodes allocates a
+// 32 KiB buffer (its internal json.Unmarshal makes a new decoder each time):
+// with a live heap of a megabyte or two, a tool call from code then cost a
+// collection every hundred or so calls, and the collector's work was a
+// fifth to a third of codebridge's CPU per call. An idle codebridge gives
+// what the floor let it keep back to the system ([bridge] trims its heap
+// once no run has been in progress for a while).
+const heapFloor = 8 << 20
+
+// keepHeapFloor raises GOGC after each collection so that the next one
+// starts no sooner than when the heap reaches floor bytes, and keeps GOGC
+// as set (100 unless the environment says otherwise) once the live heap is
+// large enough for that to reach the floor by itself. With GOGC=off it does
+// nothing. stop ends it at the next collection and puts GOGC back.
+func keepHeapFloor(floor uint64) (stop func()) {
+	base := debug.SetGCPercent(100)
+	debug.SetGCPercent(base)
+	var stopped atomic.Bool
+	if base < 0 {
+		return func() {}
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var arm func()
+	arm = func() {
+		// A finalizer runs after the collection that found its object
+		// unreachable: once per cycle. The pointer keeps the object out of
+		// the tiny allocator, whose objects may never be finalized.
+		runtime.SetFinalizer(&struct{ p *int }{}, func(any) {
+			if stopped.Load() {
+				debug.SetGCPercent(base)
+				return
+			}
+			metrics.Read(live)
+			debug.SetGCPercent(gcPercent(base, floor, live[0].Value.Uint64()))
+			arm()
+		})
+	}
+	arm()
+	return func() { stopped.Store(true) }
+}
+
+// gcPercent is the GOGC whose next heap goal, live bytes plus that percent
+// of them, is at least floor; base where that is already so.
+func gcPercent(base int, floor, live uint64) int {
+	if live == 0 || live*uint64(100+base)/100 >= floor {
+		return base
+	}
+	return min(int(floor*100/live)-100, 10000)
+}
