@@ -202,7 +202,7 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 // Any other failing exit is checked against the daemon's "oom" event for
 // the container: under gVisor the host's OOM killer may take one of the
 // sandbox's helper processes instead of its kernel, which then exits with a
-// code of its own (2, a Go panic's), while the cgroup's OOM was seen all
+// code of its own (2 here, likely a Go panic's), while the cgroup's OOM was seen all
 // the same.
 func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	code, err := ct.Wait(ctx)
