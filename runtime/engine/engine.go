@@ -43,10 +43,9 @@ type Conn interface {
 	// channelDir is not "", the container gets its socket's folder there
 	// ([confine.NewChannel]). On error nothing is left behind.
 	Launch(ctx context.Context, spec confine.Spec, channelDir string) (Container, error)
-	// EnsureImage returns the image containers should use
-	// ([confine.ResolveImage]), pulling it if needed, with progress line by
-	// line.
-	EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error)
+	// ImageExists and Pull are the engine's image store, from which the
+	// Engine resolves the image containers use ([confine.ResolveImage]).
+	confine.ImageStore
 	// RemoveStale removes the containers of codebridge processes of this
 	// host that no longer run ([confine.Owner.Stale]) and says how many.
 	RemoveStale(ctx context.Context) (int, error)
@@ -92,8 +91,11 @@ type Container interface {
 
 // Options configure an [Engine]. Zero values mean the defaults.
 type Options struct {
-	Name     string // the engine as people call it, e.g. "Podman": in logs and errors
-	Image    string // the configured image; "" lets [Conn.EnsureImage] choose
+	Name string // the engine as people call it, e.g. "Podman": in logs and errors
+	// Image is the configured image and how to build the default one,
+	// which the Engine resolves once for every caller
+	// ([confine.ResolveImage]).
+	Image    confine.ImagePolicy
 	StateDir string // holds the sandboxes' socket folders; "" means [StateDir]'s default
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required.
@@ -545,7 +547,7 @@ func (e *Engine) imageJob(c Conn) (string, *confine.ImageJob) {
 	}
 	e.job = j
 	e.jobs.Go(func() {
-		img, err := c.EnsureImage(e.bg, e.opts.Image, j.Report)
+		img, err := confine.ResolveImage(e.bg, c, e.opts.Image, j.Report, e.log)
 		e.mu.Lock()
 		if err == nil && e.conn == c {
 			e.image = img
