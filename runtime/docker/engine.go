@@ -78,16 +78,6 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 	return Info{Host: c.Host(), From: c.from, Version: c.Version(), APIVersion: c.APIVersion(), Runtime: rt, SharesFiles: c.SharesFiles()}, nil
 }
 
-// ImageExists connects to Docker if needed and reports whether the image is
-// in its store, without pulling it.
-func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
-	c, err := e.connected(ctx)
-	if err != nil {
-		return false, err
-	}
-	return c.ImageExists(ctx, image)
-}
-
 // connected returns the connected client, connecting first if needed.
 func (e *Engine) connected(ctx context.Context) (*Client, error) {
 	c, err := e.Connected(ctx)

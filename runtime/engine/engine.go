@@ -326,6 +326,16 @@ func (e *Engine) Connected(ctx context.Context) (Conn, error) {
 	return e.dial(ctx)
 }
 
+// ImageExists connects to the engine if needed and reports whether the
+// image is in its store, without pulling it.
+func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
+	c, err := e.Connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	return c.ImageExists(ctx, image)
+}
+
 // Conn is the current connection, or nil when there is none.
 func (e *Engine) Conn() Conn {
 	e.mu.Lock()
