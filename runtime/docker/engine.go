@@ -17,7 +17,7 @@ type ImageWatch = confine.ImageWatch
 type EngineOptions struct {
 	Host     string // Docker API; see [Options.Host]
 	StateDir string // holds the sandboxes' socket folders; "" means [engine.StateDir]'s default
-	Image    string // the configured image; "" lets [Client.EnsureImage] choose
+	Image    string // the configured image; "" chooses [confine.DefaultImage], else [confine.FallbackImage]
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required. Its Runtime is the OCI
 	// runtime containers run under, a name the daemon knows (its
@@ -50,7 +50,7 @@ func NewEngine(opts EngineOptions) *Engine {
 	}
 	return &Engine{engine.New(connect, engine.Options{
 		Name:     "Docker",
-		Image:    opts.Image,
+		Image:    imagePolicy(opts.Image),
 		StateDir: opts.StateDir,
 		Spec:     opts.Spec,
 		Logger:   opts.Logger,
@@ -76,16 +76,6 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 	}
 	rt := cmp.Or(e.opts.Spec.Runtime, c.Runtime())
 	return Info{Host: c.Host(), From: c.from, Version: c.Version(), APIVersion: c.APIVersion(), Runtime: rt, SharesFiles: c.SharesFiles()}, nil
-}
-
-// ImageExists connects to Docker if needed and reports whether the image is
-// in its store, without pulling it.
-func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
-	c, err := e.connected(ctx)
-	if err != nil {
-		return false, err
-	}
-	return c.ImageExists(ctx, image)
 }
 
 // connected returns the connected client, connecting first if needed.

@@ -13,27 +13,14 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
-// EnsureImage returns the image sandboxes should use
-// ([confine.ResolveImage]): the configured one, else
-// [confine.DefaultImage] if present, else [confine.FallbackImage], pulled.
-// Pull progress is logged and, if progress is non-nil, passed to it line by
-// line. When nothing works the error is an [*ImageError].
-func (c *Client) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
-	return confine.ResolveImage(ctx, store{c}, confine.ImagePolicy{Configured: configured, Build: "codebridge setup --engine docker", Hint: SetupHint}, progress, c.log)
-}
-
 // ImageError is why there is no sandbox image. It matches [ErrUnavailable].
 type ImageError = confine.ImageError
 
-// store is Docker's image store as [confine.ResolveImage] uses it.
-type store struct{ c *Client }
-
-func (s store) ImageExists(ctx context.Context, name string) (bool, error) {
-	return s.c.ImageExists(ctx, name)
-}
-
-func (s store) Pull(ctx context.Context, ref string, progress func(string)) error {
-	return s.c.pull(ctx, ref, progress)
+// imagePolicy is how an [Engine] resolves its image
+// ([confine.ResolveImage]): configured, else the default image that
+// 'codebridge setup --engine docker' builds.
+func imagePolicy(configured string) confine.ImagePolicy {
+	return confine.ImagePolicy{Configured: configured, Build: "codebridge setup --engine docker", Hint: SetupHint}
 }
 
 // ImageExists reports whether the image is in the daemon's store.
@@ -48,9 +35,9 @@ func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
 	return false, fmt.Errorf("checking image %s: %w", name, err)
 }
 
-// pull pulls ref, logging the progress the daemon streams and passing it
+// Pull pulls ref, logging the progress the daemon streams and passing it
 // to progress, one line per layer's step (not each byte count).
-func (c *Client) pull(ctx context.Context, ref string, progress func(string)) error {
+func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) error {
 	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	image, tag := splitTag(ref)

@@ -7,8 +7,11 @@
 // containers exit turns so that a mass exit does not overwhelm the engine
 // ([Options.ExitDelay]), removes in the background what dead codebridge
 // processes left behind, and tells once per connection of a container that
-// could not connect to its socket ([Declined]). A driver keeps only what differs between engines:
-// finding and connecting to its engine and its requests, behind [Conn].
+// could not connect to its socket ([Declined]). A driver keeps only what
+// differs between engines: finding and connecting to its engine and its
+// requests, behind [Conn]. runtime/kube, whose pods live on a cluster
+// rather than a local engine, shares only the set of live sandboxes that
+// closes once ([Live]).
 //
 // runtime/enginetest is the conformance suite every driver runs against
 // its real engine.
@@ -40,10 +43,9 @@ type Conn interface {
 	// channelDir is not "", the container gets its socket's folder there
 	// ([confine.NewChannel]). On error nothing is left behind.
 	Launch(ctx context.Context, spec confine.Spec, channelDir string) (Container, error)
-	// EnsureImage returns the image containers should use
-	// ([confine.ResolveImage]), pulling it if needed, with progress line by
-	// line.
-	EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error)
+	// ImageExists and Pull are the engine's image store, from which the
+	// Engine resolves the image containers use ([confine.ResolveImage]).
+	confine.ImageStore
 	// RemoveStale removes the containers of codebridge processes of this
 	// host that no longer run ([confine.Owner.Stale]) and says how many.
 	RemoveStale(ctx context.Context) (int, error)
@@ -89,8 +91,11 @@ type Container interface {
 
 // Options configure an [Engine]. Zero values mean the defaults.
 type Options struct {
-	Name     string // the engine as people call it, e.g. "Podman": in logs and errors
-	Image    string // the configured image; "" lets [Conn.EnsureImage] choose
+	Name string // the engine as people call it, e.g. "Podman": in logs and errors
+	// Image is the configured image and how to build the default one,
+	// which the Engine resolves once for every caller
+	// ([confine.ResolveImage]).
+	Image    confine.ImagePolicy
 	StateDir string // holds the sandboxes' socket folders; "" means [StateDir]'s default
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required.
@@ -138,14 +143,14 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the image job and the sweep running
 
+	live Live[*Box] // every container not yet removed; closed by Close
+
 	mu       sync.Mutex // protects following
 	conn     Conn
 	image    string            // resolved image, "" until resolved
-	live     map[*Box]struct{} // every container not yet removed
 	turns    []bool            // exit turns taken by live containers ([Options.ExitDelay])
 	nextExit time.Time         // when the next container ending may exit at once ([Engine.depart])
 	orphans  []string          // labels of dropped connections whose containers may remain
-	closed   bool
 	job      *confine.ImageJob // resolving the image, nil when none runs
 	channels *string           // the sockets' folder, "" none; nil until known
 }
@@ -158,7 +163,7 @@ func New(connect func(ctx context.Context) (Conn, error), opts Options) *Engine 
 		log = slog.New(slog.DiscardHandler)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Engine{opts: opts, connect: connect, log: log, live: map[*Box]struct{}{}, bg: bg, stop: stop}
+	return &Engine{opts: opts, connect: connect, log: log, bg: bg, stop: stop}
 }
 
 // Box is a started container of an [Engine].
@@ -208,7 +213,7 @@ func (b *Box) Stderr() string { return b.at.Stderr() }
 // An error that matches [confine.ErrUnavailable] means the engine stopped
 // answering.
 func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
-	if b.e.isClosed() {
+	if b.e.live.Closed() {
 		// Close ended the container; the engine, busy with others'
 		// shutdowns, is not asked why.
 		return -1, false, ErrShutDown
@@ -238,12 +243,12 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 func (b *Box) Remove(ctx context.Context) error {
 	b.endStream()
 	var err error
-	if !b.delayed && !b.at.End(ctx, b.e.bg.Done(), endTimeout) && !b.e.isClosed() {
+	if !b.delayed && !b.at.End(ctx, b.e.bg.Done(), endTimeout) && !b.e.live.Closed() {
 		err = b.ct.Remove(ctx)
 	}
 	b.ct.CloseStreams()
+	b.e.live.Remove(b)
 	b.e.mu.Lock()
-	delete(b.e.live, b)
 	b.e.freeTurn(b)
 	b.e.mu.Unlock()
 	if err != nil {
@@ -313,12 +318,22 @@ func (e *Engine) Ready(ctx context.Context, w confine.ImageWatch) error {
 // Connected returns the connection, connecting first if needed, without
 // resolving the image.
 func (e *Engine) Connected(ctx context.Context) (Conn, error) {
-	if e.isClosed() {
+	if e.live.Closed() {
 		return nil, ErrShutDown
 	}
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
 	return e.dial(ctx)
+}
+
+// ImageExists connects to the engine if needed and reports whether the
+// image is in its store, without pulling it.
+func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
+	c, err := e.Connected(ctx)
+	if err != nil {
+		return false, err
+	}
+	return c.ImageExists(ctx, image)
 }
 
 // Conn is the current connection, or nil when there is none.
@@ -364,13 +379,7 @@ func (e *Engine) Start(ctx context.Context, w confine.ImageWatch) (*Box, error) 
 		return nil, err
 	}
 	b.ct, b.at = ct, ct.Streams()
-	e.mu.Lock()
-	closed := e.closed
-	if !closed {
-		e.live[b] = struct{}{}
-	}
-	e.mu.Unlock()
-	if closed {
+	if !e.live.Add(b) {
 		ct.CloseStreams() // it ends, and the engine removes it, as Close's do
 		return nil, ErrShutDown
 	}
@@ -395,12 +404,6 @@ func (e *Engine) freeTurn(b *Box) {
 		e.turns[b.turn] = false
 	}
 	b.turn = -1
-}
-
-func (e *Engine) isClosed() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.closed
 }
 
 // channelDir is where containers started through c get their sockets
@@ -460,20 +463,14 @@ func StateDir(dir string) string {
 // interpreter) ends when it next reads; the sweep at the next start is the
 // last resort. Closing again does nothing.
 func (e *Engine) Close(ctx context.Context) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	boxes, first := e.live.Close()
+	if !first {
 		return nil
 	}
-	e.closed = true
 	e.stop()
+	e.mu.Lock() // after e.live.Close: a connection kept is seen here ([Engine.dial])
 	c := e.conn
 	orphans := e.orphans
-	boxes := make([]*Box, 0, len(e.live))
-	for b := range e.live {
-		boxes = append(boxes, b)
-	}
-	e.live = map[*Box]struct{}{}
 	e.mu.Unlock()
 
 	for _, b := range boxes {
@@ -502,12 +499,12 @@ func (e *Engine) lower() string { return strings.ToLower(e.opts.Name) }
 
 // ready returns a connection and the image, connecting first if needed.
 func (e *Engine) ready(ctx context.Context, w confine.ImageWatch) (Conn, string, error) {
-	e.mu.Lock()
-	c, img, closed := e.conn, e.image, e.closed
-	e.mu.Unlock()
-	if closed {
+	if e.live.Closed() {
 		return nil, "", ErrShutDown
 	}
+	e.mu.Lock()
+	c, img := e.conn, e.image
+	e.mu.Unlock()
 	if c != nil && img != "" && c.Gone() == "" {
 		return c, img, nil
 	}
@@ -554,9 +551,13 @@ func (e *Engine) imageJob(c Conn) (string, *confine.ImageJob) {
 		return "", e.job
 	}
 	j := confine.NewImageJob()
+	if e.live.Closed() { // under e.mu: no job starts once Close waits for them
+		j.Finish("", ErrShutDown)
+		return "", j
+	}
 	e.job = j
 	e.jobs.Go(func() {
-		img, err := c.EnsureImage(e.bg, e.opts.Image, j.Report)
+		img, err := confine.ResolveImage(e.bg, c, e.opts.Image, j.Report, e.log)
 		e.mu.Lock()
 		if err == nil && e.conn == c {
 			e.image = img
@@ -606,7 +607,7 @@ func (e *Engine) dial(ctx context.Context) (Conn, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.live.Closed() { // under e.mu, so that Close sees e.conn if kept
 		c.Close()
 		return nil, ErrShutDown
 	}

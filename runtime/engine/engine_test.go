@@ -40,9 +40,9 @@ func (c *fakeConn) Launch(ctx context.Context, spec confine.Spec, channelDir str
 	return &fakeContainer{id: c.label + "-" + string(rune('a'+len(c.launched)-1)), at: confine.NewAttached(nil)}, nil
 }
 
-func (c *fakeConn) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
-	return "img", nil
-}
+func (c *fakeConn) ImageExists(ctx context.Context, name string) (bool, error) { return true, nil }
+
+func (c *fakeConn) Pull(ctx context.Context, ref string, progress func(string)) error { return nil }
 
 func (c *fakeConn) RemoveStale(ctx context.Context) (int, error) { return 0, nil }
 

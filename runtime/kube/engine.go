@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // Options configure an [Engine]. Zero values mean the defaults.
@@ -84,11 +85,11 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the sweep
 
+	live engine.Live[*Box] // every pod not yet removed; closed by Close
+
 	mu     sync.Mutex // protects following
 	client *Client
 	ns     string
-	live   map[*Box]struct{}
-	closed bool
 }
 
 // NewEngine returns an engine; it does not touch the cluster until used.
@@ -105,26 +106,22 @@ func NewEngine(opts Options) *Engine {
 		owner:   confine.Self(),
 		bg:      bg,
 		stop:    stop,
-		live:    map[*Box]struct{}{},
 	}
 }
 
 // Replica is this engine's id, the value of [LabelReplica] on its pods.
 func (e *Engine) Replica() string { return e.replica }
 
-// errShutDown is what a closed engine answers.
-var errShutDown = errors.New("the sandbox is shut down")
-
 // connected returns the client and namespace, connecting first if needed:
 // it loads the configuration, makes sure the namespace's NetworkPolicy
 // exists and starts the sweep.
 func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
-	e.mu.Lock()
-	c, ns, closed := e.client, e.ns, e.closed
-	e.mu.Unlock()
-	if closed {
-		return nil, "", errShutDown
+	if e.live.Closed() {
+		return nil, "", engine.ErrShutDown
 	}
+	e.mu.Lock()
+	c, ns := e.client, e.ns
+	e.mu.Unlock()
 	if c != nil {
 		return c, ns, nil
 	}
@@ -151,9 +148,9 @@ func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.live.Closed() { // under e.mu, so that Close sees e.client if kept
 		c.Close()
-		return nil, "", errShutDown
+		return nil, "", engine.ErrShutDown
 	}
 	e.client, e.ns = c, ns
 	e.jobs.Go(func() { e.sweepLoop(c, ns) })
@@ -235,9 +232,9 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 // until its pod runs and opens its stream; find, if set, first finds its
 // pod (a claim's). On failure it removes b.
 func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
-	if !e.add(b) {
+	if !e.live.Add(b) {
 		b.delete(ctx)
-		return nil, errShutDown
+		return nil, engine.ErrShutDown
 	}
 	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
 	defer cancel()
@@ -319,34 +316,17 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 	return b, b.runs, nil
 }
 
-// add records b as live, unless the engine is closed.
-func (e *Engine) add(b *Box) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.live[b] = struct{}{}
-	return true
-}
-
 // Close ends this replica's pods: it closes their streams and deletes them,
 // in one request for all (a deletecollection by [LabelReplica]), and stops
 // the sweep. Closing again does nothing.
 func (e *Engine) Close(ctx context.Context) error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	boxes, first := e.live.Close()
+	if !first {
 		return nil
 	}
-	e.closed = true
 	e.stop()
+	e.mu.Lock() // after e.live.Close: a client kept is seen here ([Engine.connected])
 	c, ns := e.client, e.ns
-	boxes := make([]*Box, 0, len(e.live))
-	for b := range e.live {
-		boxes = append(boxes, b)
-	}
-	e.live = map[*Box]struct{}{}
 	e.mu.Unlock()
 	for _, b := range boxes {
 		b.closeStream()
@@ -535,9 +515,7 @@ func (b *Box) Remove(ctx context.Context) error {
 	already := b.removed
 	b.removed = true
 	b.mu.Unlock()
-	b.e.mu.Lock()
-	delete(b.e.live, b)
-	b.e.mu.Unlock()
+	b.e.live.Remove(b)
 	if already {
 		return nil
 	}

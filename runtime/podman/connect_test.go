@@ -3,6 +3,7 @@ package podman
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,23 +181,24 @@ func TestConnectStartsOneService(t *testing.T) {
 	}
 }
 
-func TestEnsureImage(t *testing.T) {
+// TestResolveImage resolves the image against Podman as an [Engine] does.
+func TestResolveImage(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
 	if img == confine.DefaultImage {
-		got, err := c.EnsureImage(t.Context(), "", nil)
+		got, err := confine.ResolveImage(t.Context(), c, imagePolicy(""), nil, slog.New(slog.DiscardHandler))
 		if err != nil || got != confine.DefaultImage {
-			t.Errorf("EnsureImage(\"\") = %q, %v; want %s", got, err, confine.DefaultImage)
+			t.Errorf("ResolveImage(\"\") = %q, %v; want %s", got, err, confine.DefaultImage)
 		}
 	}
-	got, err := c.EnsureImage(t.Context(), img, nil)
+	got, err := confine.ResolveImage(t.Context(), c, imagePolicy(img), nil, slog.New(slog.DiscardHandler))
 	if err != nil || got != img {
-		t.Errorf("EnsureImage(%q) = %q, %v", img, got, err)
+		t.Errorf("ResolveImage(%q) = %q, %v", img, got, err)
 	}
 	// localhost has no registry: the pull fails fast, on loopback only.
-	_, err = c.EnsureImage(t.Context(), "localhost/codebridge-no-such-image:1", nil)
+	_, err = confine.ResolveImage(t.Context(), c, imagePolicy("localhost/codebridge-no-such-image:1"), nil, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "codebridge#two-commands") {
-		t.Errorf("EnsureImage(missing) = %v; want ErrUnavailable naming the README's set-up", err)
+		t.Errorf("ResolveImage(missing) = %v; want ErrUnavailable naming the README's set-up", err)
 	}
 }
 

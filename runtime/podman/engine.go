@@ -17,7 +17,7 @@ import (
 type EngineOptions struct {
 	URI      string // Podman API; see [Options.URI]
 	StateDir string // see [Options.StateDir]
-	Image    string // the configured image; "" lets [Client.EnsureImage] choose
+	Image    string // the configured image; "" chooses [confine.DefaultImage], else [confine.FallbackImage]
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required. The engine adds its seccomp
 	// profile ([confine.SeccompProfile]). Its Runtime is the Podman
@@ -61,7 +61,7 @@ func NewEngine(opts EngineOptions) *Engine {
 	}
 	return &Engine{engine.New(connect, engine.Options{
 		Name:         "Podman",
-		Image:        opts.Image,
+		Image:        imagePolicy(opts.Image),
 		StateDir:     opts.StateDir,
 		Spec:         opts.Spec,
 		Logger:       opts.Logger,
@@ -98,16 +98,6 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 		info.Runtime = cmp.Or(name, path)
 	}
 	return info, nil
-}
-
-// ImageExists connects to Podman if needed and reports whether the image is
-// in its store, without pulling it.
-func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
-	c, err := e.connected(ctx)
-	if err != nil {
-		return false, err
-	}
-	return c.ImageExists(ctx, image)
 }
 
 // connected returns the connected client, connecting first if needed.

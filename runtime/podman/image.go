@@ -23,27 +23,14 @@ const (
 	installHint = "install Podman: codebridge setup does it, or by hand apt-get install podman runc (Debian and Ubuntu), brew install podman, then podman machine init and podman machine start (macOS); " + SetupHint
 )
 
-// EnsureImage returns the image sandboxes should use
-// ([confine.ResolveImage]): the configured one, else
-// [confine.DefaultImage] if present, else [confine.FallbackImage], pulled.
-// Pull progress is logged and, if progress is non-nil, passed to it line by
-// line. When nothing works the error is an [*ImageError].
-func (c *Client) EnsureImage(ctx context.Context, configured string, progress func(string)) (string, error) {
-	return confine.ResolveImage(ctx, store{c}, confine.ImagePolicy{Configured: configured, Build: "codebridge setup", Hint: SetupHint}, progress, c.log)
-}
-
 // ImageError is why there is no sandbox image. It matches [ErrUnavailable].
 type ImageError = confine.ImageError
 
-// store is Podman's image store as [confine.ResolveImage] uses it.
-type store struct{ c *Client }
-
-func (s store) ImageExists(ctx context.Context, name string) (bool, error) {
-	return s.c.ImageExists(ctx, name)
-}
-
-func (s store) Pull(ctx context.Context, ref string, progress func(string)) error {
-	return s.c.pull(ctx, ref, progress)
+// imagePolicy is how an [Engine] resolves its image
+// ([confine.ResolveImage]): configured, else the default image that
+// 'codebridge setup' builds.
+func imagePolicy(configured string) confine.ImagePolicy {
+	return confine.ImagePolicy{Configured: configured, Build: "codebridge setup", Hint: SetupHint}
 }
 
 // ImageExists reports whether the image is present in Podman's store.
@@ -58,10 +45,10 @@ func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
 	return false, fmt.Errorf("checking image %s: %w", name, err)
 }
 
-// pull pulls ref, logging the progress lines Podman streams and passing them
+// Pull pulls ref, logging the progress lines Podman streams and passing them
 // to progress. An image on a loopback registry is pulled without TLS, as
 // Docker does by default: nothing but this machine can listen there.
-func (c *Client) pull(ctx context.Context, ref string, progress func(string)) error {
+func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) error {
 	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	q := url.Values{"reference": {ref}, "quiet": {"false"}}

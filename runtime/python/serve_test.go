@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,18 @@ import (
 // process and returns the abstract socket it serves on, and the process.
 func serveLocal(t *testing.T) (string, *exec.Cmd) {
 	t.Helper()
-	name := fmt.Sprintf("codebridge-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	name := serveName()
+	return name, serveAt(t, name)
+}
+
+// serveName is a name of an abstract socket no other test uses.
+func serveName() string {
+	return fmt.Sprintf("codebridge-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+}
+
+// serveAt starts the bootstrap in serve mode on the abstract socket name.
+func serveAt(t *testing.T, name string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(testenv.Python(t), Command()[1:]...)
 	cmd.Env = []string{ServeEnv + "=" + name, WaitLimitEnv + "=120"}
 	cmd.Stderr = os.Stderr
@@ -30,7 +42,7 @@ func serveLocal(t *testing.T) (string, *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return name, cmd
+	return cmd
 }
 
 // dialServe connects to the socket, as the relay does, and reads the
@@ -174,5 +186,56 @@ func TestServeStartFrameWaitLimit(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil { // with the connection still open
 		t.Errorf("the interpreter after its start frame's wait limit: %v, want exit 0", err)
+	}
+}
+
+// TestRelayWaitsForInterpreter: the relay, started before the interpreter
+// listens (a pod is running once its process starts), connects once it
+// does, and relays the greeting, then a run.
+func TestRelayWaitsForInterpreter(t *testing.T) {
+	name := serveName()
+	argv := RelayCommand()
+	relay := exec.Command(testenv.Python(t), append(argv[1:], name)...)
+	relay.Stderr = os.Stderr
+	stdin, err := relay.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := relay.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relay.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { relay.Process.Kill(); relay.Wait() })
+	// Nothing listens until the relay has its socket, which it creates just
+	// before it connects: it is refused at least once (a relay that then
+	// exits has no descriptors left, and the greeting below fails).
+	fds := fmt.Sprintf("/proc/%d/fd", relay.Process.Pid)
+	testenv.Eventually(t, "the relay has a socket", func() bool {
+		ents, err := os.ReadDir(fds)
+		if err != nil || len(ents) == 0 {
+			return true
+		}
+		for _, e := range ents {
+			if l, _ := os.Readlink(fds + "/" + e.Name()); strings.HasPrefix(l, "socket:") {
+				return true
+			}
+		}
+		return false
+	})
+	serveAt(t, name)
+	var hello [1]byte
+	if _, err := io.ReadFull(stdout, hello[:]); err != nil || hello[0] != confine.ServeFresh {
+		t.Fatalf("greeting through the relay: %q, %v; want %q", hello, err, confine.ServeFresh)
+	}
+	it := Start(struct {
+		io.Reader
+		io.WriteCloser
+	}{stdout, stdin}, protocol.Init{}, Limits{})
+	defer it.Close()
+	if res, err := it.Run(t.Context(), Program{Code: "print(6 * 7)"}, &fakeHost{}, time.Minute); err != nil || res.Error != nil || res.Stdout != "42\n" {
+		t.Fatalf("run through the relay: %+v, %v", res, err)
 	}
 }

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -80,7 +79,7 @@ func (m *Manager) adopt(ctx context.Context, req Request, ref HandleRef) (*sessi
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
-		return nil, errors.New("the sandbox is shut down")
+		return nil, errShutDown
 	}
 	ct, id, runs, err := a.Adopt(ctx, ref)
 	if err != nil {

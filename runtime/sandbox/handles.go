@@ -21,6 +21,9 @@ import (
 // cannot tell which, by design.
 var ErrUnknownHandle = errors.New("no session of this caller has that handle: it ended, expired, or was never this caller's")
 
+// errShutDown is what a closed [Manager] answers.
+var errShutDown = errors.New("the sandbox is shut down")
+
 // HandleRef identifies a handle and its owner without holding either: the
 // SHA-256 of each, hex-encoded. It is what a sandbox may carry as labels for
 // an engine that searches them (a Kubernetes engine resolving a handle from

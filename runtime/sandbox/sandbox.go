@@ -602,7 +602,7 @@ func (m *Manager) session(ctx context.Context, req Request) (*session, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, errors.New("the sandbox is shut down")
+		return nil, errShutDown
 	}
 	s := m.sessions[req.Session]
 	if s != nil {
@@ -751,7 +751,7 @@ func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		return nil, errors.New("the sandbox is shut down")
+		return nil, errShutDown
 	}
 	var b *box
 	for len(m.warm) > 0 && b == nil {

@@ -4,13 +4,24 @@
 # the socket to its stdout, and exits when either ends: codebridge reaches the
 # interpreter through the API server's exec stream, and a replica that dies
 # takes only this relay with it.
-import os, socket, sys, threading
+#
+# A pod is running once its process has started, which may be before the
+# interpreter listens (more so on a busy node): while nothing listens yet the
+# relay tries again, for up to a minute. If the interpreter exits meanwhile,
+# its container ends and this relay with it.
+import errno, os, socket, sys, threading, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    s.connect("\0" + sys.argv[1])
-except OSError as e:
-    sys.stderr.write("codebridge relay: the sandbox's interpreter does not answer (it exited?): %s\n" % e)
-    os._exit(3)
+_until = time.monotonic() + 60
+while True:
+    try:
+        s.connect("\0" + sys.argv[1])
+        break
+    except OSError as e:
+        if e.errno == errno.ECONNREFUSED and time.monotonic() < _until:
+            time.sleep(0.01)
+            continue
+        sys.stderr.write("codebridge relay: the sandbox's interpreter does not answer (it exited?): %s\n" % e)
+        os._exit(3)
 def up():
     while True:
         b = os.read(0, 1 << 16)
