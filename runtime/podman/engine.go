@@ -3,7 +3,6 @@ package podman
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -191,19 +190,13 @@ func removeByClient(ctx context.Context, c *Client, clients ...string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
+	var theirs []string
 	for _, sm := range list {
-		if !slices.Contains(clients, sm.Labels[labelClient]) {
-			continue
+		if slices.Contains(clients, sm.Labels[labelClient]) {
+			theirs = append(theirs, sm.ID)
 		}
-		if err := c.remove(ctx, sm.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
 	}
-	return n, errors.Join(errs...)
+	return engine.RemoveEach(ctx, theirs, c.remove)
 }
 
 // serviceExited reports whether c's shared Podman service has exited.
