@@ -12,6 +12,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/docker"
+	rtengine "github.com/codebridge-mcp/codebridge/runtime/engine"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -19,8 +20,9 @@ import (
 
 // engine is a container engine driver (runtime/podman, ...) as codebridge
 // uses it: the sandbox manager's [sandbox.Engine], and what the composition
-// root needs around it. Each driver has an adapter here, and [newEngine]
-// chooses one by name.
+// root needs around it. Each driver has an adapter here (Podman's and
+// Docker's are one, [localEngine], over runtime/engine's life cycle), and
+// [newEngine] chooses one by name.
 type engine interface {
 	sandbox.Engine
 	// Ready connects to the engine and resolves the sandbox image, waiting
@@ -140,11 +142,44 @@ func sandboxSpec(cfg settings.Config) confine.Spec {
 	}
 }
 
-// podmanEngine adapts runtime/podman's engine.
-type podmanEngine struct{ e *podman.Engine }
+// localEngine adapts the engine of a driver built on runtime/engine's life
+// cycle (runtime/podman's, runtime/docker's); describe is the driver's own.
+type localEngine struct {
+	e        *rtengine.Engine
+	describe func(ctx context.Context) (engineInfo, error)
+}
 
-func newPodmanEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) podmanEngine {
-	return podmanEngine{podman.NewEngine(podman.EngineOptions{
+func (e localEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.e.Start(ctx, confine.ImageWatch(w)) // the engine prepares by resolving the image
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return b, nil
+}
+
+func (e localEngine) Ready(ctx context.Context, w sandbox.Wait) error {
+	return e.e.Ready(ctx, confine.ImageWatch(w))
+}
+
+func (e localEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
+
+func (e localEngine) Describe(ctx context.Context) (engineInfo, error) { return e.describe(ctx) }
+
+func (e localEngine) HasImage(ctx context.Context, image string) (bool, error) {
+	return e.e.ImageExists(ctx, image)
+}
+
+// unwrapped is the error of type E in err, whose message says what to do,
+// without the wrapping; else err.
+func unwrapped[E error](err error) error {
+	if u, ok := errors.AsType[E](err); ok {
+		return u
+	}
+	return err
+}
+
+func newPodmanEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) localEngine {
+	pe := podman.NewEngine(podman.EngineOptions{
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
 		Spec:     spec,
@@ -156,52 +191,26 @@ func newPodmanEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger
 			logger.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
 				"component", "podman", "container", container, "reason", reason)
 		},
-	})}
-}
-
-func (e podmanEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
-	b, err := e.e.Start(ctx, podman.ImageWatch(w)) // the engine prepares by resolving the image
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return b, nil
-}
-
-func (e podmanEngine) Ready(ctx context.Context, w sandbox.Wait) error {
-	return e.e.Ready(ctx, podman.ImageWatch(w))
-}
-
-func (e podmanEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
-
-func (e podmanEngine) Describe(ctx context.Context) (engineInfo, error) {
-	info := engineInfo{Name: "Podman", Setup: "codebridge setup",
-		Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
-	pi, err := e.e.Info(ctx)
-	if err != nil {
-		var u *podman.UnavailableError
-		if errors.As(err, &u) {
-			err = u // its message says what to do, without the wrapping
+	})
+	return localEngine{pe.Engine, func(ctx context.Context) (engineInfo, error) {
+		info := engineInfo{Name: "Podman", Setup: "codebridge setup",
+			Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
+		pi, err := pe.Info(ctx)
+		if err != nil {
+			return info, unwrapped[*confine.UnavailableError](err)
 		}
-		return info, err
-	}
-	info.Version, info.Endpoint, info.SharesFiles = pi.APIVersion, pi.URI, podman.SharesFiles(pi.URI)
-	info.Runtime = pi.Runtime
-	info.Via = "a Podman API socket"
-	if pi.Private {
-		info.Via = "the 'podman system service' codebridge processes start and share"
-	}
-	return info, nil
+		info.Version, info.Endpoint, info.SharesFiles = pi.APIVersion, pi.URI, podman.SharesFiles(pi.URI)
+		info.Runtime = pi.Runtime
+		info.Via = "a Podman API socket"
+		if pi.Private {
+			info.Via = "the 'podman system service' codebridge processes start and share"
+		}
+		return info, nil
+	}}
 }
 
-func (e podmanEngine) HasImage(ctx context.Context, image string) (bool, error) {
-	return e.e.ImageExists(ctx, image)
-}
-
-// dockerEngine adapts runtime/docker's engine.
-type dockerEngine struct{ e *docker.Engine }
-
-func newDockerEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) dockerEngine {
-	return dockerEngine{docker.NewEngine(docker.EngineOptions{
+func newDockerEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) localEngine {
+	de := docker.NewEngine(docker.EngineOptions{
 		Image:    cfg.Image,
 		StateDir: cfg.StateDir,
 		Spec:     spec,
@@ -210,39 +219,16 @@ func newDockerEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger
 			logger.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
 				"component", "docker", "container", container, "reason", reason)
 		},
-	})}
-}
-
-func (e dockerEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
-	b, err := e.e.Start(ctx, docker.ImageWatch(w))
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return b, nil
-}
-
-func (e dockerEngine) Ready(ctx context.Context, w sandbox.Wait) error {
-	return e.e.Ready(ctx, docker.ImageWatch(w))
-}
-
-func (e dockerEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
-
-func (e dockerEngine) Describe(ctx context.Context) (engineInfo, error) {
-	info := engineInfo{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: docker.StartHint}
-	di, err := e.e.Info(ctx)
-	if err != nil {
-		var u *docker.UnavailableError
-		if errors.As(err, &u) {
-			err = u // its message says what to do, without the wrapping
+	})
+	return localEngine{de.Engine, func(ctx context.Context) (engineInfo, error) {
+		info := engineInfo{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: docker.StartHint}
+		di, err := de.Info(ctx)
+		if err != nil {
+			return info, unwrapped[*confine.UnavailableError](err)
 		}
-		return info, err
-	}
-	info.Version = di.Version + ", API " + di.APIVersion
-	info.Endpoint, info.Runtime, info.SharesFiles = di.Host, di.Runtime, di.SharesFiles
-	info.Via = "the Docker daemon found through " + di.From
-	return info, nil
-}
-
-func (e dockerEngine) HasImage(ctx context.Context, image string) (bool, error) {
-	return e.e.ImageExists(ctx, image)
+		info.Version = di.Version + ", API " + di.APIVersion
+		info.Endpoint, info.Runtime, info.SharesFiles = di.Host, di.Runtime, di.SharesFiles
+		info.Via = "the Docker daemon found through " + di.From
+		return info, nil
+	}}
 }

@@ -3,7 +3,6 @@ package bridge
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -56,11 +55,7 @@ func (e kubeEngine) Describe(ctx context.Context) (engineInfo, error) {
 		Fix: "set KUBECONFIG to the cluster's kubeconfig (or run codebridge in a pod with a service account that may create pods, pods/exec and networkpolicies in its namespace)"}
 	ki, err := e.e.Info(ctx)
 	if err != nil {
-		var u *kube.UnavailableError
-		if errors.As(err, &u) {
-			err = u // its message says what to do, without the wrapping
-		}
-		return info, err
+		return info, unwrapped[*kube.UnavailableError](err)
 	}
 	info.Version, info.Endpoint = ki.Version, ki.Server
 	info.Via = fmt.Sprintf("context %q of %s, namespace %s", ki.Context, ki.Source, ki.Namespace)

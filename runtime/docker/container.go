@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
@@ -348,41 +346,20 @@ func (c *Client) RemoveStale(ctx context.Context) (int, error) {
 // runs is left to end by itself before [Client.RemoveStale] removes it.
 const staleGrace = time.Minute
 
-// removeParallel is how many removals [Client.RemoveStale] asks for at once.
-const removeParallel = 8
-
 // removeStale removes the containers that are stale as seen from self.
 func (c *Client) removeStale(ctx context.Context, self confine.Owner, grace time.Duration) (int, error) {
 	list, err := c.List(ctx)
 	if err != nil {
 		return 0, err
 	}
-	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		n    int
-		errs []error
-	)
-	g.SetLimit(removeParallel)
+	var stale []string
 	for _, s := range list {
 		young := s.State == "running" && time.Since(time.Unix(s.Created, 0)) < grace
-		if !self.Stale(s.Labels) || young {
-			continue
+		if self.Stale(s.Labels) && !young {
+			stale = append(stale, s.ID)
 		}
-		g.Go(func() error {
-			err := c.remove(ctx, s.ID)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else {
-				n++
-			}
-			return nil
-		})
 	}
-	g.Wait()
-	return n, errors.Join(errs...)
+	return engine.RemoveEach(ctx, stale, c.remove)
 }
 
 // RemoveByClient removes every container created through a client with
@@ -392,19 +369,13 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
+	var theirs []string
 	for _, s := range list {
-		if !slices.Contains(clients, s.Labels[labelClient]) {
-			continue
+		if slices.Contains(clients, s.Labels[labelClient]) {
+			theirs = append(theirs, s.ID)
 		}
-		if err := c.remove(ctx, s.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
 	}
-	return n, errors.Join(errs...)
+	return engine.RemoveEach(ctx, theirs, c.remove)
 }
 
 // negotiate has the container take its stream ([engine.Declined.Negotiate]);

@@ -70,27 +70,13 @@ type Info struct {
 // Info connects to Docker if needed, without resolving the image, and says
 // which daemon answered.
 func (e *Engine) Info(ctx context.Context) (Info, error) {
-	c, err := e.connected(ctx)
+	conn, err := e.Connected(ctx)
 	if err != nil {
 		return Info{}, err
 	}
+	c := conn.(*Client)
 	rt := cmp.Or(e.opts.Spec.Runtime, c.Runtime())
 	return Info{Host: c.Host(), From: c.from, Version: c.Version(), APIVersion: c.APIVersion(), Runtime: rt, SharesFiles: c.SharesFiles()}, nil
-}
-
-// connected returns the connected client, connecting first if needed.
-func (e *Engine) connected(ctx context.Context) (*Client, error) {
-	c, err := e.Connected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.(*Client), nil
-}
-
-// client is the connected client, or nil.
-func (e *Engine) client() *Client {
-	c, _ := e.Conn().(*Client)
-	return c
 }
 
 // Launch starts a container of s through c, under its OCI runtime

@@ -81,3 +81,9 @@ func testImage(t testing.TB, c *Client) string {
 	}
 	return img
 }
+
+// client is e's connected client, or nil.
+func (e *Engine) client() *Client {
+	c, _ := e.Conn().(*Client)
+	return c
+}

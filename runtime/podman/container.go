@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
@@ -344,39 +342,15 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 	if err != nil {
 		return 0, err
 	}
-	var stale []Summary
+	var stale []string
 	for _, s := range list {
 		young := s.State == "running" && time.Since(time.Unix(s.StartedAt, 0)) < grace
 		if c.self.Stale(s.Labels) && !young {
-			stale = append(stale, s)
+			stale = append(stale, s.ID)
 		}
 	}
-	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		n    int
-		errs []error
-	)
-	g.SetLimit(removeParallel)
-	for _, s := range stale {
-		g.Go(func() error {
-			err := c.remove(ctx, s.ID)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-				return nil
-			}
-			n++
-			return nil
-		})
-	}
-	g.Wait()
-	return n, errors.Join(errs...)
+	return engine.RemoveEach(ctx, stale, c.remove)
 }
-
-// removeParallel is how many removals [Client.RemoveStale] asks for at once.
-const removeParallel = 8
 
 // deadlineCtx returns a context for clean-up work that must happen even when
 // ctx has ended, bounded by d.

@@ -3,7 +3,6 @@ package podman
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -85,10 +84,11 @@ type Info struct {
 // which Podman answered and, asking it when no runtime was chosen
 // ([confine.Spec.Runtime]), which OCI runtime it runs.
 func (e *Engine) Info(ctx context.Context) (Info, error) {
-	c, err := e.connected(ctx)
+	conn, err := e.Connected(ctx)
 	if err != nil {
 		return Info{}, err
 	}
+	c := conn.(*Client)
 	info := Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private(), Runtime: c.Runtime()}
 	if info.Runtime == "" {
 		name, path, err := c.ociRuntime(ctx)
@@ -98,21 +98,6 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 		info.Runtime = cmp.Or(name, path)
 	}
 	return info, nil
-}
-
-// connected returns the connected client, connecting first if needed.
-func (e *Engine) connected(ctx context.Context) (*Client, error) {
-	c, err := e.Connected(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.(*Client), nil
-}
-
-// client is the connected client, or nil.
-func (e *Engine) client() *Client {
-	c, _ := e.Conn().(*Client)
-	return c
 }
 
 // Launch starts a container of s through c, with the sandbox's seccomp
@@ -205,19 +190,13 @@ func removeByClient(ctx context.Context, c *Client, clients ...string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	var errs []error
+	var theirs []string
 	for _, sm := range list {
-		if !slices.Contains(clients, sm.Labels[labelClient]) {
-			continue
+		if slices.Contains(clients, sm.Labels[labelClient]) {
+			theirs = append(theirs, sm.ID)
 		}
-		if err := c.remove(ctx, sm.ID); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
 	}
-	return n, errors.Join(errs...)
+	return engine.RemoveEach(ctx, theirs, c.remove)
 }
 
 // serviceExited reports whether c's shared Podman service has exited.

@@ -106,3 +106,9 @@ func startTest(t testing.TB, c *Client, s confine.Spec) *Container {
 	})
 	return ct
 }
+
+// client is e's connected client, or nil.
+func (e *Engine) client() *Client {
+	c, _ := e.Conn().(*Client)
+	return c
+}
