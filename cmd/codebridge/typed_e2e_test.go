@@ -32,6 +32,15 @@ func TestTypedToolsInSandbox(t *testing.T) {
 		}
 	}
 
+	// A proxy's tool function is typed once per run and kept: the same
+	// object, typed, for each access in a run, and a new one in the next.
+	if out := mustRun(t, cs, "f = mcp_everything.get_sum\nprint(f is mcp_everything.get_sum, mcp_everything.sync.get_sum is f, f.__signature__)"); out != "True False (*, a: float, b: float) -> Any\n" {
+		t.Errorf("the tool function within a run: %q; want it kept (True), apart from the sync one (False), typed", out)
+	}
+	if out := mustRun(t, cs, "print(f is mcp_everything.get_sum)"); out != "False\n" {
+		t.Errorf("the tool function of the last run is still used: %q", out)
+	}
+
 	for _, tc := range []struct{ code, want string }{
 		{`await mcp_everything.get_sum(a=1)`, "everything.get_sum() is missing the required argument 'b'; nothing was sent. Its signature:\n    get_sum(*, a: float, b: float) -> Any"},
 		{`mcp_everything.sync.echo(mesage="hi")`, "everything.echo() is missing the required argument 'message' and got an unexpected argument 'mesage' (did you mean 'message'?); nothing was sent. Its signature:\n    echo(*, message: str) -> Any"},

@@ -41,6 +41,7 @@ def _refresh(servers, namespace):
     mcp_<alias> globals (unless the code rebound those names)."""
     global _installed
     runtime._tool_docs.clear()  # tools may have changed since the last run
+    runtime._tool_methods.clear()
     if servers == _installed:
         return
     old = {"mcp_" + p.alias: p for p in mcp_servers.values()}

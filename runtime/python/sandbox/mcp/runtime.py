@@ -477,17 +477,28 @@ def call_tool_sync(server, tool, arguments=None, raw=False):
     return _call("call_tool", _call_params(server, tool, arguments), None if raw else convert_result)
 
 
+_tool_methods = {}  # (call, server, tool) -> typed function, when it had full docs; emptied every run
+
+
 def _tool_method(call, server, tool):
     """The function a proxy attribute stands for: call(server, tool, kwargs),
-    typed from the tool's docs, so help() shows its signature."""
+    typed from the tool's docs, so help() shows its signature. Made once per
+    run: code that calls mcp_x.tool in a loop does not type it again."""
     if tool.startswith("_"):
         raise AttributeError(tool)
+    key = (call, server, tool)
+    method = _tool_methods.get(key)
+    if method is not None:
+        return method
 
     def method(**arguments):
         return call(server, tool, arguments)
 
     method.__name__ = method.__qualname__ = tool
-    return _typed(method, _full_doc(server, tool))
+    doc = _full_doc(server, tool)
+    if isinstance(doc, dict):  # not a failed start's, which the next call asks again
+        _tool_methods[key] = method
+    return _typed(method, doc)
 
 
 class _SyncTools:
