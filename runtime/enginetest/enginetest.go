@@ -564,23 +564,9 @@ func Child(new func(spec confine.Spec, dir string) Start) {
 // end with its stream and be removed by the engine, with no codebridge to
 // remove it.
 func goneWithOwner(t *testing.T, d Driver) {
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), childEnv+"="+d.Image, childDirEnv+"="+t.TempDir())
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 2 || f[0] != "ready" {
-		t.Fatalf("child said %q, %v (does the driver's TestMain call enginetest.Child?)", line, err)
-	}
-	id := f[1]
+	// The driver's TestMain calls [Child].
+	child, f := testenv.Child(t, childEnv+"="+d.Image, childDirEnv+"="+t.TempDir())
+	id := f[0]
 	t.Cleanup(func() { d.Remove(context.Background(), id) })
 	list, err := d.List(t.Context())
 	if err != nil {

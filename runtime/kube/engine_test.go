@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -230,23 +229,8 @@ func TestKubernetesSweep(t *testing.T) {
 // served no run, exits, with no replica to end it.
 func TestKubernetesWarmPodEndsWithReplica(t *testing.T) {
 	e := newTestEngine(t, confine.Spec{}, false) // to look, and to delete what the child left
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), warmChildEnv+"="+testenv.MinimalImage())
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 2 || f[0] != "ready" {
-		t.Fatalf("child said %q, %v", line, err)
-	}
-	name := f[1]
+	child, f := testenv.Child(t, warmChildEnv+"="+testenv.MinimalImage())
+	name := f[0]
 	t.Cleanup(func() { e.RemovePod(context.Background(), name) })
 	child.Process.Kill()
 	child.Wait()

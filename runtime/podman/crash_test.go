@@ -1,12 +1,10 @@
 package podman
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,24 +47,12 @@ func init() {
 func TestHardDeath(t *testing.T) {
 	c := testClient(t)
 	img := testImage(t, c)
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), crashChildEnv+"="+t.TempDir(), "CODEBRIDGE_PODMAN_CRASH_IMAGE="+img)
-	out, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	child, f := testenv.Child(t, crashChildEnv+"="+t.TempDir(), "CODEBRIDGE_PODMAN_CRASH_IMAGE="+img)
+	if len(f) != 2 {
+		t.Fatalf("the child said ready %q; want its service's pid and its container", f)
 	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 3 || f[0] != "ready" {
-		t.Fatalf("child said %q, %v", line, err)
-	}
-	svcPid, _ := strconv.Atoi(f[1])
-	id := f[2]
+	svcPid, _ := strconv.Atoi(f[0])
+	id := f[1]
 	t.Cleanup(func() { c.remove(context.Background(), id) })
 
 	child.Process.Signal(syscall.SIGKILL)

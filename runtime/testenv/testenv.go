@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"bufio"
 	"cmp"
 	"io"
 	"os"
@@ -234,4 +235,30 @@ func WaitFlockBlocked(t testing.TB, path string) bool {
 		return false
 	})
 	return true
+}
+
+// Child starts this test binary again, running no test, with env added: a
+// process a test can kill (as SIGKILL kills a codebridge), whose TestMain
+// sees env, does its part and prints "ready" and what it made on one line.
+// Child returns the child and the fields of that line after "ready"; the
+// child is killed when the test ends.
+func Child(t testing.TB, env ...string) (*exec.Cmd, []string) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), env...)
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) < 2 || f[0] != "ready" {
+		t.Fatalf("the child process said %q, %v; want a line \"ready ...\" (does its TestMain act on %q?)", line, err, env)
+	}
+	return child, f[1:]
 }
