@@ -66,7 +66,7 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 		opts.StateDir = t.TempDir()
 	}
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
+		opts.Logger = testenv.Logger()
 	}
 	e := NewEngine(opts)
 	t.Cleanup(func() {

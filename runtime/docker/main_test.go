@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -40,13 +39,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 // testClient returns a client shared by the package's tests, connected to
 // the Docker daemon DOCKER_HOST (or the defaults) names, or skips t when
 // none answers: it fails t instead in CI when the tests run against Docker
@@ -56,7 +48,7 @@ func testClient(t testing.TB) *Client {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		shared.c, shared.err = Connect(ctx, Options{Logger: testLogger(t)})
+		shared.c, shared.err = Connect(ctx, Options{Logger: testenv.Logger()})
 	})
 	if shared.err != nil {
 		if testenv.Engine() != "docker" {
@@ -71,15 +63,7 @@ func testClient(t testing.TB) *Client {
 // Docker does not have it.
 func testImage(t testing.TB, c *Client) string {
 	t.Helper()
-	img := testenv.Image()
-	ok, err := c.ImageExists(t.Context(), img)
-	if err != nil {
-		t.Fatalf("checking image %s: %v", img, err)
-	}
-	if !ok {
-		testenv.Missing(t, "image "+img+" in Docker", "run codebridge setup --engine docker")
-	}
-	return img
+	return testenv.StoreImage(t, "Docker", c.ImageExists, "run codebridge setup --engine docker")
 }
 
 // client is e's connected client, or nil.

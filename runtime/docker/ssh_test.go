@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // TestSSH reaches the test daemon through an ssh:// host, as the docker CLI
@@ -39,7 +40,7 @@ func TestSSH(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	sc, err := Connect(ctx, Options{Host: "ssh://me@example.invalid:2222", Logger: testLogger(t)})
+	sc, err := Connect(ctx, Options{Host: "ssh://me@example.invalid:2222", Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatalf("Connect over ssh: %v", err)
 	}

@@ -111,7 +111,7 @@ func serviceTest(t *testing.T) (dir string, ctx context.Context) {
 func TestConnectSharesService(t *testing.T) {
 	dir, ctx := serviceTest(t)
 	t0 := time.Now()
-	c, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
+	c, err := Connect(ctx, Options{StateDir: dir, Logger: testenv.Logger(), idle: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestConnectSharesService(t *testing.T) {
 	if !strings.HasPrefix(c.URI(), "unix://"+dir+"/podman-") {
 		t.Errorf("URI %s, want a socket in %s", c.URI(), dir)
 	}
-	c2, err := Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
+	c2, err := Connect(ctx, Options{StateDir: dir, Logger: testenv.Logger(), idle: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestConnectStartsOneService(t *testing.T) {
 	var g errgroup.Group
 	for i := range clients {
 		g.Go(func() (err error) {
-			clients[i], err = Connect(ctx, Options{StateDir: dir, Logger: testLogger(t), idle: time.Second})
+			clients[i], err = Connect(ctx, Options{StateDir: dir, Logger: testenv.Logger(), idle: time.Second})
 			return err
 		})
 	}

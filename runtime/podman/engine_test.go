@@ -24,7 +24,7 @@ func newTestEngine(t testing.TB, opts EngineOptions) *Engine {
 		opts.StateDir = t.TempDir()
 	}
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
+		opts.Logger = testenv.Logger()
 	}
 	if opts.Spec.Runtime == "" {
 		opts.Spec.Runtime = testenv.Runtime()

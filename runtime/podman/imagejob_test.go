@@ -24,7 +24,7 @@ func TestImagePull(t *testing.T) {
 	if exec.Command(podman, "image", "exists", ref).Run() == nil {
 		t.Fatalf("%s exists before the test pulls it", ref)
 	}
-	e := NewEngine(EngineOptions{Image: ref, StateDir: t.TempDir(), Logger: testLogger(t)})
+	e := NewEngine(EngineOptions{Image: ref, StateDir: t.TempDir(), Logger: testenv.Logger()})
 	t.Cleanup(func() { e.Close(context.Background()) })
 
 	// The registry holds the pull, so this caller's limit passes first.

@@ -3,7 +3,6 @@ package podman
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -45,13 +44,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.DiscardHandler)
-}
-
 // testClient returns a client shared by the package's tests, connected
 // through Connect (which starts a private Podman service here), or skips t
 // (fails it in CI) when Podman is missing.
@@ -67,7 +59,7 @@ func testClient(t testing.TB) *Client {
 		shared.dir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		shared.c, shared.err = Connect(ctx, Options{StateDir: dir, Runtime: testenv.Runtime(), Logger: testLogger(t)})
+		shared.c, shared.err = Connect(ctx, Options{StateDir: dir, Runtime: testenv.Runtime(), Logger: testenv.Logger()})
 	})
 	if shared.err != nil {
 		t.Fatalf("Connect: %v", shared.err)
@@ -79,15 +71,7 @@ func testClient(t testing.TB) *Client {
 // does not exist.
 func testImage(t testing.TB, c *Client) string {
 	t.Helper()
-	img := testenv.Image()
-	ok, err := c.ImageExists(t.Context(), img)
-	if err != nil {
-		t.Fatalf("checking image %s: %v", img, err)
-	}
-	if !ok {
-		testenv.Missing(t, "image "+img, "run scripts/setup.sh (codebridge setup)")
-	}
-	return img
+	return testenv.StoreImage(t, "Podman", c.ImageExists, "run scripts/setup.sh (codebridge setup)")
 }
 
 // startTest starts a container running argv and removes it when t ends.

@@ -22,6 +22,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/engine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // massExitEnv sets how many sandbox containers BenchmarkMassExit starts and
@@ -46,7 +47,7 @@ func BenchmarkMassExit(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		e := NewEngine(EngineOptions{StateDir: b.TempDir(), Image: img, Logger: testLogger(b), Spec: confine.Spec{
+		e := NewEngine(EngineOptions{StateDir: b.TempDir(), Image: img, Logger: testenv.Logger(), Spec: confine.Spec{
 			Command: python.Command(),
 			Env:     map[string]string{python.WaitLimitEnv: "600"},
 			Channel: python.ChannelEnv,

@@ -9,7 +9,9 @@ package testenv
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,4 +263,29 @@ func Child(t testing.TB, env ...string) (*exec.Cmd, []string) {
 		t.Fatalf("the child process said %q, %v; want a line \"ready ...\" (does its TestMain act on %q?)", line, err, env)
 	}
 	return child, f[1:]
+}
+
+// Logger is a logger for tests: debug lines on stderr with -test.v, else
+// none.
+func Logger() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// StoreImage returns the sandbox image ([Image]) when the engine's store
+// has it, as exists (a driver's API client, not the CLI as in
+// [RequireImage]) says, else skips t (fails it in CI) with fix.
+func StoreImage(t testing.TB, engine string, exists func(ctx context.Context, image string) (bool, error), fix string) string {
+	t.Helper()
+	img := Image()
+	ok, err := exists(t.Context(), img)
+	if err != nil {
+		t.Fatalf("checking image %s in %s: %v", img, engine, err)
+	}
+	if !ok {
+		Missing(t, "image "+img+" in "+engine, fix)
+	}
+	return img
 }
