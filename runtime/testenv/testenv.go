@@ -4,6 +4,10 @@
 // On a developer machine a missing piece skips the test with the command that
 // provides it. With CI=true a missing piece fails the test: CI must exercise
 // everything.
+//
+// It also holds what several packages' tests do alike: waiting for a
+// condition ([Eventually]), a local interpreter ([LocalPython]), the test
+// binary started again as a process to kill ([Child]), a test logger.
 package testenv
 
 import (
