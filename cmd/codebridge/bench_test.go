@@ -214,12 +214,15 @@ func BenchmarkStartup100Servers(b *testing.B) {
 
 // BenchmarkToolCallFromSandbox is the cost of one tool call made by sandboxed
 // code: 1,000 sequential echo calls to server-everything in one run, timed
-// inside the sandbox; with the audit log (the default) and without it, and
-// with the sandbox's stream relayed by Podman instead of a socket.
+// inside the sandbox; with the audit log (the default) and without it, with
+// the sandbox's stream relayed by Podman instead of a socket, and through
+// the server's proxy (mcp_everything.echo) instead of call_tool.
 func BenchmarkToolCallFromSandbox(b *testing.B) {
-	b.Run("audit", func(b *testing.B) { benchToolCall(b) })
-	b.Run("no-audit", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_AUDIT=0") })
-	b.Run("attach-stream", func(b *testing.B) { benchToolCall(b, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
+	const callTool, proxy = `await call_tool("everything", "echo", {"message": "x"})`, `await mcp_everything.echo(message="x")`
+	b.Run("audit", func(b *testing.B) { benchToolCall(b, callTool) })
+	b.Run("no-audit", func(b *testing.B) { benchToolCall(b, callTool, "MCP_BRIDGE_AUDIT=0") })
+	b.Run("attach-stream", func(b *testing.B) { benchToolCall(b, callTool, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
+	b.Run("proxy-no-audit", func(b *testing.B) { benchToolCall(b, proxy, "MCP_BRIDGE_AUDIT=0") })
 }
 
 // Besides the wall time per call (us/call), it reports per call the CPU
@@ -228,7 +231,7 @@ func BenchmarkToolCallFromSandbox(b *testing.B) {
 // (sandbox-waits/call, bridge-waits/call: voluntary context switches, each a
 // thread going to sleep and being woken): figures that vary less with the
 // machine's load than the wall time.
-func benchToolCall(b *testing.B, env ...string) {
+func benchToolCall(b *testing.B, call string, env ...string) {
 	requirePodman(b)
 	dir := b.TempDir()
 	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
@@ -238,7 +241,7 @@ func benchToolCall(b *testing.B, env ...string) {
 	var sandboxWaits, bridgeWaits []float64
 	for b.Loop() {
 		cpu, waits := testenv.ProcessCPU(cmd.Process.Pid)
-		out := mustRun(b, cs, testenv.PythonTimed(1000, `await call_tool("everything", "echo", {"message": "x"})`), "timeout", 120)
+		out := mustRun(b, cs, testenv.PythonTimed(1000, call), "timeout", 120)
 		cpu2, waits2 := testenv.ProcessCPU(cmd.Process.Pid)
 		bridgeCPU = append(bridgeCPU, (cpu2-cpu)/1000)
 		bridgeWaits = append(bridgeWaits, float64(waits2-waits)/1000)
