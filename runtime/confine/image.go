@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 )
 
 // ErrUnavailable is matched (with [errors.Is]) by every error of a driver
@@ -107,3 +109,20 @@ func (e *ImageError) Unwrap() error { return e.Err }
 
 // Is reports whether target is [ErrUnavailable].
 func (e *ImageError) Is(target error) bool { return target == ErrUnavailable }
+
+// LoopbackRegistry reports whether ref names an image on a registry at a
+// loopback address (127.0.0.1:5000/x, [::1]:5000/x, localhost:5000/x).
+func LoopbackRegistry(ref string) bool {
+	host, _, ok := strings.Cut(ref, "/")
+	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return false // a short name such as library/python
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -52,7 +51,7 @@ func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) er
 	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	q := url.Values{"reference": {ref}, "quiet": {"false"}}
-	if LoopbackRegistry(ref) {
+	if confine.LoopbackRegistry(ref) {
 		q.Set("tlsVerify", "false")
 	}
 	resp, err := c.api().Request(ctx, http.MethodPost, "/images/pull", q, nil)
@@ -92,21 +91,4 @@ func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) er
 	c.log.Info("pulled image", "image", ref)
 	progress("pulled " + ref)
 	return nil
-}
-
-// LoopbackRegistry reports whether ref names an image on a registry at a
-// loopback address (127.0.0.1:5000/x, [::1]:5000/x, localhost:5000/x).
-func LoopbackRegistry(ref string) bool {
-	host, _, ok := strings.Cut(ref, "/")
-	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
-		return false // a short name such as library/python
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }

@@ -27,7 +27,6 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/configs"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/podman"
 )
 
 // Images codebridge knows how to build, and their variants.
@@ -330,7 +329,7 @@ func (s *setup) buildRegistry(ctx context.Context, variant string) error {
 // Docker does by default: nothing else can listen there.
 func (s *setup) pull(ctx context.Context, ref string) error {
 	args := []string{"pull"}
-	if podman.LoopbackRegistry(ref) && s.Engine == EnginePodman { // Docker allows loopback registries without TLS
+	if confine.LoopbackRegistry(ref) && s.Engine == EnginePodman { // Docker allows loopback registries without TLS
 		args = append(args, "--tls-verify=false")
 	}
 	return s.run(ctx, nil, append(args, ref)...)
