@@ -76,7 +76,7 @@ func runParent() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	fmt.Println("ready", res.Content[0].(*mcp.TextContent).Text) // as testenv.Child reads it
 	select {}
 }
 

@@ -3,11 +3,9 @@
 package pool
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -533,29 +531,10 @@ func TestChildDiesWithParent(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("only Linux has Pdeathsig")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := exec.Command(exe, "-test.run=^$")
-	parent.Env = append(os.Environ(), "POOL_TEST_PARENT=1", "GORACE=atexit_sleep_ms=0")
-	out, err := parent.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent.Stderr = os.Stderr
-	if err := parent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		parent.Process.Kill()
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
+	parent, said := testenv.Child(t, "POOL_TEST_PARENT=1", "GORACE=atexit_sleep_ms=0")
+	child, err := strconv.Atoi(said[0])
 	if err != nil || !alive(child) {
-		parent.Process.Kill()
-		t.Fatalf("server PID %q: %v", line, err)
+		t.Fatalf("server PID %q: %v", said, err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) }) // if the test fails
 	if err := parent.Process.Kill(); err != nil {
