@@ -8,12 +8,13 @@
 # name, one connection at a time, through codebridge_serve. Exits quietly when
 # the stream ends first (a pre-started container may be discarded unused) or, if
 # CODEBRIDGE_WAIT_LIMIT is set, when no frame arrives within that many seconds.
-import os, sys, socket, select
+import os, sys, select
 _in, _out = 0, 1
 _channel = os.environ.get("CODEBRIDGE_CHANNEL")
 _serve = os.environ.get("CODEBRIDGE_SERVE")
 _limit = float(os.environ.get("CODEBRIDGE_WAIT_LIMIT") or 0)
 if _serve:
+    import socket
     _listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     _listener.bind("\0" + _serve)
     _listener.listen(8)
@@ -23,7 +24,8 @@ if _serve:
     _conn.sendall(b"N")  # fresh: waiting for the start frame
     _in = _out = _conn.fileno()
 elif _channel:
-    _sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    import _socket  # socket's C part: socket.py's enums cost an idle session 0.15 MB
+    _sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         _sock.connect(_channel)
         _in = _out = _sock.detach()
@@ -34,8 +36,9 @@ elif _channel:
 # What the runner needs, imported while the container waits for work: after
 # connecting, so the host removes the socket's folder as early as it can.
 # Not asyncio: the first run that awaits imports it (a quarter of an idle
-# session's memory).
-import array, ast, collections, fcntl, functools, importlib.util, inspect, json, linecache, queue, select, selectors, signal, struct, threading, traceback, types
+# session's memory); nor inspect, ast, queue, traceback or socket's Python
+# part, which code imports when it uses them.
+import _ast, _queue, array, collections, fcntl, functools, importlib.util, json, linecache, select, selectors, signal, struct, threading, types
 def _ended(fd):
     # The host ended the stream. A host that ends this one sandbox shuts its
     # side down and waits: exit now. A host that closed it (every sandbox of a

@@ -11,19 +11,18 @@ frames. An 'I' frame interrupts the run in progress (KeyboardInterrupt).
 Runs on Python 3.9+.
 """
 
+import _ast
+import _queue
 import array
-import ast
 import builtins
 import collections
 import errno
 import fcntl
 import functools
 import importlib
-import inspect
 import json
 import linecache
 import os
-import queue
 import select
 import selectors
 import signal
@@ -31,7 +30,6 @@ import struct
 import sys
 import threading
 import time
-import traceback
 import types
 
 try:
@@ -43,6 +41,12 @@ FILE_PREFIX = "<run_python"  # each run's code is compiled as "<run_python #N>"
 CHUNK = 64 << 10  # largest 'O'/'E' payload
 TEXT_LIMIT = 64 << 10  # characters kept of a failure's message and traceback
 DRAIN_LIMIT = 10.0  # seconds a pipe's pump may go without sending before a run's end stops waiting for it
+# A code object's flag for code that awaits at its top level: inspect's
+# CO_COROUTINE, stable since Python 3.5. Not imported from inspect, nor ast,
+# queue or traceback (their C parts are imported instead, traceback on a
+# run's first failure): an idle session holds only what it used, and these
+# four cost a megabyte.
+CO_COROUTINE = 0x80
 
 # The run in progress: its number while user code runs, else 0. SIGINT raises
 # KeyboardInterrupt only while it is set. _interrupted is the latest run the
@@ -267,7 +271,7 @@ class Channel:
         """The next 'C' payload, or None when the host is gone; raises
         queue.Empty when none came within timeout seconds (None: no limit)."""
         if not self._runs and not self._wait_for(None, timeout):
-            raise queue.Empty
+            raise _queue.Empty
         with self._lock:
             return self._runs.popleft()
 
@@ -728,6 +732,8 @@ def _flush_all():
 
 def _user_stack(stack):
     """Frames from the first frame of the user's code on, without our own."""
+    import traceback
+
     frames = list(stack)
     for i, f in enumerate(frames):
         if f.filename.startswith(FILE_PREFIX):
@@ -740,6 +746,8 @@ def _user_stack(stack):
 
 
 def format_exception(exc):
+    import traceback
+
     te = traceback.TracebackException(type(exc), exc, exc.__traceback__, capture_locals=False)
     seen = set()
     todo = [te]
@@ -814,7 +822,7 @@ def _compile(src, filename, mode="exec"):
     """Compiles src under filename and keeps its lines, so tracebacks and
     inspect.getsource work on what it defines for the session's lifetime."""
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
-    return compile(src, filename, mode, flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    return compile(src, filename, mode, flags=_ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
 
 class _ChannelSelector(selectors.DefaultSelector):
@@ -833,7 +841,7 @@ class _ChannelSelector(selectors.DefaultSelector):
 
 
 def _run_code(code, namespace, channel):
-    if code.co_flags & inspect.CO_COROUTINE:
+    if code.co_flags & CO_COROUTINE:
         # Imported on the first run that awaits, not at start: asyncio (with
         # ssl) is a quarter of an idle session's memory.
         import asyncio
@@ -1008,7 +1016,7 @@ def main(start, fd_in=0, fd_out=1, ended=None):
             msg = channel.next_run(wait)
         except KeyboardInterrupt:  # a late interrupt between runs
             continue
-        except queue.Empty:
+        except _queue.Empty:
             break
         if msg is None:
             break

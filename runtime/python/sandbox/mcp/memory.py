@@ -14,14 +14,14 @@ Runs on Python 3.9+.
 """
 
 import builtins
-import inspect
 import json
 import keyword
 import math
-import random
 import sys
-import textwrap
 import time
+
+# inspect, random and textwrap are imported where they are used: an idle
+# session holds only what its code used (inspect alone is half a megabyte).
 
 from . import runtime
 from .runtime import MCPError
@@ -174,6 +174,8 @@ def update_memory(key, updater, default=None):
             if e.code != "conflict":
                 raise
         # Jittered, growing pauses, so writers of one key take turns.
+        import random
+
         time.sleep(random.uniform(0, min(0.1, 0.001 * 2 ** attempt)))
     raise MCPError("memory %r changed under every one of %d tries of update_memory: other runs write it "
                    "constantly; try again later" % (key, _UPDATE_TRIES), code="conflict")
@@ -213,6 +215,8 @@ def _check_name(name):
 
 
 def _what(x):
+    import inspect
+
     if inspect.isbuiltin(x) or inspect.ismethoddescriptor(x):
         return "the builtin %s" % getattr(x, "__name__", x)
     if inspect.ismethod(x):
@@ -225,6 +229,8 @@ def _what(x):
 def _unsaved_globals(func, name):
     """Globals func uses that a new session will not have: not codebridge's
     helpers, nor saved helpers, nor func itself."""
+    import inspect
+
     try:
         used = inspect.getclosurevars(func).globals
     except (TypeError, ValueError):
@@ -245,6 +251,9 @@ def save_tool(func, name=None, description=None):
     code) so that every new session defines it as a global, also after
     codebridge restarts; search_tool_docs finds it by its description
     (default: its docstring). name defaults to func's name. Returns the name."""
+    import inspect
+    import textwrap
+
     if not inspect.isfunction(func):
         raise MCPError("save_tool saves a function defined with def in your code, not %s" % _what(func),
                        code="bad_arguments")

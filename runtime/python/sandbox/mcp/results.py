@@ -10,9 +10,7 @@ MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL) hold; what is over them is left out with a
 note in the result, and show_image and return_file raise MCPError(too_large).
 """
 
-import base64
 import io
-import mimetypes
 import os
 import sys
 
@@ -51,6 +49,8 @@ def _attach(kind, mime_type, name, data, size=None):
     size = len(data) if data is not None else size
     params = {"kind": kind, "name": name, "mime_type": mime_type, "bytes": size}
     if data is not None and size <= _limit():
+        import base64
+
         params["data"] = base64.b64encode(data).decode("ascii")
     runtime._call("attach", params)
 
@@ -112,6 +112,8 @@ def return_file(path, mime_type=None, name=None):
     smaller file, or print a summary instead."""
     path = os.fspath(path)
     size = os.stat(path).st_size
+    import mimetypes
+
     mime = mime_type or mimetypes.guess_type(path)[0] or "application/octet-stream"
     name = name or os.path.basename(path)
     limit = _limit()

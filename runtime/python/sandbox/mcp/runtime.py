@@ -9,11 +9,12 @@ Requests travel to codebridge over the sandbox's private protocol channel.
 Runs on Python 3.9+.
 """
 
-import base64
-import difflib
-import inspect
 import json
 import sys
+
+# base64, difflib and inspect are imported where they are used: an idle
+# session holds only what its code used (about 1.5 MB less for these here,
+# in results and in memory).
 
 __all__ = [
     "MCPError",
@@ -290,6 +291,8 @@ def _contents(reply):
     (a base64 blob, decoded); one content alone, several as a list."""
     if not isinstance(reply, dict):
         return reply
+    import base64
+
     values = [base64.b64decode(c["blob"]) if "blob" in c else c.get("text", "")
               for c in reply.get("contents") or () if isinstance(c, dict)]
     return values[0] if len(values) == 1 else values
@@ -408,6 +411,8 @@ def _check_arguments(server, tool, doc, arguments):
     problems = []
     if missing:
         problems.append("is missing the required argument%s %s" % ("s" if len(missing) > 1 else "", ", ".join(map(repr, missing))))
+    import difflib
+
     for k in unknown:
         close = difflib.get_close_matches(k, [p["alias"] for p in params], n=1)
         problems.append("got an unexpected argument %r%s" % (k, " (did you mean %r?)" % close[0] if close else ""))
@@ -436,6 +441,8 @@ def _typed(f, doc):
     names, its description, its parameters), from a full doc."""
     if not doc or "signature" not in doc:
         return f
+    import inspect
+
     params = []
     for p in doc.get("params") or []:
         if p["required"]:
