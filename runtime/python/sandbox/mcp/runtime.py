@@ -13,8 +13,8 @@ import json
 import sys
 
 # base64, difflib and inspect are imported where they are used: an idle
-# session holds only what its code used (about 1.5 MB less for these here,
-# in results and in memory).
+# session holds only what its code used (with the runner's and the other
+# modules' imports made lazy alike, 1.9 of an idle session's 9.4 MB).
 
 __all__ = [
     "MCPError",
