@@ -715,7 +715,11 @@ def _redirect_stdio(channel):
     return pumps
 
 
+_fflush = None  # the C library's fflush, once ctypes has given it
+
+
 def _flush_all():
+    global _fflush
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
@@ -724,8 +728,11 @@ def _flush_all():
             pass
     if "ctypes" in sys.modules:  # C stdio buffers of extensions (e.g. printf)
         try:
-            import ctypes
-            ctypes.CDLL(None).fflush(None)
+            if _fflush is None:  # a CDLL costs 35 us a run: look it up once
+                import ctypes
+
+                _fflush = ctypes.CDLL(None).fflush
+            _fflush(None)
         except Exception:
             pass
 
