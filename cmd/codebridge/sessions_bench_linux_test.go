@@ -34,6 +34,7 @@ var (
 	sessionsImport   = flag.String("sessions.import", "pandas", "BenchmarkSessions: the module whose first import in data-image sessions is timed")
 	sessionsIdle     = flag.Duration("sessions.idle", 0, "BenchmarkSessions: how long the sessions stay idle before their memory is measured (over 30s, codebridge has given its free heap back: bridge/trim.go)")
 	sessionsPreload  = flag.String("sessions.preload", "default", "BenchmarkSessions: MCP_BRIDGE_PRELOAD for the data-image sessions (default: unset)")
+	sessionsEnv      = flag.String("sessions.env", "", "BenchmarkSessions: more environment for codebridge only, as KEY=VALUE,KEY=VALUE (e.g. GOGC=200 to try a setting)")
 )
 
 // sessionFigures is what BenchmarkSessions measures for one configuration,
@@ -71,6 +72,16 @@ type sessionFigures struct {
 	ConcP50    float64 `json:"concurrent_p50_ms"`
 	ConcP95    float64 `json:"concurrent_p95_ms"`
 	RunsPerSec float64 `json:"concurrent_runs_per_s"`
+	// Every session calling print(1) back to back, all at once (at least
+	// 500 calls a round, 3 rounds): runs a second held, and the CPU time a
+	// run took, µs, by part: codebridge's processes, the sandboxes'
+	// containers, this benchmark's clients, and the whole machine (the
+	// rest of which is the kernel's work outside those, Podman and conmon).
+	SustainedRunsPerSec float64 `json:"sustained_runs_per_s"`
+	CPUCodebridgeUS     float64 `json:"cpu_codebridge_us_per_run"`
+	CPUSandboxUS        float64 `json:"cpu_sandbox_us_per_run"`
+	CPUClientUS         float64 `json:"cpu_client_us_per_run"`
+	CPUMachineUS        float64 `json:"cpu_machine_us_per_run"`
 	// The first import of a data library (-sessions.import) in up to 10
 	// live data-image sessions, one at a time, after the memory is measured.
 	Import     string  `json:"import,omitempty"`
@@ -128,6 +139,9 @@ func BenchmarkSessions(b *testing.B) {
 						env = append(env, "MCP_BRIDGE_PRELOAD="+f.Preload)
 					}
 				}
+				if *sessionsEnv != "" {
+					env = append(env, strings.Split(*sessionsEnv, ",")...)
+				}
 				if c.transport == "http" {
 					benchHTTPSessions(b, env, f)
 				} else {
@@ -175,7 +189,7 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 		f.importFirst(css, *sessionsImport)
 	}
 
-	f.runCalls(b, css)
+	f.runCalls(b, css, []int{pid}, ctrs)
 
 	start := time.Now()
 	hb.Stop(b) // fails the benchmark if codebridge leaves a container
@@ -222,7 +236,7 @@ func benchStdioSessions(b *testing.B, env []string, f *sessionFigures) {
 	f.PodmanMB = float64(pm) / 1e6 / float64(f.Sessions)
 	f.measureMemory(ctrs)
 
-	f.runCalls(b, css)
+	f.runCalls(b, css, pids, ctrs)
 
 	// An editor quitting: every client closes at once.
 	start := time.Now()
@@ -297,8 +311,11 @@ func startSessions(n int, connect func() (*mcp.ClientSession, error)) ([]*mcp.Cl
 }
 
 // runCalls times print(1) one call at a time round the live sessions (at
-// least 100 calls), then with every session calling at once, 3 rounds.
-func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
+// least 100 calls), then with every session calling once at once, 3 rounds,
+// then with every session calling back to back at once, 3 rounds, where it
+// also measures the CPU a run takes in the processes of the codebridges
+// pids and in their containers ctrs.
+func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession, pids []int, ctrs containers) {
 	var live []*mcp.ClientSession
 	for _, cs := range css {
 		if cs != nil {
@@ -309,9 +326,13 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
 		b.Fatalf("no session started: %s", f.FirstError)
 	}
 	var (
-		seq, conc calls
-		wall      time.Duration
+		seq, conc, sus  calls
+		wall, susWall   time.Duration
+		cpuFrom, cpuTil cpuSample
 	)
+	// A round of sustained calls makes at least 500, and each session at
+	// least 5, so that starting and draining the round weigh little.
+	perSession := max(5, (500+len(live)-1)/len(live))
 	for b.Loop() {
 		for i := range max(100, len(live)) {
 			seq.time(func() error { return callPrint(live[i%len(live)]) })
@@ -330,12 +351,66 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession) {
 			wg.Wait()
 			wall += time.Since(start)
 		}
+		cpuFrom = sampleCPU(pids, ctrs)
+		for range 3 {
+			var wg sync.WaitGroup
+			gate := make(chan struct{})
+			for _, cs := range live {
+				wg.Go(func() {
+					<-gate
+					for range perSession {
+						sus.time(func() error { return callPrint(cs) })
+					}
+				})
+			}
+			start := time.Now()
+			close(gate)
+			wg.Wait()
+			susWall += time.Since(start)
+		}
+		cpuTil = sampleCPU(pids, ctrs)
 	}
 	f.addErrors(seq.errs)
 	f.addErrors(conc.errs)
+	f.addErrors(sus.errs)
 	f.SeqP50, f.SeqP95 = quantiles(seq.ds)
 	f.ConcP50, f.ConcP95 = quantiles(conc.ds)
 	f.RunsPerSec = float64(len(conc.ds)) / wall.Seconds()
+	f.SustainedRunsPerSec = float64(len(sus.ds)) / susWall.Seconds()
+	if runs := float64(len(sus.ds) + len(sus.errs)); runs > 0 {
+		perRun := func(from, til time.Duration) float64 { return float64((til - from).Microseconds()) / runs }
+		f.CPUCodebridgeUS = perRun(cpuFrom.codebridge, cpuTil.codebridge)
+		f.CPUSandboxUS = perRun(cpuFrom.sandboxes, cpuTil.sandboxes)
+		f.CPUClientUS = perRun(cpuFrom.client, cpuTil.client)
+		f.CPUMachineUS = perRun(cpuFrom.machine, cpuTil.machine)
+	}
+}
+
+// cpuSample is the CPU time used so far by the parts of a run's path.
+type cpuSample struct {
+	codebridge, sandboxes, client, machine time.Duration
+}
+
+// sampleCPU reads the CPU time of the codebridge processes pids, of their
+// containers ctrs, of this process (the benchmark's clients), and of the
+// whole machine (busy time in /proc/stat, in ticks of 10 ms).
+func sampleCPU(pids []int, ctrs containers) cpuSample {
+	var s cpuSample
+	for _, pid := range pids {
+		cpu, _ := testenv.ProcessCPU(pid)
+		s.codebridge += cpu
+	}
+	s.sandboxes = time.Duration(ctrs.cpu())
+	s.client, _ = testenv.ProcessCPU(os.Getpid())
+	raw, _ := os.ReadFile("/proc/stat")
+	line, _, _ := strings.Cut(string(raw), "\n")
+	if fields := strings.Fields(line); len(fields) > 7 && fields[0] == "cpu" {
+		for _, i := range []int{1, 2, 3, 6, 7} { // user, nice, system, irq, softirq
+			ticks, _ := strconv.ParseInt(fields[i], 10, 64)
+			s.machine += time.Duration(ticks) * 10 * time.Millisecond
+		}
+	}
+	return s
 }
 
 // importFirst times the first import of module in up to 10 sessions, one
@@ -521,6 +596,8 @@ func reportSessions(b *testing.B, f *sessionFigures) {
 		{f.CodebridgeMB, "codebridge-MB"}, {f.PodmanMB, "podman-MB"}, {float64(f.Containers), "containers"},
 		{f.FirstP50, "first-p50-ms"}, {f.FirstP95, "first-p95-ms"}, {f.SeqP50, "seq-p50-ms"}, {f.SeqP95, "seq-p95-ms"},
 		{f.ConcP50, "conc-p50-ms"}, {f.ConcP95, "conc-p95-ms"}, {f.RunsPerSec, "runs/s"},
+		{f.SustainedRunsPerSec, "sustained-runs/s"}, {f.CPUCodebridgeUS, "codebridge-cpu-us/run"},
+		{f.CPUSandboxUS, "sandbox-cpu-us/run"}, {f.CPUClientUS, "client-cpu-us/run"}, {f.CPUMachineUS, "machine-cpu-us/run"},
 		{f.ImportP50, "import-p50-ms"}, {f.ImportP95, "import-p95-ms"}, {float64(f.Failed), "failed"}, {f.StopS, "stop-s"}, {f.GoneS, "gone-s"}, {float64(f.Left), "left"},
 	} {
 		b.ReportMetric(m.v, m.unit)
