@@ -76,6 +76,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	fs.String("http", "", "serve MCP over streamable HTTP on HOST:PORT")
 	return func(ctx context.Context, c *call) int {
 		if c.cfg.HTTP != "" {
+			useServerGC()
 			return c.exit(bridge.ListenAndServe(ctx, c.cfg, bridge.HTTPOptions{Logger: c.logger, Version: version(), Notice: c.stderr}))
 		}
 		if isTerminal(c.stdin) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -17,14 +18,31 @@ import (
 // once no run has been in progress for a while).
 const heapFloor = 8 << 20
 
+// serverGCPercent is the GOGC a `serve --http` codebridge works to unless
+// the environment sets GOGC. Each collection scans every goroutine's stack,
+// and a live session keeps about eight goroutines, so with GOGC 100 the
+// collector's share of a run grew with the sessions: at 100 sessions all
+// calling, a run cost codebridge 862-875 µs of CPU, 594-670 µs with GOGC
+// 200-400, for 0.04-0.12 MB more per session (scripts/bench.sh sessions
+// -sessions.http 100 -sessions.env GOGC=N, docs/performance.md). A stdio
+// codebridge holds one session and keeps GOGC 100: there the heap is a
+// session's cost.
+const serverGCPercent = 400
+
+// gcBase is the GOGC keepHeapFloor keeps once the live heap reaches the
+// floor by itself: the environment's (100 unless set), or serverGCPercent.
+var gcBase atomic.Int64
+
 // keepHeapFloor raises GOGC after each collection so that the next one
 // starts no sooner than when the heap reaches floor bytes, and keeps GOGC
-// as set (100 unless the environment says otherwise) once the live heap is
-// large enough for that to reach the floor by itself. With GOGC=off it does
-// nothing. stop ends it at the next collection and puts GOGC back.
+// at its base (100 unless the environment says otherwise; see
+// useServerGC) once the live heap is large enough for that to reach the
+// floor by itself. With GOGC=off it does nothing. stop ends it at the next
+// collection and puts GOGC back to its base.
 func keepHeapFloor(floor uint64) (stop func()) {
 	base := debug.SetGCPercent(100)
 	debug.SetGCPercent(base)
+	gcBase.Store(int64(base))
 	var stopped atomic.Bool
 	if base < 0 {
 		return func() {}
@@ -36,6 +54,7 @@ func keepHeapFloor(floor uint64) (stop func()) {
 		// unreachable: once per cycle. The pointer keeps the object out of
 		// the tiny allocator, whose objects may never be finalized.
 		runtime.SetFinalizer(&struct{ p *int }{}, func(any) {
+			base := int(gcBase.Load())
 			if stopped.Load() {
 				debug.SetGCPercent(base)
 				return
@@ -47,6 +66,16 @@ func keepHeapFloor(floor uint64) (stop func()) {
 	}
 	arm()
 	return func() { stopped.Store(true) }
+}
+
+// useServerGC makes serverGCPercent the base GOGC, unless the environment
+// sets GOGC.
+func useServerGC() {
+	if _, set := os.LookupEnv("GOGC"); set || gcBase.Load() < 0 {
+		return
+	}
+	gcBase.Store(serverGCPercent)
+	debug.SetGCPercent(serverGCPercent)
 }
 
 // gcPercent is the GOGC whose next heap goal, live bytes plus that percent

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -60,5 +61,42 @@ func TestKeepHeapFloor(t *testing.T) {
 		}
 		runtime.GC()
 		runtime.Gosched()
+	}
+}
+
+// TestUseServerGC checks that serve --http's GOGC holds across collections
+// while the floor is reached, and that a GOGC the environment sets wins.
+func TestUseServerGC(t *testing.T) {
+	gogc := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC") // t.Setenv puts the original back
+
+	stop := keepHeapFloor(1) // any live heap reaches this floor by itself
+	defer gcBase.Store(100)
+	useServerGC()
+	if got := gogc(); got != serverGCPercent {
+		t.Fatalf("GOGC %d after useServerGC, want %d", got, serverGCPercent)
+	}
+	for range 5 { // each collection runs the floor's finalizer once
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if got := gogc(); got != serverGCPercent {
+		t.Errorf("GOGC %d after collections, want %d: the floor put the environment's base back", got, serverGCPercent)
+	}
+	stop()
+
+	os.Setenv("GOGC", "150")
+	debug.SetGCPercent(150)
+	gcBase.Store(150)
+	useServerGC()
+	if got := gogc(); got != 150 {
+		t.Errorf("GOGC %d with GOGC=150 in the environment, want 150", got)
 	}
 }
