@@ -32,11 +32,6 @@ func TestGCPercent(t *testing.T) {
 // TestKeepHeapFloor checks that after a collection GOGC is what the live
 // heap needs to reach the floor, and that stop puts it back.
 func TestKeepHeapFloor(t *testing.T) {
-	gogc := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
 	const floor = 1 << 40 // far above this test binary's heap
@@ -67,11 +62,6 @@ func TestKeepHeapFloor(t *testing.T) {
 // TestUseServerGC checks that serve --http's GOGC holds across collections
 // while the floor is reached, and that a GOGC the environment sets wins.
 func TestUseServerGC(t *testing.T) {
-	gogc := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
 	t.Setenv("GOGC", "")
@@ -99,4 +89,11 @@ func TestUseServerGC(t *testing.T) {
 	if got := gogc(); got != 150 {
 		t.Errorf("GOGC %d with GOGC=150 in the environment, want 150", got)
 	}
+}
+
+// gogc is the collector's GOGC now.
+func gogc() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -338,35 +338,11 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession, pids [
 			seq.time(func() error { return callPrint(live[i%len(live)]) })
 		}
 		for range 3 {
-			var wg sync.WaitGroup
-			gate := make(chan struct{})
-			for _, cs := range live {
-				wg.Go(func() {
-					<-gate
-					conc.time(func() error { return callPrint(cs) })
-				})
-			}
-			start := time.Now()
-			close(gate)
-			wg.Wait()
-			wall += time.Since(start)
+			wall += allAtOnce(live, 1, &conc)
 		}
 		cpuFrom = sampleCPU(pids, ctrs)
 		for range 3 {
-			var wg sync.WaitGroup
-			gate := make(chan struct{})
-			for _, cs := range live {
-				wg.Go(func() {
-					<-gate
-					for range perSession {
-						sus.time(func() error { return callPrint(cs) })
-					}
-				})
-			}
-			start := time.Now()
-			close(gate)
-			wg.Wait()
-			susWall += time.Since(start)
+			susWall += allAtOnce(live, perSession, &sus)
 		}
 		cpuTil = sampleCPU(pids, ctrs)
 	}
@@ -384,6 +360,25 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession, pids [
 		f.CPUClientUS = perRun(cpuFrom.client, cpuTil.client)
 		f.CPUMachineUS = perRun(cpuFrom.machine, cpuTil.machine)
 	}
+}
+
+// allAtOnce has every session of live call print(1) n times back to back,
+// all starting at once, into c, and returns how long they took together.
+func allAtOnce(live []*mcp.ClientSession, n int, c *calls) time.Duration {
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for _, cs := range live {
+		wg.Go(func() {
+			<-gate
+			for range n {
+				c.time(func() error { return callPrint(cs) })
+			}
+		})
+	}
+	start := time.Now()
+	close(gate)
+	wg.Wait()
+	return time.Since(start)
 }
 
 // cpuSample is the CPU time used so far by the parts of a run's path.
