@@ -22,9 +22,10 @@ const heapFloor = 8 << 20
 // the environment sets GOGC. Each collection scans every goroutine's stack,
 // and a live session keeps about eight goroutines, so with GOGC 100 the
 // collector's share of a run grew with the sessions: at 100 sessions all
-// calling, a run cost codebridge 862-875 µs of CPU, 594-670 µs with GOGC
-// 200-400, for 0.04-0.12 MB more per session (scripts/bench.sh sessions
-// -sessions.http 100 -sessions.env GOGC=N, docs/performance.md). A stdio
+// calling, a run cost codebridge 862-875 µs of CPU, 599-670 µs with GOGC
+// 200 and 528-594 µs with GOGC 400, for 0.04 and 0.11 MB more per session
+// (scripts/bench.sh sessions -sessions.http 100 -sessions.env GOGC=N,
+// docs/performance.md). A stdio
 // codebridge holds one session and keeps GOGC 100: there the heap is a
 // session's cost.
 const serverGCPercent = 400

@@ -67,8 +67,8 @@ func TestUseServerGC(t *testing.T) {
 	t.Setenv("GOGC", "")
 	os.Unsetenv("GOGC") // t.Setenv puts the original back
 
+	defer gcBase.Store(gcBase.Load())
 	stop := keepHeapFloor(1) // any live heap reaches this floor by itself
-	defer gcBase.Store(100)
 	useServerGC()
 	if got := gogc(); got != serverGCPercent {
 		t.Fatalf("GOGC %d after useServerGC, want %d", got, serverGCPercent)
