@@ -48,7 +48,12 @@ func keepHeapFloor(floor uint64) (stop func()) {
 	if base < 0 {
 		return func() {}
 	}
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// What the runtime's heap goal is made of, as of the last collection.
+	heap := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/scan/stack:bytes"},
+		{Name: "/gc/scan/globals:bytes"},
+	}
 	var arm func()
 	arm = func() {
 		// A finalizer runs after the collection that found its object
@@ -60,13 +65,38 @@ func keepHeapFloor(floor uint64) (stop func()) {
 				debug.SetGCPercent(base)
 				return
 			}
-			metrics.Read(live)
-			debug.SetGCPercent(gcPercent(base, floor, live[0].Value.Uint64()))
+			metrics.Read(heap)
+			roots := heap[1].Value.Uint64() + heap[2].Value.Uint64()
+			debug.SetGCPercent(gcPercent(base, floor, heap[0].Value.Uint64(), roots))
 			arm()
 		})
 	}
 	arm()
 	return func() { stopped.Store(true) }
+}
+
+// minHeapAt100 is the runtime's smallest heap goal at GOGC 100; it scales
+// with GOGC (runtime/mgcpacer.go, defaultHeapMinimum).
+const minHeapAt100 = 4 << 20
+
+// gcPercent is the GOGC whose heap goal is floor (to within the rounding of
+// a percent), or base where base's goal already reaches it. The runtime's
+// goal is the larger of two that both grow with GOGC: the live heap plus
+// GOGC percent of it and of the stacks and globals it scans (roots), and a
+// minimum of 4 MiB times GOGC over 100. Leave either out and the goal is
+// several times the floor: counting the live heap alone, a GOGC for 0.3 MB
+// live made a minimum of 35 MB.
+func gcPercent(base int, floor, live, roots uint64) int {
+	if live == 0 {
+		return base
+	}
+	p := floor * 100 / minHeapAt100 // where the minimum reaches floor
+	if live >= floor {
+		p = 0
+	} else {
+		p = min(p, (floor-live)*100/(live+roots)) // where the proportional goal does
+	}
+	return max(base, int(min(p, 10000)))
 }
 
 // useServerGC makes serverGCPercent the base GOGC, unless the environment
@@ -77,13 +107,4 @@ func useServerGC() {
 	}
 	gcBase.Store(serverGCPercent)
 	debug.SetGCPercent(serverGCPercent)
-}
-
-// gcPercent is the GOGC whose next heap goal, live bytes plus that percent
-// of them, is at least floor; base where that is already so.
-func gcPercent(base int, floor, live uint64) int {
-	if live == 0 || live*uint64(100+base)/100 >= floor {
-		return base
-	}
-	return min(int(floor*100/live)-100, 10000)
 }

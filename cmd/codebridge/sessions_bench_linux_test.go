@@ -552,7 +552,7 @@ type procMemory struct {
 func procsMem(pid int, withRSS bool) procMemory {
 	m := procMemory{codebridgePSS: pss(pid)}
 	if withRSS {
-		m.codebridgeRSS = rollup(pid, "Rss:")
+		m.codebridgeRSS = testenv.ProcessMemory(pid, "Rss")
 	}
 	for _, child := range descendants(pid) {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", child)); strings.TrimSpace(string(comm)) == "podman" {
@@ -565,21 +565,7 @@ func procsMem(pid int, withRSS bool) procMemory {
 // pss is a process's proportional set size in bytes (0 if it is gone): its
 // resident pages, each shared one divided among the processes sharing it, so
 // that many processes of one binary add up to what they really take.
-func pss(pid int) int64 { return rollup(pid, "Pss:") }
-
-func rollup(pid int, field string) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, field); ok {
-			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func pss(pid int) int64 { return testenv.ProcessMemory(pid, "Pss") }
 
 func reportSessions(b *testing.B, f *sessionFigures) {
 	for _, m := range []struct {

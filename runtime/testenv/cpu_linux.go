@@ -32,3 +32,20 @@ func ProcessCPU(pid int) (cpu time.Duration, waits int) {
 	}
 	return cpu, waits
 }
+
+// ProcessMemory is one field of process pid's /proc/PID/smaps_rollup ("Rss",
+// "Pss", "Pss_Anon", ...) in bytes, or 0 when it cannot be read (the
+// process is gone).
+func ProcessMemory(pid int, field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
