@@ -7,9 +7,13 @@ import (
 )
 
 // idleTrimAfter is how long codebridge is idle, with no run in progress,
-// before it gives the memory its heap freed back to the system. Agents
-// pause between runs for seconds; a session left open is idle for minutes.
-const idleTrimAfter = 30 * time.Second
+// before it gives the memory its heap freed back to the system. An agent
+// pauses between runs while its model writes the next one, for seconds;
+// a session left open is idle for minutes. A stdio codebridge holds up to
+// its heap floor (8 MB; cmd/codebridge/heapfloor.go) until then, 4 MB once
+// trimmed, and the next run then takes a few tenths of a millisecond more
+// to fault its pages back (docs/performance.md).
+const idleTrimAfter = 5 * time.Second
 
 // idleTrim gives the heap's free memory back to the system once no run has
 // been in progress for a while. The Go runtime keeps what a burst of runs
@@ -27,11 +31,16 @@ type idleTrim struct {
 	firing  sync.WaitGroup // a free in progress, waited for by close
 }
 
+// newIdleTrim starts the wait at once: what starting up freed (the
+// engine's connection, the first sandbox's start) is given back too, even
+// if no run comes.
 func newIdleTrim(after time.Duration, free func()) *idleTrim {
 	if free == nil {
 		free = debug.FreeOSMemory
 	}
-	return &idleTrim{after: after, free: free}
+	t := &idleTrim{after: after, free: free}
+	t.timer = time.AfterFunc(after, t.fire)
+	return t
 }
 
 // begin marks a run started.

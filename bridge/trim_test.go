@@ -10,6 +10,11 @@ func TestIdleTrimFreesOnceIdle(t *testing.T) {
 	freed := make(chan struct{}, 10)
 	tr := newIdleTrim(time.Millisecond, func() { freed <- struct{}{} })
 	defer tr.close()
+	select { // what starting up freed, with no run at all
+	case <-freed:
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("not freed a minute after the start")
+	}
 	tr.begin()
 	tr.begin()
 	tr.end()

@@ -60,19 +60,24 @@ func BenchmarkRunPythonPrint(b *testing.B) {
 	b.Run("live-session", func(b *testing.B) { benchRunPrint(b, 0) })
 	b.Run("live-session/attach-stream", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SANDBOX_STREAM=attach") })
 	b.Run("live-session/agent-paced", func(b *testing.B) { benchRunPrint(b, 200*time.Millisecond) })
+	// Past the idle trim (bridge/trim.go, 5 s): the run after a model's
+	// pause, with codebridge's heap given back (bridge-anon-MB, before each).
+	b.Run("live-session/after-idle", func(b *testing.B) { benchRunPrint(b, 6*time.Second) })
 	b.Run("sessions-off/agent-paced", func(b *testing.B) { benchRunPrint(b, time.Second, "MCP_BRIDGE_SESSIONS=0") })
 	b.Run("sessions-off/back-to-back", func(b *testing.B) { benchRunPrint(b, 0, "MCP_BRIDGE_SESSIONS=0") })
 }
 
 func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
 	requirePodman(b)
-	cs, _ := session(b, bridgeEnv(b, b.TempDir(), env...))
+	cs, _, cmd := sessionProc(b, bridgeEnv(b, b.TempDir(), env...))
 	runPython(b, cs, map[string]any{"code": "print(1)"}) // first contact with Podman
 	var ds []time.Duration
+	var anon []float64
 	for b.Loop() {
 		if pause > 0 {
 			b.StopTimer()
 			time.Sleep(pause)
+			anon = append(anon, float64(testenv.ProcessMemory(cmd.Process.Pid, "Pss_Anon"))/1e6)
 			b.StartTimer()
 		}
 		start := time.Now()
@@ -83,6 +88,10 @@ func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
 		}
 	}
 	reportQuantiles(b, ds)
+	if len(anon) > 0 {
+		slices.Sort(anon)
+		b.ReportMetric(anon[len(anon)/2], "bridge-anon-MB")
+	}
 }
 
 // BenchmarkFirstRunNewSession is the first run of a new session when a warm

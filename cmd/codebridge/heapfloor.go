@@ -8,14 +8,14 @@ import (
 	"sync/atomic"
 )
 
-// heapFloor is the smallest heap goal codebridge's collector works to. Go's
-// own floor is 4 MB, and every JSON message go-sdk decodes allocates a
-// 32 KiB buffer (its internal json.Unmarshal makes a new decoder each time):
-// with a live heap of a megabyte or two, a tool call from code then cost a
-// collection every hundred or so calls, and the collector's work was a
-// fifth to a third of codebridge's CPU per call. An idle codebridge gives
-// what the floor let it keep back to the system ([bridge] trims its heap
-// once no run has been in progress for a while).
+// heapFloor is the smallest heap goal codebridge's collector works to.
+// Go's own is 4 MB, and every JSON message go-sdk decodes allocates a 32
+// KiB buffer (its internal json.Unmarshal makes a new decoder each time): a
+// tool call from code leaves about 75 KB of garbage, and with a live heap
+// under a megabyte the floor halves how often the collector runs, to about
+// every hundred calls. A stdio codebridge holds up to the floor while it
+// is in use; once idle it gives what it freed back to the system ([bridge]
+// trims its heap when no run has been in progress for a few seconds).
 const heapFloor = 8 << 20
 
 // serverGCPercent is the GOGC a `serve --http` codebridge works to unless
