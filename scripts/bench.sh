@@ -116,6 +116,8 @@ engines() {
       MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'FirstRunNewSession/no-preload' 20x
       echo "## $engine/$rt: run_python(\"print(1)\") in a live session through an MCP client (socket; attach stream)"
       MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+echo "## the same after a 6 s pause, past the idle trim: codebridge's heap given back"
+bench ./cmd/codebridge 'RunPythonAfterIdle' 8x
       echo "## $engine/$rt: one tool call from sandboxed code (1,000 echo calls to server-everything)"
       MCP_BRIDGE_ENGINE=$engine MCP_BRIDGE_RUNTIME=$r bench ./cmd/codebridge 'ToolCallFromSandbox/audit' 3x
     done
@@ -139,6 +141,8 @@ esac
 
 echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
 bench ./cmd/codebridge 'RunPythonPrint/live-session' 200x
+echo "## the same after a 6 s pause, past the idle trim: codebridge's heap given back"
+bench ./cmd/codebridge 'RunPythonAfterIdle' 8x
 bench ./cmd/codebridge 'RunPythonPrint/sessions-off|PodmanRunCLI' 20x
 echo "## the same with Podman reached over ssh (a loopback sshd the benchmark starts)"
 bench ./cmd/codebridge 'SSH' 100x

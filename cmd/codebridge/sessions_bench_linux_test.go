@@ -32,7 +32,7 @@ var (
 	sessionsParallel = flag.Int("sessions.parallel", 4, "BenchmarkSessions: sessions started at once")
 	sessionsJSON     = flag.String("sessions.json", "", "BenchmarkSessions: also append one JSON line per configuration to this file")
 	sessionsImport   = flag.String("sessions.import", "pandas", "BenchmarkSessions: the module whose first import in data-image sessions is timed")
-	sessionsIdle     = flag.Duration("sessions.idle", 0, "BenchmarkSessions: how long the sessions stay idle before their memory is measured (over 30s, codebridge has given its free heap back: bridge/trim.go)")
+	sessionsIdle     = flag.Duration("sessions.idle", 0, "BenchmarkSessions: how long the sessions stay idle before their memory is measured (over 5s, codebridge has given its free heap back: bridge/trim.go)")
 	sessionsPreload  = flag.String("sessions.preload", "default", "BenchmarkSessions: MCP_BRIDGE_PRELOAD for the data-image sessions (default: unset)")
 	sessionsEnv      = flag.String("sessions.env", "", "BenchmarkSessions: more environment for codebridge only, as KEY=VALUE,KEY=VALUE (e.g. GOGC=200 to try a setting)")
 )
