@@ -330,9 +330,11 @@ func (f *sessionFigures) runCalls(b *testing.B, css []*mcp.ClientSession, pids [
 		wall, susWall   time.Duration
 		cpuFrom, cpuTil cpuSample
 	)
-	// A round of sustained calls makes at least 500, and each session at
-	// least 5, so that starting and draining the round weigh little.
-	perSession := max(5, (500+len(live)-1)/len(live))
+	// A round of sustained calls makes at least 2,000, and each session at
+	// least 20, so that starting and draining the round weigh little: with
+	// 500 and 5, the cores were idle an eighth of a round at 100 sessions
+	// (docs/performance.md).
+	perSession := max(20, (2000+len(live)-1)/len(live))
 	for b.Loop() {
 		for i := range max(100, len(live)) {
 			seq.time(func() error { return callPrint(live[i%len(live)]) })
