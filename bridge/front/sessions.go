@@ -16,8 +16,8 @@ import (
 //
 //   - with MCP sessions (initialize, then Mcp-Session-Id on every request):
 //     each keeps its own sandbox session. Their streams are resumable:
-//     every event has an id and is kept in an event store until the session
-//     ends, each stream starts with a priming event and a retry field, so a
+//     every event has an id and is kept in an event store (the session's
+//     most recent streams, while the session lasts), each stream starts with a priming event and a retry field, so a
 //     client whose connection drops mid-run reconnects with Last-Event-ID
 //     and gets the run's result.
 //   - sessionless (MCP 2026-07-28: no initialize, no session header; the
@@ -34,8 +34,13 @@ const (
 )
 
 // eventStoreBytes bounds the events kept for resuming streams, across all
-// MCP sessions: the oldest are dropped past it.
+// MCP sessions: the streams used least recently are dropped past it.
 const eventStoreBytes = 64 << 20
+
+// streamsKept is how many streams of each MCP session (one per POST, each
+// a request and its answer) keep their events for resuming: more than a
+// client has in progress at once.
+const streamsKept = 32
 
 // retryAfter is the reconnection delay every event stream announces.
 const retryAfter = time.Second
@@ -47,8 +52,7 @@ func (f *front) mcpHandler() http.Handler {
 	if f.cfg.LogLevel <= slog.LevelDebug {
 		sdkLogger = f.logger.With("component", "mcp-http")
 	}
-	events := mcp.NewMemoryEventStore(nil)
-	events.SetMaxBytes(eventStoreBytes)
+	events := newEventStore(eventStoreBytes, streamsKept)
 	server := func(*http.Request) *mcp.Server { return f.srv.MCP() }
 	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		SessionTimeout: f.cfg.SessionIdle, Logger: sdkLogger, EventStore: events,
