@@ -41,10 +41,10 @@ type sessionStreams struct {
 	lru  list.List // of *streamEvents, least recently used first
 }
 
-// streamEvents are one stream's events kept, from index first on.
+// streamEvents are one stream's events kept, all of them unless lost.
 type streamEvents struct {
 	session, stream string
-	first           int // the stream index of data[0]; -1 when unknown: the stream was dropped in use
+	lost            bool // dropped in use and written to again: its indexes are unknown
 	data            [][]byte
 	bytes           int
 	all, own        *list.Element // in eventStore.lru and sessionStreams.lru
@@ -58,7 +58,7 @@ func newEventStore(maxBytes, maxStreams int) *eventStore {
 func (s *eventStore) Open(_ context.Context, session, stream string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.use(session, stream, 0)
+	s.use(session, stream, false)
 	return nil
 }
 
@@ -67,7 +67,7 @@ func (s *eventStore) Open(_ context.Context, session, stream string) error {
 func (s *eventStore) Append(_ context.Context, session, stream string, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ev := s.use(session, stream, -1)
+	ev := s.use(session, stream, true) // lost if not open: dropped in use
 	ev.data = append(ev.data, data)
 	ev.bytes += len(data)
 	s.bytes += len(data)
@@ -90,10 +90,10 @@ func (s *eventStore) After(_ context.Context, session, stream string, index int)
 	switch {
 	case ev == nil:
 		err = fmt.Errorf("stream %q of session %q is no longer kept: %w", stream, session, mcp.ErrEventsPurged)
-	case ev.first < 0 || index+1 < ev.first:
+	case ev.lost || index < -1: // -1 asks for all of them
 		err = fmt.Errorf("stream %q of session %q after event %d: %w", stream, session, index, mcp.ErrEventsPurged)
-	case index+1-ev.first < len(ev.data):
-		data = slices.Clone(ev.data[index+1-ev.first:])
+	case index+1 < len(ev.data):
+		data = slices.Clone(ev.data[index+1:])
 	}
 	return func(yield func([]byte, error) bool) {
 		if err != nil {
@@ -120,10 +120,10 @@ func (s *eventStore) SessionClosed(_ context.Context, session string) error {
 	return nil
 }
 
-// use returns a stream's events, made the most recently used; a new one
-// starts at index first. One past maxStreams in its session drops the
+// use returns a stream's events, made the most recently used; a new one is
+// lost if so told. One past maxStreams in its session drops the
 // session's least recently used, never its standalone stream (ID "").
-func (s *eventStore) use(session, stream string, first int) *streamEvents {
+func (s *eventStore) use(session, stream string, lost bool) *streamEvents {
 	ss := s.sessions[session]
 	if ss == nil {
 		ss = &sessionStreams{byID: map[string]*streamEvents{}}
@@ -134,7 +134,7 @@ func (s *eventStore) use(session, stream string, first int) *streamEvents {
 		ss.lru.MoveToBack(ev.own)
 		return ev
 	}
-	ev := &streamEvents{session: session, stream: stream, first: first}
+	ev := &streamEvents{session: session, stream: stream, lost: lost}
 	ev.all, ev.own = s.lru.PushBack(ev), ss.lru.PushBack(ev)
 	ss.byID[stream] = ev
 	kept := len(ss.byID)

@@ -40,6 +40,9 @@ func TestEventStoreReplays(t *testing.T) {
 			t.Errorf("After(%d) = %q, %v; want %q", c.index, got, err, c.want)
 		}
 	}
+	if _, err := replay(s, "a", "1", -2); !errors.Is(err, mcp.ErrEventsPurged) {
+		t.Errorf("an index before the first: %v, want ErrEventsPurged", err)
+	}
 	if _, err := replay(s, "a", "2", -1); !errors.Is(err, mcp.ErrEventsPurged) {
 		t.Errorf("a stream never opened: %v, want ErrEventsPurged", err)
 	}
