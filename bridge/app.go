@@ -21,10 +21,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/stdio"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -32,8 +34,8 @@ import (
 type ServeOptions struct {
 	Logger  *slog.Logger
 	Version string
-	In      io.ReadCloser  // the client's messages; nil means os.Stdin
-	Out     io.WriteCloser // to the client; nil means os.Stdout
+	In      io.ReadCloser // the client's messages; nil means os.Stdin
+	Out     io.Writer     // to the client; nil means os.Stdout
 }
 
 // Serve runs codebridge as an MCP server over stdio until the client closes its
@@ -48,6 +50,21 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	if out == nil {
 		out = os.Stdout
 	}
+	// The client's pipes, read and written through the poller, so that a
+	// message arriving after a pause wakes one thread (package rawio).
+	if f, ok := in.(*os.File); ok {
+		p, restore := rawio.Pollable(f)
+		defer restore()
+		in = p
+	}
+	if f, ok := out.(*os.File); ok {
+		p, restore := rawio.Pollable(f)
+		defer restore()
+		if p != f {
+			defer p.Close()
+		}
+		out = p
+	}
 	rt, err := start(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -56,7 +73,7 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir,
 		OnClient: rt.pool.SetClientCapabilities})
 	logger.Info("serving MCP on stdio", "config_dir", cfg.ConfigDir)
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	err = srv.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}

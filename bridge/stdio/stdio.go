@@ -66,6 +66,20 @@ func NewConn(r io.Reader, w io.Writer, max int, close func() error) *Conn {
 	return &Conn{r: bufio.NewReaderSize(r, 16<<10), w: w, max: max, close: close, closed: make(chan struct{})}
 }
 
+// Transport is an [mcp.Transport] over a pair of streams, as go-sdk's
+// IOTransport, whose connection is a [Conn]: what codebridge serves its
+// own client on. Connect may be called once.
+type Transport struct {
+	Reader     io.ReadCloser // closed by the connection's Close
+	Writer     io.Writer
+	MaxMessage int // as NewConn's max
+}
+
+// Connect implements [mcp.Transport].
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	return NewConn(t.Reader, t.Writer, t.MaxMessage, t.Reader.Close), nil
+}
+
 // SessionID implements [mcp.Connection]: stdio has no session IDs.
 func (c *Conn) SessionID() string { return "" }
 

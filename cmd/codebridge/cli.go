@@ -271,6 +271,3 @@ func listLine(b *strings.Builder, synopsis, summary string) {
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }

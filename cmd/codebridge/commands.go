@@ -84,7 +84,7 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 			fmt.Fprintln(c.stderr, "\nstdin is a terminal, so there is no MCP client to talk to: exiting.")
 			return 0
 		}
-		return c.exit(bridge.Serve(ctx, c.cfg, bridge.ServeOptions{Logger: c.logger, Version: version(), In: c.stdin, Out: nopCloser{c.stdout}}))
+		return c.exit(bridge.Serve(ctx, c.cfg, bridge.ServeOptions{Logger: c.logger, Version: version(), In: c.stdin, Out: c.stdout}))
 	}
 }
 

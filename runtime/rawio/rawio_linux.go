@@ -109,3 +109,44 @@ func (c *conn) Close() error {
 	}
 	return c.closer.Close()
 }
+
+type pollableFile struct {
+	file    *os.File
+	restore func()
+}
+
+// pollable is Pollable's work on Linux; nil means f as it is.
+func pollable(f *os.File) *pollableFile {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var p *pollableFile
+	rc.Control(func(fd uintptr) { // Control, not Fd: Fd would set blocking mode
+		var st syscall.Stat_t
+		if syscall.Fstat(int(fd), &st) != nil {
+			return
+		}
+		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+			return
+		}
+		flags, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		if errno != 0 || flags&syscall.O_NONBLOCK != 0 {
+			return
+		}
+		dup, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			return
+		}
+		if syscall.SetNonblock(int(dup), true) != nil {
+			syscall.Close(int(dup))
+			return
+		}
+		orig := int(fd)
+		p = &pollableFile{
+			file:    os.NewFile(dup, f.Name()), // in non-blocking mode: the poller's
+			restore: func() { syscall.SetNonblock(orig, false) },
+		}
+	})
+	return p
+}

@@ -2,8 +2,18 @@
 
 package rawio
 
-import "io"
+import (
+	"io"
+	"os"
+)
 
 type conn struct{ io.ReadWriter }
 
 func wrap(any) *conn { return nil }
+
+type pollableFile struct {
+	file    *os.File
+	restore func()
+}
+
+func pollable(*os.File) *pollableFile { return nil }
