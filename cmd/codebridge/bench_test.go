@@ -53,6 +53,10 @@ func quantiles(ds []time.Duration) (p50, p95 float64) {
 //     between calls (a model thinking) lets the warm container be replaced,
 //     back to back most calls wait for a container to start.
 //
+// Besides the latency, each reports codebridge's CPU time per run
+// (bridge-cpu-us/run) and how often its threads waited (bridge-waits/run),
+// pauses included: what an idle codebridge does between runs counts.
+//
 // Run it with:
 //
 //	go test ./cmd/codebridge -run '^$' -bench RunPythonPrint -benchtime 200x
@@ -76,6 +80,7 @@ func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
 	runPython(b, cs, map[string]any{"code": "print(1)"}) // first contact with Podman
 	var ds []time.Duration
 	var anon []float64
+	cpu, waits := testenv.ProcessCPU(cmd.Process.Pid)
 	for b.Loop() {
 		if pause > 0 {
 			b.StopTimer()
@@ -90,7 +95,10 @@ func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
 			b.Fatalf("unexpected result: %s", r.Text)
 		}
 	}
+	cpu2, waits2 := testenv.ProcessCPU(cmd.Process.Pid)
 	reportQuantiles(b, ds)
+	b.ReportMetric(float64((cpu2-cpu).Microseconds())/float64(len(ds)), "bridge-cpu-us/run")
+	b.ReportMetric(float64(waits2-waits)/float64(len(ds)), "bridge-waits/run")
 	if len(anon) > 0 {
 		slices.Sort(anon)
 		b.ReportMetric(anon[len(anon)/2], "bridge-anon-MB")
