@@ -128,9 +128,12 @@ func TestPlainCode(t *testing.T) {
 		{name: "subprocess", code: "import subprocess, sys\nsubprocess.run(['echo', 'child'])\nsubprocess.run([sys.executable, '-c', 'import sys; sys.stderr.write(\"c2\")'])", stdout: "child\n", stderr: "c2"},
 		{name: "subprocess read stdin", code: "import subprocess\nprint(repr(subprocess.run(['cat'], capture_output=True).stdout))", stdout: "b''\n"},
 		{name: "interleaved order", code: "import os\nprint('1')\nos.write(1, b'2\\n')\nos.system('echo 3')\nprint('4')", stdout: "1\n2\n3\n4\n"},
-		{name: "frame bytes in output", code: "import sys\nsys.stdout.write('X\\x00\\x00\\x00\\x05hello')\nsys.stdout.buffer.write(b'Q\\xff\\xff\\xff\\xff')", stdout: "X\x00\x00\x00\x05helloQ\uFFFD"},
+		{name: "frame bytes in output", code: "import sys\nsys.stdout.write('X\\x00\\x00\\x00\\x05hello')\nsys.stdout.flush()\nsys.stdout.buffer.write(b'Q\\xff\\xff\\xff\\xff')", stdout: "X\x00\x00\x00\x05helloQ\uFFFD"},
 		{name: "fresh __main__", code: "import sys\nclass A: pass\nprint(__name__, A.__module__, sys.modules['__main__'].A is A)", stdout: "__main__ __main__ True\n"},
 		{name: "print without newline at exit", code: "print('partial', end='')", stdout: "partial"},
+		// Text is written a line at a time (one write, one frame for a
+		// print); binary writes go at once, so a partial line comes after.
+		{name: "text a line at a time", code: "import sys\nprint('a', end='')\nsys.stdout.buffer.write(b'b')\nprint('c')", stdout: "bac\n"},
 		{name: "user thread still printing", code: "import threading, time\ndef spam():\n    while True:\n        print('x')\n        time.sleep(0.001)\nthreading.Thread(target=spam, daemon=True).start()\ntime.sleep(0.05)\nprint('end')"},
 	}
 	for _, tt := range tests {

@@ -707,9 +707,13 @@ def _redirect_stdio(channel):
         p = Pump(channel, kind, r)
         p.start()
         pumps.append(p)
+    # Written a line at a time: python3 -u makes the text layer write each
+    # piece of a print at once (print(1) was two writes, so two wake-ups of
+    # the pump and two frames). A line without its newline is sent on by
+    # the next line, a flush, or the run's end (_flush_all).
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True)
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace", line_buffering=True, write_through=False)
         except Exception:
             pass
     return pumps
