@@ -76,7 +76,9 @@ func BenchmarkRunPythonAfterIdle(b *testing.B) { benchRunPrint(b, 6*time.Second)
 
 func benchRunPrint(b *testing.B, pause time.Duration, env ...string) {
 	requirePodman(b)
-	cs, _, cmd := sessionProc(b, bridgeEnv(b, b.TempDir(), env...))
+	// At the default level of logging (the tests' is debug: two more
+	// lines and writes per run).
+	cs, _, cmd := sessionProc(b, bridgeEnv(b, b.TempDir(), append([]string{"MCP_BRIDGE_LOG_LEVEL=info"}, env...)...))
 	runPython(b, cs, map[string]any{"code": "print(1)"}) // first contact with Podman
 	var ds []time.Duration
 	var anon []float64
