@@ -52,19 +52,12 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	}
 	// The client's pipes, read and written through the poller, so that a
 	// message arriving after a pause wakes one thread (package rawio).
-	if f, ok := in.(*os.File); ok {
-		p, restore := rawio.Pollable(f)
-		defer restore()
-		in = p
-	}
-	if f, ok := out.(*os.File); ok {
-		p, restore := rawio.Pollable(f)
-		defer restore()
-		if p != f {
-			defer p.Close()
-		}
-		out = p
-	}
+	pin, undo := pollable(in)
+	defer undo()
+	in = pin.(io.ReadCloser)
+	pout, undo := pollable(out)
+	defer undo()
+	out = pout.(io.Writer)
 	rt, err := start(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -81,6 +74,24 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	return errors.Join(err, srv.Close(cctx))
+}
+
+// pollable returns, for a pipe or socket file x, a file for its descriptor
+// that Go's poller waits on (rawio.Pollable), with a func that closes that
+// file and puts the descriptor's mode back; else x itself.
+func pollable(x any) (any, func()) {
+	f, ok := x.(*os.File)
+	if !ok {
+		return x, func() {}
+	}
+	p, restore := rawio.Pollable(f)
+	if p == f {
+		return f, restore
+	}
+	return p, func() {
+		p.Close() // a second Close, after the connection's, only says so
+		restore()
+	}
 }
 
 // ExecOptions configure [Exec].
