@@ -270,4 +270,3 @@ func listLine(b *strings.Builder, synopsis, summary string) {
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-
