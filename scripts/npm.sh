@@ -13,6 +13,10 @@
 # .codebridge-lock differs) is installed again, so other trees such as bench/
 # share the folder without renaming it.
 npm_trees() {
+  if [ ! -d scripts/npm ]; then # elsewhere the lockfiles' hash would be that of nothing
+    echo "npm_trees: run it from the repository's root (there is no scripts/npm in $PWD)" >&2
+    return 1
+  fi
   if [ -z "${CODEBRIDGE_TEST_NPM_DIR:-}" ]; then
     local hash cache
     hash=$(cat scripts/npm/{clients,servers}/package.json scripts/npm/{clients,servers}/package-lock.json | sha256sum | cut -c1-16)
