@@ -50,19 +50,18 @@ func Writer(w io.Writer) io.Writer {
 }
 
 // Pollable returns a file for f's descriptor that Wrap reads and writes with
-// raw system calls: for a pipe or socket in blocking mode, as a process's
-// stdin and stdout from its parent are, a duplicate of the descriptor, put
-// in non-blocking mode and so watched by Go's network poller; for anything
-// else (a terminal, a regular file, a descriptor already in non-blocking
-// mode), f itself. A read of f alone, in blocking mode, holds a thread in
-// the system call and wakes sysmon when the data comes (see the package
-// comment), on every message that arrives after a pause.
+// raw system calls: for a pipe or socket, as a process's stdin and stdout
+// from its parent are, a duplicate of the descriptor, put in non-blocking
+// mode and so watched by Go's network poller; for anything else (a
+// terminal, a regular file), f itself. A read of f alone, in blocking mode,
+// holds a thread in the system call and wakes sysmon when the data comes
+// (see the package comment), on every message that arrives after a pause.
 //
 // The mode belongs to the open file description, which the process that
-// passed f shares (and, under `go run`, the go command): restore puts it
-// back, and must run before the process exits. The caller closes the
-// returned file when it is not f; that unblocks a read in progress, which
-// closing f itself would not.
+// passed f shares (and, under `go run`, the go command): restore puts back
+// blocking mode if Pollable changed it, and must run before the process
+// exits. The caller closes the returned file when it is not f; that
+// unblocks a read in progress, which closing f itself would not.
 func Pollable(f *os.File) (file *os.File, restore func()) {
 	if p := pollable(f); p != nil {
 		return p.file, p.restore

@@ -131,9 +131,13 @@ func pollable(f *os.File) *pollableFile {
 			return
 		}
 		flags, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
-		if errno != 0 || flags&syscall.O_NONBLOCK != 0 {
+		if errno != 0 {
 			return
 		}
+		// Already in non-blocking mode, f may still be one the poller does
+		// not watch: os.Stdout, made at start, when stdin and stdout are one
+		// socket that a Pollable(os.Stdin) has just switched. A duplicate
+		// made now is watched either way.
 		dup, _, errno := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
 		if errno != 0 {
 			return
@@ -142,10 +146,14 @@ func pollable(f *os.File) *pollableFile {
 			syscall.Close(int(dup))
 			return
 		}
-		orig := int(fd)
+		restore := func() {}
+		if flags&syscall.O_NONBLOCK == 0 {
+			orig := int(fd)
+			restore = func() { syscall.SetNonblock(orig, false) }
+		}
 		p = &pollableFile{
 			file:    os.NewFile(dup, f.Name()), // in non-blocking mode: the poller's
-			restore: func() { syscall.SetNonblock(orig, false) },
+			restore: restore,
 		}
 	})
 	return p

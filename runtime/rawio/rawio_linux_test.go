@@ -1,6 +1,7 @@
 package rawio
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -94,6 +95,20 @@ func TestPollable(t *testing.T) {
 		t.Error("the pipe was not made pollable a second time")
 	}
 
+	// A pipe already in non-blocking mode also comes back as a duplicate,
+	// and restore leaves its mode alone.
+	syscall.SetNonblock(fds[0], true)
+	q, restore := Pollable(r)
+	if q == r {
+		t.Error("a pipe in non-blocking mode came back as it is")
+	} else {
+		q.Close()
+	}
+	restore()
+	if !nonblocking(t, fds[0]) {
+		t.Error("restore put a pipe Pollable found in non-blocking mode in blocking mode")
+	}
+
 	f, err := os.CreateTemp(t.TempDir(), "regular")
 	if err != nil {
 		t.Fatal(err)
@@ -111,4 +126,48 @@ func nonblocking(t *testing.T, fd int) bool {
 		t.Fatal(errno)
 	}
 	return flags&syscall.O_NONBLOCK != 0
+}
+
+// TestPollableSharedSocket: stdin and stdout one socket, as an agent may
+// pass them. os.Stdout is made at start, in blocking mode; Pollable of stdin
+// then switches the socket to non-blocking mode under it. Pollable of
+// stdout must still give a file the poller watches: writing more than the
+// socket holds then waits for the reader instead of failing with EAGAIN.
+func TestPollableSharedSocket(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := os.NewFile(uintptr(fds[0]), "stdin")
+	defer in.Close()
+	out0, err := syscall.Dup(fds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := os.NewFile(uintptr(out0), "stdout") // made while in blocking mode
+	defer out.Close()
+	peer := os.NewFile(uintptr(fds[1]), "peer")
+	defer peer.Close()
+
+	pin, restoreIn := Pollable(in)
+	defer restoreIn()
+	defer pin.Close()
+	pout, restoreOut := Pollable(out)
+	defer restoreOut()
+	if pout == out {
+		t.Fatal("stdout, not watched by the poller, came back as it is")
+	}
+	defer pout.Close()
+	want := bytes.Repeat([]byte("x"), 4<<20) // more than a socket holds
+	got := make(chan int, 1)
+	go func() {
+		n, _ := io.Copy(io.Discard, io.LimitReader(peer, int64(len(want))))
+		got <- int(n)
+	}()
+	if n, err := Writer(pout).Write(want); n != len(want) || err != nil {
+		t.Fatalf("Write = %d, %v; want %d bytes written", n, err, len(want))
+	}
+	if n := <-got; n != len(want) {
+		t.Errorf("the peer read %d bytes, want %d", n, len(want))
+	}
 }
