@@ -68,16 +68,16 @@ func NewConn(r io.Reader, w io.Writer, max int, close func() error) *Conn {
 
 // Transport is an [mcp.Transport] over a pair of streams, as go-sdk's
 // IOTransport, whose connection is a [Conn]: what codebridge serves its
-// own client on. Connect may be called once.
+// own client on. Connect may be called once. A message is bounded by
+// [DefaultMaxMessage].
 type Transport struct {
-	Reader     io.ReadCloser // closed by the connection's Close
-	Writer     io.Writer
-	MaxMessage int // as NewConn's max
+	Reader io.ReadCloser // closed by the connection's Close
+	Writer io.Writer
 }
 
 // Connect implements [mcp.Transport].
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
-	return NewConn(t.Reader, t.Writer, t.MaxMessage, t.Reader.Close), nil
+	return NewConn(t.Reader, t.Writer, 0, t.Reader.Close), nil
 }
 
 // SessionID implements [mcp.Connection]: stdio has no session IDs.

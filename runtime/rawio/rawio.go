@@ -68,3 +68,10 @@ func Pollable(f *os.File) (file *os.File, restore func()) {
 	}
 	return f, func() {}
 }
+
+// pollableFile is what pollable (per platform) made of a file; nil from
+// pollable means the file as it is.
+type pollableFile struct {
+	file    *os.File
+	restore func()
+}

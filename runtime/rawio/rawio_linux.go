@@ -110,11 +110,6 @@ func (c *conn) Close() error {
 	return c.closer.Close()
 }
 
-type pollableFile struct {
-	file    *os.File
-	restore func()
-}
-
 // pollable is Pollable's work on Linux; nil means f as it is.
 func pollable(f *os.File) *pollableFile {
 	rc, err := f.SyscallConn()

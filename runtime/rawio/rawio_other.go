@@ -11,9 +11,4 @@ type conn struct{ io.ReadWriter }
 
 func wrap(any) *conn { return nil }
 
-type pollableFile struct {
-	file    *os.File
-	restore func()
-}
-
 func pollable(*os.File) *pollableFile { return nil }
