@@ -76,9 +76,9 @@ func newEngine(cfg settings.Config, logger *slog.Logger) (engine, error) {
 
 // chooseEngine resolves the engine setting to a driver's name and says why:
 // auto takes Podman where it is present (installed, or a socket or
-// CONTAINER_HOST set), else Docker where it is, else Podman (whose error
-// then says how to install it). Kubernetes is never chosen by auto: it is
-// named.
+// CONTAINER_HOST set), else Docker where a daemon looks reachable (see
+// docker.Present), else Podman (whose error then says how to install it).
+// Kubernetes is never chosen by auto: it is named.
 func chooseEngine(setting string, podmanPresent, dockerPresent func() bool) (name, why string) {
 	switch setting {
 	case settings.EnginePodman, settings.EngineDocker, settings.EngineKubernetes:

@@ -48,7 +48,8 @@ and fails, unless --yes is given.
 
 Flags:
   --engine NAME     podman or docker (default MCP_BRIDGE_ENGINE; auto: Podman
-                    where it is installed, else Docker where it is)
+                    where it is installed, else Docker where a daemon's
+                    socket or DOCKER_HOST is)
   --start-dockerd   start dockerd when no Docker daemon runs and there is no
                     systemd (root only)
   --yes             answer yes: install and write without asking

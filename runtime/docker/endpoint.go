@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -208,18 +207,23 @@ func parseHost(host string) (scheme, addr string, err error) {
 	return "", "", fmt.Errorf("%q: want unix://, tcp:// or ssh://", host)
 }
 
-// Present reports, without connecting, whether Docker looks usable here:
-// DOCKER_HOST or a Docker context is set, a default socket exists, or the
-// docker command is installed.
+// Present reports, without connecting, whether a Docker daemon looks
+// reachable here: DOCKER_HOST or a Docker context is set, or a default
+// socket exists. The docker command alone does not count: without a socket
+// it has no daemon to talk to, as on machines that ship the CLI and nothing
+// else, where auto's choice (and so codebridge setup's) is then Podman.
 func Present(getenv func(string) string) bool {
+	return present(getenv, defaultSockets(getenv))
+}
+
+func present(getenv func(string) string, sockets []string) bool {
 	if _, chosen, _ := explicitEndpoint("", getenv); chosen {
 		return true
 	}
-	for _, sock := range defaultSockets(getenv) {
+	for _, sock := range sockets {
 		if _, err := os.Stat(sock); err == nil {
 			return true
 		}
 	}
-	_, err := exec.LookPath("docker")
-	return err == nil
+	return false
 }

@@ -71,6 +71,41 @@ func TestExplicitEndpoint(t *testing.T) {
 	}
 }
 
+// TestPresent: Docker counts as present for auto with an endpoint set or a
+// socket on disk, and not with the docker command alone (a CLI with no daemon,
+// as brand-new build machines have it).
+func TestPresent(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	sock := filepath.Join(dir, "docker.sock")
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{"DOCKER_CONFIG": dir}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	if present(env(), []string{sock}) {
+		t.Error("present with only the docker command and no socket")
+	}
+	if !present(env("DOCKER_HOST", "tcp://127.0.0.1:2375"), []string{sock}) {
+		t.Error("not present with DOCKER_HOST set")
+	}
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !present(env(), []string{sock}) {
+		t.Error("not present with a socket on disk")
+	}
+}
+
 func TestParseHost(t *testing.T) {
 	for _, tt := range []struct{ host, scheme, addr, err string }{
 		{"unix:///var/run/docker.sock", "unix", "/var/run/docker.sock", ""},
