@@ -383,3 +383,73 @@ type readerStream struct{ io.Reader }
 
 func (readerStream) Write(p []byte) (int, error) { return len(p), nil }
 func (readerStream) Close() error                { return nil }
+
+// TestWriterInline: a reply written by the goroutine that served it goes out
+// before write returns; a frame enqueued meanwhile, as the reader goroutine
+// does, never waits for that write, and goes out after it, in order.
+func TestWriterInline(t *testing.T) {
+	r, w := io.Pipe() // a Write returns once it has been read
+	t.Cleanup(func() { r.Close() })
+	failed := make(chan error, 1)
+	wr := newWriter(w, func(err error) { failed <- err })
+	done := make(chan struct{})
+	defer close(done)
+	go wr.loop(done)
+
+	a, b, c := frameBytes('R', "a"), frameBytes('R', "b"), frameBytes('R', "c")
+	wrote := make(chan error, 1)
+	go func() { wrote <- wr.write(a) }() // blocks: nothing reads yet
+	for {
+		wr.mu.Lock()
+		busy := wr.busy
+		wr.mu.Unlock()
+		if busy {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	enqueued := make(chan error, 1)
+	go func() { enqueued <- wr.enqueue(b) }()
+	select {
+	case err := <-enqueued:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("enqueue waited for a write in progress")
+	}
+	got := make([]byte, len(a)+len(b))
+	if _, err := io.ReadFull(r, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if want := cat(a, b); !bytes.Equal(got, want) {
+		t.Errorf("read %q, want %q", got, want)
+	}
+
+	// Idle again: write goes out from the caller, before it returns.
+	read := make(chan []byte, 1)
+	go func() {
+		p := make([]byte, len(c))
+		io.ReadFull(r, p)
+		read <- p
+	}()
+	if err := wr.write(c); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-read:
+		if !bytes.Equal(p, c) {
+			t.Errorf("read %q, want %q", p, c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frame was not read")
+	}
+	select {
+	case err := <-failed:
+		t.Errorf("writer failed: %v", err)
+	default:
+	}
+}

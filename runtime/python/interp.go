@@ -409,7 +409,7 @@ func (it *Interpreter) request(payload []byte) {
 	switch {
 	case r == nil:
 		it.mu.Unlock()
-		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeInternal, Message: "no run is in progress: code left running in the background cannot make requests between runs"})
+		it.refuse(req.ID, &protocol.Error{Code: protocol.CodeInternal, Message: "no run is in progress: code left running in the background cannot make requests between runs"})
 		return
 	case r.inFlight < MaxRequests:
 		r.inFlight++
@@ -420,7 +420,7 @@ func (it *Interpreter) request(payload []byte) {
 	case len(r.queue) >= MaxQueuedRequests || r.queuedBytes+len(req.Params) > MaxQueuedRequestBytes:
 		serving, waiting := r.inFlight, len(r.queue) // read under the lock
 		it.mu.Unlock()
-		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeTooManyRequests, Message: fmt.Sprintf(
+		it.refuse(req.ID, &protocol.Error{Code: protocol.CodeTooManyRequests, Message: fmt.Sprintf(
 			"too many requests at once: %d are being served and %d are waiting (limits %d and %d, or %d MiB waiting); await some before sending more",
 			serving, waiting, MaxRequests, MaxQueuedRequests, MaxQueuedRequestBytes>>20)})
 		return
@@ -469,9 +469,27 @@ func (it *Interpreter) answer(r *runState, req protocol.Request) {
 	it.reply(req.ID, result, nil)
 }
 
-// reply sends the answer to request id; a result too big for a frame becomes
-// an error the code can act on.
+// reply sends the answer to request id from a goroutine serving it, which
+// may wait for the sandbox to read (see [writer.write]).
 func (it *Interpreter) reply(id int64, result any, rerr *protocol.Error) {
+	frame, err := protocol.Encode(protocol.KindReply, replyPayload(id, result, rerr))
+	if err == nil {
+		err = it.out.write(frame)
+	}
+	if err != nil {
+		it.fail(err)
+	}
+}
+
+// refuse answers request id with rerr from the reader goroutine, which must
+// never wait for the sandbox: the frame is queued.
+func (it *Interpreter) refuse(id int64, rerr *protocol.Error) {
+	it.sendRaw(protocol.KindReply, replyPayload(id, nil, rerr))
+}
+
+// replyPayload is the reply frame's payload; a result too big for a frame
+// becomes an error the code can act on.
+func replyPayload(id int64, result any, rerr *protocol.Error) []byte {
 	rep := protocol.Reply{ID: id, Error: rerr}
 	if rerr == nil {
 		b, err := json.Marshal(result)
@@ -488,12 +506,16 @@ func (it *Interpreter) reply(id int64, result any, rerr *protocol.Error) {
 	if err != nil {
 		payload, _ = json.Marshal(protocol.Reply{ID: id, Error: &protocol.Error{Code: protocol.CodeTooLarge, Message: err.Error()}})
 	}
-	it.sendRaw(protocol.KindReply, payload)
+	return payload
 }
 
-// writer sends frames to the sandbox in order from one goroutine, so no
-// caller ever blocks on the sandbox's stdin. Frames wait in memory up to
-// [MaxBacklog] bytes; a sandbox that stops reading past that is failed.
+// writer sends frames to the sandbox one at a time and in order. enqueue
+// never blocks: the frame waits in memory, up to [MaxBacklog] bytes (a
+// sandbox that stops reading past that is failed), for the writer's own
+// goroutine. write, for a caller that may wait on the sandbox (a host
+// call's reply), writes the frame itself when nothing else is being
+// written or waits, which saves waking the writer's goroutine (and a
+// thread) on every reply.
 type writer struct {
 	w    io.Writer
 	fail func(error)
@@ -502,6 +524,7 @@ type writer struct {
 	mu      sync.Mutex // protects following
 	queue   [][]byte
 	backlog int
+	busy    bool // a frame is being written, by loop or by write
 }
 
 func newWriter(w io.Writer, fail func(error)) *writer {
@@ -518,11 +541,39 @@ func (w *writer) enqueue(frame []byte) error {
 	w.queue = append(w.queue, frame)
 	w.backlog += len(frame)
 	w.mu.Unlock()
+	w.signal()
+	return nil
+}
+
+// write writes frame from the calling goroutine when no frame is being
+// written or waits, else enqueues it.
+func (w *writer) write(frame []byte) error {
+	w.mu.Lock()
+	if w.busy || len(w.queue) > 0 {
+		w.mu.Unlock()
+		return w.enqueue(frame)
+	}
+	w.busy = true
+	w.mu.Unlock()
+	_, err := w.w.Write(frame)
+	w.mu.Lock()
+	w.busy = false
+	waiting := len(w.queue) > 0
+	w.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("writing to the sandbox: %w", err)
+	}
+	if waiting { // enqueued while this frame was written: loop saw busy and left them
+		w.signal()
+	}
+	return nil
+}
+
+func (w *writer) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 func (w *writer) loop(done <-chan struct{}) {
@@ -534,17 +585,19 @@ func (w *writer) loop(done <-chan struct{}) {
 		}
 		for {
 			w.mu.Lock()
-			if len(w.queue) == 0 {
+			if w.busy || len(w.queue) == 0 { // a write in progress signals when it is done
 				w.mu.Unlock()
 				break
 			}
 			frame := w.queue[0]
 			w.queue[0] = nil
 			w.queue = w.queue[1:]
+			w.busy = true
 			w.mu.Unlock()
 			_, err := w.w.Write(frame)
 			w.mu.Lock()
 			w.backlog -= len(frame)
+			w.busy = false
 			w.mu.Unlock()
 			if err != nil {
 				w.fail(fmt.Errorf("writing to the sandbox: %w", err))
