@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -384,11 +385,12 @@ type readerStream struct{ io.Reader }
 func (readerStream) Write(p []byte) (int, error) { return len(p), nil }
 func (readerStream) Close() error                { return nil }
 
-// TestWriterInline: a reply written by the goroutine that served it goes out
-// before write returns; a frame enqueued meanwhile, as the reader goroutine
-// does, never waits for that write, and goes out after it, in order.
-func TestWriterInline(t *testing.T) {
-	r, w := io.Pipe() // a Write returns once it has been read
+// TestWriterSend: a reply sent by the goroutine that served it (wait) goes
+// out before send returns; a frame sent meanwhile without wait, as the
+// reader goroutine sends, never waits for that write, and goes out after
+// it, in order.
+func TestWriterSend(t *testing.T) {
+	r, w := io.Pipe() // a Write returns once it has been read; no TryWrite
 	t.Cleanup(func() { r.Close() })
 	failed := make(chan error, 1)
 	wr := newWriter(w, func(err error) { failed <- err })
@@ -398,7 +400,7 @@ func TestWriterInline(t *testing.T) {
 
 	a, b, c := frameBytes('R', "a"), frameBytes('R', "b"), frameBytes('R', "c")
 	wrote := make(chan error, 1)
-	go func() { wrote <- wr.write(a) }() // blocks: nothing reads yet
+	go func() { wrote <- wr.send(a, true) }() // blocks: nothing reads yet
 	for {
 		wr.mu.Lock()
 		busy := wr.busy
@@ -408,15 +410,15 @@ func TestWriterInline(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	enqueued := make(chan error, 1)
-	go func() { enqueued <- wr.enqueue(b) }()
+	queued := make(chan error, 1)
+	go func() { queued <- wr.send(b, false) }()
 	select {
-	case err := <-enqueued:
+	case err := <-queued:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("enqueue waited for a write in progress")
+		t.Fatal("a send without wait waited for a write in progress")
 	}
 	got := make([]byte, len(a)+len(b))
 	if _, err := io.ReadFull(r, got); err != nil {
@@ -429,14 +431,15 @@ func TestWriterInline(t *testing.T) {
 		t.Errorf("read %q, want %q", got, want)
 	}
 
-	// Idle again: write goes out from the caller, before it returns.
+	// Idle again: a send that may wait writes from the caller, before it
+	// returns.
 	read := make(chan []byte, 1)
 	go func() {
 		p := make([]byte, len(c))
 		io.ReadFull(r, p)
 		read <- p
 	}()
-	if err := wr.write(c); err != nil {
+	if err := wr.send(c, true); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -451,5 +454,64 @@ func TestWriterInline(t *testing.T) {
 	case err := <-failed:
 		t.Errorf("writer failed: %v", err)
 	default:
+	}
+}
+
+// shortStream takes the first take bytes of what TryWrite offers, then
+// nothing; Write takes everything.
+type shortStream struct {
+	mu         sync.Mutex
+	take       int
+	tried, got bytes.Buffer
+}
+
+func (s *shortStream) TryWrite(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(s.take, len(p))
+	s.take -= n
+	s.tried.Write(p[:n])
+	s.got.Write(p[:n])
+	return n, nil
+}
+
+func (s *shortStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got.Write(p)
+}
+
+// TestWriterTryWrite: over a stream that can write without waiting, a frame
+// goes out from the sender as far as the stream takes it, and the rest,
+// then later frames, through the writer's goroutine, in order.
+func TestWriterTryWrite(t *testing.T) {
+	s := &shortStream{take: 7}
+	wr := newWriter(s, func(err error) { t.Errorf("writer failed: %v", err) })
+	done := make(chan struct{})
+	defer close(done)
+	go wr.loop(done)
+	a, b := frameBytes('C', "first"), frameBytes('R', "second")
+	if err := wr.send(a, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.send(b, false); err != nil {
+		t.Fatal(err)
+	}
+	want := cat(a, b)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got, tried := bytes.Clone(s.got.Bytes()), bytes.Clone(s.tried.Bytes())
+		s.mu.Unlock()
+		if bytes.Equal(got, want) {
+			if !bytes.Equal(tried, a[:7]) {
+				t.Errorf("written at once %q, want %q", tried, a[:7])
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream got %q, want %q", got, want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 )
 
 // Stream is a sandbox's standard input (Write) and output (Read). Close must
@@ -181,13 +183,15 @@ func (it *Interpreter) send(kind byte, v any) {
 		it.fail(fmt.Errorf("encoding %q frame: %w", kind, err))
 		return
 	}
-	it.sendRaw(kind, payload)
+	it.sendRaw(kind, payload, false)
 }
 
-func (it *Interpreter) sendRaw(kind byte, payload []byte) {
+// sendRaw sends a frame; wait says the caller may wait for the sandbox to
+// read it ([writer.send]).
+func (it *Interpreter) sendRaw(kind byte, payload []byte, wait bool) {
 	frame, err := protocol.Encode(kind, payload)
 	if err == nil {
-		err = it.out.enqueue(frame)
+		err = it.out.send(frame, wait)
 	}
 	if err != nil {
 		it.fail(err)
@@ -470,21 +474,15 @@ func (it *Interpreter) answer(r *runState, req protocol.Request) {
 }
 
 // reply sends the answer to request id from a goroutine serving it, which
-// may wait for the sandbox to read (see [writer.write]).
+// may wait for the sandbox to read.
 func (it *Interpreter) reply(id int64, result any, rerr *protocol.Error) {
-	frame, err := protocol.Encode(protocol.KindReply, replyPayload(id, result, rerr))
-	if err == nil {
-		err = it.out.write(frame)
-	}
-	if err != nil {
-		it.fail(err)
-	}
+	it.sendRaw(protocol.KindReply, replyPayload(id, result, rerr), true)
 }
 
 // refuse answers request id with rerr from the reader goroutine, which must
 // never wait for the sandbox: the frame is queued.
 func (it *Interpreter) refuse(id int64, rerr *protocol.Error) {
-	it.sendRaw(protocol.KindReply, replyPayload(id, nil, rerr))
+	it.sendRaw(protocol.KindReply, replyPayload(id, nil, rerr), false)
 }
 
 // replyPayload is the reply frame's payload; a result too big for a frame
@@ -509,34 +507,73 @@ func replyPayload(id int64, result any, rerr *protocol.Error) []byte {
 	return payload
 }
 
-// writer sends frames to the sandbox one at a time and in order. enqueue
-// never blocks: the frame waits in memory, up to [MaxBacklog] bytes (a
-// sandbox that stops reading past that is failed), for the writer's own
-// goroutine. write, for a caller that may wait on the sandbox (a host
-// call's reply), writes the frame itself when nothing else is being
-// written or waits, which saves waking the writer's goroutine (and a
-// thread) on every reply.
+// writer sends frames to the sandbox one at a time and in order. A frame
+// goes out at once from the goroutine that sends it when nothing is queued
+// or being written and the stream takes it without waiting (a
+// [rawio.TryWriter]: the sandbox's socket), or, for a caller that may wait
+// on the sandbox (a host call's reply), by waiting for the stream. That
+// saves waking the writer's goroutine, and a thread, on every frame. What
+// is left waits in memory, up to [MaxBacklog] bytes (a sandbox that stops
+// reading past that is failed), for the writer's goroutine.
 type writer struct {
 	w    io.Writer
+	try  rawio.TryWriter // w's, or nil
 	fail func(error)
 	wake chan struct{}
 
 	mu      sync.Mutex // protects following
 	queue   [][]byte
 	backlog int
-	busy    bool // a frame is being written, by loop or by write
+	busy    bool // a frame is being written, by loop or by send
 }
 
 func newWriter(w io.Writer, fail func(error)) *writer {
-	return &writer{w: w, fail: fail, wake: make(chan struct{}, 1)}
+	try, _ := w.(rawio.TryWriter)
+	return &writer{w: w, try: try, fail: fail, wake: make(chan struct{}, 1)}
 }
 
+// send writes frame, or what of it the stream does not take at once, as
+// the type says; without wait it never blocks.
+func (w *writer) send(frame []byte, wait bool) error {
+	w.mu.Lock()
+	if w.busy || len(w.queue) > 0 || (w.try == nil && !wait) {
+		w.mu.Unlock()
+		return w.enqueue(frame)
+	}
+	w.busy = true
+	w.mu.Unlock()
+	var n int
+	var err error
+	if w.try != nil {
+		n, err = w.try.TryWrite(frame)
+	} else {
+		n, err = w.w.Write(frame)
+	}
+	w.mu.Lock()
+	w.busy = false
+	if rest := frame[n:]; err == nil && len(rest) > 0 {
+		err = w.full(len(rest))
+		if err == nil { // before whatever was queued while this was written
+			w.queue = slices.Insert(w.queue, 0, rest)
+			w.backlog += len(rest)
+		}
+	} else if err != nil {
+		err = fmt.Errorf("writing to the sandbox: %w", err)
+	}
+	waiting := len(w.queue) > 0
+	w.mu.Unlock()
+	if waiting { // loop saw busy and left the queue to this send
+		w.signal()
+	}
+	return err
+}
+
+// enqueue queues frame for loop.
 func (w *writer) enqueue(frame []byte) error {
 	w.mu.Lock()
-	if w.backlog+len(frame) > MaxBacklog {
-		n := w.backlog
+	if err := w.full(len(frame)); err != nil {
 		w.mu.Unlock()
-		return fmt.Errorf("%w: the sandbox stopped reading from codebridge (%d bytes waiting, limit %d MiB)", ErrProtocol, n, MaxBacklog>>20)
+		return err
 	}
 	w.queue = append(w.queue, frame)
 	w.backlog += len(frame)
@@ -545,26 +582,10 @@ func (w *writer) enqueue(frame []byte) error {
 	return nil
 }
 
-// write writes frame from the calling goroutine when no frame is being
-// written or waits, else enqueues it.
-func (w *writer) write(frame []byte) error {
-	w.mu.Lock()
-	if w.busy || len(w.queue) > 0 {
-		w.mu.Unlock()
-		return w.enqueue(frame)
-	}
-	w.busy = true
-	w.mu.Unlock()
-	_, err := w.w.Write(frame)
-	w.mu.Lock()
-	w.busy = false
-	waiting := len(w.queue) > 0
-	w.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("writing to the sandbox: %w", err)
-	}
-	if waiting { // enqueued while this frame was written: loop saw busy and left them
-		w.signal()
+// full is the error of queueing n more bytes past [MaxBacklog]; under mu.
+func (w *writer) full(n int) error {
+	if w.backlog+n > MaxBacklog {
+		return fmt.Errorf("%w: the sandbox stopped reading from codebridge (%d bytes waiting, limit %d MiB)", ErrProtocol, w.backlog, MaxBacklog>>20)
 	}
 	return nil
 }

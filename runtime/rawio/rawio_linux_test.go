@@ -171,3 +171,46 @@ func TestPollableSharedSocket(t *testing.T) {
 		t.Errorf("the peer read %d bytes, want %d", n, len(want))
 	}
 }
+
+// TestTryWrite: TryWrite into a pipe takes what fits and returns at once
+// when the pipe is full, and every byte it reported went through, in order.
+func TestTryWrite(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	tw, ok := Writer(pw).(TryWriter)
+	if !ok {
+		t.Fatal("the pipe's writer is no TryWriter")
+	}
+	chunk := make([]byte, 10000)
+	var sent bytes.Buffer
+	for i := 0; ; i++ {
+		for j := range chunk {
+			chunk[j] = byte(i + j)
+		}
+		n, err := tw.TryWrite(chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent.Write(chunk[:n])
+		if n < len(chunk) {
+			break // full: it did not wait
+		}
+		if sent.Len() > 64<<20 {
+			t.Fatal("64 MiB went into a pipe nobody reads")
+		}
+	}
+	if n, err := tw.TryWrite([]byte("x")); n != 0 || err != nil {
+		t.Errorf("TryWrite into a full pipe = %d, %v; want 0, nil", n, err)
+	}
+	got := make([]byte, sent.Len())
+	if _, err := io.ReadFull(pr, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, sent.Bytes()) {
+		t.Error("the pipe holds other bytes than TryWrite reported writing")
+	}
+}
