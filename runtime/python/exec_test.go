@@ -608,21 +608,30 @@ func TestSeconds(t *testing.T) {
 	}
 }
 
-// BenchmarkRequestRoundTrip is one request from sandboxed code answered at
-// once by the host, over local pipes (no container): the protocol's and
-// Python's share of a tool call's cost. Reported per call of 1,000
-// sequential awaited calls, and of 1,000 blocking (_sync) calls: the wall
-// time (us/call), the CPU time of the sandbox's Python and of the host (this
+// BenchmarkRequestRoundTrip is one request from sandboxed code answered by
+// the host, over local pipes (no container): the protocol's and Python's
+// share of a tool call's cost. Reported per call of 1,000 sequential
+// awaited calls, and of 1,000 blocking (_sync) calls: the wall time
+// (us/call), the CPU time of the sandbox's Python and of the host (this
 // process), and how often each waited (voluntary context switches: a thread
 // going to sleep and being woken), which vary less with the machine's load.
+// The host answers at once, or, in await-slow-host, after 500 µs, as a
+// real server's answer comes: then both sides wake cold on every call.
 func BenchmarkRequestRoundTrip(b *testing.B) {
-	h := &fakeHost{handle: func(context.Context, string, json.RawMessage) (any, error) {
-		return map[string]any{"content": []any{map[string]any{"type": "text", "text": "x"}}}, nil
-	}}
-	for _, form := range []struct{ name, call string }{
-		{"await", `await call_tool("s", "t", {"message": "x"})`},
-		{"sync", `call_tool_sync("s", "t", {"message": "x"})`},
+	for _, form := range []struct {
+		name, call string
+		delay      time.Duration
+	}{
+		{"await", `await call_tool("s", "t", {"message": "x"})`, 0},
+		{"sync", `call_tool_sync("s", "t", {"message": "x"})`, 0},
+		{"await-slow-host", `await call_tool("s", "t", {"message": "x"})`, 500 * time.Microsecond},
 	} {
+		h := &fakeHost{handle: func(context.Context, string, json.RawMessage) (any, error) {
+			if form.delay > 0 {
+				time.Sleep(form.delay)
+			}
+			return map[string]any{"content": []any{map[string]any{"type": "text", "text": "x"}}}, nil
+		}}
 		b.Run(form.name, func(b *testing.B) {
 			it := startInterp(b, protocol.Init{}, Limits{})
 			code := testenv.PythonTimed(1000, form.call)
