@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"time"
-
-	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 )
 
 // Attached is a sandbox container's streams as a driver holds them: the
@@ -144,25 +142,6 @@ func (c conn) Read(p []byte) (int, error) {
 func (c conn) Write(p []byte) (int, error) {
 	_, w := c.a.Stream()
 	return w.Write(p)
-}
-
-// TryWrite writes what the stream takes now, without waiting: nothing
-// before the container has taken its stream, or when the stream cannot
-// write without waiting (stdin through the attach connection).
-func (c conn) TryWrite(p []byte) (int, error) {
-	if c.a.ch == nil {
-		return 0, nil
-	}
-	select {
-	case <-c.a.ch.Ready():
-	default:
-		return 0, nil
-	}
-	_, w := c.a.ch.Stream()
-	if tw, ok := w.(rawio.TryWriter); ok {
-		return tw.TryWrite(p)
-	}
-	return 0, nil
 }
 
 func (c conn) Close() error {

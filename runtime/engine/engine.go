@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 )
 
 // Conn is a driver's connection to its engine, as an [Engine] uses it. A
@@ -300,14 +299,6 @@ func (e *Engine) depart() bool {
 type boxStream struct {
 	io.ReadWriteCloser
 	b *Box
-}
-
-// TryWrite is the stream's [rawio.TryWriter] method.
-func (s boxStream) TryWrite(p []byte) (int, error) {
-	if tw, ok := s.ReadWriteCloser.(rawio.TryWriter); ok {
-		return tw.TryWrite(p)
-	}
-	return 0, nil
 }
 
 func (s boxStream) Close() error {

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
-	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 )
 
 // Stream is a sandbox's standard input (Write) and output (Read). Close must
@@ -183,15 +181,13 @@ func (it *Interpreter) send(kind byte, v any) {
 		it.fail(fmt.Errorf("encoding %q frame: %w", kind, err))
 		return
 	}
-	it.sendRaw(kind, payload, false)
+	it.sendRaw(kind, payload)
 }
 
-// sendRaw sends a frame; wait says the caller may wait for the sandbox to
-// read it ([writer.send]).
-func (it *Interpreter) sendRaw(kind byte, payload []byte, wait bool) {
+func (it *Interpreter) sendRaw(kind byte, payload []byte) {
 	frame, err := protocol.Encode(kind, payload)
 	if err == nil {
-		err = it.out.send(frame, wait)
+		err = it.out.enqueue(frame)
 	}
 	if err != nil {
 		it.fail(err)
@@ -413,7 +409,7 @@ func (it *Interpreter) request(payload []byte) {
 	switch {
 	case r == nil:
 		it.mu.Unlock()
-		it.refuse(req.ID, &protocol.Error{Code: protocol.CodeInternal, Message: "no run is in progress: code left running in the background cannot make requests between runs"})
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeInternal, Message: "no run is in progress: code left running in the background cannot make requests between runs"})
 		return
 	case r.inFlight < MaxRequests:
 		r.inFlight++
@@ -424,7 +420,7 @@ func (it *Interpreter) request(payload []byte) {
 	case len(r.queue) >= MaxQueuedRequests || r.queuedBytes+len(req.Params) > MaxQueuedRequestBytes:
 		serving, waiting := r.inFlight, len(r.queue) // read under the lock
 		it.mu.Unlock()
-		it.refuse(req.ID, &protocol.Error{Code: protocol.CodeTooManyRequests, Message: fmt.Sprintf(
+		it.reply(req.ID, nil, &protocol.Error{Code: protocol.CodeTooManyRequests, Message: fmt.Sprintf(
 			"too many requests at once: %d are being served and %d are waiting (limits %d and %d, or %d MiB waiting); await some before sending more",
 			serving, waiting, MaxRequests, MaxQueuedRequests, MaxQueuedRequestBytes>>20)})
 		return
@@ -473,21 +469,9 @@ func (it *Interpreter) answer(r *runState, req protocol.Request) {
 	it.reply(req.ID, result, nil)
 }
 
-// reply sends the answer to request id from a goroutine serving it, which
-// may wait for the sandbox to read.
+// reply sends the answer to request id; a result too big for a frame becomes
+// an error the code can act on.
 func (it *Interpreter) reply(id int64, result any, rerr *protocol.Error) {
-	it.sendRaw(protocol.KindReply, replyPayload(id, result, rerr), true)
-}
-
-// refuse answers request id with rerr from the reader goroutine, which must
-// never wait for the sandbox: the frame is queued.
-func (it *Interpreter) refuse(id int64, rerr *protocol.Error) {
-	it.sendRaw(protocol.KindReply, replyPayload(id, nil, rerr), false)
-}
-
-// replyPayload is the reply frame's payload; a result too big for a frame
-// becomes an error the code can act on.
-func replyPayload(id int64, result any, rerr *protocol.Error) []byte {
 	rep := protocol.Reply{ID: id, Error: rerr}
 	if rerr == nil {
 		b, err := json.Marshal(result)
@@ -504,97 +488,41 @@ func replyPayload(id int64, result any, rerr *protocol.Error) []byte {
 	if err != nil {
 		payload, _ = json.Marshal(protocol.Reply{ID: id, Error: &protocol.Error{Code: protocol.CodeTooLarge, Message: err.Error()}})
 	}
-	return payload
+	it.sendRaw(protocol.KindReply, payload)
 }
 
-// writer sends frames to the sandbox one at a time and in order. A frame
-// goes out at once from the goroutine that sends it when nothing is queued
-// or being written and the stream takes it without waiting (a
-// [rawio.TryWriter]: the sandbox's socket), or, for a caller that may wait
-// on the sandbox (a host call's reply), by waiting for the stream. That
-// saves waking the writer's goroutine, and a thread, on every frame. What
-// is left waits in memory, up to [MaxBacklog] bytes (a sandbox that stops
-// reading past that is failed), for the writer's goroutine.
+// writer sends frames to the sandbox in order from one goroutine, so no
+// caller ever blocks on the sandbox's stdin. Frames wait in memory up to
+// [MaxBacklog] bytes; a sandbox that stops reading past that is failed.
 type writer struct {
 	w    io.Writer
-	try  rawio.TryWriter // w's, or nil
 	fail func(error)
 	wake chan struct{}
 
 	mu      sync.Mutex // protects following
 	queue   [][]byte
 	backlog int
-	busy    bool // a frame is being written, by loop or by send
 }
 
 func newWriter(w io.Writer, fail func(error)) *writer {
-	try, _ := w.(rawio.TryWriter)
-	return &writer{w: w, try: try, fail: fail, wake: make(chan struct{}, 1)}
+	return &writer{w: w, fail: fail, wake: make(chan struct{}, 1)}
 }
 
-// send writes frame, or what of it the stream does not take at once, as
-// the type says; without wait it never blocks.
-func (w *writer) send(frame []byte, wait bool) error {
-	w.mu.Lock()
-	if w.busy || len(w.queue) > 0 || (w.try == nil && !wait) {
-		w.mu.Unlock()
-		return w.enqueue(frame)
-	}
-	w.busy = true
-	w.mu.Unlock()
-	var n int
-	var err error
-	if w.try != nil {
-		n, err = w.try.TryWrite(frame)
-	} else {
-		n, err = w.w.Write(frame)
-	}
-	w.mu.Lock()
-	w.busy = false
-	if rest := frame[n:]; err == nil && len(rest) > 0 {
-		err = w.full(len(rest))
-		if err == nil { // before whatever was queued while this was written
-			w.queue = slices.Insert(w.queue, 0, rest)
-			w.backlog += len(rest)
-		}
-	} else if err != nil {
-		err = fmt.Errorf("writing to the sandbox: %w", err)
-	}
-	waiting := len(w.queue) > 0
-	w.mu.Unlock()
-	if waiting { // loop saw busy and left the queue to this send
-		w.signal()
-	}
-	return err
-}
-
-// enqueue queues frame for loop.
 func (w *writer) enqueue(frame []byte) error {
 	w.mu.Lock()
-	if err := w.full(len(frame)); err != nil {
+	if w.backlog+len(frame) > MaxBacklog {
+		n := w.backlog
 		w.mu.Unlock()
-		return err
+		return fmt.Errorf("%w: the sandbox stopped reading from codebridge (%d bytes waiting, limit %d MiB)", ErrProtocol, n, MaxBacklog>>20)
 	}
 	w.queue = append(w.queue, frame)
 	w.backlog += len(frame)
 	w.mu.Unlock()
-	w.signal()
-	return nil
-}
-
-// full is the error of queueing n more bytes past [MaxBacklog]; under mu.
-func (w *writer) full(n int) error {
-	if w.backlog+n > MaxBacklog {
-		return fmt.Errorf("%w: the sandbox stopped reading from codebridge (%d bytes waiting, limit %d MiB)", ErrProtocol, w.backlog, MaxBacklog>>20)
-	}
-	return nil
-}
-
-func (w *writer) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
 func (w *writer) loop(done <-chan struct{}) {
@@ -606,19 +534,17 @@ func (w *writer) loop(done <-chan struct{}) {
 		}
 		for {
 			w.mu.Lock()
-			if w.busy || len(w.queue) == 0 { // a write in progress signals when it is done
+			if len(w.queue) == 0 {
 				w.mu.Unlock()
 				break
 			}
 			frame := w.queue[0]
 			w.queue[0] = nil
 			w.queue = w.queue[1:]
-			w.busy = true
 			w.mu.Unlock()
 			_, err := w.w.Write(frame)
 			w.mu.Lock()
 			w.backlog -= len(frame)
-			w.busy = false
 			w.mu.Unlock()
 			if err != nil {
 				w.fail(fmt.Errorf("writing to the sandbox: %w", err))

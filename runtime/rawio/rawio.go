@@ -49,13 +49,6 @@ func Writer(w io.Writer) io.Writer {
 	return w
 }
 
-// TryWriter is a writer that can write without waiting: TryWrite writes
-// what the descriptor takes now, perhaps nothing, and returns how much that
-// was. The sockets and pipes [Wrap] returns are TryWriters.
-type TryWriter interface {
-	TryWrite(p []byte) (int, error)
-}
-
 // Pollable returns a file for f's descriptor that Wrap reads and writes with
 // raw system calls: for a pipe or socket, as a process's stdin and stdout
 // from its parent are, a duplicate of the descriptor, put in non-blocking

@@ -65,14 +65,7 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (c *conn) Write(p []byte) (int, error) { return c.write(p, true) }
-
-// TryWrite implements [TryWriter].
-func (c *conn) TryWrite(p []byte) (int, error) { return c.write(p, false) }
-
-// write writes p, waiting until the descriptor is writable when it is full
-// if wait is set, else returning what it took.
-func (c *conn) write(p []byte, wait bool) (int, error) {
+func (c *conn) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	err := c.rc.Write(func(fd uintptr) bool {
@@ -83,7 +76,7 @@ func (c *conn) write(p []byte, wait bool) (int, error) {
 				n += int(r)
 			case syscall.EINTR:
 			case syscall.EAGAIN:
-				return !wait // wait until it is writable, or not
+				return false // wait until it is writable
 			default:
 				errno = e
 				return true
