@@ -87,8 +87,9 @@ export CODEBRIDGE_TEST_DOCKER=${CODEBRIDGE_TEST_DOCKER:-0}
 # The end-to-end phase in the minimal image ran in scripts/test.sh already and
 # depends on nothing a fresh machine lacks (the image itself is still built
 # from nothing, for the tests that use it), and so did the race detector: on
-# a brand-new machine, where .ci/run took over 90 minutes with both, the
-# phase is left out and the suite runs without the detector, unless asked.
+# a brand-new machine, where .ci/run would have taken about 91 minutes of its
+# 90 with both, the phase is left out and the suite runs without the
+# detector, unless asked.
 export CODEBRIDGE_TEST_MINIMAL=${CODEBRIDGE_TEST_MINIMAL:-0}
 export CODEBRIDGE_TEST_RACE=${CODEBRIDGE_TEST_RACE:-0}
 log "the whole suite, as on a fresh machine"

@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "setup: Go is missing: install Go 1.26 or newer (https://go.dev/dl/)" >&2; exit 1; }
 # The engine is Podman unless one is named (--engine, or MCP_BRIDGE_ENGINE other
-# than auto): setup's own auto takes Docker where only its command is installed,
-# as on machines that ship the docker CLI without a daemon.
+# than auto), whatever Docker the machine has: setup's own auto would take a
+# Docker whose daemon's socket or DOCKER_HOST it finds.
 engine=(--engine podman)
 case " $* " in *" --engine "*|*" --engine="*) engine=() ;; esac
 case ${MCP_BRIDGE_ENGINE:-auto} in auto) ;; *) engine=() ;; esac
