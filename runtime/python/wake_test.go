@@ -1,0 +1,104 @@
+package python
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+)
+
+// wakeEcho writes back each byte it reads, with no work in between. As
+// "relay" it passes each byte on to an echo of its own and the answer back:
+// a chain of four wake-ups, the shape of a run (client, codebridge, sandbox,
+// codebridge, client).
+const wakeEcho = `import os, subprocess, sys
+if sys.argv[2:] == ["relay"]:
+    p = subprocess.Popen([sys.executable, sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    to, back = p.stdin.fileno(), p.stdout.fileno()
+while True:
+    b = os.read(0, 64)
+    if not b:
+        break
+    if sys.argv[2:] == ["relay"]:
+        os.write(to, b)
+        b = os.read(back, 64)
+    os.write(1, b)
+`
+
+// BenchmarkWakeUp measures the floor under every latency figure of a run or a
+// tool call on this machine: a byte sent over a pipe to a Python process that
+// only writes it back, after a pause in which that process sleeps. In echo
+// this process spins through the pause, so the figure is the round trip plus
+// what waking the echo costs after sleeping that long; in chain it sleeps
+// too, and the byte passes a relay first, as a paced run wakes four processes
+// in turn. On a virtual machine whose idle processors halt, a process that
+// slept longer than the host polls for a halted processor (about 200 µs here)
+// is woken through the host, and that, not the work, can set the pace.
+func BenchmarkWakeUp(b *testing.B) {
+	script := filepath.Join(b.TempDir(), "echo.py")
+	if err := os.WriteFile(script, []byte(wakeEcho), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		shape string
+		pause time.Duration
+	}{
+		{"echo", 0}, {"echo", 100 * time.Microsecond}, {"echo", 300 * time.Microsecond},
+		{"echo", time.Millisecond}, {"echo", 20 * time.Millisecond}, {"echo", 200 * time.Millisecond},
+		{"chain", 0}, {"chain", 200 * time.Millisecond},
+	} {
+		b.Run(fmt.Sprintf("%s/pause=%v", c.shape, c.pause), func(b *testing.B) {
+			args := []string{script}
+			if c.shape == "chain" {
+				args = append(args, "relay")
+			}
+			cmd := exec.Command(testenv.Python(b), args...)
+			cmd.Env = testenv.PythonEnv
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { in.Close(); cmd.Wait() })
+			one := make([]byte, 1)
+			roundTrip := func() {
+				if _, err := in.Write(one); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(out, one); err != nil {
+					b.Fatal(err)
+				}
+			}
+			roundTrip() // the processes have started
+			var ds []time.Duration
+			// No StopTimer in the pause: it reads the runtime's statistics,
+			// which wakes the other processor just before the byte is sent.
+			for b.Loop() {
+				if c.shape == "chain" {
+					time.Sleep(c.pause)
+				} else {
+					for t0 := time.Now(); time.Since(t0) < c.pause; {
+					}
+				}
+				start := time.Now()
+				roundTrip()
+				ds = append(ds, time.Since(start))
+			}
+			slices.Sort(ds)
+			b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, "p50-us")
+			b.ReportMetric(float64(ds[min(len(ds)-1, len(ds)*9/10)].Nanoseconds())/1e3, "p90-us")
+		})
+	}
+}
