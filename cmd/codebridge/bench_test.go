@@ -254,11 +254,7 @@ func BenchmarkToolCallFromSandbox(b *testing.B) {
 // thread going to sleep and being woken): figures that vary less with the
 // machine's load than the wall time.
 func benchToolCall(b *testing.B, call string, env ...string) {
-	requirePodman(b)
-	dir := b.TempDir()
-	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
-	cs, _, cmd := sessionProc(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
-	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
+	cs, cmd := everythingSession(b, env...)
 	var perCall, sandboxCPU, bridgeCPU []time.Duration
 	var sandboxWaits, bridgeWaits []float64
 	for b.Loop() {
@@ -296,23 +292,81 @@ func reportMedian(b *testing.B, ds []time.Duration, unit string) {
 // BenchmarkToolCallNative is the same 1,000 echo calls from a go-sdk client
 // talking to server-everything directly: the floor the bridge adds to.
 func BenchmarkToolCallNative(b *testing.B) {
+	cs := nativeEverything(b)
+	var perCall []time.Duration
+	for b.Loop() {
+		perCall = append(perCall, nativeEcho(b, cs, 1000))
+	}
+	reportMedian(b, perCall, "us/call")
+}
+
+// everythingSession starts codebridge (with env) and a live session whose
+// sandbox has called server-everything once.
+func everythingSession(b *testing.B, env ...string) (*mcp.ClientSession, *exec.Cmd) {
+	requirePodman(b)
+	dir := b.TempDir()
+	writeServers(b, dir, "e.json", map[string]any{"everything": map[string]any{"command": testenv.NPMBin(b, "mcp-server-everything")}})
+	cs, _, cmd := sessionProc(b, bridgeEnv(b, dir, append(env, "MCP_BRIDGE_LOG_LEVEL=info")...))
+	mustRun(b, cs, `await call_tool("everything", "echo", {"message": "warm"})`)
+	return cs, cmd
+}
+
+// nativeEverything is a go-sdk client of a server-everything of its own.
+func nativeEverything(b *testing.B) *mcp.ClientSession {
 	cmd := exec.Command(testenv.NPMBin(b, "mcp-server-everything"))
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "native"}, nil).Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cs.Close()
-	var perCall []time.Duration
-	for b.Loop() {
-		start := time.Now()
-		for range 1000 {
-			if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}}); err != nil {
-				b.Fatal(err)
-			}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// nativeEcho makes n sequential echo calls through cs and returns the time
+// per call.
+func nativeEcho(b *testing.B, cs *mcp.ClientSession, n int) time.Duration {
+	start := time.Now()
+	for range n {
+		if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}}); err != nil {
+			b.Fatal(err)
 		}
-		perCall = append(perCall, time.Since(start)/1000)
 	}
-	reportMedian(b, perCall, "us/call")
+	return time.Since(start) / time.Duration(n)
+}
+
+// BenchmarkToolCallGap is what a tool call from sandboxed code costs more
+// than the same call from a native go-sdk client, measured in pairs so the
+// machine's load, which moves both, cancels out: each iteration makes 200
+// echo calls from code in a live session (no audit log, timed inside the
+// sandbox) and 200 from a native client to a server-everything of its own,
+// in turn, the order alternating. It reports the median of the pairs'
+// differences (gap-us/call) and of each side.
+func BenchmarkToolCallGap(b *testing.B) {
+	const calls = 200
+	cs, _ := everythingSession(b, "MCP_BRIDGE_AUDIT=0")
+	native := nativeEverything(b)
+	nativeEcho(b, native, calls) // both warm
+	code := testenv.PythonTimed(calls, `await call_tool("everything", "echo", {"message": "x"})`)
+	var gaps, fromCode, direct []time.Duration
+	for i := 0; b.Loop(); i++ {
+		var n time.Duration
+		if i%2 == 1 {
+			n = nativeEcho(b, native, calls)
+		}
+		var us float64
+		out := mustRun(b, cs, code, "timeout", 120)
+		if _, err := fmt.Sscan(out, &us); err != nil {
+			b.Fatalf("output %q", out)
+		}
+		if i%2 == 0 {
+			n = nativeEcho(b, native, calls)
+		}
+		c := time.Duration(us * 1e3)
+		gaps, fromCode, direct = append(gaps, c-n), append(fromCode, c), append(direct, n)
+	}
+	reportMedian(b, gaps, "gap-us/call")
+	reportMedian(b, fromCode, "sandbox-us/call")
+	reportMedian(b, direct, "native-us/call")
 }
 
 // BenchmarkHTTP is run_python over the HTTP front (serve --http), through
