@@ -158,12 +158,16 @@ bench ./cmd/codebridge 'FirstSearch' 5x
 echo "## start codebridge and answer tools/list with 100 servers configured"
 bench ./cmd/codebridge 'Startup100Servers' 10x
 echo "## one tool call from sandboxed code vs from a native go-sdk client (1,000 sequential echo calls)"
-bench ./cmd/codebridge 'ToolCall' 3x
+bench ./cmd/codebridge 'ToolCall(FromSandbox|Native)' 3x
+echo "## the same two measured in pairs, 200 calls each way in turn, so the machine's load cancels out: the gap per call"
+bench ./cmd/codebridge 'ToolCallGap' 30x
 echo "## one audit line (write under the folder lock, rotation check)"
 bench ./bridge/audit 'Record' 20000x
 echo "## the protocol's and Python's share over local pipes: a request answered at once by the host; print('ok') back to back and paced"
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
+echo "## the machine's floor: a byte echoed by a Python process after it slept (this process spinning), and through a relay with every process asleep"
+bench ./runtime/python 'WakeUp' 100x
 echo "## the start-up sweep: 1,000 containers a dead codebridge left (created, never started)"
 CODEBRIDGE_BENCH_STALE=1000 bench ./runtime/podman 'RemoveStale' 1x
 echo "## 200 sandboxes of one codebridge ending together: in turns, then all at once as before (cleanup processes, load)"
