@@ -37,9 +37,10 @@ while True:
 // this process spins through the pause, so the figure is the round trip plus
 // what waking the echo costs after sleeping that long; in chain it sleeps
 // too, and the byte passes a relay first, as a paced run wakes four processes
-// in turn. On a virtual machine whose idle processors halt, a process that
-// slept longer than the host polls for a halted processor (about 200 µs here)
-// is woken through the host, and that, not the work, can set the pace.
+// in turn. On the build machine, a VM, a process that slept more than about
+// 100 µs costs tens of microseconds more to wake, and one that slept 200 ms
+// hundreds (docs/performance.md): likely a halted processor woken through the
+// host. That, not the work, can set the pace of a call or a paced run.
 func BenchmarkWakeUp(b *testing.B) {
 	script := filepath.Join(b.TempDir(), "echo.py")
 	if err := os.WriteFile(script, []byte(wakeEcho), 0o600); err != nil {
