@@ -5,8 +5,9 @@
 # and the real MCP servers and client from npm that the integration tests drive.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run TestExec ./bridge).
 # Last, the end-to-end tests run again against Docker: a private dockerd
-# (scripts/dockerd.sh, Debian's docker.io), the sandbox images built into it by
-# codebridge setup --engine docker. CODEBRIDGE_TEST_DOCKER=0 leaves that phase out.
+# (scripts/dockerd.sh, Debian's docker.io), the data image loaded into it from
+# Podman and the minimal one built by codebridge setup --engine docker.
+# CODEBRIDGE_TEST_DOCKER=0 leaves that phase out.
 # Then the Kubernetes engine's tests and the end-to-end tests of sessions and
 # attacks run against a real single-node cluster (scripts/kube.sh, stopped at
 # the end). CODEBRIDGE_TEST_KUBERNETES=0 leaves that phase out.
@@ -101,7 +102,7 @@ fi
 
 # The end-to-end tests against Docker (MCP_BRIDGE_ENGINE=docker), on a private
 # dockerd whose images are cached under ~/.cache/codebridge/dockerd, so a reused
-# machine builds them only when their inputs change; the dockerd is stopped at
+# machine loads or builds them only when they change; the dockerd is stopped at
 # the end, or when the script is interrupted.
 if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   log "end-to-end tests against Docker (CODEBRIDGE_TEST_DOCKER=0 leaves them out)"
@@ -111,6 +112,18 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
     eval "$(scripts/dockerd.sh start)"
   fi
   trap 'scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"' EXIT
+  # The data image comes from Podman, which setup made current above: a
+  # dockerd without it (a brand-new machine's) loads it in about 10 s, where
+  # building it again from Debian packages takes minutes. setup below finds
+  # it current (same inputs label) and leaves it; the minimal image is still
+  # built by setup --engine docker, so that build stays under test.
+  data_image=localhost/codebridge-sandbox:latest
+  if [ "$(docker image inspect --format '{{.Id}}' "$data_image" 2>/dev/null)" != \
+    "sha256:$(podman image inspect --format '{{.Id}}' "$data_image")" ]; then
+    log "loading $data_image from Podman into the dockerd"
+    podman save "$data_image" | docker load >/dev/null
+    docker image prune --force >/dev/null # the one it replaced, if any
+  fi
   go run ./cmd/codebridge setup --engine docker --yes
   go run ./cmd/codebridge setup --engine docker --yes --image "$CODEBRIDGE_TEST_MINIMAL_IMAGE"
   # One dockerd serves every codebridge here: 20 siblings closing at once,
