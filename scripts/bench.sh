@@ -164,6 +164,11 @@ bench ./cmd/codebridge 'ToolCallGap' 30x
 echo "## one audit line (write under the folder lock, rotation check)"
 bench ./bridge/audit 'Record' 20000x
 echo "## the protocol's and Python's share over local pipes: a request answered at once by the host; print('ok') back to back and paced"
+# With Debian's python3 where there is one (the sandbox image's, as in docs/performance.md),
+# not whichever comes first on PATH (a pyenv build here, about a third slower).
+if [ -z "${CODEBRIDGE_TEST_PYTHON:-}" ] && [ -x /usr/bin/python3 ]; then
+  export CODEBRIDGE_TEST_PYTHON=/usr/bin/python3
+fi
 bench ./runtime/python 'RequestRoundTrip' 5x
 bench ./runtime/python 'SessionRun' 200x
 echo "## the machine's floor: a byte echoed by a Python process after it slept (this process spinning), and through a relay with every process asleep"
