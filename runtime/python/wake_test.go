@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -55,30 +54,17 @@ func BenchmarkWakeUp(b *testing.B) {
 		{"chain", 0}, {"chain", 200 * time.Millisecond},
 	} {
 		b.Run(fmt.Sprintf("%s/pause=%v", c.shape, c.pause), func(b *testing.B) {
-			args := []string{script}
+			argv := []string{"python3", script}
 			if c.shape == "chain" {
-				args = append(args, "relay")
+				argv = append(argv, "relay") // killed at the end, it leaves its echo reading EOF
 			}
-			cmd := exec.Command(testenv.Python(b), args...)
-			cmd.Env = testenv.PythonEnv
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				b.Fatal(err)
-			}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { in.Close(); cmd.Wait() })
+			echo := testenv.LocalPython(b, argv)
 			one := make([]byte, 1)
 			roundTrip := func() {
-				if _, err := in.Write(one); err != nil {
+				if _, err := echo.Write(one); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := io.ReadFull(out, one); err != nil {
+				if _, err := io.ReadFull(echo, one); err != nil {
 					b.Fatal(err)
 				}
 			}
