@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -366,13 +365,21 @@ func (p *Pool) transport(def *discovery.Server, c *conn) (mcp.Transport, error) 
 		c.cmd = cmd
 		return &commandTransport{cmd: cmd, c: c}, nil
 	case discovery.Streamable:
-		t := &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}
+		client, err := httpClient(def.URL, def.Headers)
+		if err != nil {
+			return nil, err
+		}
+		t := &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: client}
 		if p.opts.OAuth != nil && !hasHeader(def.Headers, "Authorization") {
 			t.OAuthHandler = p.opts.OAuth(def)
 		}
 		return t, nil
 	case discovery.SSE:
-		return &mcp.SSEClientTransport{Endpoint: def.URL, HTTPClient: httpClient(def.Headers)}, nil
+		client, err := httpClient(def.URL, def.Headers)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.SSEClientTransport{Endpoint: def.URL, HTTPClient: client}, nil
 	default:
 		return nil, fmt.Errorf("unknown transport %q (want %q, %q or %q)", def.Transport, discovery.Stdio, discovery.Streamable, discovery.SSE)
 	}
@@ -479,14 +486,6 @@ func stopProcess(cmd *exec.Cmd, stdin io.Closer) error {
 	return errors.New("the server process did not exit after SIGKILL")
 }
 
-// httpClient returns a client that adds headers to every request.
-func httpClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return &http.Client{}
-	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: maps.Clone(headers)}}
-}
-
 // hasHeader reports whether headers has name, in any case.
 func hasHeader(headers map[string]string, name string) bool {
 	for k := range headers {
@@ -495,19 +494,6 @@ func hasHeader(headers map[string]string, name string) bool {
 		}
 	}
 	return false
-}
-
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
-	}
-	return t.base.RoundTrip(req)
 }
 
 // Inherited environment: a stdio server sees only these variables from

@@ -1,10 +1,16 @@
 package pool
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,5 +122,183 @@ func TestHTTPServerGoneIsRestarted(t *testing.T) {
 	testenv.Eventually(t, "the pool notices", func() bool { return statusOf(t, p, "s").State != StateRunning })
 	if _, err := p.Call(t.Context(), "s", "echo", nil, nil); err != nil {
 		t.Fatalf("after reconnect: %v", err)
+	}
+}
+
+// listenOn starts h on addr (host:0), for a second loopback host.
+func listenOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("no listener on %s: %v", addr, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestHTTPHeadersStayWithTheirOrigin: a server that redirects to another
+// host (127.0.0.1 to 127.0.0.2) gets no configured header sent there, with
+// any redirect status, and the error says why; a redirect within the
+// origin is still followed with the headers.
+func TestHTTPHeadersStayWithTheirOrigin(t *testing.T) {
+	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil, nil) }
+	var mu sync.Mutex
+	var leaked []string
+	elsewhere := listenOn(t, "127.0.0.2:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		for _, h := range []string{"Authorization", "X-Api-Key"} {
+			if v := r.Header.Get(h); v != "" {
+				leaked = append(leaked, r.Method+" "+h+": "+v)
+			}
+		}
+		mu.Unlock()
+		mcp.NewStreamableHTTPHandler(getServer, nil).ServeHTTP(w, r)
+	}))
+	headers := map[string]string{"Authorization": "Bearer test-token", "X-Api-Key": "key-123456"}
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusMovedPermanently, http.StatusFound} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			mu.Lock()
+			leaked = nil
+			mu.Unlock()
+			home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+r.URL.Path, code)
+			}))
+			t.Cleanup(home.Close)
+			p := newTestPool(t, Options{})
+			p.Update([]*discovery.Server{{Name: "moved", Transport: discovery.Streamable, URL: home.URL + "/mcp", Headers: headers}})
+			_, err := p.Tools(t.Context(), "moved")
+			mu.Lock()
+			defer mu.Unlock()
+			if len(leaked) > 0 {
+				t.Errorf("the other host got the configured headers: %q", leaked)
+			}
+			if !errors.Is(err, ErrRedirectOffOrigin) || !strings.Contains(err.Error(), `set its "url"`) {
+				t.Errorf("got %v, want an error saying the redirect to another origin was not followed", err)
+			}
+		})
+	}
+
+	t.Run("within the origin", func(t *testing.T) {
+		mcpHandler := requireHeader(mcp.NewStreamableHTTPHandler(getServer, nil))
+		home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/old" {
+				http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
+				return
+			}
+			mcpHandler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(home.Close)
+		p := newTestPool(t, Options{})
+		p.Update([]*discovery.Server{{Name: "same", Transport: discovery.Streamable, URL: home.URL + "/old",
+			Headers: map[string]string{"Authorization": "Bearer test-token"}}})
+		if _, err := p.Tools(t.Context(), "same"); err != nil {
+			t.Fatalf("a redirect within the origin: %v", err)
+		}
+	})
+}
+
+func TestOrigin(t *testing.T) {
+	same := [][2]string{
+		{"https://mcp.example.com/mcp", "https://MCP.example.com:443/other"},
+		{"http://127.0.0.1/x", "http://127.0.0.1:80/y"},
+	}
+	differ := [][2]string{
+		{"https://mcp.example.com/mcp", "http://mcp.example.com/mcp"}, // a downgrade
+		{"https://mcp.example.com/mcp", "https://evil.example/mcp"},
+		{"https://mcp.example.com/mcp", "https://mcp.example.com.evil.example/mcp"},
+		{"http://127.0.0.1:8080/", "http://127.0.0.1:8081/"},
+		{"http://127.0.0.1/", "http://localhost/"},
+		{"https://user@mcp.example.com/", "https://mcp.example.com@evil.example/"},
+	}
+	parse := func(s string) *url.URL {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	for _, p := range same {
+		if a, b := origin(parse(p[0])), origin(parse(p[1])); a != b {
+			t.Errorf("origin(%s) = %s, origin(%s) = %s: want one origin", p[0], a, p[1], b)
+		}
+	}
+	for _, p := range differ {
+		if a, b := origin(parse(p[0])), origin(parse(p[1])); a == b {
+			t.Errorf("%s and %s share origin %s: want two", p[0], p[1], a)
+		}
+	}
+}
+
+// hugeAnswers serves h, except that a call of the tool "huge" is answered
+// with a JSON body of size bytes, written as it goes (never held whole);
+// written counts the bytes the client took.
+func hugeAnswers(h http.Handler, size int64, written *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &req) != nil || req.Method != "tools/call" || req.Params.Name != "huge" {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
+		n, _ := io.WriteString(w, head)
+		written.Add(int64(n))
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		for left := size - int64(n); left > 0; left -= int64(len(chunk)) {
+			n, err := w.Write(chunk[:min(int64(len(chunk)), left)])
+			written.Add(int64(n))
+			if err != nil {
+				return // the client stopped reading
+			}
+		}
+	})
+}
+
+// TestHTTPBodyBounded: a server answering a call with a 1 GiB JSON body gets
+// it cut at MaxHTTPBody, the call fails naming the limit, and the next call
+// works.
+func TestHTTPBodyBounded(t *testing.T) {
+	getServer := func(*http.Request) *mcp.Server {
+		s := newTestServer("http", nil, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "answers 1 GiB"},
+			func(context.Context, *mcp.CallToolRequest, noIn) (*mcp.CallToolResult, any, error) {
+				return text("never"), nil, nil
+			})
+		return s
+	}
+	var written atomic.Int64
+	srv := httptest.NewServer(hugeAnswers(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{JSONResponse: true}), 1<<30, &written))
+	t.Cleanup(srv.Close)
+	p := newTestPool(t, Options{})
+	p.Update([]*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: srv.URL}})
+	_, err := p.Call(t.Context(), "big", "huge", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "limit on one message") {
+		t.Errorf("got %v, want an error naming the limit", err)
+	}
+	if w := written.Load(); w > 4*MaxHTTPBody {
+		t.Errorf("the client took %d MiB of the answer, want it cut near %d MiB", w>>20, MaxHTTPBody>>20)
+	}
+	res, err := p.Call(t.Context(), "big", "echo", map[string]any{"message": "after"}, nil)
+	if err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if got := resultText(t, res); got != "Echo: after" {
+		t.Errorf("the next call: got %q", got)
 	}
 }
