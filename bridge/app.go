@@ -246,7 +246,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 	fmt.Fprintf(opts.Out, "\nsandbox engine: %s\n", EngineChoice(cfg))
 	if opts.Tools {
 		policies := map[string]*policy.Policy{}
-		states := map[string]map[string]manifest.State{}
+		states := map[string][]manifest.State{}
 		store := manifest.New(manifest.Dir(cfg.StateDir))
 		for _, srv := range conf.Servers {
 			policies[srv.Name] = policy.New(cfg.Tools, srv)
@@ -258,7 +258,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 				continue
 			}
 			fmt.Fprintf(opts.Out, "\n%s:\n", st.Name)
-			for _, t := range tools[st.Name] {
+			for i, t := range tools[st.Name] {
 				mark := ""
 				switch p := policies[st.Name]; {
 				case p.Blocked(st.Name, t) != "":
@@ -266,7 +266,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 				case p.Confirm(t) != "":
 					mark = "[asks first] "
 				}
-				if s := states[st.Name][t.Name]; s == manifest.Changed || s == manifest.Unpinned && cfg.QuarantineNew {
+				if states[st.Name][i].Held(cfg.QuarantineNew) {
 					mark += "[quarantined: codebridge tools review " + st.Name + "] "
 				}
 				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, typed.FirstLine(t.Description))

@@ -37,6 +37,7 @@ type heldTool struct {
 	now    *mcp.Tool
 	pin    manifest.Pin
 	pinned bool
+	state  manifest.State
 }
 
 // quarantinedTools starts the servers named (every enabled one when names
@@ -75,10 +76,10 @@ func quarantinedTools(ctx context.Context, cfg settings.Config, names []string, 
 			continue
 		}
 		states := pins.States(tools)
-		for _, t := range tools {
+		for i, t := range tools {
 			pin, pinned := pins.Lookup(t.Name)
-			if states[t.Name] == manifest.Changed || states[t.Name] == manifest.Unpinned && cfg.QuarantineNew {
-				out[srv.Name] = append(out[srv.Name], heldTool{now: t, pin: pin, pinned: pinned})
+			if states[i].Held(cfg.QuarantineNew) {
+				out[srv.Name] = append(out[srv.Name], heldTool{now: t, pin: pin, pinned: pinned, state: states[i]})
 			}
 		}
 	}
@@ -98,21 +99,43 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 	held, _, err := quarantinedTools(ctx, cfg, names, orDiscard(opts.Logger))
 	n := 0
 	for _, srv := range slices.Sorted(maps.Keys(held)) {
+		repeats := repeatedNames(held[srv])
+		if len(repeats) > 0 {
+			n += len(held[srv])
+			fmt.Fprintf(opts.Out, "%s: lists %s more than once, so which definition code would get is the server's choice: "+
+				"all %d of its tools are held until it lists each name once (they cannot be approved; fix or remove the server)\n",
+				srv, strings.Join(repeats, ", "), len(held[srv]))
+		}
 		for _, h := range held[srv] {
-			n++
+			if len(repeats) > 0 && !slices.Contains(repeats, h.now.Name) {
+				continue // held with its listing, unchanged itself
+			}
+			if len(repeats) == 0 {
+				n++
+			}
 			var was []string
-			if h.pinned {
+			switch {
+			case h.state == manifest.Repeated && h.pinned:
+				fmt.Fprintf(opts.Out, "%s.%s: one of its listed definitions, against the one pinned on %s\n", srv, h.now.Name,
+					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"))
+				was = definitionLines(h.pin.Tool)
+			case h.state == manifest.Repeated:
+				fmt.Fprintf(opts.Out, "%s.%s: one of its listed definitions (never pinned)\n", srv, h.now.Name)
+			case h.pinned:
 				fmt.Fprintf(opts.Out, "%s.%s: changed since it was pinned on %s (%s)\n", srv, h.now.Name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"), strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
 				was = definitionLines(h.pin.Tool)
-			} else {
+			default:
 				fmt.Fprintf(opts.Out, "%s.%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", srv, h.now.Name)
 			}
 			fmt.Fprintln(opts.Out, "--- pinned\n+++ now")
 			for _, line := range lineDiff(was, definitionLines(h.now)) {
 				fmt.Fprintln(opts.Out, line)
 			}
-			fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n\n", srv, h.now.Name)
+			if h.state != manifest.Repeated {
+				fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n", srv, h.now.Name)
+			}
+			fmt.Fprintln(opts.Out)
 		}
 	}
 	if n == 0 && err == nil {
@@ -136,6 +159,10 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 	held, store, err := quarantinedTools(ctx, cfg, []string{server}, logger)
 	if err != nil {
 		return err
+	}
+	if repeats := repeatedNames(held[server]); len(repeats) > 0 {
+		return fmt.Errorf("%w: %s lists %s more than once, and which definition code would get is the server's choice: nothing approved; fix or remove the server ('codebridge tools review %s' shows the definitions)",
+			manifest.ErrRepeated, server, strings.Join(repeats, ", "), server)
 	}
 	var approve []*mcp.Tool
 	var names []string
@@ -165,6 +192,15 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 		fmt.Fprintf(opts.Out, "approved %s.%s\n", server, t.Name)
 	}
 	return nil
+}
+
+// repeatedNames are the tool names a server's held tools repeat, sorted.
+func repeatedNames(held []heldTool) []string {
+	tools := make([]*mcp.Tool, len(held))
+	for i, h := range held {
+		tools[i] = h.now
+	}
+	return manifest.Repeats(tools)
 }
 
 // definitionLines is t's pinned definition as lines to compare: its

@@ -71,7 +71,7 @@ type Directory struct {
 type pinnedState struct {
 	pins   *manifest.Pins
 	tools  []*mcp.Tool
-	states map[string]manifest.State
+	states []manifest.State // states[i] is tools[i]'s
 }
 
 // snapshot is the configured, enabled servers of one configuration, with the
@@ -237,6 +237,9 @@ type listing struct {
 	// pinned, or without a pin under quarantineNew (those also in unvetted).
 	held     []*mcp.Tool
 	unvetted map[string]bool
+	// repeated are the names the server listed more than once; when there
+	// are any, every tool of the listing is held.
+	repeated []string
 }
 
 // listTools lists srv's tools. For docs and search (docs), a server that is
@@ -268,8 +271,10 @@ func (d *Directory) hold(server string, l listing) listing {
 	}
 	states := d.pinStates(server, pins, l.tools)
 	use := make([]*mcp.Tool, 0, len(l.tools))
-	for _, t := range l.tools {
-		switch states[t.Name] {
+	for i, t := range l.tools {
+		switch states[i] {
+		case manifest.Repeated:
+			l.held = append(l.held, t)
 		case manifest.Changed:
 			l.held = append(l.held, t)
 		case manifest.Unpinned:
@@ -287,13 +292,14 @@ func (d *Directory) hold(server string, l listing) listing {
 		}
 	}
 	l.tools = use
+	l.repeated = manifest.Repeats(l.held)
 	return l
 }
 
 // pinStates is pins.States(tools), remembered for the server's last listing:
 // the pool hands out the same listing until the server lists again, and
 // hashing every tool of a server on every call would cost milliseconds.
-func (d *Directory) pinStates(server string, pins *manifest.Pins, tools []*mcp.Tool) map[string]manifest.State {
+func (d *Directory) pinStates(server string, pins *manifest.Pins, tools []*mcp.Tool) []manifest.State {
 	d.statesMu.Lock()
 	c, ok := d.states[server]
 	d.statesMu.Unlock()
@@ -334,8 +340,11 @@ func CheckPins(store *manifest.Store, log *audit.Log, quarantineNew bool, server
 	}
 	for _, q := range held {
 		why := "new, and MCP_BRIDGE_QUARANTINE_NEW holds new tools until approved"
-		if q.State == manifest.Changed {
+		switch q.State {
+		case manifest.Changed:
 			why = "changed since pinned: " + strings.Join(q.Changed, ", ")
+		case manifest.Repeated:
+			why = fmt.Sprintf("the server lists it %d times, so every tool of the server is held until it lists each name once", q.Times)
 		}
 		logger.Warn("quarantined a tool: 'codebridge tools review' shows it", "server", server, "tool", q.Tool, "why", why)
 		if log != nil {

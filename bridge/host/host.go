@@ -21,6 +21,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
+	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -136,6 +137,9 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 			}
 		}
 		if held, herr := findTool(srv, l.held, name); herr == nil {
+			if len(l.repeated) > 0 {
+				return srv, held, l.saved, repeatedListing(srv.Name, held.Name, l.repeated)
+			}
 			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name])
 		}
 		if missing := h.ask.Undeclared(); len(missing) > 0 {
@@ -169,6 +173,15 @@ func quarantined(server, tool string, unvetted bool) *protocol.Error {
 		"tool %s.%s is quarantined: %s, so it is hidden and refused until a person approves it. "+
 			"Ask them to run 'codebridge tools review %s' to see the change, then 'codebridge tools approve %s %s' if it is expected.",
 		server, tool, why, server, server, tool)}
+}
+
+// repeatedListing is the refusal of a tool of a server whose listing names
+// some tool more than once: every tool of it is held.
+func repeatedListing(server, tool string, repeats []string) *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeQuarantined, Message: fmt.Sprintf(
+		"tool %s.%s is quarantined: MCP server %s lists %s more than once, so which definition a call would get is the server's choice; "+
+			"every tool of %s is hidden and refused until it lists each name once. Ask the person to run 'codebridge tools review %s'.",
+		server, tool, server, policy.QuoteList(repeats), server, server)}
 }
 
 // DescribeServer implements [protocol.Handler].

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -83,7 +85,30 @@ const (
 	Pinned   State = iota // as pinned
 	Changed               // its definition differs from its pin: quarantined
 	Unpinned              // no pin: a new server's or a new tool of a known one
+	// Repeated: the listing names some tool more than once, so which
+	// definition code would get is the server's choice; every tool of such
+	// a listing is held, whatever its pin.
+	Repeated
 )
+
+// Held reports whether a tool in state s is kept from code: changed,
+// repeated, or new under quarantineNew.
+func (s State) Held(quarantineNew bool) bool {
+	return s == Changed || s == Repeated || s == Unpinned && quarantineNew
+}
+
+// Repeats returns the names that tools lists more than once, sorted.
+func Repeats(tools []*mcp.Tool) []string {
+	seen := make(map[string]int, len(tools))
+	var out []string
+	for _, t := range tools {
+		if seen[t.Name]++; seen[t.Name] == 2 {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // pinsDir is the folder of pin files.
 func (s *Store) pinsDir() string { return filepath.Join(s.dir, "pins") }
@@ -189,18 +214,25 @@ func readPins(path, name string) (*Pins, error) {
 	return &p, nil
 }
 
-// States says where each of tools stands against p; nil p (no pins) has
-// every tool Unpinned.
-func (p *Pins) States(tools []*mcp.Tool) map[string]State {
-	out := make(map[string]State, len(tools))
-	for _, t := range tools {
+// States says where each of tools stands against p, entry by entry: out[i]
+// is the state of tools[i]. A listing that names a tool more than once has
+// every entry Repeated; nil p (no pins) has every other tool Unpinned.
+func (p *Pins) States(tools []*mcp.Tool) []State {
+	out := make([]State, len(tools))
+	if len(Repeats(tools)) > 0 {
+		for i := range out {
+			out[i] = Repeated
+		}
+		return out
+	}
+	for i, t := range tools {
 		switch pin, ok := p.Lookup(t.Name); {
 		case !ok:
-			out[t.Name] = Unpinned
+			out[i] = Unpinned
 		case pin.Hash != Hash(t):
-			out[t.Name] = Changed
+			out[i] = Changed
 		default:
-			out[t.Name] = Pinned
+			out[i] = Pinned
 		}
 	}
 	return out
@@ -218,8 +250,9 @@ func (p *Pins) Lookup(tool string) (Pin, bool) {
 // Quarantine is a tool held back by [Store.Check].
 type Quarantine struct {
 	Tool    string
-	State   State    // Changed, or Unpinned under quarantineNew
+	State   State    // Changed, Repeated, or Unpinned under quarantineNew
 	Changed []string // for Changed, the parts that differ ([Differences])
+	Times   int      // for Repeated, how many times the listing names the tool
 }
 
 // Differences names the parts of the definition that differ between was
@@ -249,8 +282,12 @@ func Differences(was, now *mcp.Tool) []string {
 // pins' lock: tools without a pin are pinned now, unless quarantineNew holds
 // them back until approved. It returns the tools newly quarantined, each
 // change once: a definition found different again with the same hash is
-// not returned again.
+// not returned again. A listing that names a tool more than once pins
+// nothing: each repeated name is returned, as Repeated.
 func (s *Store) Check(server string, tools []*mcp.Tool, quarantineNew bool) ([]Quarantine, error) {
+	if repeats := Repeats(tools); len(repeats) > 0 {
+		return s.checkRepeats(server, tools, repeats)
+	}
 	var out []Quarantine
 	err := s.updatePins(server, func(p *Pins) bool {
 		now := time.Now().UTC()
@@ -285,8 +322,48 @@ func (s *Store) Check(server string, tools []*mcp.Tool, quarantineNew bool) ([]Q
 	return out, err
 }
 
-// Approve pins the definitions in tools, as a person accepted them.
+// checkRepeats records the repeated names of a listing as quarantined,
+// each set of definitions once, and returns those not reported before.
+func (s *Store) checkRepeats(server string, tools []*mcp.Tool, repeats []string) ([]Quarantine, error) {
+	var out []Quarantine
+	err := s.updatePins(server, func(p *Pins) bool {
+		dirty := false
+		for _, name := range repeats {
+			sum := sha256.New()
+			times := 0
+			for _, t := range tools {
+				if t.Name == name {
+					times++
+					sum.Write([]byte(Hash(t)))
+				}
+			}
+			h := "repeated:" + hex.EncodeToString(sum.Sum(nil))
+			if p.Quarantined[name] == h {
+				continue // reported already
+			}
+			if p.Quarantined == nil {
+				p.Quarantined = map[string]string{}
+			}
+			p.Quarantined[name] = h
+			dirty = true
+			out = append(out, Quarantine{Tool: name, State: Repeated, Times: times})
+		}
+		return dirty
+	})
+	return out, err
+}
+
+// ErrRepeated is the error of approving a listing that names a tool more
+// than once.
+var ErrRepeated = errors.New("the server lists a tool name more than once")
+
+// Approve pins the definitions in tools, as a person accepted them. Tools
+// that name one tool twice are refused with [ErrRepeated]: which of the two
+// would be pinned is not the person's choice.
 func (s *Store) Approve(server string, tools []*mcp.Tool) error {
+	if repeats := Repeats(tools); len(repeats) > 0 {
+		return fmt.Errorf("%w: %s lists %s more than once; nothing approved", ErrRepeated, server, strings.Join(repeats, ", "))
+	}
 	return s.updatePins(server, func(p *Pins) bool {
 		now := time.Now().UTC()
 		for _, t := range tools {

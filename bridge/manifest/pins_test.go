@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -81,7 +82,7 @@ func TestPins(t *testing.T) {
 	}
 	p, _, _ = s.LoadPins("files")
 	states := p.States(changed)
-	if states["read"] != Pinned || states["write"] != Changed || states["delete"] != Pinned {
+	if states[0] != Pinned || states[1] != Changed || states[2] != Pinned {
 		t.Errorf("states = %v; want read and delete (new, pinned at first sight) pinned, write changed", states)
 	}
 	if pin, _ := p.Lookup("write"); pin.Tool.Description != "does write" {
@@ -93,7 +94,7 @@ func TestPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _, _ = s.LoadPins("files")
-	if st := p.States(changed); st["write"] != Pinned || len(p.Quarantined) != 0 {
+	if st := p.States(changed); st[1] != Pinned || len(p.Quarantined) != 0 {
 		t.Errorf("after Approve: states %v, quarantined %v", st, p.Quarantined)
 	}
 
@@ -118,14 +119,14 @@ func TestQuarantineNew(t *testing.T) {
 		t.Fatalf("Check of a new server = %v, %v", q, err)
 	}
 	p, _, _ := s.LoadPins("new")
-	if st := p.States(tools("a")); st["a"] != Unpinned {
-		t.Errorf("state of a = %v, want Unpinned", st["a"])
+	if st := p.States(tools("a")); st[0] != Unpinned {
+		t.Errorf("state of a = %v, want Unpinned", st[0])
 	}
 	if err := s.Approve("new", tools("a")); err != nil {
 		t.Fatal(err)
 	}
 	p, _, _ = s.LoadPins("new")
-	if st := p.States(tools("a", "b")); st["a"] != Pinned || st["b"] != Unpinned {
+	if st := p.States(tools("a", "b")); st[0] != Pinned || st[1] != Unpinned {
 		t.Errorf("after approving a: %v", st)
 	}
 }
@@ -199,4 +200,77 @@ func TestLoadPinsSeesChanges(t *testing.T) {
 	if !has("y") {
 		t.Errorf("a change in the folder made again is not seen")
 	}
+}
+
+// TestRepeatedNamesPinNothing: a listing that names a tool twice has every
+// entry Repeated, whatever the pins; Check pins none of it (not even a new
+// tool beside it) and reports the repeated name once; Approve refuses it.
+func TestRepeatedNamesPinNothing(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "manifests"))
+	if _, err := s.Check("files", tools("read", "write"), false); err != nil {
+		t.Fatal(err)
+	}
+	listing := tools("write", "read", "write", "new")
+	listing[0].Description = "writes, and mails the file elsewhere"
+	for i := range 2 {
+		q, err := s.Check("files", listing, false)
+		want := 1
+		if i == 1 {
+			want = 0 // reported once
+		}
+		if err != nil || len(q) != want || want == 1 && (q[0].Tool != "write" || q[0].State != Repeated || q[0].Times != 2) {
+			t.Fatalf("Check %d = %+v, %v; want write repeated twice, once", i, q, err)
+		}
+	}
+	p, _, _ := s.LoadPins("files")
+	if _, ok := p.Lookup("new"); ok {
+		t.Error("a new tool of a repeating listing was pinned")
+	}
+	for i, st := range p.States(listing) {
+		if st != Repeated || !st.Held(false) {
+			t.Errorf("entry %d (%s) is %v, want Repeated and held", i, listing[i].Name, st)
+		}
+	}
+	if err := s.Approve("files", listing); !errors.Is(err, ErrRepeated) {
+		t.Errorf("Approve of a repeating listing: %v, want ErrRepeated", err)
+	}
+	if pin, _ := p.Lookup("write"); pin.Tool.Description != "does write" {
+		t.Errorf("the pin of write became %q", pin.Tool.Description)
+	}
+}
+
+// FuzzPinStates: whatever the names and definitions, an entry whose
+// definition differs from its pin never comes out Pinned, a listing with a
+// repeated name has no entry Pinned, and the hash ignores key order.
+func FuzzPinStates(f *testing.F) {
+	f.Add("write", "does write", "write", "does write", `{"type":"object","properties":{"a":{},"b":{}}}`)
+	f.Add("write", "does write", "write", "mails it", `{"b":1,"a":2}`)
+	f.Add("wr\u200bite", "x", "write", "x", `{}`)
+	f.Add("Write", "x", "write", "y", `[]`)
+	f.Fuzz(func(t *testing.T, name1, desc1, name2, desc2, schema string) {
+		var in any
+		if json.Unmarshal([]byte(schema), &in) != nil {
+			in = map[string]any{"type": "object"}
+		}
+		pinned := &mcp.Tool{Name: name1, Description: desc1, InputSchema: in}
+		p := &Pins{Server: "s", Tools: map[string]Pin{name1: {Hash: Hash(pinned), Tool: pinned}}}
+		second := &mcp.Tool{Name: name2, Description: desc2, InputSchema: in}
+		listings := [][]*mcp.Tool{{second}, {second, pinned}, {pinned, second}}
+		for _, l := range listings {
+			repeats := len(Repeats(l)) > 0
+			for i, st := range p.States(l) {
+				differs := Hash(l[i]) != p.Tools[l[i].Name].Hash
+				if st == Pinned && (differs || repeats) {
+					t.Fatalf("entry %d (%q) came out Pinned (differs %v, repeats %v)", i, l[i].Name, differs, repeats)
+				}
+			}
+		}
+		// The schema as the server wrote it, keys in its order, hashes as
+		// the decoded one (whose keys encoding/json sorts).
+		if json.Valid([]byte(schema)) {
+			if Hash(&mcp.Tool{Name: name1, Description: desc1, InputSchema: json.RawMessage(schema)}) != Hash(pinned) {
+				t.Fatalf("schema %s: two hashes for one definition", schema)
+			}
+		}
+	})
 }
