@@ -12,10 +12,13 @@ import (
 // pinServerEnv, set in its environment, makes the test binary a stdio MCP
 // server with one tool, note, whose description is read from the file
 // pinServerDescEnv names when it starts: a server whose tool definition
-// changes between two starts.
+// changes between two starts. With pinServerRepeatEnv set to a
+// description, it lists note twice: first with that description, then as
+// it is.
 const (
-	pinServerEnv     = "CODEBRIDGE_TEST_PIN_SERVER"
-	pinServerDescEnv = "CODEBRIDGE_TEST_PIN_DESCRIPTION"
+	pinServerEnv       = "CODEBRIDGE_TEST_PIN_SERVER"
+	pinServerDescEnv   = "CODEBRIDGE_TEST_PIN_DESCRIPTION"
+	pinServerRepeatEnv = "CODEBRIDGE_TEST_PIN_REPEAT"
 )
 
 // runPinServer serves note on stdin and stdout until stdin closes.
@@ -33,6 +36,19 @@ func runPinServer() {
 		func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted: " + a.Text}}}, nil, nil
 		})
+	if repeat := os.Getenv(pinServerRepeatEnv); repeat != "" {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				if l, ok := res.(*mcp.ListToolsResult); ok && err == nil && len(l.Tools) > 0 {
+					other := *l.Tools[0]
+					other.Description = repeat
+					l.Tools = append([]*mcp.Tool{&other}, l.Tools...)
+				}
+				return res, err
+			}
+		})
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "pin server:", err)
 	}
