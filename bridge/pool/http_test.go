@@ -1,12 +1,8 @@
 package pool
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -233,43 +229,6 @@ func TestOrigin(t *testing.T) {
 	}
 }
 
-// hugeAnswers serves h, except that a call of the tool "huge" is answered
-// with a JSON body of size bytes, written as it goes (never held whole);
-// written counts the bytes the client took.
-func hugeAnswers(h http.Handler, size int64, written *atomic.Int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			h.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(body, &req) != nil || req.Method != "tools/call" || req.Params.Name != "huge" {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			h.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
-		n, _ := io.WriteString(w, head)
-		written.Add(int64(n))
-		chunk := bytes.Repeat([]byte("a"), 1<<20)
-		for left := size - int64(n); left > 0; left -= int64(len(chunk)) {
-			n, err := w.Write(chunk[:min(int64(len(chunk)), left)])
-			written.Add(int64(n))
-			if err != nil {
-				return // the client stopped reading
-			}
-		}
-	})
-}
-
 // TestHTTPBodyBounded: a server answering a call with a 1 GiB JSON body gets
 // it cut at MaxHTTPBody, the call fails naming the limit, and the next call
 // works.
@@ -283,7 +242,7 @@ func TestHTTPBodyBounded(t *testing.T) {
 		return s
 	}
 	var written atomic.Int64
-	srv := httptest.NewServer(hugeAnswers(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{JSONResponse: true}), 1<<30, &written))
+	srv := httptest.NewServer(testenv.HugeAnswers(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{JSONResponse: true}), 1<<30, &written))
 	t.Cleanup(srv.Close)
 	p := newTestPool(t, Options{})
 	p.Update([]*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: srv.URL}})
