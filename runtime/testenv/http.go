@@ -45,4 +45,3 @@ func HugeAnswers(h http.Handler, size int64, written *atomic.Int64) http.Handler
 		}
 	})
 }
-
