@@ -51,6 +51,7 @@ type Directory struct {
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store
 	results   *typed.Results // the shapes of the tools' structured results
+	inflight  *byteBudget    // the bytes of results the calls hold at once
 	logger    *slog.Logger
 	snap      atomic.Pointer[snapshot]
 
@@ -132,7 +133,7 @@ func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
 // newDirectory returns a directory with no servers in front of pool. A tool
 // call whose arguments are over maxArgs bytes is refused. A nil logger discards.
 func newDirectory(pool Downstream, maxArgs int, logger *slog.Logger) *Directory {
-	d := &Directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
+	d := &Directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), inflight: newByteBudget(DefaultResultBudget), logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
 	d.Update(nil)
 	return d
 }

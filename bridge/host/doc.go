@@ -47,6 +47,10 @@ type Options struct {
 	// person is sent to the sign-in page, and the request is made again
 	// once they signed in.
 	SignIn SignIn
+
+	// ResultBudget is how many bytes of encoded results the directory's
+	// tool calls hold at once; 0 means [DefaultResultBudget].
+	ResultBudget int64
 }
 
 // New returns a [Directory] with no servers in front of pool; [Directory.Update]
@@ -55,5 +59,8 @@ func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
 	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
 	d.quarantineNew, d.signIn = opts.QuarantineNew, opts.SignIn
+	if opts.ResultBudget > 0 {
+		d.inflight = newByteBudget(opts.ResultBudget)
+	}
 	return d
 }

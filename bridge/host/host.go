@@ -314,24 +314,30 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	}
 	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
-	res, err := withSignIn(ctx, h, p.Server, func(again bool) (*mcp.CallToolResult, error) {
+	c, err := withSignIn(ctx, h, p.Server, func(again bool) (called, error) {
 		return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
 	})
+	if c.release != nil {
+		defer c.release()
+	}
 	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
-	var out protocol.CallToolResult
-	if err == nil {
-		// Encoded once here, for its size, and handed on as it is.
-		out.RawMessage, err = json.Marshal(res)
-		if err != nil {
-			err = &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the result of %s.%s: %v", rec.Server, rec.Tool, err)}
-		}
-	}
 	if h.dir.audit != nil {
 		args, _ := secrets.MaskJSON(p.Arguments)
-		h.record(ctx, rec, res != nil && res.IsError, out.RawMessage, args, err)
+		h.record(ctx, rec, c.isError, c.raw, args, err)
 	}
-	return out, err
+	if err != nil {
+		return protocol.CallToolResult{}, err
+	}
+	return protocol.CallToolResult{RawMessage: c.raw}, nil
+}
+
+// called is the result of one tool call: encoded once, with secrets
+// masked, and the share of the results budget it holds until release.
+type called struct {
+	raw     json.RawMessage
+	isError bool
+	release func()
 }
 
 // record audits a call: rec with its outcome, the sizes and, when the audit
@@ -364,7 +370,7 @@ func (h *host) record(ctx context.Context, rec audit.Record, toolError bool, raw
 // tool's docs, just before, failed to start the server: then a server still
 // not running fails the call with that start's error rather than being
 // started a second time.
-func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool, rec *audit.Record) (*mcp.CallToolResult, error) {
+func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool, rec *audit.Record) (called, error) {
 	// Refuse oversized arguments before the server is even started: a stdio
 	// server given a message over its SDK's cap (about 10 MiB) dies, and with
 	// it every other run's calls.
@@ -374,7 +380,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 			name = srv.Name
 		}
 		rec.Server = name
-		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
+		return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
 			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
 				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
 			name, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
@@ -383,7 +389,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		if srv, err := h.snap.resolve(key); err == nil {
 			if failure := h.dir.pool.LastFailure(srv.Name); failure != nil {
 				rec.Server = srv.Name
-				return nil, poolError(srv, failure)
+				return called{}, poolError(srv, failure)
 			}
 		}
 	}
@@ -395,7 +401,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		rec.Tool = t.Name
 	}
 	if err != nil {
-		return nil, err
+		return called{}, err
 	}
 	// The run sees the configuration it started with, but a policy edited
 	// since then applies at once: the tool must be admitted now too, and
@@ -403,13 +409,13 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	cur := h.dir.snap.Load()
 	if cur != h.snap {
 		if why := cur.blocked(srv.Name, t); why != "" {
-			return nil, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
+			return called{}, &protocol.Error{Code: protocol.CodePolicyDenied, Message: why}
 		}
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
-		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
+		return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
 	}
 	if why := cur.confirm(srv.Name, t); why != "" {
 		actx, cancel := h.questionContext(ctx)
@@ -417,7 +423,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		cancel()
 		rec.Confirm = string(answer)
 		if !answer.Allowed() {
-			return nil, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
+			return called{}, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
 		}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
@@ -438,19 +444,34 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	res, err := h.dir.pool.CallFor(ctx, h.peer(srv), srv.Name, t.Name, args, progress)
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams {
-		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
+		return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
 			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
 	}
 	if err != nil {
-		return nil, poolError(srv, err)
+		return called{}, poolError(srv, err)
 	}
-	if res, err = maskResult(srv, res); err != nil {
-		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: err.Error()}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return called{}, &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the result of %s.%s: %v", srv.Name, t.Name, err)}
+	}
+	release, err := h.dir.inflight.hold(ctx, len(raw), srv.Name, t.Name)
+	if err != nil {
+		return called{}, err
+	}
+	c := called{raw: raw, isError: res.IsError, release: release}
+	if masked, changed := srv.Secrets.MaskJSON(raw); changed {
+		// The masked result is what the code, the audit log and the
+		// result types learnt from it see.
+		c.raw, res = masked, new(mcp.CallToolResult)
+		if err := json.Unmarshal(masked, res); err != nil {
+			release()
+			return called{}, &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("decoding the masked result of %s.%s: %v", srv.Name, t.Name, err)}
+		}
 	}
 	if !res.IsError && t.OutputSchema == nil {
 		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
 	}
-	return res, nil
+	return c, nil
 }
 
 // savedServer is the server name search results give saved helpers.
@@ -559,29 +580,6 @@ func maskError(secrets secret.List, err error) error {
 		return &protocol.Error{Code: e.Code, Message: masked, Data: e.Data}
 	}
 	return &protocol.Error{Code: protocol.CodeOf(err), Message: masked}
-}
-
-// maskResult returns res with every secret of srv that it holds replaced by
-// [secret.Placeholder], so a server that echoes its token back does not
-// hand it to the code, the audit log or the result types learnt from it.
-// Secrets shorter than [secret.MinMasked] are left, and so is base64 data.
-func maskResult(srv *discovery.Server, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	if len(srv.Secrets) == 0 {
-		return res, nil
-	}
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the result of %s: %w", srv.Name, err)
-	}
-	masked, changed := srv.Secrets.MaskJSON(raw)
-	if !changed {
-		return res, nil
-	}
-	out := new(mcp.CallToolResult)
-	if err := json.Unmarshal(masked, out); err != nil {
-		return nil, fmt.Errorf("decoding the masked result of %s: %w", srv.Name, err)
-	}
-	return out, nil
 }
 
 // ByteSize formats n bytes for a message, to one decimal: "20 MiB", "1.5 KiB", "900 B".

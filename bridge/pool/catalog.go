@@ -3,8 +3,6 @@ package pool
 import (
 	"context"
 	"fmt"
-	"iter"
-	"slices"
 	"strconv"
 	"time"
 
@@ -27,24 +25,42 @@ var (
 // needed. A server that does not declare resources fails with
 // [ErrUnsupported], without a request.
 func (p *Pool) Resources(ctx context.Context, server string) ([]*mcp.Resource, error) {
-	return listAll(ctx, p, server, featureResources, "resources", func(ctx context.Context, s *mcp.ClientSession) iter.Seq2[*mcp.Resource, error] {
-		return s.Resources(ctx, nil)
+	return listAll(ctx, p, server, featureResources, "resources", func(ctx context.Context, s *mcp.ClientSession) page[*mcp.Resource] {
+		return func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+			r, err := s.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Resources, r.NextCursor, nil
+		}
 	})
 }
 
 // ResourceTemplates returns the resource templates of server, as
 // [Pool.Resources] does its resources.
 func (p *Pool) ResourceTemplates(ctx context.Context, server string) ([]*mcp.ResourceTemplate, error) {
-	return listAll(ctx, p, server, featureResources, "resource templates", func(ctx context.Context, s *mcp.ClientSession) iter.Seq2[*mcp.ResourceTemplate, error] {
-		return s.ResourceTemplates(ctx, nil)
+	return listAll(ctx, p, server, featureResources, "resource templates", func(ctx context.Context, s *mcp.ClientSession) page[*mcp.ResourceTemplate] {
+		return func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+			r, err := s.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.ResourceTemplates, r.NextCursor, nil
+		}
 	})
 }
 
 // Prompts returns the prompts of server, as [Pool.Resources] does its
 // resources.
 func (p *Pool) Prompts(ctx context.Context, server string) ([]*mcp.Prompt, error) {
-	return listAll(ctx, p, server, featurePrompts, "prompts", func(ctx context.Context, s *mcp.ClientSession) iter.Seq2[*mcp.Prompt, error] {
-		return s.Prompts(ctx, nil)
+	return listAll(ctx, p, server, featurePrompts, "prompts", func(ctx context.Context, s *mcp.ClientSession) page[*mcp.Prompt] {
+		return func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+			r, err := s.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Prompts, r.NextCursor, nil
+		}
 	})
 }
 
@@ -72,21 +88,16 @@ func (p *Pool) GetPrompt(ctx context.Context, server, name string, args map[stri
 	return res, err
 }
 
-// listAll lists every page of what of server within [Options.ListTimeout].
-func listAll[T any](ctx context.Context, p *Pool, server string, f feature, what string, pages func(context.Context, *mcp.ClientSession) iter.Seq2[T, error]) ([]T, error) {
+// listAll lists every page of what of server within [Options.ListTimeout],
+// [MaxListed] and [MaxListPages].
+func listAll[T any](ctx context.Context, p *Pool, server string, f feature, what string, pager func(context.Context, *mcp.ClientSession) page[T]) ([]T, error) {
 	var out []T
 	err := p.request(ctx, server, f, "listing the "+what+" of MCP server "+strconv.Quote(server), p.opts.ListTimeout,
-		func(ctx context.Context, s *mcp.ClientSession) error {
-			out = out[:0]
-			for v, err := range pages(ctx, s) {
-				if err != nil {
-					return err
-				}
-				out = append(out, v)
-			}
-			return nil
+		func(ctx context.Context, s *mcp.ClientSession) (err error) {
+			out, err = listPages(ctx, what, pager(ctx, s))
+			return err
 		})
-	return slices.Clip(out), err
+	return out, err
 }
 
 // request runs do on server's session, starting the server if needed, once

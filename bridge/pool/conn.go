@@ -223,15 +223,18 @@ func (c *conn) listTools(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 func (c *conn) listPages(ctx context.Context, timeout time.Duration) ([]*mcp.Tool, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var tools []*mcp.Tool
-	for t, err := range c.session.Tools(lctx, nil) {
+	tools, err := listPages(lctx, "tools", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
+		r, err := c.session.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
-			if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-				return nil, fmt.Errorf("no answer to tools/list within %s: %w", timeout, err)
-			}
-			return nil, err
+			return nil, "", err
 		}
-		tools = append(tools, t)
+		return r.Tools, r.NextCursor, nil
+	})
+	if err != nil {
+		if lctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			return nil, fmt.Errorf("no answer to tools/list within %s: %w", timeout, err)
+		}
+		return nil, err
 	}
 	return maskTools(c.def, tools), nil
 }

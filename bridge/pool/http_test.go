@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -259,5 +260,46 @@ func TestHTTPBodyBounded(t *testing.T) {
 	}
 	if got := resultText(t, res); got != "Echo: after" {
 		t.Errorf("the next call: got %q", got)
+	}
+}
+
+// TestListingBounded: a server that lists more than MaxListed tools, or
+// pages without end, fails the listing with an error naming the limit.
+func TestListingBounded(t *testing.T) {
+	many := newTestServer("many", nil, nil)
+	for i := range MaxListed {
+		many.AddTool(&mcp.Tool{Name: fmt.Sprint("t", i), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+	}
+	endless := newTestServer("endless", nil, nil)
+	endless.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.ListToolsRequest); ok {
+				r.Params.Cursor = "" // every page is the first, and has a next
+			}
+			res, err := next(ctx, method, req)
+			if l, ok := res.(*mcp.ListToolsResult); ok && l != nil {
+				l.NextCursor = "again"
+			}
+			return res, err
+		}
+	})
+	for name, tt := range map[string]struct {
+		server *mcp.Server
+		want   string
+	}{
+		"many":    {many, "more than 4096 tools"},
+		"endless": {endless, "more than 256 pages"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return tt.server }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
+			t.Cleanup(srv.Close)
+			p := newTestPool(t, Options{})
+			p.Update([]*discovery.Server{{Name: name, Transport: discovery.Streamable, URL: srv.URL}})
+			_, err := p.Tools(t.Context(), name)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error saying %q", err, tt.want)
+			}
+		})
 	}
 }
