@@ -174,7 +174,7 @@ func (s *Store) Save(srv *discovery.Server, tools []*mcp.Tool) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	return writeFile(s.dir, s.path(srv.Name), raw)
+	return writeFile(s.path(srv.Name), raw)
 }
 
 // Prune removes the manifests of servers not in keep, and leftovers of

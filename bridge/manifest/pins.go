@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
 )
 
@@ -398,23 +399,10 @@ func (s *Store) updatePins(server string, edit func(*Pins) bool) error {
 	if err != nil {
 		return fmt.Errorf("encoding the pins of %s: %w", server, err)
 	}
-	return writeFile(dir, path, raw)
+	return writeFile(path, raw)
 }
 
-// writeFile writes raw to path whole: a temporary file in dir renamed over it.
-func writeFile(dir, path string, raw []byte) error {
-	f, err := os.CreateTemp(dir, ".manifest-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(raw)
-	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+// writeFile replaces path with raw, durably ([atomicfile.Replace]).
+func writeFile(path string, raw []byte) error {
+	return atomicfile.Replace(path, raw, 0o600)
 }
