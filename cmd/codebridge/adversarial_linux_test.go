@@ -60,10 +60,13 @@ func (b *testBridge) sandboxID(t *testing.T) string {
 // sigterm stops codebridge with SIGTERM, its client still connected, and
 // checks that it exits by itself and leaves none of its containers or
 // processes (downstream servers; its Podman service exits once idle) behind.
-func (b *testBridge) sigterm(t *testing.T) {
+func (b *testBridge) sigterm(t *testing.T) { b.stopWith(t, syscall.SIGTERM) }
+
+// stopWith is sigterm with another signal.
+func (b *testBridge) stopWith(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	kids := descendants(b.pid)
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := b.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	// A hang guard: far longer than an orderly exit takes, far shorter than
@@ -71,16 +74,16 @@ func (b *testBridge) sigterm(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for processAlive(b.pid) {
 		if time.Now().After(deadline) {
-			t.Fatal("codebridge still running 90 s after SIGTERM")
+			t.Fatalf("codebridge still running 90 s after %v", sig)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	b.cs.Close() // reaps the process
 	if st := b.cmd.ProcessState; st == nil || !st.Exited() {
-		t.Errorf("codebridge did not exit on SIGTERM: %v", st)
+		t.Errorf("codebridge did not exit on %v: %v", sig, st)
 	}
 	if left := containersLeft(t, b.pid); len(left) != 0 {
-		t.Errorf("containers left after SIGTERM: %v", left)
+		t.Errorf("containers left after %v: %v", sig, left)
 	}
 	for _, p := range leftBehind(t, kids) {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -178,4 +179,17 @@ func peakRSS(t *testing.T, pid int) int64 {
 	}
 	t.Fatal("no VmHWM in /proc/PID/status")
 	return 0
+}
+
+// TestSIGHUPStopsCleanly: a hang-up (the terminal closed) stops codebridge
+// as SIGTERM does, leaving no container or process behind.
+func TestSIGHUPStopsCleanly(t *testing.T) {
+	requirePodman(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "echo.json", map[string]any{})
+	b := startBridge(t, bridgeEnv(t, dir))
+	if out := mustRun(t, b.cs, "print(1)"); out != "1\n" {
+		t.Fatalf("print(1): %q", out)
+	}
+	b.stopWith(t, syscall.SIGHUP)
 }
