@@ -268,11 +268,11 @@ func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger
 	return append(out, results...)
 }
 
-// doctorStateDir checks that the state directory can be written.
+// doctorStateDir checks that the state directory is this user's alone and can be written.
 func doctorStateDir(cfg settings.Config) finding {
 	dir := cfg.StateDir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return finding{findFail, "state", err.Error(), "set MCP_BRIDGE_STATE_DIR to a folder codebridge can write"}
+	if err := confine.OwnDir(dir); err != nil {
+		return finding{findFail, "state", err.Error(), "fix it as it says, or set MCP_BRIDGE_STATE_DIR to a private folder of your own"}
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -75,6 +76,9 @@ func signInFor(cfg settings.Config) host.SignIn {
 // and watched, the container engine is contacted in the background, and no downstream server
 // starts until a run needs it.
 func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*parts, error) {
+	if err := confine.OwnDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("the state directory (MCP_BRIDGE_STATE_DIR): %w", err)
+	}
 	ct, err := newContainers(cfg, logger)
 	if err != nil {
 		return nil, err
