@@ -328,6 +328,7 @@ func newListingPool(ctx context.Context, cfg settings.Config, logger *slog.Logge
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		p.Close(cctx)
+		auditLog.Close(cctx)
 	}
 }
 

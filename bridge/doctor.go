@@ -166,8 +166,67 @@ func doctorSandbox(ctx context.Context, cfg settings.Config, logger *slog.Logger
 				"on an SELinux host, set MCP_BRIDGE_SANDBOX_STREAM=attach; otherwise check that the state directory is yours and not writable by others"})
 		}
 		out = append(out, doctorRuntime(cfg.Runtime, info, kernel))
+		if info.Name == "Kubernetes" {
+			res, err := ct.Run(ctx, sandbox.Request{
+				Program: python.Program{Code: egressProbe, OutputLimit: cfg.OutputLimit},
+				Host:    func(sandbox.SessionInfo) python.Host { return protocol.Server{Handler: host.NoServers} }, Timeout: cfg.Timeout,
+			})
+			if err == nil && res.Error != nil {
+				err = errors.New(res.Error.Message)
+			}
+			out = append(out, egressFinding(res.Stdout, err))
+		}
 	}
 	return out
+}
+
+// egressProbe is the code of doctor's network check on Kubernetes: it tries
+// to connect to the cloud metadata address, a public address and the API
+// server's service, at once, and prints "open ADDR" for each it connected
+// to or "closed ADDR WHY" (a refusal counts as closed: a network plugin may
+// enforce a policy by rejecting).
+const egressProbe = `import os, socket, threading
+targets = [('169.254.169.254', 80), ('1.1.1.1', 443)]
+h, p = os.environ.get('KUBERNETES_SERVICE_HOST'), os.environ.get('KUBERNETES_SERVICE_PORT')
+if h and p and p.isdigit():
+    targets.append((h, int(p)))
+lines = []
+def probe(t):
+    try:
+        socket.create_connection(t, timeout=3).close()
+        r = 'open'
+    except OSError as e:
+        r = 'closed %s' % type(e).__name__
+    lines.append('%s %s:%d' % (r.split()[0], t[0], t[1]) + (' ' + r.split()[1] if ' ' in r else ''))
+ts = [threading.Thread(target=probe, args=(t,)) for t in targets]
+for t in ts: t.start()
+for t in ts: t.join()
+print('\n'.join(sorted(lines)))`
+
+// egressFinding reports egressProbe's output: a sandbox pod that reached any
+// address means the NetworkPolicy is not enforced.
+func egressFinding(stdout string, err error) finding {
+	if err != nil {
+		return finding{findFail, "network", "the egress probe did not run in a sandbox pod: " + oneLine(err.Error()), ""}
+	}
+	var open, closed []string
+	for line := range strings.Lines(stdout) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "open":
+			open = append(open, f[1])
+		case len(f) >= 2 && f[0] == "closed":
+			closed = append(closed, f[1])
+		}
+	}
+	switch {
+	case len(open) > 0:
+		return finding{findFail, "network", "a sandbox pod reached " + strings.Join(open, ", ") + ": the NetworkPolicy codebridge-sandbox-deny-all is not enforced, so code can reach the network (cloud metadata, the API server)",
+			"use a network plugin that enforces NetworkPolicies (Calico, Cilium; flannel alone does not), and check that no other NetworkPolicy in the namespace allows traffic to pods labelled " + confine.LabelManaged + "=true"}
+	case len(closed) == 0:
+		return finding{findFail, "network", "the egress probe printed nothing a sandbox pod could or could not reach: " + oneLine(stdout), ""}
+	}
+	return finding{findOK, "network", "a sandbox pod reached none of " + strings.Join(closed, ", "), ""}
 }
 
 // kernelProbe is the code of doctor's sandbox run: Python's version and the
@@ -268,11 +327,11 @@ func doctorServers(ctx context.Context, cfg settings.Config, logger *slog.Logger
 	return append(out, results...)
 }
 
-// doctorStateDir checks that the state directory can be written.
+// doctorStateDir checks that the state directory is this user's alone and can be written.
 func doctorStateDir(cfg settings.Config) finding {
 	dir := cfg.StateDir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return finding{findFail, "state", err.Error(), "set MCP_BRIDGE_STATE_DIR to a folder codebridge can write"}
+	if err := confine.OwnDir(dir); err != nil {
+		return finding{findFail, "state", err.Error(), "fix it as it says, or set MCP_BRIDGE_STATE_DIR to a private folder of your own"}
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {

@@ -185,6 +185,7 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 		return err
 	}
 	log := newAuditLog(cfg, logger)
+	defer log.Close(ctx)
 	for _, t := range approve {
 		if log != nil {
 			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: audit.OutcomeApproved})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -44,6 +45,7 @@ type parts struct {
 	sandbox sandboxRuntime
 	pool    *pool.Pool
 	dir     *host.Directory
+	audit   *audit.Log // nil when the audit is off; closed last
 	logger  *slog.Logger
 
 	stopWatch context.CancelFunc
@@ -74,6 +76,9 @@ func signInFor(cfg settings.Config) host.SignIn {
 // and watched, the container engine is contacted in the background, and no downstream server
 // starts until a run needs it.
 func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*parts, error) {
+	if err := confine.OwnDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("the state directory (MCP_BRIDGE_STATE_DIR): %w", err)
+	}
 	ct, err := newContainers(cfg, logger)
 	if err != nil {
 		return nil, err
@@ -83,13 +88,13 @@ func start(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*part
 
 // startWith is start with the sandbox given.
 func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logger *slog.Logger) (*parts, error) {
-	p := &parts{sandbox: sb, logger: logger}
+	p := &parts{sandbox: sb, audit: newAuditLog(cfg, logger), logger: logger}
 	p.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { p.dir.SaveManifest(def, tools) },
 		OAuth:   oauthHandlers(cfg, logger)})
 	p.dir = host.New(p.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
-		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: newAuditLog(cfg, logger), Logger: logger,
+		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: p.audit, Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, SignIn: signInFor(cfg),
 	})
 
@@ -163,6 +168,9 @@ func (p *parts) close() {
 		}
 		if err := p.sandbox.Close(ctx); err != nil {
 			p.logger.Warn("closing the sandbox: containers may be left behind; the next codebridge start removes them", "err", err)
+		}
+		if err := p.audit.Close(ctx); err != nil {
+			p.logger.Warn("closing the audit log", "err", err)
 		}
 	})
 }

@@ -4,12 +4,15 @@
 // rotated by size (calls.jsonl.1 is the newest old one) and written under
 // the folder's lock ([dirlock]), so the runs of one
 // codebridge and several codebridge processes sharing a state directory
-// append whole lines and rotate once. Arguments and results are recorded by
-// size only, unless [Options.Contents] asks for them.
+// append whole lines and rotate once. A record never waits for that lock on
+// the call's path: it is queued for the [Log]'s writer instead (see
+// [Log.Record]). Arguments and results are recorded by size only, unless
+// [Options.Contents] asks for them.
 package audit
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,7 +108,26 @@ type Options struct {
 	Logger   *slog.Logger // every record at debug level, write failures as warnings; nil discards
 }
 
+// Queue bounds: records waiting for the writer while the folder's lock is
+// busy; past either, a record is dropped and counted ([Log.Dropped]).
+const (
+	maxQueue      = 1024
+	maxQueueBytes = 16 << 20
+)
+
+// dropWarnEvery is how often, at most, dropped records are reported.
+const dropWarnEvery = time.Minute
+
+// errBusy says the folder's lock was held and the write was not waited for.
+var errBusy = errors.New("audit folder busy")
+
 // Log appends records to the files in one folder.
+//
+// [Log.Record] never waits for the folder's lock: when the lock is free and
+// nothing is queued it writes at once; when another process holds the lock
+// (perhaps a stopped one) it queues the record for the Log's writer goroutine
+// and returns. The writer runs while records are queued; [Log.Close] waits
+// for it, within its context.
 type Log struct {
 	dir  string
 	opts Options
@@ -116,12 +138,23 @@ type Log struct {
 	lock *dirlock.File
 	f    *os.File    // the current file as last opened, or nil
 	fi   os.FileInfo // f's, to tell when another process rotated it
+
+	qmu         sync.Mutex // protects following; taken after mu, never before it
+	queue       [][]byte   // encoded records waiting for the writer, oldest first
+	queueBytes  int
+	writerDone  chan struct{}      // closed when the running writer returns; nil when none runs
+	stopWriter  context.CancelFunc // ends the running writer's wait for the lock
+	closed      bool               // Close was called: records are dropped
+	dropped     int64              // records dropped since New
+	dropWarned  int64              // dropped when last reported
+	lastDropLog time.Time
 }
 
 // Dir is the audit folder of a state directory.
 func Dir(stateDir string) string { return filepath.Join(stateDir, "audit") }
 
 // New returns the log in dir; the folder and file are made on the first write.
+// Call [Log.Close] when done, so queued records are written.
 func New(dir string, opts Options) *Log {
 	if opts.MaxSize <= 0 {
 		opts.MaxSize = DefaultMaxSize
@@ -141,8 +174,11 @@ func (l *Log) Path() string { return filepath.Join(l.dir, FileName) }
 // Contents reports whether arguments and results are recorded.
 func (l *Log) Contents() bool { return l.opts.Contents }
 
-// Record writes r and logs it at debug level. A failed write is logged as a
-// warning, once until writes succeed again: the call itself goes on.
+// Record writes r, or queues it when the folder's lock is busy, and logs it
+// at debug level; it does not wait for the lock. A failed write is logged as
+// a warning, once until writes succeed again; a record that finds the queue
+// full (or the Log closed) is dropped, counted in [Log.Dropped] and reported
+// at most once a minute: the call itself goes on.
 func (l *Log) Record(r Record) {
 	if !l.opts.Contents {
 		r.Arguments, r.Result = nil, nil
@@ -151,54 +187,245 @@ func (l *Log) Record(r Record) {
 	r.Error = shorten(r.Error)
 	l.opts.Logger.Debug("tool call", "session", r.Session, "run", r.Run, "server", r.Server, "tool", r.Tool,
 		"outcome", r.Outcome, "confirm", r.Confirm, "duration_ms", r.DurationMS, "argument_bytes", r.ArgBytes, "result_bytes", r.ResultBytes)
-	err := l.Write(r)
+	line, err := encode(r)
+	if err != nil {
+		l.mu.Lock()
+		l.report(err)
+		l.mu.Unlock()
+		return
+	}
+	// Write at once if no other process holds the folder's lock and no
+	// record waits before this one; else leave it to the writer.
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.qmu.Lock()
+	idle := len(l.queue) == 0 && !l.closed
+	l.qmu.Unlock()
+	if idle {
+		_, err := l.writeLines(context.Background(), [][]byte{line}, false)
+		if !errors.Is(err, errBusy) {
+			l.report(err)
+			return
+		}
+	}
+	l.enqueue(line)
+}
+
+// report logs a write's failure once until writes succeed again. The caller
+// holds mu.
+func (l *Log) report(err error) {
 	switch {
 	case err != nil && !l.failing:
-		l.opts.Logger.Warn("cannot write the audit log; tool calls go on unrecorded until it works again: fix the folder's permissions or free space", "path", l.Path(), "err", err)
+		l.opts.Logger.Warn("cannot write the audit log; tool calls go on unrecorded until it works again: fix the folder's permissions or free space, or resume or stop the process that holds its lock", "path", l.Path(), "err", err)
 	case err == nil && l.failing:
 		l.opts.Logger.Info("writing the audit log again", "path", l.Path())
 	}
 	l.failing = err != nil
 }
 
-// Write appends r as one line, rotating first if the file would grow past
-// the size limit.
-func (l *Log) Write(r Record) error {
-	line, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding the audit record: %w", err)
+// enqueue queues line for the writer, starting it if none runs, or drops it
+// when the queue is full or the Log closed.
+func (l *Log) enqueue(line []byte) {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.closed || len(l.queue) >= maxQueue || l.queueBytes+len(line) > maxQueueBytes {
+		l.dropped++
+		if now := time.Now(); now.Sub(l.lastDropLog) >= dropWarnEvery {
+			l.opts.Logger.Warn("audit records dropped: the audit log's queue is full (or the log is closed), as another process holds the audit folder's lock or the disk is slow; find the holder with 'fuser -v' on the lock",
+				"lock", filepath.Join(l.dir, ".lock"), "dropped", l.dropped-l.dropWarned, "dropped_total", l.dropped)
+			l.lastDropLog, l.dropWarned = now, l.dropped
+		}
+		return
 	}
-	line = append(line, '\n')
+	l.queue = append(l.queue, line)
+	l.queueBytes += len(line)
+	if l.writerDone == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		l.writerDone, l.stopWriter = done, cancel
+		go l.drain(ctx, done)
+	}
+}
 
+// drain is the writer: while records are queued, it waits for the
+// folder's lock through a lock file of its own, without holding mu (at most
+// dirlock.DefaultWait, less when ctx ends), then writes all that is queued.
+func (l *Log) drain(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	var wait *dirlock.File
+	defer func() {
+		if wait != nil {
+			wait.Close()
+		}
+	}()
+	for {
+		var err error
+		if wait == nil {
+			wait, err = dirlock.Open(l.dir)
+		}
+		if err == nil {
+			err = wait.Lock(ctx)
+		}
+		l.mu.Lock()
+		l.qmu.Lock()
+		batch := l.queue
+		l.qmu.Unlock()
+		n, written := 0, 0
+		if err == nil {
+			written, err = l.appendLines(batch)
+			n = written
+			wait.Unlock()
+			if err != nil || runtime.GOOS == "windows" {
+				l.closeFile()
+			}
+		}
+		if errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+			// The folder was removed: the rest waits for a lock in a new one.
+			if wait != nil {
+				wait.Close()
+				wait = nil
+			}
+		} else {
+			n = len(batch) // written, or lost with err
+		}
+		l.report(err)
+		l.qmu.Lock()
+		l.dropped += int64(n - written)
+		for _, line := range batch[:n] {
+			l.queueBytes -= len(line)
+		}
+		l.queue = l.queue[n:]
+		last := len(l.queue) == 0
+		if last {
+			l.queue, l.writerDone, l.stopWriter = nil, nil, nil
+		}
+		l.qmu.Unlock()
+		l.mu.Unlock()
+		if last {
+			return
+		}
+	}
+}
+
+// Dropped is how many records were dropped since [New]: queued ones whose
+// wait for the folder's lock ran out, and those that found the queue full
+// or the Log closed.
+func (l *Log) Dropped() int64 {
+	if l == nil {
+		return 0
+	}
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return l.dropped
+}
+
+// Close writes what is queued, waiting at most until ctx ends, and closes
+// the files; later records are dropped. When ctx ends first, what was still
+// queued is lost and the error says how much. Close of a nil Log does nothing.
+func (l *Log) Close(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.qmu.Lock()
+	l.closed = true
+	done, stop := l.writerDone, l.stopWriter
+	l.qmu.Unlock()
+	var err error
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			before := l.Dropped()
+			stop()
+			<-done // it stops waiting for the lock at once
+			if lost := l.Dropped() - before; lost > 0 {
+				err = fmt.Errorf("closing the audit log %s: %w before %d queued records were written; they are lost", l.Path(), context.Cause(ctx), lost)
+			}
+		}
+	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	err = l.write(line)
-	if errors.Is(err, fs.ErrNotExist) {
-		// The folder was removed since the last write: start afresh in a new one.
-		l.close()
-		err = l.write(line)
-	}
-	if err != nil || runtime.GOOS == "windows" { // there, an open file cannot be renamed by another process
-		l.close()
-	}
+	l.close()
+	l.mu.Unlock()
 	return err
 }
 
-// write appends line under the folder's lock. The caller holds mu.
-func (l *Log) write(line []byte) error {
+func encode(r Record) ([]byte, error) {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the audit record: %w", err)
+	}
+	return append(line, '\n'), nil
+}
+
+// Write appends r as one line now, rotating first if the file would grow
+// past the size limit. Unlike [Log.Record] it waits for the folder's lock
+// (at most dirlock.DefaultWait), and this process's records wait behind it.
+func (l *Log) Write(r Record) error {
+	line, err := encode(r)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err = l.writeLines(context.Background(), [][]byte{line}, true)
+	return err
+}
+
+// writeLines appends lines under the folder's lock, waiting for it until ctx
+// ends if wait is set, else failing with errBusy when it is held. It returns
+// how many were written. The caller holds mu.
+func (l *Log) writeLines(ctx context.Context, lines [][]byte, wait bool) (int, error) {
+	n, err := l.write(ctx, lines, wait)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The folder was removed since the last write: start afresh in a new one.
+		l.close()
+		var m int
+		m, err = l.write(ctx, lines[n:], wait)
+		n += m
+	}
+	if (err != nil && !errors.Is(err, errBusy)) || runtime.GOOS == "windows" { // there, an open file cannot be renamed by another process
+		l.close()
+	}
+	return n, err
+}
+
+// write appends lines under the folder's lock and returns how many it
+// wrote. The caller holds mu.
+func (l *Log) write(ctx context.Context, lines [][]byte, wait bool) (int, error) {
 	if l.lock == nil {
 		lock, err := dirlock.Open(l.dir)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		l.lock = lock
 	}
-	if err := l.lock.Lock(); err != nil {
-		return err
+	if wait {
+		if err := l.lock.Lock(ctx); err != nil {
+			return 0, err
+		}
+	} else if ok, err := l.lock.TryLock(); err != nil {
+		return 0, err
+	} else if !ok {
+		return 0, errBusy
 	}
 	defer l.lock.Unlock()
+	return l.appendLines(lines)
+}
+
+// appendLines appends lines and returns how many it wrote. The caller holds
+// mu and the folder's lock.
+func (l *Log) appendLines(lines [][]byte) (int, error) {
+	for i, line := range lines {
+		if err := l.appendLine(line); err != nil {
+			return i, err
+		}
+	}
+	return len(lines), nil
+}
+
+// appendLine appends one line, rotating first if the file would grow past
+// the size limit. The caller holds mu and the folder's lock.
+func (l *Log) appendLine(line []byte) error {
 	path := l.Path()
 	info, err := os.Stat(path)
 	if err == nil && info.Size() > 0 && info.Size()+int64(len(line)) > l.opts.MaxSize {

@@ -11,6 +11,6 @@ import (
 // processes the atomic renames still keep every entry whole.
 var processLock sync.Mutex
 
-func lockFile(*os.File) error { processLock.Lock(); return nil }
+func tryLockFile(*os.File) (bool, error) { return processLock.TryLock(), nil }
 
 func unlockFile(*os.File) { processLock.Unlock() }

@@ -158,7 +158,7 @@ var settings = []setting{
 			c.CPUs = f
 			return nil
 		}},
-	{key: "container_user", def: "65534:65534", help: "uid:gid the code runs as inside the container; uid 0 (root) is refused.",
+	{key: "container_user", def: "65534:65534", help: "uid:gid the code runs as inside the container; uid 0 (root) and gid 0 (the root group) are refused.",
 		apply: func(c *Config, v string) error {
 			uidText, gidText, ok := strings.Cut(v, ":")
 			uid, uerr := strconv.ParseUint(uidText, 10, 32)
@@ -168,6 +168,9 @@ var settings = []setting{
 			}
 			if uid == 0 { // compare numbers: "00" is root too
 				return errors.New("refusing to run sandboxed code as root (uid 0)")
+			}
+			if gid == 0 { // files of group root are often group-writable
+				return errors.New("refusing to run sandboxed code in the root group (gid 0): choose another gid, such as 65534 (nogroup)")
 			}
 			c.ContainerUser = fmt.Sprintf("%d:%d", uid, gid)
 			return nil

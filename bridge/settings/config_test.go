@@ -202,8 +202,8 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 }
 
-// TestContainerUser checks the root refusal on parsed numbers: "00:0" is uid 0
-// as much as "0:0" is.
+// TestContainerUser checks the refusal of root and of the root group on
+// parsed numbers: "00:0" is uid 0 as much as "0:0" is, "1000:00" gid 0.
 func TestContainerUser(t *testing.T) {
 	tests := []struct {
 		user    string
@@ -211,7 +211,8 @@ func TestContainerUser(t *testing.T) {
 		wantErr string
 	}{
 		{user: "65534:65534", want: "65534:65534"},
-		{user: "1000:0", want: "1000:0"},
+		{user: "1000:0", wantErr: "refusing to run sandboxed code in the root group"},
+		{user: "1000:00", wantErr: "refusing to run sandboxed code in the root group"},
 		{user: "01000:01000", want: "1000:1000"},
 		{user: "0:0", wantErr: "refusing to run sandboxed code as root"},
 		{user: "00:0", wantErr: "refusing to run sandboxed code as root"},

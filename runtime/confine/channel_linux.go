@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // PrivateDir makes dir if needed and checks that it and its parent are real
@@ -20,14 +19,11 @@ func PrivateDir(dir string) error {
 		if err != nil {
 			return err
 		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		switch {
-		case !info.IsDir():
+		if !info.IsDir() {
 			return fmt.Errorf("%s is not a folder (a symbolic link?)", d)
-		case !ok || int(st.Uid) != os.Getuid():
-			return fmt.Errorf("%s belongs to another user", d)
-		case info.Mode().Perm()&0o022 != 0:
-			return fmt.Errorf("%s may be written by others (mode %v)", d, info.Mode().Perm())
+		}
+		if err := checkOwned(d, info); err != nil {
+			return err
 		}
 	}
 	return os.Chmod(dir, 0o700)

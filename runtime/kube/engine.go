@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -158,21 +159,72 @@ func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 }
 
 // ensurePolicy creates the namespace's NetworkPolicy that denies
-// codebridge's pods all traffic, unless it exists. A sandbox does not start
-// without it.
+// codebridge's pods all traffic, unless it exists; one that exists must
+// deny them all traffic as the one codebridge makes does, or no sandbox
+// starts. A sandbox does not start without it.
 func ensurePolicy(ctx context.Context, c *Client, ns string) error {
 	path := "/apis/networking.k8s.io/v1/namespaces/" + url.PathEscape(ns) + "/networkpolicies"
-	err := c.api().Do(ctx, requestTimeout, http.MethodGet, path+"/"+networkPolicyName, nil, nil, nil)
+	var have netPolicy
+	err := c.api().Do(ctx, requestTimeout, http.MethodGet, path+"/"+networkPolicyName, nil, nil, &have)
 	if IsNotFound(err) {
 		err = c.api().Do(ctx, requestTimeout, http.MethodPost, path, nil, networkPolicy(ns), nil)
 		if isStatus(err, http.StatusConflict) {
-			err = nil // another replica made it meanwhile
+			err = nil // another replica made it meanwhile, from this spec
+		}
+	} else if err == nil {
+		if why := have.Spec.permissive(); len(why) > 0 {
+			return fmt.Errorf("the NetworkPolicy %s in namespace %s does not deny sandbox pods all traffic: %s; delete it ('kubectl delete networkpolicy -n %s %s') so that codebridge creates its own, or give it codebridge's spec (podSelector matchLabels %s: \"true\", policyTypes Ingress and Egress, no rules)",
+				networkPolicyName, ns, strings.Join(why, "; "), ns, networkPolicyName, confine.LabelManaged)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("the NetworkPolicy %s that denies sandbox pods all traffic in namespace %s: %w; codebridge needs get and create on networkpolicies there", networkPolicyName, ns, err)
 	}
 	return nil
+}
+
+// netPolicy is what ensurePolicy reads of a NetworkPolicy.
+type netPolicy struct {
+	Spec netPolicySpec `json:"spec"`
+}
+
+type netPolicySpec struct {
+	PodSelector struct {
+		MatchLabels      map[string]string `json:"matchLabels"`
+		MatchExpressions []json.RawMessage `json:"matchExpressions"`
+	} `json:"podSelector"`
+	PolicyTypes []string          `json:"policyTypes"`
+	Ingress     []json.RawMessage `json:"ingress"`
+	Egress      []json.RawMessage `json:"egress"`
+}
+
+// permissive says how s lets a sandbox pod through where codebridge's
+// policy (networkPolicy) would not; none when it is as strict. Since
+// policies only add what they allow, one that selects every sandbox pod
+// (or more), applies to both directions and has no rules is as strict.
+func (s netPolicySpec) permissive() []string {
+	var why []string
+	for k, v := range s.PodSelector.MatchLabels {
+		if k != confine.LabelManaged || v != "true" {
+			why = append(why, fmt.Sprintf("its podSelector requires %s=%s, so it may not select every sandbox pod", k, v))
+		}
+	}
+	if len(s.PodSelector.MatchExpressions) > 0 {
+		why = append(why, "its podSelector has matchExpressions, so it may not select every sandbox pod")
+	}
+	for _, dir := range []string{"Ingress", "Egress"} {
+		if !slices.Contains(s.PolicyTypes, dir) {
+			why = append(why, fmt.Sprintf("it does not apply to %s (policyTypes %v)", strings.ToLower(dir), s.PolicyTypes))
+		}
+	}
+	if len(s.Ingress) > 0 {
+		why = append(why, fmt.Sprintf("it allows ingress (%d rules)", len(s.Ingress)))
+	}
+	if len(s.Egress) > 0 {
+		why = append(why, fmt.Sprintf("it allows egress (%d rules)", len(s.Egress)))
+	}
+	slices.Sort(why)
+	return why
 }
 
 // Info is what [Engine.Info] reports.

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
 // When no Podman API socket answers, codebridge starts 'podman system
@@ -67,8 +69,8 @@ type child struct {
 // ("" for Podman's default), with c connected to it, starting it if none
 // answers.
 func (c *Client) shareService(ctx context.Context, bin, dir, runtime string, idle time.Duration) (*service, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, unavailable(err, "cannot create state directory for the podman socket: %v: set a writable state directory", err)
+	if err := confine.OwnDir(dir); err != nil {
+		return nil, unavailable(err, "state directory for the podman socket: %v", err)
 	}
 	env := serviceEnv(os.Environ())
 	s := &service{sock: filepath.Join(dir, "podman-"+serviceKey(bin, runtime, idle, env)+".sock"), runtime: runtime, log: c.log, gone: make(chan struct{})}
@@ -102,9 +104,15 @@ func (c *Client) shareService(ctx context.Context, bin, dir, runtime string, idl
 }
 
 // join connects c to the service at s.sock if one answers there.
+// A socket that is not this user's (or root's) is refused before anything
+// is sent to it: whoever owns it would receive every run's code.
 func (c *Client) join(ctx context.Context, s *service) error {
-	if _, err := os.Stat(s.sock); err != nil {
+	info, err := os.Lstat(s.sock)
+	if err != nil {
 		return err
+	}
+	if err := socketOwned(s.sock, info); err != nil {
+		return unavailable(err, "%v", err)
 	}
 	if err := c.dial(ctx, destination{URI: s.uri()}); err != nil {
 		c.log.Debug("no podman service answers at the shared socket", "uri", s.uri(), "err", err)
@@ -227,4 +235,20 @@ func serviceEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// socketOwned checks that info, sock's Lstat, is a socket that belongs to
+// this user or to root (on Unix; elsewhere it cannot tell).
+func socketOwned(sock string, info os.FileInfo) error {
+	owner, ok := confine.FileOwner(info)
+	if !ok {
+		return nil
+	}
+	if info.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%s is not a socket (mode %v): remove it, and check who else writes to its folder", sock, info.Mode())
+	}
+	if uid := os.Getuid(); owner != uid && owner != 0 {
+		return fmt.Errorf("refusing the podman service socket %s: it belongs to uid %d, not to this user (uid %d), and its owner could read and change every run: remove it and check who else writes to its folder", sock, owner, uid)
+	}
+	return nil
 }
