@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -57,7 +58,9 @@ type parts struct {
 // sign-in stored for it (codebridge login).
 func oauthHandlers(cfg settings.Config, logger *slog.Logger) func(*discovery.Server) auth.OAuthHandler {
 	store := oauth.NewStore(cfg.StateDir)
-	return func(def *discovery.Server) auth.OAuthHandler { return store.Handler(def, nil, logger) }
+	// Refreshes have their own client and deadline, not http.DefaultClient's none.
+	client := &http.Client{Timeout: oauth.DefaultRefreshTimeout}
+	return func(def *discovery.Server) auth.OAuthHandler { return store.Handler(def, client, logger) }
 }
 
 // signInFor signs in to a server while code waits, as codebridge login

@@ -219,6 +219,25 @@ func (s *Store) Load(server, url string) (*Record, error) {
 // Save stores r, replacing what was stored for its server and URL, and says
 // where it went: the keyring, else the file.
 func (s *Store) Save(r *Record) (where string, err error) {
+	err = s.locked(func() error { where, err = s.save(r); return err })
+	return where, err
+}
+
+// locked runs fn under the lock of the store's folder, which serialises
+// the writers of every codebridge process on this state folder, in keyring
+// mode too. fn saves with [Store.save], not Save.
+// TODO(F11): take it with dirlock's deadline-aware lock once there is one.
+func (s *Store) locked(fn func() error) error {
+	unlock, err := dirlock.Lock(s.dir)
+	if err != nil {
+		return fmt.Errorf("locking the sign-ins in %s: %w", s.dir, err)
+	}
+	defer unlock()
+	return fn()
+}
+
+// save is Save under the folder's lock, which the caller holds.
+func (s *Store) save(r *Record) (where string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data := encode(r)
@@ -259,16 +278,11 @@ func (s *Store) Delete(server, url string) (bool, error) {
 }
 
 // writeFile writes data to path (in dir, made 0700) as a 0600 file, whole or
-// not at all, under dir's lock.
+// not at all; the caller holds dir's lock.
 func writeFile(dir, path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	unlock, err := dirlock.Lock(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err
