@@ -250,7 +250,15 @@ func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Respo
 	defer h.mu.Unlock()
 	if resp.StatusCode == http.StatusForbidden && h.active {
 		challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-		if scopes := insufficientScope(challenges); len(scopes) > 0 {
+		scopes, err := insufficientScope(challenges)
+		if err == nil && len(unionScopes(h.rec.Scopes, scopes)) > maxStepUpScopes {
+			err = fmt.Errorf("%d scopes in all (at most %d)", len(unionScopes(h.rec.Scopes, scopes)), maxStepUpScopes)
+		}
+		if err != nil {
+			h.logger.Warn("the server's 403 asks for absurd scopes: ignored", "server", h.def.Name, "err", err)
+			return fmt.Errorf("MCP server %q refused the request (403 Forbidden) and asked for more access than codebridge accepts: check the server, then run `codebridge login %s`", h.def.Name, h.def.Name)
+		}
+		if len(scopes) > 0 {
 			// Step-up: the next codebridge login asks for these too.
 			h.wantScopesLocked(scopes)
 			return &AuthRequiredError{Server: h.def.Name, Reason: "the server asks for more access: scope " + strings.Join(scopes, " ")}
@@ -267,15 +275,32 @@ func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Respo
 	return h.failedLocked()
 }
 
+// Bounds on the scopes a server's 403 may add to a sign-in (step-up): more,
+// or longer, are refused as absurd.
+const (
+	maxStepUpScopes = 32  // in one challenge, and in the sign-in's total
+	maxScopeLen     = 256 // bytes of one scope
+)
+
 // insufficientScope is the scopes a Bearer challenge with error
-// insufficient_scope names, nil when there is no such challenge.
-func insufficientScope(challenges []oauthex.Challenge) []string {
+// insufficient_scope names, nil when there is no such challenge; absurd
+// ones (see maxStepUpScopes) are an error.
+func insufficientScope(challenges []oauthex.Challenge) ([]string, error) {
 	for _, c := range challenges {
 		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
-			return strings.Fields(c.Params["scope"])
+			scopes := strings.Fields(c.Params["scope"])
+			if len(scopes) > maxStepUpScopes {
+				return nil, fmt.Errorf("%d scopes (at most %d)", len(scopes), maxStepUpScopes)
+			}
+			for _, sc := range scopes {
+				if len(sc) > maxScopeLen {
+					return nil, fmt.Errorf("a scope of %d bytes (at most %d)", len(sc), maxScopeLen)
+				}
+			}
+			return scopes, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // wantScopesLocked adds scopes to the sign-in's, in the store too, so that
