@@ -95,7 +95,9 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		return nil, err
 	}
 	prev, err := opts.Store.Load(def.Name, def.URL)
-	if err != nil {
+	if _, aside := errors.AsType[*setAsideError](err); aside {
+		fmt.Fprintf(out, "%v\n", err) // none is stored now: this login makes one
+	} else if err != nil {
 		return nil, err
 	}
 	reg, err := register(ctx, def, asm, prev, client, impl, opts.ClientMetadataURL)
