@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -59,8 +58,9 @@ type parts struct {
 func oauthHandlers(cfg settings.Config, logger *slog.Logger) func(*discovery.Server) auth.OAuthHandler {
 	store := oauth.NewStore(cfg.StateDir)
 	// Refreshes have their own client and deadline, not http.DefaultClient's none.
-	client := &http.Client{Timeout: oauth.DefaultRefreshTimeout}
-	return func(def *discovery.Server) auth.OAuthHandler { return store.Handler(def, client, logger) }
+	return func(def *discovery.Server) auth.OAuthHandler {
+		return store.Handler(def, oauth.Client(def, oauth.DefaultRefreshTimeout), logger)
+	}
 }
 
 // signInFor signs in to a server while code waits, as codebridge login

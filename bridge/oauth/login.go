@@ -51,7 +51,7 @@ type LoginOptions struct {
 	// [DefaultLoginTimeout].
 	Timeout time.Duration
 	// HTTPClient reaches the server and its authorization server. Nil means
-	// a client with a 30 s timeout per request.
+	// [Client] with a 30 s timeout per request.
 	HTTPClient *http.Client
 	// Client is what codebridge calls itself in initialize and when it
 	// registers (client_name).
@@ -86,7 +86,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 	}
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.Timeout, DefaultLoginTimeout))
 	defer cancel()
-	client := cmp.Or(opts.HTTPClient, &http.Client{Timeout: 30 * time.Second})
+	client := cmp.Or(opts.HTTPClient, Client(def, 30*time.Second))
 	out := cmp.Or[io.Writer](opts.Out, io.Discard)
 	impl := cmp.Or(opts.Client, &mcp.Implementation{Name: "codebridge", Version: "dev"})
 
