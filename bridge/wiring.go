@@ -59,7 +59,10 @@ type parts struct {
 // sign-in stored for it (codebridge login).
 func oauthHandlers(cfg settings.Config, logger *slog.Logger) func(*discovery.Server) auth.OAuthHandler {
 	store := oauth.NewStore(cfg.StateDir)
-	return func(def *discovery.Server) auth.OAuthHandler { return store.Handler(def, nil, logger) }
+	// Refreshes have their own client and deadline, not http.DefaultClient's none.
+	return func(def *discovery.Server) auth.OAuthHandler {
+		return store.Handler(def, oauth.Client(def, oauth.DefaultRefreshTimeout), logger)
+	}
 }
 
 // signInFor signs in to a server while code waits, as codebridge login

@@ -26,6 +26,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/term"
 
 	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
@@ -73,11 +74,15 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, start Starter, opt
 			settings.EnvPrefix, cfg.HTTP, settings.EnvPrefix)
 	}
 	var token, tokenPath string
+	showToken := false // the token is shown once: when made, to a terminal
 	if cfg.HTTPAuth {
+		_, statErr := os.Stat(filepath.Join(cfg.StateDir, tokenFile))
 		var err error
 		if token, tokenPath, err = bearerToken(cfg); err != nil {
 			return err
 		}
+		f, isFile := notice.(*os.File)
+		showToken = tokenPath != "" && errors.Is(statErr, fs.ErrNotExist) && isFile && term.IsTerminal(int(f.Fd()))
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
@@ -110,7 +115,7 @@ func ListenAndServe(ctx context.Context, cfg settings.Config, start Starter, opt
 
 	endpoint := "http://" + displayAddr(ln.Addr().(*net.TCPAddr)) + MCPPath
 	logger.Info("serving MCP over HTTP", "url", endpoint, "auth", cfg.HTTPAuth, "config_dir", cfg.ConfigDir)
-	printUsage(notice, endpoint, cfg, token, tokenPath)
+	printUsage(notice, endpoint, cfg, token, tokenPath, showToken)
 
 	select {
 	case err = <-served:
@@ -468,9 +473,11 @@ func tokenDigest(token string) [32]byte {
 }
 
 // printUsage tells the person who started codebridge where it listens and
-// how an agent connects: the header to send, with the token when codebridge
-// generated it.
-func printUsage(w io.Writer, endpoint string, cfg settings.Config, token, tokenPath string) {
+// how an agent connects: the header to send, with the token itself only
+// when show is set (codebridge made it just now and stderr is a terminal);
+// otherwise the file that holds it, so that the token does not end up in
+// journald or kubectl logs on every start.
+func printUsage(w io.Writer, endpoint string, cfg settings.Config, token, tokenPath string, show bool) {
 	var b strings.Builder
 	defer func() { io.WriteString(w, b.String()) }()
 	fmt.Fprintf(&b, "codebridge: serving MCP over streamable HTTP at %s\n", endpoint)
@@ -482,8 +489,11 @@ func printUsage(w io.Writer, endpoint string, cfg settings.Config, token, tokenP
 	case tokenPath == "":
 		token = "$" + settings.EnvPrefix + "HTTP_TOKEN"
 		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %sHTTP_TOKEN.\n", settings.EnvPrefix)
+	case !show:
+		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token kept in %s (delete that file and restart for a new one).\n", tokenPath)
+		token = "$(cat " + tokenPath + ")"
 	default:
-		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN'. The token (kept in %s; delete that file and restart for a new one):\n  %s\n", tokenPath, token)
+		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN'. The token, shown this once (kept in %s; delete that file and restart for a new one):\n  %s\n", tokenPath, token)
 	}
 	fmt.Fprintf(&b, "Claude Code:  claude mcp add --transport http codebridge %s --header \"Authorization: Bearer %s\"\n", endpoint, token)
 	cfgJSON, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"codebridge": map[string]any{

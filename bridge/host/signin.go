@@ -180,8 +180,10 @@ func (h *host) askSignIn(ctx context.Context, srv *discovery.Server, rec *audit.
 	case sctx.Err() != nil:
 		return needSignIn(srv, "no sign-in finished within the run's time limit")
 	}
+	// The error can hold what a remote server answered: the log gets it,
+	// code a fixed message.
 	h.dir.logger.Warn("signing in through the agent's client failed", "server", srv.Name, "err", err)
-	return needSignIn(srv, "signing in through the agent's client failed: "+err.Error())
+	return needSignIn(srv, "signing in through the agent's client failed; codebridge's log says why")
 }
 
 // errSignInRefused ends a sign-in the person declined or dismissed.

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
@@ -43,15 +45,21 @@ func (e *AuthRequiredError) Is(target error) bool { return target == ErrAuthRequ
 
 func (e *AuthRequiredError) Unwrap() error { return e.Err }
 
+// DefaultRefreshTimeout bounds a token refresh when [Store.Handler] is given
+// no client, or one without a timeout.
+const DefaultRefreshTimeout = 30 * time.Second
+
 // Handler returns the [auth.OAuthHandler] of def, for
 // mcp.StreamableClientTransport: it sends def's stored access token,
 // refreshes it when it expires (saving the new one), and, where the server
 // asks for a sign-in codebridge cannot give without the user, fails with an
 // [AuthRequiredError]. It never opens a browser; `codebridge login` does.
-// httpClient (nil: http.DefaultClient) reaches the token endpoint.
+// httpClient reaches the token endpoint; its Timeout (else
+// [DefaultRefreshTimeout]) bounds each refresh. Nil means a client with
+// that timeout.
 func (s *Store) Handler(def *discovery.Server, httpClient *http.Client, logger *slog.Logger) auth.OAuthHandler {
 	if httpClient == nil {
-		httpClient = http.DefaultClient
+		httpClient = &http.Client{Timeout: DefaultRefreshTimeout}
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -61,26 +69,28 @@ func (s *Store) Handler(def *discovery.Server, httpClient *http.Client, logger *
 
 // handler is one server's [auth.OAuthHandler] at run time.
 type handler struct {
-	store  *Store
-	def    *discovery.Server
-	client *http.Client
-	logger *slog.Logger
+	store   *Store
+	def     *discovery.Server
+	client  *http.Client
+	logger  *slog.Logger
+	refresh singleflight.Group // one refresh at a time in this process
 
-	mu     sync.Mutex         // protects following
-	rec    *Record            // the sign-in; nil when there is none
-	ts     oauth2.TokenSource // over rec's tokens; nil without tokens
-	failed error              // why the last refresh failed, if it did
+	mu     sync.Mutex // protects following; never held over the network
+	rec    *Record    // the sign-in; nil when there is none
+	active bool       // rec's tokens are in use
+	failed error      // why the last refresh failed, if it did
 }
 
 var _ auth.OAuthHandler = (*handler)(nil)
 
 // TokenSource returns the source of def's access tokens, nil when it has no
 // sign-in (the request then goes without, and a server that wants one
-// answers 401, which Authorize turns into an AuthRequiredError).
-func (h *handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+// answers 401, which Authorize turns into an AuthRequiredError). A token
+// it refreshes for ctx's request stops being waited for when ctx ends.
+func (h *handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ts == nil {
+	if !h.active {
 		// Read again while signed out: `codebridge login` may have
 		// signed in since. A sign-in already refused is not used again.
 		rec, err := h.store.Load(h.def.Name, h.def.URL)
@@ -92,93 +102,125 @@ func (h *handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
 			h.setRecordLocked(rec)
 		}
 	}
-	if h.ts == nil {
+	if !h.active {
 		return nil, nil
 	}
-	return tokenSource{h}, nil
+	return tokenSource{h, ctx}, nil
 }
 
 // setRecordLocked makes rec the sign-in in use.
 func (h *handler) setRecordLocked(rec *Record) {
-	h.rec, h.ts = rec, nil
-	if !rec.SignedInNow() || rec.Resource != h.def.URL {
-		return
-	}
-	cfg := &oauth2.Config{
-		ClientID:     rec.ClientID,
-		ClientSecret: rec.ClientSecret.Reveal(),
-		Endpoint:     oauth2.Endpoint{AuthURL: rec.AuthURL, TokenURL: rec.TokenURL, AuthStyle: rec.authStyle()},
-		Scopes:       rec.Scopes,
-	}
-	// The refresh outlives any one request: a background context carrying
-	// the client, as go-sdk's own handler does.
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
-	h.ts = oauth2.ReuseTokenSource(nil, cfg.TokenSource(ctx, rec.token()))
+	h.rec = rec
+	h.active = rec.SignedInNow() && rec.Resource == h.def.URL
 }
 
-// tokenSource gives the current token, saving a refreshed one; a refresh the
-// authorization server refuses forgets the tokens, so that the next request
-// asks for a sign-in at once instead of trying again.
-type tokenSource struct{ h *handler }
+// tokenSource gives the current token, refreshing it when it has expired.
+type tokenSource struct {
+	h   *handler
+	ctx context.Context // the request's: waiting for a refresh ends with it
+}
 
 func (t tokenSource) Token() (*oauth2.Token, error) {
 	h := t.h // the transport calls this under its own lock, not under h.mu
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for attempt := 0; ; attempt++ {
-		if h.ts == nil {
-			return nil, h.failedLocked()
-		}
-		before := h.rec.AccessToken.Reveal()
-		tok, err := h.ts.Token()
-		re, refused := errors.AsType[*oauth2.RetrieveError](err)
-		switch {
-		case refused && attempt == 0 && h.reloadLocked():
-			continue // another codebridge refreshed (and rotated) it meanwhile
-		case refused:
-			return nil, h.refusedLocked(re)
-		case err != nil:
-			return nil, fmt.Errorf("refreshing the sign-in of %s: %w", h.def.Name, err)
-		}
-		if tok.AccessToken != before {
-			h.rec.setToken(tok)
-			if _, err := h.store.Save(h.rec); err != nil {
-				h.logger.Warn("saving a refreshed token", "server", h.def.Name, "err", err)
-			} else {
-				h.logger.Info("refreshed the sign-in", "server", h.def.Name, "until", tok.Expiry)
-			}
-		}
+	if !h.active {
+		defer h.mu.Unlock()
+		return nil, h.failedLocked()
+	}
+	if tok := h.rec.token(); tok.Valid() {
+		h.mu.Unlock()
 		return tok, nil
 	}
-}
-
-// reloadLocked takes the stored sign-in when it holds other tokens than
-// h's, and reports whether it did.
-func (h *handler) reloadLocked() bool {
-	rec, err := h.store.Load(h.def.Name, h.def.URL)
-	if err != nil || !rec.SignedInNow() || rec.RefreshToken.Reveal() == h.rec.RefreshToken.Reveal() && rec.AccessToken.Reveal() == h.rec.AccessToken.Reveal() {
-		return false
+	h.mu.Unlock()
+	done := h.refresh.DoChan("", func() (any, error) { return h.refreshShared() })
+	select {
+	case r := <-done:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*oauth2.Token), nil
+	case <-t.ctx.Done():
+		return nil, fmt.Errorf("waiting for the refresh of the sign-in of %s: %w", h.def.Name, t.ctx.Err())
 	}
-	h.setRecordLocked(rec)
-	return h.ts != nil
 }
 
-// refusedLocked handles the authorization server's refusal to refresh: the
-// tokens are forgotten (in the store too, unless it holds others by now), so
-// that the next request asks for a sign-in at once instead of trying again.
-func (h *handler) refusedLocked(re *oauth2.RetrieveError) error {
+// refreshShared refreshes the stored sign-in under the lock of the store's
+// folder, so that codebridge processes on one state folder refresh it once
+// between them: it reloads the sign-in, refreshes only if it has still
+// expired (another process may have refreshed and rotated it), and saves
+// the new tokens before the lock is released. The refresh has a deadline:
+// the client's timeout, else [DefaultRefreshTimeout].
+func (h *handler) refreshShared() (*oauth2.Token, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(h.client.Timeout, DefaultRefreshTimeout))
+	defer cancel()
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, h.client)
+	var tok *oauth2.Token
+	err := h.store.locked(func() error {
+		rec, err := h.store.Load(h.def.Name, h.def.URL)
+		if err != nil {
+			return err
+		}
+		if !rec.SignedInNow() || rec.Resource != h.def.URL {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.setRecordLocked(rec)
+			return h.failedLocked()
+		}
+		if t := rec.token(); t.Valid() { // refreshed by another process
+			tok = t
+			h.adopt(rec)
+			return nil
+		}
+		cfg := &oauth2.Config{
+			ClientID:     rec.ClientID,
+			ClientSecret: rec.ClientSecret.Reveal(),
+			Endpoint:     oauth2.Endpoint{AuthURL: rec.AuthURL, TokenURL: rec.TokenURL, AuthStyle: rec.authStyle()},
+			Scopes:       rec.Scopes,
+		}
+		t, err := cfg.TokenSource(ctx, rec.token()).Token()
+		if re, refused := errors.AsType[*oauth2.RetrieveError](err); refused {
+			return h.refused(rec, re)
+		}
+		if err != nil {
+			h.logger.Warn("refreshing the sign-in failed", "server", h.def.Name, "err", err)
+			return fmt.Errorf("refreshing the sign-in of %s at %s failed (%v): try again, or run `codebridge login %s`", h.def.Name, rec.TokenURL, err, h.def.Name)
+		}
+		rec.setToken(t)
+		if _, err := h.store.save(rec); err != nil {
+			h.logger.Warn("saving a refreshed token", "server", h.def.Name, "err", err)
+		} else {
+			h.logger.Info("refreshed the sign-in", "server", h.def.Name, "until", t.Expiry)
+		}
+		tok = rec.token()
+		h.adopt(rec)
+		return nil
+	})
+	return tok, err
+}
+
+// adopt makes rec, just refreshed or reloaded, the sign-in in use.
+func (h *handler) adopt(rec *Record) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failed = nil
+	h.setRecordLocked(rec)
+}
+
+// refused handles the authorization server's refusal to refresh rec, the
+// stored sign-in, under the store's lock: its tokens are forgotten, here
+// and in the store, so that the next request asks for a sign-in at once
+// instead of trying again.
+func (h *handler) refused(rec *Record, re *oauth2.RetrieveError) error {
 	h.logger.Warn("the authorization server refused to refresh the token: sign in again", "server", h.def.Name,
 		"error", cmp.Or(re.ErrorCode, "none given"))
-	h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the authorization server refused to refresh the sign-in", Err: re}
-	refused := h.rec.RefreshToken.Reveal()
-	h.rec.forgetTokens()
-	h.ts = nil
-	if rec, err := h.store.Load(h.def.Name, h.def.URL); err == nil && rec != nil && rec.RefreshToken.Reveal() == refused {
-		rec.forgetTokens()
-		if _, err := h.store.Save(rec); err != nil {
-			h.logger.Warn("forgetting a refused sign-in", "server", h.def.Name, "err", err)
-		}
+	rec.forgetTokens()
+	if _, err := h.store.save(rec); err != nil {
+		h.logger.Warn("forgetting a refused sign-in", "server", h.def.Name, "err", err)
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the authorization server refused to refresh the sign-in", Err: re}
+	h.rec, h.active = rec, false
 	return h.failed
 }
 
@@ -206,34 +248,59 @@ func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Respo
 	resp.Body.Close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if resp.StatusCode == http.StatusForbidden && h.ts != nil {
+	if resp.StatusCode == http.StatusForbidden && h.active {
 		challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-		if scopes := insufficientScope(challenges); len(scopes) > 0 {
+		scopes, err := insufficientScope(challenges)
+		if err == nil && len(unionScopes(h.rec.Scopes, scopes)) > maxStepUpScopes {
+			err = fmt.Errorf("%d scopes in all (at most %d)", len(unionScopes(h.rec.Scopes, scopes)), maxStepUpScopes)
+		}
+		if err != nil {
+			h.logger.Warn("the server's 403 asks for absurd scopes: ignored", "server", h.def.Name, "err", err)
+			return fmt.Errorf("MCP server %q refused the request (403 Forbidden) and asked for more access than codebridge accepts: check the server, then run `codebridge login %s`", h.def.Name, h.def.Name)
+		}
+		if len(scopes) > 0 {
 			// Step-up: the next codebridge login asks for these too.
 			h.wantScopesLocked(scopes)
 			return &AuthRequiredError{Server: h.def.Name, Reason: "the server asks for more access: scope " + strings.Join(scopes, " ")}
 		}
 		return fmt.Errorf("MCP server %q refused the request (403 Forbidden) with the stored sign-in: it may need more scopes; run `codebridge login %s` to sign in again", h.def.Name, h.def.Name)
 	}
-	if h.ts != nil && h.failed == nil {
+	if h.active && h.failed == nil {
 		// A token the server refuses (revoked, or expired early) is not
 		// sent again: the next request goes without, straight to this.
 		h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the server refused the stored sign-in"}
-		h.ts = nil
+		h.active = false
 		return h.failed
 	}
 	return h.failedLocked()
 }
 
+// Bounds on the scopes a server's 403 may add to a sign-in (step-up): more,
+// or longer, are refused as absurd.
+const (
+	maxStepUpScopes = 32  // in one challenge, and in the sign-in's total
+	maxScopeLen     = 256 // bytes of one scope
+)
+
 // insufficientScope is the scopes a Bearer challenge with error
-// insufficient_scope names, nil when there is no such challenge.
-func insufficientScope(challenges []oauthex.Challenge) []string {
+// insufficient_scope names, nil when there is no such challenge; absurd
+// ones (see maxStepUpScopes) are an error.
+func insufficientScope(challenges []oauthex.Challenge) ([]string, error) {
 	for _, c := range challenges {
 		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
-			return strings.Fields(c.Params["scope"])
+			scopes := strings.Fields(c.Params["scope"])
+			if len(scopes) > maxStepUpScopes {
+				return nil, fmt.Errorf("%d scopes (at most %d)", len(scopes), maxStepUpScopes)
+			}
+			for _, sc := range scopes {
+				if len(sc) > maxScopeLen {
+					return nil, fmt.Errorf("a scope of %d bytes (at most %d)", len(sc), maxScopeLen)
+				}
+			}
+			return scopes, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // wantScopesLocked adds scopes to the sign-in's, in the store too, so that

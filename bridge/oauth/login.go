@@ -51,7 +51,7 @@ type LoginOptions struct {
 	// [DefaultLoginTimeout].
 	Timeout time.Duration
 	// HTTPClient reaches the server and its authorization server. Nil means
-	// a client with a 30 s timeout per request.
+	// [Client] with a 30 s timeout per request.
 	HTTPClient *http.Client
 	// Client is what codebridge calls itself in initialize and when it
 	// registers (client_name).
@@ -86,7 +86,7 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 	}
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.Timeout, DefaultLoginTimeout))
 	defer cancel()
-	client := cmp.Or(opts.HTTPClient, &http.Client{Timeout: 30 * time.Second})
+	client := cmp.Or(opts.HTTPClient, Client(def, 30*time.Second))
 	out := cmp.Or[io.Writer](opts.Out, io.Discard)
 	impl := cmp.Or(opts.Client, &mcp.Implementation{Name: "codebridge", Version: "dev"})
 
@@ -95,7 +95,9 @@ func Login(ctx context.Context, def *discovery.Server, opts LoginOptions) (*Logi
 		return nil, err
 	}
 	prev, err := opts.Store.Load(def.Name, def.URL)
-	if err != nil {
+	if _, aside := errors.AsType[*setAsideError](err); aside {
+		fmt.Fprintf(out, "%v\n", err) // none is stored now: this login makes one
+	} else if err != nil {
 		return nil, err
 	}
 	reg, err := register(ctx, def, asm, prev, client, impl, opts.ClientMetadataURL)
@@ -451,15 +453,16 @@ func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServe
 // redirect URI.
 type callback struct {
 	server  string
-	results chan url.Values // the redirects' queries, the first few
+	results chan url.Values // the query of the redirect with the sign-in's state
 	asked   atomic.Bool     // the user was sent to sign in
 
 	mu     sync.Mutex // protects following
 	failed error      // why the first fetch failed, if it did
+	state  string     // the sign-in's; "" until fetch knows it
 }
 
 func newCallback(server string) *callback {
-	return &callback{server: server, results: make(chan url.Values, 8)}
+	return &callback{server: server, results: make(chan url.Values, 1)}
 }
 
 func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -468,9 +471,18 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	c.mu.Lock()
+	want := c.state
+	c.mu.Unlock()
+	if want == "" || q.Get("state") != want {
+		// Not this sign-in's redirect: answered and dropped, so that a
+		// flood of them cannot push the real one out.
+		http.Error(w, "This is not the redirect of the sign-in in progress.", http.StatusBadRequest)
+		return
+	}
 	select {
 	case c.results <- q:
-	default: // a flood of requests: the first ones are enough
+	default: // the real redirect came already
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	msg := "Signed in to " + c.server + ". You can close this tab and go back to the terminal or the agent."
@@ -501,6 +513,9 @@ func (c *callback) fetch(ctx context.Context, authURL string, opts LoginOptions,
 	if u, err := url.Parse(authURL); err == nil {
 		state = u.Query().Get("state")
 	}
+	c.mu.Lock()
+	c.state = state
+	c.mu.Unlock()
 	if opts.Ask != nil {
 		if err := opts.Ask(ctx, authURL); err != nil {
 			return nil, err

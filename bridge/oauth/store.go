@@ -202,13 +202,22 @@ func (s *Store) Load(server, url string) (*Record, error) {
 	defer s.mu.Unlock()
 	v, err := s.keyring.Get(ref(server, url))
 	if err == nil {
-		return decode([]byte(v.Reveal()))
+		rec, err := decode([]byte(v.Reveal()))
+		if err != nil {
+			return nil, s.setAside(server, url, "in the OS keyring", []byte(v.Reveal()))
+		}
+		return rec, nil
 	}
 	// Not in the keyring (or no keyring): a file written when there was none.
-	data, ferr := os.ReadFile(s.file(server, url))
+	path := s.file(server, url)
+	data, ferr := os.ReadFile(path)
 	switch {
 	case ferr == nil:
-		return decode(data)
+		rec, err := decode(data)
+		if err != nil {
+			return nil, s.setAside(server, url, "in "+path, nil)
+		}
+		return rec, nil
 	case errors.Is(ferr, os.ErrNotExist):
 		return nil, nil
 	default:
@@ -216,9 +225,56 @@ func (s *Store) Load(server, url string) (*Record, error) {
 	}
 }
 
+// setAside moves the undecodable sign-in of server at url (where says
+// where it was) out of the way, to a file NAME.corrupt-TIME beside the
+// sign-in file, so that the next Load finds none and login works again;
+// data is the keyring entry's (nil: the file is renamed). Its error says
+// what happened and what to do.
+func (s *Store) setAside(server, url, where string, data []byte) error {
+	path := s.file(server, url)
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	var err error
+	if data == nil {
+		err = os.Rename(path, aside)
+	} else if err = os.MkdirAll(s.dir, 0o700); err == nil {
+		if err = os.WriteFile(aside, data, 0o600); err == nil {
+			err = s.keyring.Delete(ref(server, url))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the sign-in of %s stored %s cannot be read (not valid JSON), and moving it aside to %s failed: %w; run `codebridge logout %s`, then `codebridge login %s`", server, where, aside, err, server, server)
+	}
+	return &setAsideError{fmt.Sprintf("the sign-in of %s stored %s could not be read (not valid JSON, perhaps cut short by a crash): it was moved aside to %s; run `codebridge login %s` to sign in again", server, where, aside, server)}
+}
+
+// A setAsideError says an undecodable sign-in was moved aside: the store
+// now holds none.
+type setAsideError struct{ msg string }
+
+func (e *setAsideError) Error() string { return e.msg }
+
 // Save stores r, replacing what was stored for its server and URL, and says
 // where it went: the keyring, else the file.
 func (s *Store) Save(r *Record) (where string, err error) {
+	err = s.locked(func() error { where, err = s.save(r); return err })
+	return where, err
+}
+
+// locked runs fn under the lock of the store's folder, which serialises
+// the writers of every codebridge process on this state folder, in keyring
+// mode too. fn saves with [Store.save], not Save.
+// TODO(F11): take it with dirlock's deadline-aware lock once there is one.
+func (s *Store) locked(fn func() error) error {
+	unlock, err := dirlock.Lock(s.dir)
+	if err != nil {
+		return fmt.Errorf("locking the sign-ins in %s: %w", s.dir, err)
+	}
+	defer unlock()
+	return fn()
+}
+
+// save is Save under the folder's lock, which the caller holds.
+func (s *Store) save(r *Record) (where string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data := encode(r)
@@ -259,16 +315,11 @@ func (s *Store) Delete(server, url string) (bool, error) {
 }
 
 // writeFile writes data to path (in dir, made 0700) as a 0600 file, whole or
-// not at all, under dir's lock.
+// not at all; the caller holds dir's lock.
 func writeFile(dir, path string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	unlock, err := dirlock.Lock(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err
@@ -282,8 +333,24 @@ func writeFile(dir, path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
+	if err := tmp.Sync(); err != nil { // on disk before it replaces the old one
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename itself on disk, so that a power loss keeps one of the two.
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	return nil
 }

@@ -119,3 +119,28 @@ func TestRecordRedactsItself(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreCorruptRecord: an undecodable sign-in file (a torn write) is moved
+// aside, with an error naming it and what to do, and is absent afterwards,
+// so that login works again.
+func TestStoreCorruptRecord(t *testing.T) {
+	const url = "https://h.example/mcp"
+	state := t.TempDir()
+	s := NewStoreWith(state, noKeyring{})
+	path := s.file("hosted", url)
+	os.MkdirAll(Dir(state), 0o700)
+	os.WriteFile(path, []byte(`{"access_token": "tok`), 0o600)
+	_, err := s.Load("hosted", url)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "codebridge login hosted") {
+		t.Fatalf("Load of a torn file = %v; want an error naming %s and codebridge login", err, path)
+	}
+	if strings.Contains(err.Error(), "tok") && !strings.Contains(err.Error(), "token") {
+		t.Errorf("the error quotes the file: %v", err)
+	}
+	if r, err := s.Load("hosted", url); r != nil || err != nil {
+		t.Errorf("Load after = %v, %v; want nothing stored", r, err)
+	}
+	if aside, _ := filepath.Glob(path + ".corrupt-*"); len(aside) != 1 {
+		t.Errorf("moved aside: %v; want one file", aside)
+	}
+}
