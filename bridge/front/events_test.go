@@ -110,3 +110,120 @@ func TestEventStoreBytes(t *testing.T) {
 		t.Errorf("a stream dropped in use: %v, want ErrEventsPurged (its indexes are lost)", err)
 	}
 }
+
+// TestEventStoreFairShare: when the bound across sessions is reached, the
+// session over its share of it loses its oldest events, not another session
+// that keeps less than its share.
+func TestEventStoreFairShare(t *testing.T) {
+	s := newEventStore(100, 32)
+	s.Open(bg, "quiet", "1")
+	s.Append(bg, "quiet", "1", []byte("0123456789")) // 10 bytes: under its share of 50
+	s.Open(bg, "loud", "1")
+	for range 30 {
+		s.Append(bg, "loud", "1", []byte("0123456789"))
+	}
+	if got, err := replay(s, "quiet", "1", -1); err != nil || !slices.Equal(got, []string{"0123456789"}) {
+		t.Errorf("the quiet session's stream: %q, %v; want its event kept", got, err)
+	}
+	if s.bytes > 100 {
+		t.Errorf("%d bytes kept, want at most 100", s.bytes)
+	}
+	// The loud stream lost its oldest events: its latest are still there,
+	// and asking from the start says some are gone.
+	if got, err := replay(s, "loud", "1", 28); err != nil || len(got) != 1 {
+		t.Errorf("the loud stream after its 29th event: %q, %v; want its last event", got, err)
+	}
+	if _, err := replay(s, "loud", "1", -1); !errors.Is(err, mcp.ErrEventsPurged) {
+		t.Errorf("the loud stream from its start: %v, want ErrEventsPurged", err)
+	}
+}
+
+// FuzzEventStore runs sequences of the store's calls and checks its
+// invariants after each: its byte count is that of the events kept, a
+// session keeps at most streamsKept streams besides its standalone one, the
+// bytes kept stay under the bound (plus one event), calls on
+// a session gone do not panic, and a session under its share of the bound
+// never loses events to another's appends.
+func FuzzEventStore(f *testing.F) {
+	f.Add([]byte{1, 0, 5, 1, 0, 200, 5, 0, 200, 2, 0, 0, 3, 0})
+	f.Add([]byte{1, 4, 1, 1, 5, 255, 1, 5, 255, 3, 4, 2, 4, 0, 3, 5})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const maxBytes = 300
+		s := newEventStore(maxBytes, streamsKept)
+		sessions := []string{"a", "b", "c"}
+		sessionBytes := func() map[string]int {
+			m := map[string]int{}
+			for id, ss := range s.sessions {
+				for _, ev := range ss.byID {
+					m[id] += ev.bytes
+				}
+			}
+			return m
+		}
+		for len(ops) >= 2 {
+			op, session, arg := ops[0]%4, sessions[ops[0]/4%3], ops[1]
+			ops = ops[2:]
+			stream := fmt.Sprint(arg % 40)
+			if arg%40 == 0 {
+				stream = ""
+			}
+			switch op {
+			case 0:
+				s.Open(bg, session, stream)
+			case 1:
+				before := sessionBytes()
+				n := len(s.sessions)
+				if s.sessions[session] == nil {
+					n++
+				}
+				share := maxBytes / n
+				s.Append(bg, session, stream, make([]byte, arg))
+				after := sessionBytes()
+				for id, b := range before {
+					if id != session && b <= share && after[id] != b {
+						t.Fatalf("session %s kept %d bytes, under its share %d, and lost %d to %s's append", id, b, share, b-after[id], session)
+					}
+				}
+			case 2:
+				for range s.After(bg, session, stream, int(arg%8)-2) {
+				}
+			case 3:
+				s.SessionClosed(bg, session)
+				if _, err := replay(s, session, stream, -1); !errors.Is(err, mcp.ErrEventsPurged) {
+					t.Fatalf("a stream of a closed session: %v, want ErrEventsPurged", err)
+				}
+			}
+			total, streams, biggest := 0, 0, 0
+			for id, ss := range s.sessions {
+				kept := 0
+				for sid, ev := range ss.byID {
+					sum := 0
+					for _, d := range ev.data {
+						sum += len(d)
+						biggest = max(biggest, len(d))
+					}
+					if sum != ev.bytes {
+						t.Fatalf("stream %s/%s counts %d bytes, holds %d", id, sid, ev.bytes, sum)
+					}
+					total += sum
+					if sid != "" {
+						kept++
+					}
+				}
+				if kept > streamsKept {
+					t.Fatalf("session %s keeps %d streams, want at most %d", id, kept, streamsKept)
+				}
+				if ss.lru.Len() != len(ss.byID) {
+					t.Fatalf("session %s: %d streams in its list, %d by id", id, ss.lru.Len(), len(ss.byID))
+				}
+				streams += len(ss.byID)
+			}
+			if total != s.bytes || streams != s.lru.Len() {
+				t.Fatalf("store counts %d bytes and %d streams, holds %d and %d", s.bytes, s.lru.Len(), total, streams)
+			}
+			if s.bytes > maxBytes+biggest {
+				t.Fatalf("%d bytes kept, over the bound %d plus the largest event kept (%d)", s.bytes, maxBytes, biggest)
+			}
+		}
+	})
+}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
 	"golang.org/x/term"
 
 	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
@@ -142,6 +143,8 @@ type front struct {
 	creating sync.Mutex     // held while a request may create a session
 	stopping atomic.Bool    // shutting down: no new sessions
 	posts    server.Counter // POST requests to /mcp in progress: their answers are on the way
+
+	engine engineCache // the container engine's last answer, for the health endpoint
 
 	mu      sync.Mutex          // protects following
 	tracked map[string]*tracked // MCP sessions seen, by id: when used, requests in progress
@@ -339,19 +342,61 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 	w.Write(resp)
 }
 
+// engineStatusTTL is how long the health endpoint reuses the container
+// engine's answer: the endpoint needs no token, so requests to it must not
+// each cost a round trip to the engine.
+const engineStatusTTL = time.Second
+
+// engineCache holds the container engine's last answer for the health
+// endpoint; its zero value is ready to use.
+type engineCache struct {
+	probe singleflight.Group // one probe at a time; requests meanwhile share its answer
+
+	mu     sync.Mutex // protects following
+	status string     // "ok" or "unreachable"
+	at     time.Time  // when status was found; zero before the first probe
+}
+
+// engineStatus reports whether the container engine answers, asking it at
+// most once per [engineStatusTTL].
+func (f *front) engineStatus(ctx context.Context) string {
+	if f.rt.Ready == nil {
+		return "ok"
+	}
+	c := &f.engine
+	c.mu.Lock()
+	status, at := c.status, c.at
+	c.mu.Unlock()
+	if !at.IsZero() && time.Since(at) < engineStatusTTL {
+		return status
+	}
+	answer := c.probe.DoChan("", func() (any, error) {
+		// The probe outlives the request that started it: others share it.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		status := "ok"
+		if err := f.rt.Ready(ctx); err != nil {
+			status = "unreachable"
+			f.logger.Warn("health: the container engine is not ready", "engine", f.rt.Engine, "err", settings.Explain(err))
+		}
+		c.mu.Lock()
+		c.status, c.at = status, time.Now()
+		c.mu.Unlock()
+		return status, nil
+	})
+	select {
+	case res := <-answer:
+		return res.Val.(string)
+	case <-ctx.Done():
+		return "unreachable" // the client has gone; nobody reads this
+	}
+}
+
 // health answers supervisors: 200 while serving, 503 while stopping, with
 // counts, the container engine and whether it answers. It needs no token
 // and says nothing secret.
 func (f *front) health(w http.ResponseWriter, r *http.Request) {
-	engine := "ok"
-	if f.rt.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		if err := f.rt.Ready(ctx); err != nil {
-			engine = "unreachable"
-			f.logger.Warn("health: the container engine is not ready", "engine", f.rt.Engine, "err", settings.Explain(err))
-		}
-		cancel()
-	}
+	engine := f.engineStatus(r.Context())
 	status, code := "ok", http.StatusOK
 	if f.stopping.Load() {
 		status, code = "stopping", http.StatusServiceUnavailable

@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
@@ -167,4 +170,46 @@ func TestBearerTokenReplicasAtOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHealthProbesEngineOncePerSecond: /healthz needs no token, so requests
+// to it must not each make a round trip to the container engine. Requests at
+// once share one probe, and its answer serves for a second.
+func TestHealthProbesEngineOncePerSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := bridgetest.Config(t)
+		var probes atomic.Int32
+		release := make(chan struct{})
+		ready := func(context.Context) error {
+			probes.Add(1)
+			<-release
+			return nil
+		}
+		f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: ready, Engine: "docker"}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+		get := func() string {
+			rec := httptest.NewRecorder()
+			f.health(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
+			return rec.Body.String()
+		}
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() { get() })
+		}
+		synctest.Wait() // every request has asked, and the probe is under way
+		close(release)
+		wg.Wait()
+		for range 20 {
+			if body := get(); !strings.Contains(body, `"engine_status":"ok"`) {
+				t.Fatalf("health = %s, want engine_status ok", body)
+			}
+		}
+		if n := probes.Load(); n != 1 {
+			t.Errorf("40 health requests within a second probed the engine %d times, want 1", n)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		get()
+		if n := probes.Load(); n != 2 {
+			t.Errorf("a health request after the cached status expired: %d probes in all, want 2", n)
+		}
+	})
 }

@@ -34,7 +34,7 @@ const (
 )
 
 // eventStoreBytes bounds the events kept for resuming streams, across all
-// MCP sessions: the streams used least recently are dropped past it.
+// MCP sessions: past it, the session keeping the most loses its oldest.
 const eventStoreBytes = 64 << 20
 
 // streamsKept is how many streams of each MCP session (one per POST, each

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Frame kinds; see the package documentation.
@@ -25,8 +26,9 @@ const (
 const HeaderLen = 5
 
 // Limits on what the sandbox may send in one frame, by kind. The reader checks
-// a frame's length against its kind's limit before allocating anything, so a
-// forged header costs the host nothing. The sandbox's output pumps send at
+// a frame's length against its kind's limit before allocating anything, then
+// allocates as the payload arrives (64 KiB first, doubling up to the claimed
+// length), so a header whose payload never comes costs the host little. The sandbox's output pumps send at
 // most 64 KiB per frame; an exit frame carries a clipped message and
 // traceback.
 const (
@@ -149,14 +151,37 @@ func (fr *Reader) Next() (kind byte, payload []byte, err error) {
 	if uint64(n) > uint64(max) {
 		return kind, nil, fmt.Errorf("%w: kind %q, %d bytes (limit %d)", ErrFrameTooLarge, kind, n, max)
 	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(fr.r, payload); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	payload, err = fr.readPayload(int(n))
+	if err != nil {
 		return kind, nil, err
 	}
 	return kind, payload, nil
+}
+
+// firstChunk is the most the reader allocates for a payload before any of it
+// has arrived; the buffer then doubles as data comes, up to the claimed length.
+const firstChunk = 64 << 10
+
+// readPayload reads n bytes, growing its buffer as they arrive, so memory
+// follows what the sender has sent rather than what its header claims.
+func (fr *Reader) readPayload(n int) ([]byte, error) {
+	buf := make([]byte, min(n, firstChunk))
+	read := 0
+	for {
+		m, err := io.ReadFull(fr.r, buf[read:])
+		read += m
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if read == n {
+			return buf, nil
+		}
+		next := min(n, 2*len(buf))
+		buf = slices.Grow(buf, next-len(buf))[:next]
+	}
 }
 
 // Encode returns the bytes of one frame.

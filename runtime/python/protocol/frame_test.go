@@ -2,9 +2,13 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"runtime"
 	"testing"
+	"testing/iotest"
 )
 
 func frameBytes(kind byte, payload string) []byte {
@@ -79,4 +83,68 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFrameReaderAllocatesAsDataArrives checks that a header claiming the
+// largest request costs the host little until the payload arrives: a sandbox
+// that stalls after the header must not pin 4 MiB of memory.
+func TestFrameReaderAllocatesAsDataArrives(t *testing.T) {
+	const runs = 10
+	head := []byte{KindRequest, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(head[1:], DefaultMaxRequestFrame)
+	limit := func(byte) int { return DefaultMaxRequestFrame }
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		fr := NewReader(bytes.NewReader(head), limit)
+		if _, _, err := fr.Next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("error = %v, want %v", err, io.ErrUnexpectedEOF)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perRun := (after.TotalAlloc - before.TotalAlloc) / runs
+	if perRun > 128<<10 {
+		t.Errorf("a header claiming %d bytes with no payload allocated %d bytes, want at most %d", DefaultMaxRequestFrame, perRun, 128<<10)
+	}
+}
+
+// TestFrameReaderLargePayload checks that a payload read in growing chunks
+// comes out whole, at each size around the first chunk and its doublings.
+func TestFrameReaderLargePayload(t *testing.T) {
+	for _, n := range []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 1, 200 << 10, DefaultMaxRequestFrame} {
+		payload := make([]byte, n)
+		for i := range payload {
+			payload[i] = byte(i * 7)
+		}
+		// iotest.OneByteReader would be slow at 4 MiB; a half-reader still
+		// makes every chunk take several reads.
+		fr := NewReader(iotest.HalfReader(bytes.NewReader(frameBytes(KindRequest, string(payload)))), func(byte) int { return DefaultMaxRequestFrame })
+		_, got, err := fr.Next()
+		if err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if !bytes.Equal(got, payload) {
+			t.Fatalf("%d bytes: payload differs (got %d bytes)", n, len(got))
+		}
+	}
+}
+
+// BenchmarkFrameReader reads frames of the sizes the host sees: small
+// requests and output chunks, and the largest request.
+func BenchmarkFrameReader(b *testing.B) {
+	for _, size := range []int{100, 64 << 10, 1 << 20, DefaultMaxRequestFrame} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			frame := frameBytes(KindRequest, string(make([]byte, size)))
+			limit := func(byte) int { return DefaultMaxRequestFrame }
+			rd := bytes.NewReader(frame)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(frame)
+				if _, _, err := NewReader(rd, limit).Next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
