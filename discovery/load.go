@@ -796,7 +796,7 @@ func firstNonSpace(data []byte) byte {
 // lineCol converts a byte offset into a 1-based line and column; the column
 // counts characters, as editors do.
 func lineCol(data []byte, off int) (line, col int) {
-	off = min(off, len(data))
+	off = max(0, min(off, len(data)))
 	before := data[:off]
 	line = 1 + bytes.Count(before, []byte("\n"))
 	lineStart := bytes.LastIndexByte(before, '\n') + 1

@@ -128,7 +128,9 @@ func (l List) MaskJSON(raw []byte) (masked []byte, changed bool) {
 // escaped as encoding/json escapes it.
 func jsonMayHold(raw []byte, v string) bool {
 	enc, _ := json.Marshal(v) // a string always encodes
-	return bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, enc[1:len(enc)-1])
+	// A \u escape can spell any part of v ("a\u0062c" is "abc"): such a
+	// document is decoded to be sure.
+	return bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, enc[1:len(enc)-1]) || bytes.Contains(raw, []byte(`\u`))
 }
 
 // maskValue applies mask to every string of a decoded JSON value.
