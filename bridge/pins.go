@@ -18,6 +18,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
@@ -100,19 +101,22 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 	for _, srv := range slices.Sorted(maps.Keys(held)) {
 		for _, h := range held[srv] {
 			n++
+			// The server wrote the tool's name and definition: escaped, so
+			// neither can send the terminal commands or fake a line.
+			name := termtext.Line(srv) + "." + termtext.Line(h.now.Name)
 			var was []string
 			if h.pinned {
-				fmt.Fprintf(opts.Out, "%s.%s: changed since it was pinned on %s (%s)\n", srv, h.now.Name,
+				fmt.Fprintf(opts.Out, "%s: changed since it was pinned on %s (%s)\n", name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"), strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
 				was = definitionLines(h.pin.Tool)
 			} else {
-				fmt.Fprintf(opts.Out, "%s.%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", srv, h.now.Name)
+				fmt.Fprintf(opts.Out, "%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", name)
 			}
 			fmt.Fprintln(opts.Out, "--- pinned\n+++ now")
 			for _, line := range lineDiff(was, definitionLines(h.now)) {
-				fmt.Fprintln(opts.Out, line)
+				fmt.Fprintln(opts.Out, termtext.Line(line))
 			}
-			fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n\n", srv, h.now.Name)
+			fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n\n", shellWord(srv), shellWord(h.now.Name))
 		}
 	}
 	if n == 0 && err == nil {
@@ -162,9 +166,20 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 		if log != nil {
 			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: audit.OutcomeApproved})
 		}
-		fmt.Fprintf(opts.Out, "approved %s.%s\n", server, t.Name)
+		fmt.Fprintf(opts.Out, "approved %s.%s\n", termtext.Line(server), termtext.Line(t.Name))
 	}
 	return nil
+}
+
+// shellWord is s as one word of a POSIX shell command line to copy: as it
+// is when it holds only characters no shell treats specially, otherwise in
+// single quotes, what does not print escaped ([termtext.Line]) so the
+// terminal shows it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/@+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(termtext.Line(s), "'", `'\''`) + "'"
 }
 
 // definitionLines is t's pinned definition as lines to compare: its

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -299,7 +300,9 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	if srv, err := h.snap.resolve(p.Server); err == nil {
 		secrets = srv.Secrets
 	}
-	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
+	// The names as the code wrote them, until they resolve (call): capped,
+	// so made-up ones cannot fill the log.
+	rec := audit.Record{Time: time.Now(), Server: auditName(p.Server), Tool: auditName(*p.Tool), ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
 	res, err := withSignIn(ctx, h, p.Server, func(again bool) (*mcp.CallToolResult, error) {
 		return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
@@ -319,6 +322,23 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 		h.record(ctx, rec, res != nil && res.IsError, out.RawMessage, args, err)
 	}
 	return out, err
+}
+
+// maxAuditName bounds a server or tool name that sandboxed code sent, as
+// the audit records it, in bytes.
+const maxAuditName = 256
+
+// auditName is name cut to maxAuditName bytes of whole UTF-8 characters,
+// ending in "…" when it was cut.
+func auditName(name string) string {
+	if len(name) <= maxAuditName {
+		return name
+	}
+	cut := maxAuditName - len("…")
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(name[:cut], "") + "…"
 }
 
 // record audits a call: rec with its outcome, the sizes and, when the audit
@@ -357,7 +377,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		if srv, err := h.snap.resolve(key); err == nil {
 			name = srv.Name
 		}
-		rec.Server = name
+		rec.Server = auditName(name)
 		return nil, h.checkSize(name, tool, args)
 	}
 	if startFailed {

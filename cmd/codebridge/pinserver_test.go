@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -12,10 +13,12 @@ import (
 // pinServerEnv, set in its environment, makes the test binary a stdio MCP
 // server with one tool, note, whose description is read from the file
 // pinServerDescEnv names when it starts: a server whose tool definition
-// changes between two starts.
+// changes between two starts. pinServerNameEnv, if set, names the tool
+// instead.
 const (
 	pinServerEnv     = "CODEBRIDGE_TEST_PIN_SERVER"
 	pinServerDescEnv = "CODEBRIDGE_TEST_PIN_DESCRIPTION"
+	pinServerNameEnv = "CODEBRIDGE_TEST_PIN_NAME"
 )
 
 // runPinServer serves note on stdin and stdout until stdin closes.
@@ -29,7 +32,7 @@ func runPinServer() {
 	type args struct {
 		Text string `json:"text"`
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "note", Description: strings.TrimSpace(string(desc))},
+	mcp.AddTool(s, &mcp.Tool{Name: cmp.Or(os.Getenv(pinServerNameEnv), "note"), Description: strings.TrimSpace(string(desc))},
 		func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted: " + a.Text}}}, nil, nil
 		})
