@@ -22,6 +22,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/stdio"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -218,13 +219,17 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 		cancel()
 	}
 	status := p.Status()
+	// Server names and sources come from config files (perhaps imported from
+	// a project), tools and errors from the servers: every one escaped, so
+	// none can forge a line or send the terminal commands.
+	cell := termtext.Line
 	if len(conf.Servers) == 0 {
 		fmt.Fprintf(opts.Out, "no servers configured in %s: add a JSON file with an \"mcpServers\" object there\n", cfg.ConfigDir)
 	} else {
 		w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "SERVER\tTRANSPORT\tSTATE\tSOURCE\n")
 		for _, st := range status {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, st.Transport, st.State, st.Source)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cell(st.Name), st.Transport, st.State, cell(st.Source))
 		}
 		w.Flush()
 	}
@@ -233,14 +238,14 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 		w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
 		for _, st := range status {
 			if state, ok := states[st.Name]; ok {
-				fmt.Fprintf(w, "  %s\t%s\n", st.Name, state)
+				fmt.Fprintf(w, "  %s\t%s\n", cell(st.Name), cell(state))
 			}
 		}
 		w.Flush()
 	}
 	for _, st := range status {
 		if st.Err != "" {
-			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", st.Name, strings.ReplaceAll(strings.TrimSpace(st.Err), "\n", "\n  "))
+			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", cell(st.Name), strings.ReplaceAll(termtext.Lines(strings.TrimSpace(st.Err)), "\n", "\n  "))
 		}
 	}
 	fmt.Fprintf(opts.Out, "\nsandbox engine: %s\n", EngineChoice(cfg))
@@ -257,7 +262,7 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 			if len(tools[st.Name]) == 0 {
 				continue
 			}
-			fmt.Fprintf(opts.Out, "\n%s:\n", st.Name)
+			fmt.Fprintf(opts.Out, "\n%s:\n", cell(st.Name))
 			for i, t := range tools[st.Name] {
 				mark := ""
 				switch p := policies[st.Name]; {
@@ -267,9 +272,9 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 					mark = "[asks first] "
 				}
 				if states[st.Name][i].Held(cfg.QuarantineNew) {
-					mark += "[quarantined: codebridge tools review " + st.Name + "] "
+					mark += "[quarantined: codebridge tools review " + shellWord(st.Name) + "] "
 				}
-				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", t.Name, mark, typed.FirstLine(t.Description))
+				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", cell(t.Name), mark, cell(typed.FirstLine(t.Description)))
 			}
 		}
 	}
@@ -282,13 +287,13 @@ func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) err
 		}
 		if len(removed) > 0 {
 			sort.Strings(removed)
-			fmt.Fprintf(opts.Out, "\nremoved the saved tool lists of servers no longer configured: %s\n", strings.Join(removed, ", "))
+			fmt.Fprintf(opts.Out, "\nremoved the saved tool lists of servers no longer configured: %s\n", cell(strings.Join(removed, ", ")))
 		}
 	}
 	if len(conf.Problems) > 0 {
 		fmt.Fprintf(opts.Out, "\nproblems in %s:\n", cfg.ConfigDir)
 		for _, prob := range conf.Problems {
-			fmt.Fprintf(opts.Out, "  %s\n", settings.ExplainProblem(prob))
+			fmt.Fprintf(opts.Out, "  %s\n", cell(settings.ExplainProblem(prob).String()))
 		}
 	}
 	var found []string

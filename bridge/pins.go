@@ -18,6 +18,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
@@ -104,7 +105,7 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 			n += len(held[srv])
 			fmt.Fprintf(opts.Out, "%s: lists %s more than once, so which definition code would get is the server's choice: "+
 				"all %d of its tools are held until it lists each name once (they cannot be approved; fix or remove the server)\n",
-				srv, strings.Join(repeats, ", "), len(held[srv]))
+				termtext.Line(srv), termtext.Line(strings.Join(repeats, ", ")), len(held[srv]))
 		}
 		for _, h := range held[srv] {
 			if len(repeats) > 0 && !slices.Contains(repeats, h.now.Name) {
@@ -113,27 +114,30 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 			if len(repeats) == 0 {
 				n++
 			}
+			// The server wrote the tool's name and definition: escaped, so
+			// neither can send the terminal commands or fake a line.
+			name := termtext.Line(srv) + "." + termtext.Line(h.now.Name)
 			var was []string
 			switch {
 			case h.state == manifest.Repeated && h.pinned:
-				fmt.Fprintf(opts.Out, "%s.%s: one of its listed definitions, against the one pinned on %s\n", srv, h.now.Name,
+				fmt.Fprintf(opts.Out, "%s: one of its listed definitions, against the one pinned on %s\n", name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"))
 				was = definitionLines(h.pin.Tool)
 			case h.state == manifest.Repeated:
-				fmt.Fprintf(opts.Out, "%s.%s: one of its listed definitions (never pinned)\n", srv, h.now.Name)
+				fmt.Fprintf(opts.Out, "%s: one of its listed definitions (never pinned)\n", name)
 			case h.pinned:
-				fmt.Fprintf(opts.Out, "%s.%s: changed since it was pinned on %s (%s)\n", srv, h.now.Name,
+				fmt.Fprintf(opts.Out, "%s: changed since it was pinned on %s (%s)\n", name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"), strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
 				was = definitionLines(h.pin.Tool)
 			default:
-				fmt.Fprintf(opts.Out, "%s.%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", srv, h.now.Name)
+				fmt.Fprintf(opts.Out, "%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", name)
 			}
 			fmt.Fprintln(opts.Out, "--- pinned\n+++ now")
 			for _, line := range lineDiff(was, definitionLines(h.now)) {
-				fmt.Fprintln(opts.Out, line)
+				fmt.Fprintln(opts.Out, termtext.Line(line))
 			}
 			if h.state != manifest.Repeated {
-				fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n", srv, h.now.Name)
+				fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n", shellWord(srv), shellWord(h.now.Name))
 			}
 			fmt.Fprintln(opts.Out)
 		}
@@ -162,7 +166,7 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 	}
 	if repeats := repeatedNames(held[server]); len(repeats) > 0 {
 		return fmt.Errorf("%w: %s lists %s more than once, and which definition code would get is the server's choice: nothing approved; fix or remove the server ('codebridge tools review %s' shows the definitions)",
-			manifest.ErrRepeated, server, strings.Join(repeats, ", "), server)
+			manifest.ErrRepeated, termtext.Line(server), termtext.Line(strings.Join(repeats, ", ")), shellWord(server))
 	}
 	var approve []*mcp.Tool
 	var names []string
@@ -190,7 +194,7 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 		if log != nil {
 			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: audit.OutcomeApproved})
 		}
-		fmt.Fprintf(opts.Out, "approved %s.%s\n", server, t.Name)
+		fmt.Fprintf(opts.Out, "approved %s.%s\n", termtext.Line(server), termtext.Line(t.Name))
 	}
 	return nil
 }
@@ -202,6 +206,17 @@ func repeatedNames(held []heldTool) []string {
 		tools[i] = h.now
 	}
 	return manifest.Repeats(tools)
+}
+
+// shellWord is s as one word of a POSIX shell command line to copy: as it
+// is when it holds only characters no shell treats specially, otherwise in
+// single quotes, what does not print escaped ([termtext.Line]) so the
+// terminal shows it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/@+=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(termtext.Line(s), "'", `'\''`) + "'"
 }
 
 // definitionLines is t's pinned definition as lines to compare: its

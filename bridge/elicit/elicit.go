@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -174,6 +173,7 @@ const (
 	Cancel       Answer = "cancel"                 // dismissed the question
 	NoAnswer     Answer = "no answer"              // the run ended (its time limit) before an answer
 	CannotAsk    Answer = "cannot ask"             // the client cannot be asked
+	NotAsked     Answer = "not asked"              // the arguments cannot be shown ([ErrCannotShow])
 )
 
 // Allowed reports whether a lets the call run.
@@ -197,16 +197,23 @@ var confirmSchema = map[string]any{
 	"required": []string{decisionKey},
 }
 
-// maxArgs bounds the arguments shown in a question, in bytes.
-const maxArgs = 300
-
 // Confirm asks whether server's tool may be called with args, saying why
 // it asks (a policy rule), unless the person allowed the tool for the
-// session already. The answer is [CannotAsk] for a client that cannot be
-// asked and [NoAnswer] when ctx ends first; err is a failure to ask.
+// session already. args must be as [Canonical] returns them: the question
+// shows them (whole, or every top-level key with its value cut to fit),
+// and the caller sends them as they are, so what the person approves is
+// what the server gets. The answer is [CannotAsk] for a client that cannot
+// be asked and [NoAnswer] when ctx ends first; err is a failure to ask, and
+// wraps [ErrCannotShow] (with [NotAsked]) when the arguments are not
+// canonical or too many keys to show.
 func (s *Session) Confirm(ctx context.Context, server, tool string, args json.RawMessage, why string) (Answer, error) {
 	if !s.CanAsk() {
 		return CannotAsk, nil
+	}
+	if c, err := Canonical(args); err != nil {
+		return NotAsked, err
+	} else if !bytes.Equal(c, args) {
+		return NotAsked, fmt.Errorf("%w: they are not in canonical form (elicit.Canonical)", ErrCannotShow)
 	}
 	// One question at a time, so a second call of a tool waits for the first
 	// answer and does not ask again when that allowed the session.
@@ -218,10 +225,17 @@ func (s *Session) Confirm(ctx context.Context, server, tool string, args json.Ra
 	if s.allowed[key] {
 		return Remembered, nil
 	}
+	shown, err := showArgs(args, maxShown)
+	if err != nil {
+		return NotAsked, err
+	}
+	if strings.HasPrefix(shown, "\n") {
+		shown = "(each value cut to fit where it ends in " + cutMark + "; the call sends them whole):" + shown
+	}
 	res, err := s.asker.Elicit(ctx, &mcp.ElicitParams{
 		Mode: "form",
 		Message: fmt.Sprintf("Code run by the agent wants to call tool %q of MCP server %q with arguments %s\n(codebridge asks because %s.) Allow it?",
-			tool, server, Shorten(args, maxArgs), why),
+			tool, server, shown, why),
 		RequestedSchema: confirmSchema,
 	})
 	switch {
@@ -242,23 +256,4 @@ func (s *Session) Confirm(ctx context.Context, server, tool string, args json.Ra
 		return AllowSession, nil
 	}
 	return Decline, nil
-}
-
-// Shorten is raw JSON on one line, compacted, of at most n bytes (and whole
-// UTF-8 characters), ending in "…" when it was cut.
-func Shorten(raw json.RawMessage, n int) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil || b.Len() == 0 {
-		b.Reset()
-		b.WriteString(strings.Join(strings.Fields(string(raw)), " "))
-	}
-	s := b.String()
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -2,7 +2,10 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
+	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -185,5 +189,83 @@ func TestConfirmCannotAsk(t *testing.T) {
 	}
 	if n := len(fp.callSizes()); n != 0 {
 		t.Errorf("%d calls reached the server", n)
+	}
+}
+
+// argsPool is annotatedPool that keeps the arguments of each call as they
+// reached the server.
+type argsPool struct {
+	annotatedPool
+	mu   sync.Mutex
+	sent []string
+}
+
+func (p *argsPool) CallFor(ctx context.Context, peer pool.Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
+	raw, _ := args.(json.RawMessage)
+	p.mu.Lock()
+	p.sent = append(p.sent, string(raw))
+	p.mu.Unlock()
+	return p.annotatedPool.CallFor(ctx, peer, server, tool, args, progress)
+}
+
+// TestConfirmShowsWhatIsSent: what the person approves is what the server
+// gets. Arguments that repeat a key (which most parsers read as the last
+// one) are refused before anyone is asked; every top-level key is in the
+// question however long another key's value is; the server gets the
+// arguments as the question showed them; and arguments with more keys than
+// a question can show are refused, telling the code to send smaller ones.
+func TestConfirmShowsWhatIsSent(t *testing.T) {
+	pad := strings.Repeat("x", 1200) // longer than a question shows
+	tooMany := map[string]any{}
+	for i := range 400 {
+		tooMany[fmt.Sprintf("key_%03d", i)] = i
+	}
+	manyKeys, _ := json.Marshal(tooMany)
+	tests := []struct {
+		name  string
+		args  string
+		asked bool     // a question was put
+		shows []string // in the question
+		sent  string   // what the server got; "" for nothing
+		says  string   // in the refusal to the code
+	}{
+		{name: "repeated key", args: `{"path":"notes.txt","pad":"` + pad + `","path":"/home/u/.ssh/id_rsa"}`,
+			says: `key "path" appears twice`},
+		{name: "repeated nested key", args: `{"a":[{"b":1,"b":2}]}`, says: `key "b" appears twice`},
+		{name: "padding before a key", args: `{"pad":"` + pad + `","path":"/home/u/.ssh/id_rsa"}`, asked: true,
+			shows: []string{`"pad": "xxxx`, `"path": "/home/u/.ssh/id_rsa"`},
+			sent:  `{"pad":"` + pad + `","path":"/home/u/.ssh/id_rsa"}`},
+		{name: "sent as shown", args: "{ \"z\": \"\\u0041\u202e\", \"a\": 1e2 }", asked: true,
+			shows: []string{`{"a":1e2,"z":"A\u202e"}`}, sent: `{"a":1e2,"z":"A\u202e"}`},
+		{name: "too many keys", args: string(manyKeys), says: "send smaller arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fp := &argsPool{}
+			d := newDirectory(fp, 1<<20, nil)
+			d.Update(policyConfig(discovery.ToolPolicy{Confirm: []string{"write_*"}}))
+			f := &fakeAsker{answer: choose(elicit.AllowOnce)}
+			h := d.host(Run{Ask: elicit.NewSession(f)})
+			_, err := h.CallTool(t.Context(), protocol.CallToolParams{Server: "fs", Tool: new("write_file"), Arguments: json.RawMessage(tt.args)})
+			var re *protocol.Error
+			switch {
+			case tt.says == "" && err != nil:
+				t.Fatalf("call: %v, want it allowed", err)
+			case tt.says != "" && (!errors.As(err, &re) || re.Code != protocol.CodeBadArguments || !strings.Contains(re.Message, tt.says)):
+				t.Fatalf("call: %v, want bad_arguments saying %q", err, tt.says)
+			}
+			q := f.questions()
+			if len(q) != map[bool]int{true: 1}[tt.asked] {
+				t.Fatalf("questions %q, asked want %v", q, tt.asked)
+			}
+			for _, w := range tt.shows {
+				if !strings.Contains(q[0], w) {
+					t.Errorf("question %q does not show %q", q[0], w)
+				}
+			}
+			if want := map[bool][]string{true: {tt.sent}}[tt.sent != ""]; !slices.Equal(fp.sent, want) {
+				t.Errorf("the server got %q, want %q", fp.sent, want)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -312,7 +313,9 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	if srv, err := h.snap.resolve(p.Server); err == nil {
 		secrets = srv.Secrets
 	}
-	rec := audit.Record{Time: time.Now(), Server: p.Server, Tool: *p.Tool, ArgBytes: len(p.Arguments)}
+	// The names as the code wrote them, until they resolve (call): capped,
+	// so made-up ones cannot fill the log.
+	rec := audit.Record{Time: time.Now(), Server: auditName(p.Server), Tool: auditName(*p.Tool), ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
 	c, err := withSignIn(ctx, h, p.Server, func(again bool) (called, error) {
 		return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
@@ -338,6 +341,23 @@ type called struct {
 	raw     json.RawMessage
 	isError bool
 	release func()
+}
+
+// maxAuditName bounds a server or tool name that sandboxed code sent, as
+// the audit records it, in bytes.
+const maxAuditName = 256
+
+// auditName is name cut to maxAuditName bytes of whole UTF-8 characters,
+// ending in "…" when it was cut.
+func auditName(name string) string {
+	if len(name) <= maxAuditName {
+		return name
+	}
+	cut := maxAuditName - len("…")
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(name[:cut], "") + "…"
 }
 
 // record audits a call: rec with its outcome, the sizes and, when the audit
@@ -371,19 +391,13 @@ func (h *host) record(ctx context.Context, rec audit.Record, toolError bool, raw
 // not running fails the call with that start's error rather than being
 // started a second time.
 func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool, rec *audit.Record) (called, error) {
-	// Refuse oversized arguments before the server is even started: a stdio
-	// server given a message over its SDK's cap (about 10 MiB) dies, and with
-	// it every other run's calls.
 	if h.dir.maxArgs > 0 && len(args) > h.dir.maxArgs {
 		name := key
 		if srv, err := h.snap.resolve(key); err == nil {
 			name = srv.Name
 		}
-		rec.Server = name
-		return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
-			"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
-				"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
-			name, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
+		rec.Server = auditName(name)
+		return called{}, h.checkSize(name, tool, args)
 	}
 	if startFailed {
 		if srv, err := h.snap.resolve(key); err == nil {
@@ -418,10 +432,27 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s must be a dict of parameter names to values", srv.Name, t.Name)}
 	}
 	if why := cur.confirm(srv.Name, t); why != "" {
+		if h.ask.CanAsk() {
+			// The person approves the arguments as the server gets them: one
+			// form, each key once.
+			canon, err := elicit.Canonical(args)
+			if err != nil {
+				return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("arguments for %s.%s, which asks the person first (%s): %v", srv.Name, t.Name, why, err)}
+			}
+			if err := h.checkSize(srv.Name, t.Name, canon); err != nil {
+				return called{}, err
+			}
+			args = canon
+		}
 		actx, cancel := h.questionContext(ctx)
 		answer, err := h.ask.Confirm(actx, srv.Name, t.Name, args, why)
 		cancel()
 		rec.Confirm = string(answer)
+		if errors.Is(err, elicit.ErrCannotShow) {
+			return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
+				"the call of tool %q of MCP server %q needs the person's approval (%s), and %v: send smaller arguments (fewer keys, shorter names), "+
+					"e.g. pass the data as a file path or URL the tool can read, or split it over several calls", t.Name, srv.Name, why, err)}
+		}
 		if !answer.Allowed() {
 			return called{}, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
 		}
@@ -472,6 +503,20 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
 	}
 	return c, nil
+}
+
+// checkSize refuses arguments of server's tool over the limit on one call
+// (MCP_BRIDGE_MAX_ARGUMENT_SIZE), before the server is even started: a stdio
+// server given a message over its SDK's cap (about 10 MiB) dies, and with
+// it every other run's calls.
+func (h *host) checkSize(server, tool string, args json.RawMessage) error {
+	if h.dir.maxArgs <= 0 || len(args) <= h.dir.maxArgs {
+		return nil
+	}
+	return &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
+		"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
+			"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
+		server, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
 }
 
 // savedServer is the server name search results give saved helpers.

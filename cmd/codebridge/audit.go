@@ -11,6 +11,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 )
 
 const auditHelp = `Usage: codebridge audit [-n N] [--json] [--server NAME] [--session ID] [--tool NAME] [--outcome OUTCOME] [--errors]
@@ -100,6 +101,10 @@ func auditCmd(cfg settings.Config, f *auditFilter, stdout, stderr io.Writer) int
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TIME\tSESSION\tRUN\tSERVER\tTOOL\tMS\tOUTCOME\tARGS\tRESULT\tERROR")
+	// Names come from sandboxed code (an unknown server or tool stays as
+	// the code wrote it) and servers: each cell escaped, so none can forge
+	// a row or send the terminal commands.
+	cell := termtext.Line
 	for _, r := range recs {
 		what := r.Tool // a resource's URI, a prompt's name: said so
 		switch r.Kind {
@@ -109,8 +114,8 @@ func auditCmd(cfg settings.Config, f *auditFilter, stdout, stderr io.Writer) int
 			what = "sign-in (" + r.Confirm + ")"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
-			r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Session, r.Run, r.Server, clip(what, 40),
-			strconv.FormatFloat(r.DurationMS, 'f', 1, 64), r.Outcome, r.ArgBytes, r.ResultBytes, clip(r.Error, 100))
+			r.Time.Local().Format("2006-01-02 15:04:05.000"), clip(cell(r.Session), 40), r.Run, clip(cell(r.Server), 40), clip(cell(what), 40),
+			strconv.FormatFloat(r.DurationMS, 'f', 1, 64), clip(cell(r.Outcome), 40), r.ArgBytes, r.ResultBytes, clip(cell(r.Error), 100))
 	}
 	w.Flush()
 	return 0

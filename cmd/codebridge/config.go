@@ -9,6 +9,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 )
 
 const configHelp = `Usage: codebridge config [--json | --k8s-warm-pool N]
@@ -67,7 +68,7 @@ func printSettings(c *call) error {
 		if text == "" {
 			text = "(unset)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", v.Key, text, v.Origin)
+		fmt.Fprintf(w, "%s\t%s\t%s\n", v.Key, termtext.Line(text), termtext.Line(v.Origin.String()))
 	}
 	return w.Flush()
 }

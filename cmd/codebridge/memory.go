@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 )
 
 // memoryHelp is the help of codebridge memory, its verbs from [memoryVerbs].
@@ -101,7 +102,7 @@ func memoryList(st *memory.Store, _ string, stdout, _ io.Writer) error {
 		return err
 	}
 	return printTable(stdout, "no memories in "+st.Dir(), "KEY\tBYTES\tUPDATED\tMETADATA", list, func(m memory.Memory) string {
-		return fmt.Sprintf("%s\t%d\t%s\t%s", m.Key, m.Bytes, when(m.Updated), clip(string(m.Metadata), 60))
+		return fmt.Sprintf("%s\t%d\t%s\t%s", termtext.Line(m.Key), m.Bytes, when(m.Updated), clip(termtext.Line(string(m.Metadata)), 60))
 	})
 }
 
@@ -118,10 +119,10 @@ func memoryShow(st *memory.Store, key string, stdout, stderr io.Writer) error {
 		pretty.Reset()
 		pretty.Write(m.Value)
 	}
-	fmt.Fprintf(stdout, "%s\n", pretty.Bytes())
+	fmt.Fprintf(stdout, "%s\n", termtext.Lines(pretty.String()))
 	fmt.Fprintf(stderr, "%d bytes, created %s, updated %s\n", m.Bytes, when(m.Created), when(m.Updated))
 	if len(m.Metadata) > 0 {
-		fmt.Fprintf(stderr, "metadata: %s\n", m.Metadata)
+		fmt.Fprintf(stderr, "metadata: %s\n", termtext.Line(string(m.Metadata)))
 	}
 	return nil
 }
@@ -148,12 +149,13 @@ func memoryTools(st *memory.Store, _ string, stdout, _ io.Writer) error {
 	}
 	return printTable(stdout, "no saved helpers in "+st.Dir(), "HELPER\tUPDATED\tDESCRIPTION", tools, func(t memory.Tool) string {
 		desc, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
-		return fmt.Sprintf("%s\t%s\t%s", clip(cmp.Or(t.Signature, t.Name), 60), when(t.Updated), clip(desc, 80))
+		return fmt.Sprintf("%s\t%s\t%s", clip(termtext.Line(cmp.Or(t.Signature, t.Name)), 60), when(t.Updated), clip(termtext.Line(desc), 80))
 	})
 }
 
 // printTable prints one row a line under header, in aligned columns, or the
-// line empty when there are no rows.
+// line empty when there are no rows. row escapes what others wrote
+// ([termtext.Line]).
 func printTable[T any](stdout io.Writer, empty, header string, rows []T, row func(T) string) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(stdout, empty)
@@ -174,7 +176,7 @@ func memoryShowTool(st *memory.Store, name string, stdout, _ io.Writer) error {
 	}
 	for _, t := range tools {
 		if t.Name == name {
-			fmt.Fprint(stdout, t.Source)
+			fmt.Fprint(stdout, termtext.Lines(t.Source))
 			return nil
 		}
 	}

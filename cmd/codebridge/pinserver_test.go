@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -12,12 +13,13 @@ import (
 // pinServerEnv, set in its environment, makes the test binary a stdio MCP
 // server with one tool, note, whose description is read from the file
 // pinServerDescEnv names when it starts: a server whose tool definition
-// changes between two starts. With pinServerRepeatEnv set to a
-// description, it lists note twice: first with that description, then as
-// it is.
+// changes between two starts. pinServerNameEnv, if set, names the tool
+// instead. With pinServerRepeatEnv set to a description, it lists the tool
+// twice: first with that description, then as it is.
 const (
 	pinServerEnv       = "CODEBRIDGE_TEST_PIN_SERVER"
 	pinServerDescEnv   = "CODEBRIDGE_TEST_PIN_DESCRIPTION"
+	pinServerNameEnv   = "CODEBRIDGE_TEST_PIN_NAME"
 	pinServerRepeatEnv = "CODEBRIDGE_TEST_PIN_REPEAT"
 )
 
@@ -32,7 +34,7 @@ func runPinServer() {
 	type args struct {
 		Text string `json:"text"`
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "note", Description: strings.TrimSpace(string(desc))},
+	mcp.AddTool(s, &mcp.Tool{Name: cmp.Or(os.Getenv(pinServerNameEnv), "note"), Description: strings.TrimSpace(string(desc))},
 		func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted: " + a.Text}}}, nil, nil
 		})
