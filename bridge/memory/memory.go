@@ -54,13 +54,18 @@ type Limits struct {
 }
 
 // Error is a failure the sandbox sees as MCPError with Code: bad_arguments,
-// too_large or conflict.
+// too_large, conflict or internal. Msg is what the sandbox sees, and never
+// names a path on the host; Err, the cause, may, and is for the log.
 type Error struct {
 	Code protocol.Code
 	Msg  string
+	Err  error
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 // RPCCode implements [protocol.CodedError].
 func (e *Error) RPCCode() protocol.Code { return e.Code }
@@ -269,7 +274,8 @@ func (s *Store) Load(key string) (m Memory, found bool, err error) {
 	}
 	m, found, err = readMemory(s.keyFile(key))
 	if err != nil {
-		return Memory{}, false, fmt.Errorf("memory %q is unreadable (%s): delete it with 'codebridge memory delete': %w", key, s.keyFile(key), err)
+		return Memory{}, false, &Error{Code: protocol.CodeInternal, Err: fmt.Errorf("reading %s: %w", s.keyFile(key), err),
+			Msg: fmt.Sprintf("memory %q is damaged on the host and cannot be read: delete_memory(%q) in code, or codebridge memory delete on the host, removes it", key, key)}
 	}
 	return m, found, nil
 }

@@ -279,7 +279,7 @@ func TestMemoryOldFiles(t *testing.T) {
 	}
 	// A damaged file is reported, and replaced by the next save.
 	os.WriteFile(s.keyFile("broken"), []byte("{"), 0o600)
-	if _, _, err := s.Load("broken"); err == nil || !strings.Contains(err.Error(), "codebridge memory delete") {
+	if _, _, err := s.Load("broken"); err == nil || !strings.Contains(err.Error(), "codebridge memory delete") || errors.Unwrap(err) == nil {
 		t.Errorf("Load of a damaged file = %v", err)
 	}
 	if err := s.Save("broken", json.RawMessage(`1`), nil); err != nil {
