@@ -2,7 +2,11 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"time"
+
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
@@ -42,12 +46,15 @@ func (h *host) MemorySave(_ context.Context, p protocol.MemorySaveParams) (proto
 	if err != nil {
 		return protocol.NoResult{}, err
 	}
+	start := time.Now()
 	if p.IfRev != nil {
 		err = st.SaveIf(p.Key, p.Value, p.Metadata, *p.IfRev)
 	} else {
 		err = st.Save(p.Key, p.Value, p.Metadata)
 	}
-	return protocol.NoResult{}, h.storeError("save_memory", err)
+	err = h.storeError("save_memory", err)
+	h.audited(start, audit.KindMemorySave, p.Key, p.Value, "", err)
+	return protocol.NoResult{}, err
 }
 
 // MemoryLoad implements [protocol.Handler].
@@ -65,7 +72,10 @@ func (h *host) MemoryLoad(_ context.Context, p protocol.KeyParams) (protocol.Mem
 
 // MemoryDelete implements [protocol.Handler].
 func (h *host) MemoryDelete(_ context.Context, p protocol.KeyParams) (protocol.Found, error) {
-	return h.found("delete_memory", func(st *memory.Store) (bool, error) { return st.Delete(p.Key) })
+	start := time.Now()
+	found, err := h.found("delete_memory", func(st *memory.Store) (bool, error) { return st.Delete(p.Key) })
+	h.audited(start, audit.KindMemoryDelete, p.Key, nil, "", err)
+	return found, err
 }
 
 // MemoryExists implements [protocol.Handler].
@@ -84,8 +94,12 @@ func (h *host) ToolSave(_ context.Context, p protocol.ToolSaveParams) (protocol.
 	if err != nil {
 		return protocol.NoResult{}, err
 	}
+	start := time.Now()
 	err = st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature})
-	return protocol.NoResult{}, h.storeError("save_tool", err)
+	err = h.storeError("save_tool", err)
+	source, _ := json.Marshal(p.Source)
+	h.audited(start, audit.KindToolSave, p.Name, source, "", err)
+	return protocol.NoResult{}, err
 }
 
 // ToolList implements [protocol.Handler].
@@ -97,7 +111,28 @@ func (h *host) ToolList(context.Context, protocol.NoParams) (protocol.SavedTools
 
 // ToolDelete implements [protocol.Handler].
 func (h *host) ToolDelete(_ context.Context, p protocol.NameParams) (protocol.Found, error) {
-	return h.found("delete_saved_tool", func(st *memory.Store) (bool, error) { return st.DeleteTool(p.Name) })
+	start := time.Now()
+	found, err := h.found("delete_saved_tool", func(st *memory.Store) (bool, error) { return st.DeleteTool(p.Name) })
+	h.audited(start, audit.KindToolDelete, p.Name, nil, "", err)
+	return found, err
+}
+
+// audited records a change to the store (kind, of the memory or helper
+// name) that began at start; args is the value or source (as JSON), kept
+// when the audit keeps contents, and err is what code got.
+func (h *host) audited(start time.Time, kind, name string, args json.RawMessage, confirm string, err error) {
+	if h.dir.audit == nil {
+		return
+	}
+	rec := audit.Record{Time: start, Session: h.session, Run: h.run, Tool: name, Kind: kind, Confirm: confirm,
+		ArgBytes: len(args), DurationMS: float64(time.Since(start).Microseconds()) / 1000, Outcome: audit.OutcomeOK}
+	if err != nil {
+		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
+	}
+	if h.dir.audit.Contents() && json.Valid(args) {
+		rec.Arguments = args
+	}
+	h.dir.audit.Record(rec)
 }
 
 // found asks the store whether something is there (or was, before a delete).
