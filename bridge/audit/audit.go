@@ -66,6 +66,20 @@ const (
 // auth_required, and Error why it failed.
 const KindSignIn = "sign_in"
 
+// KindMemorySave, KindMemoryDelete, KindToolSave and KindToolDelete mark a
+// change code made to what codebridge keeps across sessions: a memory saved
+// or deleted (Tool is its key), a saved helper saved or deleted (Tool is
+// its name; a saved helper runs in every later session). ArgBytes is the
+// size of the value or source, which Arguments holds with
+// [Options.Contents]; Outcome is ok or the error's code, and Confirm, for a
+// helper saved under MCP_BRIDGE_CONFIRM_SAVE_TOOL, the person's answer.
+const (
+	KindMemorySave   = "memory_save"
+	KindMemoryDelete = "memory_delete"
+	KindToolSave     = "tool_save"
+	KindToolDelete   = "tool_delete"
+)
+
 // Outcomes of a [KindPin] record.
 const (
 	OutcomeQuarantined = "quarantined" // a tool's definition changed since it was pinned (or it is new, under MCP_BRIDGE_QUARANTINE_NEW): it is hidden and refused
@@ -94,7 +108,7 @@ type Record struct {
 	ResultBytes int             `json:"result_bytes"`
 	Arguments   json.RawMessage `json:"arguments,omitempty"` // only with Options.Contents
 	Result      json.RawMessage `json:"result,omitempty"`    // only with Options.Contents
-	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin, KindResource, KindPrompt, KindSignIn
+	Kind        string          `json:"kind,omitempty"`      // "" for a tool call, or KindPin, KindResource, KindPrompt, KindSignIn, KindMemorySave, ...
 }
 
 // maxError bounds Record.Error, in bytes.

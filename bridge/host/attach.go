@@ -143,7 +143,7 @@ func (a *Attachments) Contents() (content []mcp.Content, kept, dropped []Attachm
 			out = append(out, &mcp.ImageContent{Data: at.data, MIMEType: at.MIMEType})
 			continue
 		}
-		rc := &mcp.ResourceContents{URI: "sandbox://" + at.Name, MIMEType: at.MIMEType}
+		rc := &mcp.ResourceContents{URI: attachmentURI(at.Name), MIMEType: at.MIMEType}
 		if isText(at.MIMEType) && utf8.Valid(at.data) {
 			rc.Text = string(at.data)
 		} else {
@@ -152,6 +152,28 @@ func (a *Attachments) Contents() (content []mcp.Content, kept, dropped []Attachm
 		out = append(out, &mcp.EmbeddedResource{Resource: rc})
 	}
 	return out, infos, a.dropped, a.more
+}
+
+// attachmentURI is the URI of a file the run returned: sandbox:///NAME,
+// NAME one path segment in which every byte but RFC 3986's unreserved
+// characters is percent-encoded (and the dots of "." and ".."), so that no
+// name can add a folder, a query, a fragment or an authority, and the URI
+// parses back to the name.
+func attachmentURI(name string) string {
+	if name == "." || name == ".." {
+		return "sandbox:///" + strings.Repeat("%2E", len(name))
+	}
+	var b strings.Builder
+	b.WriteString("sandbox:///")
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // isText tells whether a MIME type's content is text, to embed it as text.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
+	"path"
 	"strings"
 	"testing"
 
@@ -77,7 +79,7 @@ func TestAttachmentLimits(t *testing.T) {
 		t.Errorf("first: %#v, want the 60-byte PNG", content[0])
 	}
 	if res, ok := content[1].(*mcp.EmbeddedResource); !ok || res.Resource.Text != "a,b\n1,2\n" || res.Resource.Blob != nil ||
-		res.Resource.MIMEType != "text/csv" || res.Resource.URI != "sandbox://out.csv" {
+		res.Resource.MIMEType != "text/csv" || res.Resource.URI != "sandbox:///out.csv" {
 		t.Errorf("second: %#v, want out.csv as text", content[1])
 	}
 	if res, ok := content[2].(*mcp.EmbeddedResource); !ok || string(res.Resource.Blob) != "\xff\x00\x01" || res.Resource.Text != "" {
@@ -115,5 +117,28 @@ func TestAttachmentDropsBounded(t *testing.T) {
 	_, _, dropped, more := att.Contents()
 	if len(dropped) != maxDropped || more != 1000-maxDropped || len(att.names) != maxDropped {
 		t.Errorf("%d dropped listed, %d more, %d names; want %d, %d, %d", len(dropped), more, len(att.names), maxDropped, 1000-maxDropped, maxDropped)
+	}
+}
+
+// TestAttachmentURIEscaped: a file's name, whatever it holds, makes a
+// sandbox: URI that parses back to that name, one segment under the root (F21).
+func TestAttachmentURIEscaped(t *testing.T) {
+	for _, name := range []string{"out.csv", "a b.txt", "q?x=1", "frag#top", "100%.txt", "..", ".", "a\x00b\x1f\x7f.txt",
+		"user@evil.example:80", "ünï.txt", "dir/../../etc/passwd"} {
+		a := &Attachments{max: 1 << 20, maxN: 10, maxSum: 1 << 20}
+		if err := a.add(protocol.AttachParams{Kind: kindFile, Name: name, Data: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		content, kept, _, _ := a.Contents()
+		uri := content[0].(*mcp.EmbeddedResource).Resource.URI
+		u, err := url.Parse(uri)
+		if err != nil {
+			t.Errorf("%q: URI %q does not parse: %v", name, uri, err)
+			continue
+		}
+		if u.Scheme != "sandbox" || u.Host != "" || u.Path != "/"+kept[0].Name || u.RawQuery != "" || u.Fragment != "" ||
+			path.Clean(u.Path) != u.Path && kept[0].Name != "." && kept[0].Name != ".." || strings.Count(u.EscapedPath(), "/") != 1 {
+			t.Errorf("%q (kept as %q): URI %q parses to host %q path %q query %q fragment %q", name, kept[0].Name, uri, u.Host, u.Path, u.RawQuery, u.Fragment)
+		}
 	}
 }

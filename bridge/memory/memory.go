@@ -54,13 +54,18 @@ type Limits struct {
 }
 
 // Error is a failure the sandbox sees as MCPError with Code: bad_arguments,
-// too_large or conflict.
+// too_large, conflict or internal. Msg is what the sandbox sees, and never
+// names a path on the host; Err, the cause, may, and is for the log.
 type Error struct {
 	Code protocol.Code
 	Msg  string
+	Err  error
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 // RPCCode implements [protocol.CodedError].
 func (e *Error) RPCCode() protocol.Code { return e.Code }
@@ -269,7 +274,8 @@ func (s *Store) Load(key string) (m Memory, found bool, err error) {
 	}
 	m, found, err = readMemory(s.keyFile(key))
 	if err != nil {
-		return Memory{}, false, fmt.Errorf("memory %q is unreadable (%s): delete it with 'codebridge memory delete': %w", key, s.keyFile(key), err)
+		return Memory{}, false, &Error{Code: protocol.CodeInternal, Err: fmt.Errorf("reading %s: %w", s.keyFile(key), err),
+			Msg: fmt.Sprintf("memory %q is damaged on the host and cannot be read: delete_memory(%q) in code, or codebridge memory delete on the host, removes it", key, key)}
 	}
 	return m, found, nil
 }
@@ -358,15 +364,15 @@ func checkToolName(name string) error {
 func (s *Store) toolFile(name string) string { return filepath.Join(s.toolDir(), name+".json") }
 
 // SaveTool stores a helper's source under t.Name, replacing one of that name.
+// The name must not be reserved (a builtin, one of codebridge's globals) and
+// the source must be one def of that name ([CheckSource]): it runs in every
+// later session, so this check is made here, not in the sandbox.
 func (s *Store) SaveTool(t Tool) error {
-	if err := checkToolName(t.Name); err != nil {
-		return err
-	}
-	if strings.TrimSpace(t.Source) == "" {
-		return bad("saved helper %q has no source", t.Name)
-	}
 	if len(t.Source) > s.limits.Source {
 		return tooLarge("saved helper %q is %s of source, over the %s limit of one helper", t.Name, size(int64(len(t.Source))), size(int64(s.limits.Source)))
+	}
+	if err := CheckTool(t.Name, t.Source); err != nil {
+		return err
 	}
 	unlock, err := dirlock.Lock(s.toolDir())
 	if err != nil {
@@ -407,7 +413,9 @@ func (s *Store) DeleteTool(name string) (bool, error) {
 	return removeLocked(s.toolDir(), s.toolFile(name))
 }
 
-// Tools returns every saved helper, sorted by name. A damaged file is skipped.
+// Tools returns every saved helper, sorted by name. A damaged file is
+// skipped, and so is a helper [CheckTool] refuses (saved by an older
+// codebridge): new sessions do not define it; DeleteTool still removes it.
 func (s *Store) Tools() ([]Tool, error) {
 	entries, err := os.ReadDir(s.toolDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -427,7 +435,7 @@ func (s *Store) Tools() ([]Tool, error) {
 			continue
 		}
 		var t Tool
-		if json.Unmarshal(b, &t) != nil || t.Name != name {
+		if json.Unmarshal(b, &t) != nil || t.Name != name || CheckTool(t.Name, t.Source) != nil {
 			continue
 		}
 		out = append(out, t)

@@ -279,7 +279,7 @@ func TestMemoryOldFiles(t *testing.T) {
 	}
 	// A damaged file is reported, and replaced by the next save.
 	os.WriteFile(s.keyFile("broken"), []byte("{"), 0o600)
-	if _, _, err := s.Load("broken"); err == nil || !strings.Contains(err.Error(), "codebridge memory delete") {
+	if _, _, err := s.Load("broken"); err == nil || !strings.Contains(err.Error(), "codebridge memory delete") || errors.Unwrap(err) == nil {
 		t.Errorf("Load of a damaged file = %v", err)
 	}
 	if err := s.Save("broken", json.RawMessage(`1`), nil); err != nil {
@@ -322,16 +322,19 @@ func TestTools(t *testing.T) {
 
 func TestToolSourcesTotal(t *testing.T) {
 	s := NewWithLimits(t.TempDir(), Limits{Source: 100, Sources: 250})
-	src := "#" + strings.Repeat("x", 99)
+	src := func(name string) string { // 100 bytes, a def and a comment
+		head := "def " + name + "():\n    pass\n#"
+		return head + strings.Repeat("x", 100-len(head))
+	}
 	for _, name := range []string{"a", "b"} {
-		if err := s.SaveTool(Tool{Name: name, Source: src}); err != nil {
+		if err := s.SaveTool(Tool{Name: name, Source: src(name)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.SaveTool(Tool{Name: "a", Source: src}); err != nil {
+	if err := s.SaveTool(Tool{Name: "a", Source: src("a")}); err != nil {
 		t.Errorf("replacing a helper at the total: %v", err)
 	}
-	if err := s.SaveTool(Tool{Name: "c", Source: src}); code(err) != "too_large" || !strings.Contains(err.Error(), "over the 250 bytes total") {
+	if err := s.SaveTool(Tool{Name: "c", Source: src("c")}); code(err) != "too_large" || !strings.Contains(err.Error(), "over the 250 bytes total") {
 		t.Errorf("past the total: %v", err)
 	}
 }

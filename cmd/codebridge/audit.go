@@ -108,7 +108,7 @@ func auditCmd(cfg settings.Config, f *auditFilter, stdout, stderr io.Writer) int
 	for _, r := range recs {
 		what := r.Tool // a resource's URI, a prompt's name: said so
 		switch r.Kind {
-		case audit.KindResource, audit.KindPrompt:
+		case audit.KindResource, audit.KindPrompt, audit.KindMemorySave, audit.KindMemoryDelete, audit.KindToolSave, audit.KindToolDelete:
 			what = r.Kind + " " + r.Tool
 		case audit.KindSignIn:
 			what = "sign-in (" + r.Confirm + ")"

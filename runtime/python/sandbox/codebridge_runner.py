@@ -932,9 +932,25 @@ def _prelude(sources, namespace):
     for s in sources or ():
         name = s.get("name") or "?"
         try:
+            _check_saved(name, s.get("source") or "")
             exec(_compile(s.get("source") or "", "<saved tool %s>" % name), namespace)
         except BaseException as e:
             sys.stderr.write("codebridge: saved helper %r could not be defined: %s: %s\n" % (name, type(e).__name__, _str(e)))
+
+
+def _check_saved(name, source):
+    """Raises ValueError unless source is one top-level def of name with no
+    decorators: the host checked it with its own tokenizer when it was
+    saved; this is the same check by this Python's own parser, in a fresh
+    session, in case the two read a source differently."""
+    import ast
+
+    tree = ast.parse(source, "<saved tool %s>" % name)
+    body = tree.body
+    if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or body[0].name != name:
+        raise ValueError("it is not one def %s(...): codebridge defines only that" % name)
+    if body[0].decorator_list:
+        raise ValueError("it has decorators")
 
 
 def _send_figures(mcp):

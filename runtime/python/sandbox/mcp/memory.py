@@ -235,7 +235,7 @@ def _unsaved_globals(func, name):
         used = inspect.getclosurevars(func).globals
     except (TypeError, ValueError):
         return []
-    helpers = set(runtime.__all__) | {"mcp", "runtime", "mcp_servers", func.__name__, name}
+    helpers = set(runtime.__all__) | {"mcp", "runtime", "mcp_servers", name}
     names = [n for n in used if n not in helpers and not n.startswith("mcp_")]
     if names:
         try:
@@ -272,9 +272,14 @@ def save_tool(func, name=None, description=None):
     except (OSError, TypeError) as e:
         raise MCPError("cannot read the source of %s (%s): define it with def in run_python code, then save it"
                        % (own, e), code="bad_arguments")
-    source = textwrap.dedent(source)
+    source = textwrap.dedent(source).replace("\r\n", "\n").replace("\r", "\n")
+    if source.startswith("@"):
+        raise MCPError("save_tool does not save decorators (they would run in every new session): save the "
+                       "undecorated function, and decorate it where you use it", code="bad_arguments")
     if name != own:
-        source += "\n%s = %s\n" % (name, own)
+        # codebridge keeps exactly one def of the saved name: rename it.
+        import re
+        source = re.sub(r"\A((?:async\s+)?def\s+)%s\b" % re.escape(own), lambda m: m.group(1) + name, source, count=1)
     try:
         compile(source, "<saved tool %s>" % name, "exec")
     except SyntaxError as e:
