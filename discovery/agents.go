@@ -17,6 +17,10 @@ type AgentFile struct {
 	Agent string // short name, also the ~/MCPs file it imports into: claude-desktop, cursor, ...
 	Label string // the agent's name for people: Claude Desktop, Cursor, ...
 	Path  string
+	// Project says the file is the current project's (./.mcp.json, ...),
+	// which whoever wrote the project chose, not the user: see
+	// [PlanImport]. The user's own files in their home are not.
+	Project bool
 }
 
 // AgentPlaces are the directories agent config files are found relative to.
@@ -35,21 +39,21 @@ func AgentFiles(p AgentPlaces) []AgentFile {
 		appData = filepath.Join(p.Home, "Library", "Application Support")
 	}
 	files := []AgentFile{
-		{"claude-desktop", "Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json")},
-		{"claude-code", "Claude Code", filepath.Join(p.Home, ".claude.json")},
-		{"cursor", "Cursor", filepath.Join(p.Home, ".cursor", "mcp.json")},
-		{"vscode", "VS Code", filepath.Join(appData, "Code", "User", "mcp.json")},
-		{"vscode", "VS Code", filepath.Join(appData, "Code", "User", "settings.json")},
-		{"windsurf", "Windsurf", filepath.Join(p.Home, ".codeium", "windsurf", "mcp_config.json")},
-		{"gemini", "Gemini CLI", filepath.Join(p.Home, ".gemini", "settings.json")},
-		{"codex", "Codex", filepath.Join(p.Home, ".codex", "config.toml")},
+		{"claude-desktop", "Claude Desktop", filepath.Join(appData, "Claude", "claude_desktop_config.json"), false},
+		{"claude-code", "Claude Code", filepath.Join(p.Home, ".claude.json"), false},
+		{"cursor", "Cursor", filepath.Join(p.Home, ".cursor", "mcp.json"), false},
+		{"vscode", "VS Code", filepath.Join(appData, "Code", "User", "mcp.json"), false},
+		{"vscode", "VS Code", filepath.Join(appData, "Code", "User", "settings.json"), false},
+		{"windsurf", "Windsurf", filepath.Join(p.Home, ".codeium", "windsurf", "mcp_config.json"), false},
+		{"gemini", "Gemini CLI", filepath.Join(p.Home, ".gemini", "settings.json"), false},
+		{"codex", "Codex", filepath.Join(p.Home, ".codex", "config.toml"), false},
 	}
 	if p.Cwd != "" && p.Cwd != p.Home {
 		files = append(files,
-			AgentFile{"claude-code", "Claude Code", filepath.Join(p.Cwd, ".mcp.json")},
-			AgentFile{"cursor", "Cursor", filepath.Join(p.Cwd, ".cursor", "mcp.json")},
-			AgentFile{"vscode", "VS Code", filepath.Join(p.Cwd, ".vscode", "mcp.json")},
-			AgentFile{"gemini", "Gemini CLI", filepath.Join(p.Cwd, ".gemini", "settings.json")},
+			AgentFile{"claude-code", "Claude Code", filepath.Join(p.Cwd, ".mcp.json"), true},
+			AgentFile{"cursor", "Cursor", filepath.Join(p.Cwd, ".cursor", "mcp.json"), true},
+			AgentFile{"vscode", "VS Code", filepath.Join(p.Cwd, ".vscode", "mcp.json"), true},
+			AgentFile{"gemini", "Gemini CLI", filepath.Join(p.Cwd, ".gemini", "settings.json"), true},
 		)
 	}
 	return files

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // An ImportPlan is what importing agents' servers into a config folder
@@ -35,9 +37,11 @@ type SkippedServer struct {
 // plans their import into configDir: each agent's servers go to
 // configDir/AGENT.json, except codebridge itself, servers configDir already
 // has (by name, or reaching the same command or URL), servers an earlier
-// agent file already gave, and definitions codebridge cannot use (each
-// skipped with its reason). It writes nothing.
-func PlanImport(places AgentPlaces, configDir string, opts Options) ImportPlan {
+// agent file already gave, definitions codebridge cannot use, and, unless
+// allowCommands, entries of a project's own file ([AgentFile.Project]) that
+// hold a ${cmd:...} reference, which codebridge would run on every load
+// (each skipped with its reason). It writes nothing.
+func PlanImport(places AgentPlaces, configDir string, opts Options, allowCommands bool) ImportPlan {
 	var plan ImportPlan
 	// What the folder has, whichever variables are set now.
 	opts.LookupEnv = func(string) (string, bool) { return "set", true }
@@ -66,6 +70,9 @@ func PlanImport(places AgentPlaces, configDir string, opts Options) ImportPlan {
 			srv, reason := checkEntry(as, opts)
 			switch {
 			case reason != "":
+			case f.Project && !allowCommands && slices.ContainsFunc(References(as.Entry), isCommand):
+				reason = fmt.Sprintf("it runs a command (${cmd:...}) and comes from this project's %s, which whoever wrote the project chose: "+
+					"read it, then pass --allow-commands to import it", filepath.Base(f.Path))
 			case taken[as.Name] != "":
 				reason = "a server of that name is already in " + taken[as.Name]
 			default:
@@ -133,6 +140,48 @@ func checkEntry(as AgentServer, opts Options) (*Server, string) {
 	}
 	return nil, "codebridge cannot use this definition"
 }
+
+// References lists every ${...} reference in entry's strings (its url,
+// command, args, env, headers and any other field), in the order of its
+// sorted keys, each once: what the imported entry reads or runs when
+// codebridge loads it.
+func References(entry map[string]any) []string {
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			for rest := v; ; {
+				i := strings.Index(rest, "${")
+				if i < 0 {
+					break
+				}
+				rest = rest[i:]
+				j := strings.IndexByte(rest, '}')
+				if j < 0 {
+					j = len(rest) - 1 // unclosed: all of it
+				}
+				if ref := rest[:j+1]; !slices.Contains(out, ref) {
+					out = append(out, ref)
+				}
+				rest = rest[j+1:]
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, k := range sortedKeys(v) {
+				walk(v[k])
+			}
+		}
+	}
+	walk(entry)
+	return out
+}
+
+// isCommand reports whether ref is a ${cmd:...} reference.
+func isCommand(ref string) bool { return strings.HasPrefix(ref, "${cmd:") }
 
 // Content is the file's text: {"mcpServers": {...}}, indented.
 func (f ImportFile) Content() []byte {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func describePlan(root string, p ImportPlan) string {
 func TestPlanImport(t *testing.T) {
 	root := agentTree(t)
 	places := AgentPlaces{Home: filepath.Join(root, "home"), Cwd: filepath.Join(root, "project"), GOOS: "linux"}
-	plan := PlanImport(places, filepath.Join(root, "mcps"), Options{})
+	plan := PlanImport(places, filepath.Join(root, "mcps"), Options{}, false)
 	got := describePlan(root, plan)
 	want := `write mcps/claude-desktop.json exists=false from Claude Desktop: filesystem, memory
 write mcps/claude-code.json exists=false from Claude Code: github, sqlite, brave, events
@@ -125,7 +126,7 @@ problem project/.gemini/settings.json: Gemini CLI: invalid JSON at line 1, colum
 
 func TestPlanImportMacOS(t *testing.T) {
 	root := agentTree(t)
-	plan := PlanImport(AgentPlaces{Home: filepath.Join(root, "mac"), GOOS: "darwin"}, filepath.Join(root, "empty"), Options{})
+	plan := PlanImport(AgentPlaces{Home: filepath.Join(root, "mac"), GOOS: "darwin"}, filepath.Join(root, "empty"), Options{}, false)
 	if got := describePlan(root, plan); got != "write empty/claude-desktop.json exists=false from Claude Desktop: puppeteer\n" {
 		t.Errorf("plan with macOS paths:\n%s", got)
 	}
@@ -142,5 +143,20 @@ func TestStripJSONC(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("stripJSONC lost %s:\n%s", want, got)
 		}
+	}
+}
+
+// TestReferences: every ${...} of an entry, in any field, once each.
+func TestReferences(t *testing.T) {
+	entry := map[string]any{
+		"url":     "https://h/${env:USER}/mcp",
+		"headers": map[string]any{"A": "Bearer ${cmd:pass x}", "B": "${env:USER}"},
+		"args":    []any{"--k", "${keyring:s/a}${env:X:-d}", 3},
+		"env":     map[string]any{"Z": "${unclosed"},
+	}
+	got := References(entry)
+	want := []string{"${keyring:s/a}", "${env:X:-d}", "${unclosed", "${cmd:pass x}", "${env:USER}"}
+	if !slices.Equal(got, want) {
+		t.Errorf("References = %q, want %q", got, want)
 	}
 }

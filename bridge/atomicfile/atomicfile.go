@@ -18,12 +18,52 @@ import (
 // systems and on NFS alike). Where the file system has no hard links, the
 // file is created exclusively and then written, as before this function.
 func WriteNew(path string, data []byte, perm fs.FileMode) (created bool, err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".new-*")
+	tmp, err := writeTemp(path, data, perm)
 	if err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		return false, err
 	}
-	defer os.Remove(tmp.Name())
+	defer os.Remove(tmp)
+	err = os.Link(tmp, path)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	}
+	return writeExclusive(path, data, perm)
+}
+
+// Replace writes data to path, replacing what is there: other processes
+// see the old file or the whole new one, never a short one, and after a
+// crash or power loss path holds one or the other. The data goes to a
+// temporary file in the same folder, synced, renamed over path, and the
+// folder synced.
+func Replace(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := writeTemp(path, data, perm)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return fmt.Errorf("writing %s: syncing its folder: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// writeTemp writes data with perm to a new temporary file beside path,
+// synced, and returns its name.
+func writeTemp(path string, data []byte, perm fs.FileMode) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".new-*")
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
 	err = tmp.Chmod(perm)
 	if errors.Is(err, errors.ErrUnsupported) {
 		err = nil
@@ -38,16 +78,10 @@ func WriteNew(path string, data []byte, perm fs.FileMode) (created bool, err err
 		err = cerr
 	}
 	if err != nil {
-		return false, fmt.Errorf("writing %s: %w", path, err)
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	err = os.Link(tmp.Name(), path)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrExist):
-		return false, nil
-	}
-	return writeExclusive(path, data, perm)
+	return tmp.Name(), nil
 }
 
 // writeExclusive is WriteNew for file systems without hard links.

@@ -46,3 +46,26 @@ func TestWriteNewAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReplace: Replace puts the new content in place of the old, with its
+// mode, and leaves nothing else in the folder.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	for _, data := range []string{"one", "two, longer"} {
+		if err := Replace(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		info, _ := os.Stat(path)
+		if err != nil || string(got) != data || info.Mode().Perm() != 0o600 {
+			t.Errorf("after Replace(%q): %q, mode %v, %v", data, got, info.Mode(), err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the folder holds %d files, want 1", len(entries))
+	}
+	if err := Replace(filepath.Join(dir, "no", "such"), nil, 0o600); err == nil {
+		t.Error("Replace into a missing folder succeeded")
+	}
+}

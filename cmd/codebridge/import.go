@@ -9,11 +9,13 @@ import (
 	goruntime "runtime"
 	"strings"
 
+	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
-const importHelp = `Usage: codebridge import [--write [--force]]
+const importHelp = `Usage: codebridge import [--write [--force]] [--allow-commands]
 
 Finds the MCP servers configured in the agents you already use and moves them
 into ~/MCPs, one file per agent (~/MCPs/claude-desktop.json, ...), so that
@@ -32,22 +34,34 @@ same command or URL), a server an earlier file already gave, and definitions
 codebridge cannot use, saying why for each. A file it cannot read is reported
 and skipped. Without --write it only shows what it would do.
 
+Each entry is listed with every ${...} reference it holds (in its url,
+command, args, env or headers): what codebridge reads (${env:NAME},
+${keyring:...}) or runs (${cmd:...}) each time it loads the file. A project's
+own files (./.mcp.json, ./.cursor/mcp.json, ./.vscode/mcp.json,
+./.gemini/settings.json) were written by whoever wrote the project, so their
+entries with a ${cmd:...} are left out unless --allow-commands is given; the
+files in your home (including ~/.claude.json's servers for this project) are
+yours, and are imported as they are.
+
 Flags:
   --write           write the files
   --force           with --write, replace files of the same name in ~/MCPs
+  --allow-commands  import the entries of the project's own files that run
+                    a command (${cmd:...}); read them first
   --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
 
 Exit status: 0 when all went well; 1 when an agent's file could not be read or
 a file in ~/MCPs was not replaced; 2 when the command line is wrong.
 `
 
-type importFlags struct{ write, force bool }
+type importFlags struct{ write, force, allowCommands bool }
 
 // importCommand defines the flags of import and returns its run function.
 func importCommand(fs *flag.FlagSet) runFunc {
 	f := &importFlags{}
 	fs.BoolVar(&f.write, "write", false, "write the files")
 	fs.BoolVar(&f.force, "force", false, "replace existing files")
+	fs.BoolVar(&f.allowCommands, "allow-commands", false, "import ${cmd:} references from the project's files")
 	return func(_ context.Context, c *call) int { return importCmd(c.cfg, f, c.pin, c.stdout, c.stderr) }
 }
 
@@ -59,12 +73,12 @@ func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr i
 	}
 	cwd, _ := os.Getwd()
 	plan := discovery.PlanImport(discovery.AgentPlaces{Home: home, Cwd: cwd, GOOS: goruntime.GOOS}, cfg.ConfigDir,
-		discovery.Options{AllowSelf: cfg.AllowSelf})
+		discovery.Options{AllowSelf: cfg.AllowSelf}, f.allowCommands)
 	short := func(p string) string {
 		if rel, ok := strings.CutPrefix(p, home+string(os.PathSeparator)); ok {
 			return "~/" + rel
 		}
-		return p
+		return termtext.Line(p)
 	}
 	failed := false
 	if len(plan.Files) == 0 {
@@ -78,9 +92,12 @@ func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr i
 		for _, file := range plan.Files {
 			fmt.Fprintf(stdout, "  %s  (from %s)\n", short(file.Path), file.Label)
 			for _, s := range file.Servers {
-				fmt.Fprintf(stdout, "    %-20s %s\n", s.Name, what(s.Entry))
+				fmt.Fprintf(stdout, "    %-20s %s\n", termtext.Line(s.Name), termtext.Line(what(s.Entry)))
+				if refs := discovery.References(s.Entry); len(refs) > 0 {
+					fmt.Fprintf(stdout, "    %-20s reads or runs: %s\n", "", termtext.Line(strings.Join(refs, " ")))
+				}
 				if s.Note != "" {
-					fmt.Fprintf(stdout, "    %-20s note: %s\n", "", s.Note)
+					fmt.Fprintf(stdout, "    %-20s note: %s\n", "", termtext.Line(s.Note))
 				}
 			}
 		}
@@ -88,14 +105,17 @@ func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr i
 	if len(plan.Skipped) > 0 {
 		fmt.Fprintln(stdout, "Left out:")
 		for _, s := range plan.Skipped {
-			fmt.Fprintf(stdout, "  %-20s from %s: %s\n", s.Name, short(s.File.Path), s.Reason)
+			fmt.Fprintf(stdout, "  %-20s from %s: %s\n", termtext.Line(s.Name), short(s.File.Path), termtext.Line(s.Reason))
+			if refs := discovery.References(s.Entry); len(refs) > 0 {
+				fmt.Fprintf(stdout, "  %-20s reads or runs: %s\n", "", termtext.Line(strings.Join(refs, " ")))
+			}
 		}
 	}
 	if len(plan.Problems) > 0 {
 		failed = true
 		fmt.Fprintln(stdout, "Could not read:")
 		for _, p := range plan.Problems {
-			fmt.Fprintf(stdout, "  %s: %s\n", short(p.Path), settings.ExplainProblem(p).Message)
+			fmt.Fprintf(stdout, "  %s: %s\n", short(p.Path), termtext.Line(settings.ExplainProblem(p).Message))
 		}
 	}
 	if !f.write {
@@ -116,7 +136,8 @@ func importCmd(cfg settings.Config, f *importFlags, pin string, stdout, stderr i
 			fmt.Fprintf(stderr, "codebridge import: %v\n", err)
 			return 1
 		}
-		if err := os.WriteFile(file.Path, file.Content(), 0o600); err != nil {
+		// Whole or not at all: a running codebridge watches the folder.
+		if err := atomicfile.Replace(file.Path, file.Content(), 0o600); err != nil {
 			fmt.Fprintf(stderr, "codebridge import: %v\n", err)
 			failed = true
 			continue
