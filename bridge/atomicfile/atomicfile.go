@@ -47,13 +47,7 @@ func Replace(path string, data []byte, perm fs.FileMode) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			return fmt.Errorf("writing %s: syncing its folder: %w", path, err)
-		}
-	}
+	syncDir(filepath.Dir(path))
 	return nil
 }
 
@@ -99,41 +93,6 @@ func writeExclusive(path string, data []byte, perm fs.FileMode) (bool, error) {
 		return false, fmt.Errorf("writing %s: %w", path, err)
 	}
 	return true, nil
-}
-
-// Replace replaces path with data, made with perm: readers see the old file
-// or the new one, never part of one, also after a crash. The data goes to a
-// temporary file in the same folder, synced, then renamed over path, and
-// the folder is synced so that the rename is durable too.
-func Replace(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = f.Chmod(perm)
-	if errors.Is(err, errors.ErrUnsupported) {
-		err = nil
-	}
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	syncDir(dir)
-	return nil
 }
 
 // syncDir makes a rename in dir durable. Best effort: Windows cannot open a
