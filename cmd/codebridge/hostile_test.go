@@ -75,7 +75,7 @@ func TestHostileTextInTables(t *testing.T) {
 	if err := st.Save("plan", json.RawMessage(`1`), json.RawMessage("{\"by\":\"\u009b31m\u202e\x7f\"}")); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SaveTool(memory.Tool{Name: "clean", Signature: "clean(rows)", Source: "def clean(rows):\n    return rows # \r\x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b31m\u202e\x7f\n", Description: "Drops rows\r\x1b[2J\u202e\t\x7f\n" + hostile}); err != nil {
+	if err := st.SaveTool(memory.Tool{Name: "clean", Signature: "clean(rows)", Source: "def clean(rows):\n    return rows # \x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b31m\u202e\x7f\n", Description: "Drops rows\r\x1b[2J\u202e\t\x7f\n" + hostile}); err != nil {
 		t.Fatal(err)
 	}
 	out, _, _ = runHere(t, env, "memory", "list")
@@ -84,7 +84,7 @@ func TestHostileTextInTables(t *testing.T) {
 	printsSafely(t, "memory tools", out, 2)
 	out, _, _ = runHere(t, env, "memory", "show-tool", "clean")
 	printsSafely(t, "memory show-tool", out, 2)
-	if !strings.Contains(out, `def clean(rows):`+"\n"+`    return rows # \r\x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b31m\u202e\x7f`) {
+	if !strings.Contains(out, `def clean(rows):`+"\n"+`    return rows # \x1b[2J\x1b]52;c;ZXZpbA==\x07\u009b31m\u202e\x7f`) {
 		t.Errorf("memory show-tool does not keep the source's lines:\n%s", out)
 	}
 
