@@ -15,6 +15,29 @@ import (
 // CommandTimeout is how long [Command] waits for a command by default.
 const CommandTimeout = 10 * time.Second
 
+// MaxCommandOutput bounds what [Command] keeps of a command's stdout: a
+// command that prints more fails.
+const MaxCommandOutput = 64 << 10
+
+// errTooMuchOutput ends a command that printed more than MaxCommandOutput.
+var errTooMuchOutput = errors.New("too much output")
+
+// cappedBuffer holds what is written to it, refusing writes past
+// MaxCommandOutput. (Not an embedded bytes.Buffer: io.Copy would use its
+// ReadFrom, past the cap.)
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	over bool // a write was refused
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > MaxCommandOutput {
+		b.over = true
+		return 0, errTooMuchOutput
+	}
+	return b.buf.Write(p)
+}
+
 // Command runs line, a command and its arguments split as a shell would split
 // words (spaces separate them; '...', "..." and \ quote) but run without one,
 // and returns the first line it prints on stdout as a secret. It must exit 0
@@ -35,11 +58,13 @@ func Command(ctx context.Context, line string, timeout time.Duration) (Value, er
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.WaitDelay = time.Second // a child holding stdout open must not outlast the timeout
-	var out bytes.Buffer
+	var out cappedBuffer
 	cmd.Stdout = &out
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {
+	case out.over:
+		return Value{}, fmt.Errorf("%s printed more than %d KiB: it must print the secret on its first line, and little else", argv[0], MaxCommandOutput>>10)
 	case ctx.Err() == context.DeadlineExceeded:
 		return Value{}, fmt.Errorf("%s did not finish within %s: check that it does not wait for input (a password prompt), or sign in to it first", argv[0], timeout)
 	case errors.As(err, &exit):
@@ -47,7 +72,7 @@ func Command(ctx context.Context, line string, timeout time.Duration) (Value, er
 	case err != nil:
 		return Value{}, fmt.Errorf("cannot run %s: %w", argv[0], err)
 	}
-	first, _ := bufio.NewReader(&out).ReadString('\n')
+	first, _ := bufio.NewReader(&out.buf).ReadString('\n')
 	first = strings.TrimRight(first, "\r\n")
 	if first == "" {
 		return Value{}, fmt.Errorf("%s printed nothing on its first line: it must print the secret", argv[0])

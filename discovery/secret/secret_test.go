@@ -150,6 +150,8 @@ func TestCommand(t *testing.T) {
 		{"fails", script(t, "echo "+planted+"; echo "+planted+" >&2; exit 3"), "exit status 3", 0},
 		{"times out", script(t, "echo "+planted+"; exec sleep 30"), "did not finish within 200ms", 200 * time.Millisecond},
 		{"prints nothing", script(t, "echo; echo "+planted), "printed nothing", 0},
+		{"prints too much", script(t, "echo "+planted+"; head -c 1000000 /dev/zero"), "printed more than 64 KiB", 0},
+		{"prints without end", script(t, "echo "+planted+"; exec yes"), "printed more than 64 KiB", 0},
 		{"not found", "no-such-command-xyz " + planted, "executable file not found", 0},
 		{"empty", "  ", "no command", 0},
 	} {
