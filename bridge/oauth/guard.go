@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,15 +21,21 @@ import (
 // metadata names) may reach only a public address, never loopback, private,
 // link-local or CGNAT (100.64.0.0/10) ones, whatever name resolves to them.
 // Metadata chosen by a remote server then cannot make codebridge post to
-// the container engine's API or an intranet host.
+// the container engine's API or an intranet host. The one exception is the
+// server's own host on another port, where its host is an address or
+// localhost: a server on 127.0.0.1 may have its authorization server on
+// 127.0.0.1 too, never on 127.0.0.2 or a private address.
 func Client(def *discovery.Server, timeout time.Duration) *http.Client {
 	own := http.DefaultTransport.(*http.Transport).Clone()
 	other := http.DefaultTransport.(*http.Transport).Clone()
-	other.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: refuseLocal}).DialContext
 	origin := ""
+	var home []netip.Addr
 	if u, err := url.Parse(def.URL); err == nil {
 		origin = u.Scheme + "://" + u.Host
+		home = hostAddrs(u.Hostname())
 	}
+	control := func(network, address string, c syscall.RawConn) error { return refuseLocal(home, address) }
+	other.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}).DialContext
 	return &http.Client{Timeout: timeout, Transport: byOrigin{origin: origin, own: own, other: other}}
 }
 
@@ -46,8 +54,21 @@ func (b byOrigin) RoundTrip(req *http.Request) (*http.Response, error) {
 
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
-// refuseLocal is a dialer's Control refusing local and private addresses.
-func refuseLocal(_, address string, _ syscall.RawConn) error {
+// hostAddrs are the addresses host names without a look-up: itself if it
+// is an address, the loopback ones for localhost, else none.
+func hostAddrs(host string) []netip.Addr {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{ip.Unmap()}
+	}
+	return nil
+}
+
+// refuseLocal refuses to dial a local or private address, unless it is one
+// of home's.
+func refuseLocal(home []netip.Addr, address string) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return err
@@ -57,6 +78,9 @@ func refuseLocal(_, address string, _ syscall.RawConn) error {
 		return err
 	}
 	ip = ip.Unmap()
+	if slices.Contains(home, ip) {
+		return nil
+	}
 	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() ||
 		ip.IsMulticast() || ip.IsInterfaceLocalMulticast() || cgnat.Contains(ip) {
 		return fmt.Errorf("refused to connect to %s: an OAuth endpoint off the server's own origin must have a public address", ip)

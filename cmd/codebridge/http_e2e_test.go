@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -44,8 +45,9 @@ type httpBridge struct {
 }
 
 var (
-	endpointRE = regexp.MustCompile(`serving MCP over streamable HTTP at (http://\S+)`)
-	tokenRE    = regexp.MustCompile(`(?m)delete that file and restart for a new one\):\n  (\S+)\n`)
+	endpointRE  = regexp.MustCompile(`serving MCP over streamable HTTP at (http://\S+)`)
+	tokenRE     = regexp.MustCompile(`(?m)delete that file and restart for a new one\):\n  (\S+)\n`)
+	tokenFileRE = regexp.MustCompile(`with the token kept in (\S+) \(delete that file`)
 )
 
 // startHTTP starts codebridge serve --http on a free loopback port and waits
@@ -92,6 +94,15 @@ func (b *httpBridge) waitListening(t testing.TB) {
 		}
 		out := b.Stderr.String()
 		m, tok := endpointRE.FindStringSubmatch(out), tokenRE.FindStringSubmatch(out)
+		if file := tokenFileRE.FindStringSubmatch(out); tok == nil && file != nil {
+			// A kept token is not printed, only where it is (stderr is not
+			// a terminal here).
+			raw, err := os.ReadFile(file[1])
+			if err != nil {
+				t.Fatalf("reading the token file codebridge named: %v", err)
+			}
+			tok = []string{"", strings.TrimSpace(string(raw))}
+		}
 		if m == nil || (tok == nil && !strings.Contains(out, "No token is required")) {
 			return false
 		}
