@@ -107,7 +107,7 @@ func TestDoctor(t *testing.T) {
 		// A state folder others may write is refused (another user could
 		// plant a fake Podman socket there), with the command that fixes it.
 		{"state directory not private", env(healthy, "MCP_BRIDGE_STATE_DIR="+shared), 1, []*regexp.Regexp{
-			regexp.MustCompile(`(?m)^FAIL .*state directory.* may be written by its group or others`),
+			regexp.MustCompile(`(?m)^FAIL +state +\S+ may be written by its group or others`),
 			regexp.MustCompile(`run 'chmod go-w `),
 		}, nil},
 		{"broken config", env(broken), 1, []*regexp.Regexp{
