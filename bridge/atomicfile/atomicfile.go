@@ -47,7 +47,7 @@ func Replace(path string, data []byte, perm fs.FileMode) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	syncDir(filepath.Dir(path))
+	SyncDir(filepath.Dir(path))
 	return nil
 }
 
@@ -95,9 +95,9 @@ func writeExclusive(path string, data []byte, perm fs.FileMode) (bool, error) {
 	return true, nil
 }
 
-// syncDir makes a rename in dir durable. Best effort: Windows cannot open a
+// SyncDir makes a rename or removal in dir durable. Best effort: Windows cannot open a
 // folder for it, and a failure here leaves a whole file, old or new.
-func syncDir(dir string) {
+func SyncDir(dir string) {
 	if runtime.GOOS == "windows" {
 		return
 	}

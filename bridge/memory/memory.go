@@ -22,13 +22,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -444,46 +444,14 @@ func (s *Store) Tools() ([]Tool, error) {
 	return out, nil
 }
 
-// writeAtomic replaces path with data: readers see the old file or the new
-// one, never part of one, also after a crash.
+// writeAtomic replaces path with data ([atomicfile.Replace]), making its
+// folder first.
 func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes a rename in dir durable. Best effort: Windows cannot open a
-// directory for it, and a failure here leaves a whole file, old or new.
-func syncDir(dir string) {
-	if runtime.GOOS == "windows" {
-		return
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	return atomicfile.Replace(path, data, 0o600)
 }
 
 // removeLocked removes path under dir's lock and reports whether it existed.
@@ -503,7 +471,7 @@ func removeLocked(dir, path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	syncDir(dir)
+	atomicfile.SyncDir(dir)
 	return true, nil
 }
 
