@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -122,21 +121,6 @@ func TestHTTPServerGoneIsRestarted(t *testing.T) {
 	}
 }
 
-// listenOn starts h on addr (host:0), for a second loopback host.
-func listenOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("no listener on %s: %v", addr, err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestHTTPHeadersStayWithTheirOrigin: a server that redirects to another
 // host (127.0.0.1 to 127.0.0.2) gets no configured header sent there, with
 // any redirect status, and the error says why; a redirect within the
@@ -145,7 +129,7 @@ func TestHTTPHeadersStayWithTheirOrigin(t *testing.T) {
 	getServer := func(*http.Request) *mcp.Server { return newTestServer("http", nil, nil) }
 	var mu sync.Mutex
 	var leaked []string
-	elsewhere := listenOn(t, "127.0.0.2:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	elsewhere := testenv.ServeOn(t, "127.0.0.2:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		for _, h := range []string{"Authorization", "X-Api-Key"} {
 			if v := r.Header.Get(h); v != "" {

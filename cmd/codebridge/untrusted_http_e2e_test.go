@@ -6,7 +6,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -40,21 +39,6 @@ func echoServer(huge bool) *mcp.Server {
 	return s
 }
 
-// serveOn serves h on addr (host:0) until the test ends.
-func serveOn(t *testing.T, addr string, h http.Handler) *httptest.Server {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listening on %s: %v", addr, err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 // TestRedirectKeepsHeadersEndToEnd: an HTTP server at 127.0.0.1 that
 // answers 307, 308 or 301 with the address of a second loopback host
 // (127.0.0.2, or localhost) gets none of its configured headers sent
@@ -77,9 +61,9 @@ func TestRedirectKeepsHeadersEndToEnd(t *testing.T) {
 		})
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return echoServer(false) }, nil)
-	other := serveOn(t, "127.0.0.2:0", record(mcpHandler))
+	other := testenv.ServeOn(t, "127.0.0.2:0", record(mcpHandler))
 	_, port, _ := net.SplitHostPort(other.Listener.Addr().String())
-	named := serveOn(t, "127.0.0.1:0", record(mcpHandler)) // reached as localhost
+	named := testenv.ServeOn(t, "127.0.0.1:0", record(mcpHandler)) // reached as localhost
 	_, namedPort, _ := net.SplitHostPort(named.Listener.Addr().String())
 	targets := map[int]string{
 		http.StatusTemporaryRedirect: "http://127.0.0.2:" + port,
@@ -88,7 +72,7 @@ func TestRedirectKeepsHeadersEndToEnd(t *testing.T) {
 	}
 	servers := map[string]any{}
 	for code, to := range targets {
-		home := serveOn(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		home := testenv.ServeOn(t, "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, to+r.URL.Path, code)
 		}))
 		servers["moved"+strconv.Itoa(code)] = map[string]any{"url": home.URL + "/mcp",
@@ -135,7 +119,7 @@ func TestHugeHTTPAnswerEndToEnd(t *testing.T) {
 	var written atomic.Int64
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return echoServer(true) },
 		&mcp.StreamableHTTPOptions{JSONResponse: true})
-	srv := serveOn(t, "127.0.0.1:0", testenv.HugeAnswers(handler, 1<<30, &written))
+	srv := testenv.ServeOn(t, "127.0.0.1:0", testenv.HugeAnswers(handler, 1<<30, &written))
 	dir := t.TempDir()
 	writeServers(t, dir, "big.json", map[string]any{"big": map[string]any{"url": srv.URL}})
 	cs, _, cmd := sessionProc(t, bridgeEnv(t, dir))

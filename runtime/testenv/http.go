@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
+	"testing"
 )
 
 // HugeAnswers serves h (an MCP streamable-HTTP handler), except that a call of the tool "huge" is answered
@@ -44,4 +47,20 @@ func HugeAnswers(h http.Handler, size int64, written *atomic.Int64) http.Handler
 			}
 		}
 	})
+}
+
+// ServeOn serves h on addr (host:0, e.g. a second loopback host such as
+// 127.0.0.2:0) until the test ends.
+func ServeOn(t testing.TB, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening on %s: %v", addr, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
 }
