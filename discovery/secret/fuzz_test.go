@@ -20,6 +20,7 @@ func FuzzMaskJSON(f *testing.F) {
 	f.Add([]byte(`{"abcdefgh":{"k":["xabcdefghx",null,true,1e400]}}`), "abcdefgh", "bcdefg")
 	f.Add([]byte(`"<tag>&amp;</tag>"`), "<tag>&amp;", "</tag>")
 	f.Add([]byte(`not json abcdefg`), "abcdefg", "")
+	f.Add([]byte(`{"a":"tok\/en+abc","b":"pa\"ss\u003cword"}`), "tok/en+abc", `pa"ss<word`)
 	f.Add([]byte(`{"a":"abc"} {"b":"abcdefg"}`), "abcdefg", "abc")
 	f.Add([]byte("\"caf\xc3\xa9caf\xc3\xa9\""), "caf\xc3\xa9caf", "\xff\xfe\xfd\xfc\xfb\xfa")
 	f.Fuzz(func(t *testing.T, raw []byte, s1, s2 string) {

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Placeholder is what a [Value] prints as, and what [List.Mask] writes in
@@ -124,13 +125,78 @@ func (l List) MaskJSON(raw []byte) (masked []byte, changed bool) {
 	return out, true
 }
 
-// jsonMayHold reports whether raw may hold v in a string: as it is, or
-// escaped as encoding/json escapes it.
+// jsonMayHold reports whether raw may hold v in a string once decoded: v
+// is in it as it is, or raw has an escape that spells a character of v
+// (`\/` a slash, `\"` a quote, "a\u0062c" is "abc"), or raw is not valid
+// UTF-8 and v holds the character that decoding puts in its place. Escapes
+// that spell no character of v, such as the \u003c and \n of most
+// results, keep the document off the decode.
 func jsonMayHold(raw []byte, v string) bool {
-	enc, _ := json.Marshal(v) // a string always encodes
-	// A \u escape can spell any part of v ("a\u0062c" is "abc"): such a
-	// document is decoded to be sure.
-	return bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, enc[1:len(enc)-1]) || bytes.Contains(raw, []byte(`\u`))
+	if bytes.Contains(raw, []byte(v)) {
+		return true
+	}
+	if strings.ContainsRune(v, utf8.RuneError) && !utf8.Valid(raw) {
+		return true
+	}
+	var ascii [128]bool // the ASCII characters of v
+	for i := range len(v) {
+		if v[i] < utf8.RuneSelf {
+			ascii[v[i]] = true
+		}
+	}
+	for rest := raw; ; {
+		i := bytes.IndexByte(rest, '\\')
+		if i < 0 || i+1 == len(rest) {
+			return false
+		}
+		c, n := unescaped(rest[i+1:])
+		if c < 0 || (c < utf8.RuneSelf && ascii[c]) || (c >= utf8.RuneSelf && strings.ContainsRune(v, c)) || (c >= 0xd800 && c < 0xe000 && hasAstral(v)) {
+			return true // c < 0: not an escape JSON knows; decode to be sure
+		}
+		rest = rest[i+1+n:]
+	}
+}
+
+// unescaped is the character that the JSON escape after a backslash, e,
+// spells, and the bytes it takes; a \u escape of half a surrogate pair gives
+// that half. It returns -1 for what is not an escape.
+func unescaped(e []byte) (c rune, n int) {
+	switch e[0] {
+	case '"', '\\', '/':
+		return rune(e[0]), 1
+	case 'b':
+		return '\b', 1
+	case 'f':
+		return '\f', 1
+	case 'n':
+		return '\n', 1
+	case 'r':
+		return '\r', 1
+	case 't':
+		return '\t', 1
+	case 'u':
+		if len(e) < 5 {
+			return -1, len(e)
+		}
+		for _, h := range e[1:5] {
+			switch {
+			case '0' <= h && h <= '9':
+				c = c<<4 | rune(h-'0')
+			case 'a' <= h|0x20 && h|0x20 <= 'f':
+				c = c<<4 | rune(h|0x20-'a'+10)
+			default:
+				return -1, 1
+			}
+		}
+		return c, 5
+	}
+	return -1, 1
+}
+
+// hasAstral reports whether s holds a character outside the Basic
+// Multilingual Plane, which JSON spells as a pair of \u escapes.
+func hasAstral(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r > 0xffff })
 }
 
 // maskValue applies mask to every string of a decoded JSON value.

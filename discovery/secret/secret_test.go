@@ -207,3 +207,51 @@ func TestKeyring(t *testing.T) {
 		t.Fatalf("Get without a keyring: %v, want ErrNoKeyring naming the cause", err)
 	}
 }
+
+// TestMaskJSONEscapes: a secret spelled with JSON escapes is masked whatever
+// the escape (\/ for a slash, \" for a quote, \u for any character), while
+// escapes that spell no character of a secret (Go's \u003e, a \n in text)
+// leave the document on the fast path, unchanged.
+func TestMaskJSONEscapes(t *testing.T) {
+	l := List{New("tok/en+abc"), New(`pa"ss<word`)}
+	for _, raw := range []string{
+		`{"a":"tok\/en+abc"}`,
+		`{"a":"tok\u002fen+abc"}`,
+		`{"a":"pa\"ss<word"}`,
+		`{"a":"pa\"ss\u003cword"}`,
+		`{"a":"x\ud83d\ude00 t\u006fk/en+abc"}`,
+	} {
+		m, changed := l.MaskJSON([]byte(raw))
+		var doc map[string]string
+		if err := json.Unmarshal(m, &doc); err != nil {
+			t.Fatalf("MaskJSON(%s) = %s: %v", raw, m, err)
+		}
+		if !changed || strings.Contains(doc["a"], "tok/en") || strings.Contains(doc["a"], "ss<word") {
+			t.Errorf("MaskJSON(%s) = %s, %v: the secret is left", raw, m, changed)
+		}
+	}
+	for _, raw := range []string{`{"a":"\u003eb\u003e line\nnext \\ a\tb \u00e9"}`, `{"a":"tok/e","b":"n+abc"}`} {
+		if m, changed := l.MaskJSON([]byte(raw)); changed || string(m) != raw {
+			t.Errorf("MaskJSON(%s) = %s, %v: no secret is there", raw, m, changed)
+		}
+	}
+}
+
+// BenchmarkMaskJSON masks a tool result as go-sdk encodes it (HTML
+// characters escaped, new lines in text) with a server's secret that it
+// does not hold: the fast path, which every call of such a server takes.
+//
+//	go test ./discovery/secret -run '^$' -bench MaskJSON
+func BenchmarkMaskJSON(b *testing.B) {
+	l := List{New("ghp_0123456789abcdefABCDEF0123456789")}
+	raw, err := json.Marshal(map[string]any{"content": []map[string]string{{"type": "text", "text": strings.Repeat("<li>item & more</li>\n", 200)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, changed := l.MaskJSON(raw); changed {
+			b.Fatal("masked a secret that is not there")
+		}
+	}
+}
