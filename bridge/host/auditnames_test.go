@@ -10,9 +10,9 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
-// TestAuditedNamesCapped: a server or tool name that sandboxed code made up
-// is recorded in the audit log cut to maxAuditName bytes of whole UTF-8
-// characters, however long the code made it.
+// TestAuditedNamesCapped: a server, tool, resource URI or prompt name that
+// sandboxed code made up is recorded in the audit log cut to maxAuditName
+// bytes of whole UTF-8 characters, however long the code made it.
 func TestAuditedNamesCapped(t *testing.T) {
 	d, _ := policyDirectory(discovery.ToolPolicy{}, discovery.ToolPolicy{})
 	dir := t.TempDir()
@@ -27,8 +27,12 @@ func TestAuditedNamesCapped(t *testing.T) {
 			t.Fatalf("calling an unknown name succeeded")
 		}
 	}
+	// Resource URIs and prompt names are recorded as the tool.
+	h.ReadResource(t.Context(), protocol.ReadResourceParams{Server: long, URI: "file:///a"})
+	h.ReadResource(t.Context(), protocol.ReadResourceParams{Server: "fs", URI: "file:///" + long})
+	h.GetPrompt(t.Context(), protocol.GetPromptParams{Server: "fs", Name: long})
 	recs, _, err := audit.Tail(dir, 0, nil)
-	if err != nil || len(recs) != 2 {
+	if err != nil || len(recs) != 5 {
 		t.Fatalf("%d records, %v", len(recs), err)
 	}
 	for _, r := range recs {

@@ -118,7 +118,11 @@ func catalogList[T any](ctx context.Context, h *host, key string, list func(cont
 // as JSON. rec has the record's Kind and Tool; args are the request's
 // arguments for the audit, if any.
 func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, args json.RawMessage, get func(*discovery.Server) (any, error)) (json.RawMessage, error) {
-	rec.Time, rec.Server, rec.Session, rec.Run, rec.ArgBytes = time.Now(), key, h.session, h.run, len(args)
+	// As the code wrote them, until the server resolves: capped, as for
+	// tool calls.
+	rec.Time, rec.Server, rec.Session, rec.Run, rec.ArgBytes = time.Now(), auditName(key), h.session, h.run, len(args)
+	name := rec.Tool
+	rec.Tool = auditName(name)
 	var raw json.RawMessage
 	srv, err := h.catalogServer(key)
 	if err == nil {
@@ -134,7 +138,7 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 		if err == nil {
 			raw, err = encodeMasked(srv, res)
 		}
-		rec.Tool = srv.Secrets.Mask(rec.Tool)
+		rec.Tool = auditName(srv.Secrets.Mask(name))
 		args, _ = srv.Secrets.MaskJSON(args)
 		err = maskError(srv.Secrets, err)
 	}
