@@ -155,7 +155,7 @@ func (h *handler) refreshShared() (*oauth2.Token, error) {
 	defer cancel()
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, h.client)
 	var tok *oauth2.Token
-	err := h.store.locked(func() error {
+	err := h.store.locked(ctx, func() error {
 		rec, err := h.store.Load(h.def.Name, h.def.URL)
 		if err != nil {
 			return err
@@ -243,11 +243,22 @@ func (h *handler) failedLocked() error {
 // with an AuthRequiredError; `codebridge login` signs in. A 403 with error
 // insufficient_scope (step-up authorization) adds the scopes it names to the
 // stored sign-in's, which the next login asks for.
-func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Response) error {
+func (h *handler) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	resp.Body.Close()
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	err, stepUp := h.authorizeLocked(resp)
+	h.mu.Unlock()
+	if len(stepUp) > 0 {
+		// Stored outside h.mu: the folder's lock may be another process's.
+		h.storeScopes(ctx, stepUp)
+	}
+	return err
+}
+
+// authorizeLocked is Authorize's answer to resp under h.mu, and the scopes
+// of a step-up to add to the stored sign-in.
+func (h *handler) authorizeLocked(resp *http.Response) (err error, stepUp []string) {
 	if resp.StatusCode == http.StatusForbidden && h.active {
 		challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 		scopes, err := insufficientScope(challenges)
@@ -256,23 +267,23 @@ func (h *handler) Authorize(_ context.Context, _ *http.Request, resp *http.Respo
 		}
 		if err != nil {
 			h.logger.Warn("the server's 403 asks for absurd scopes: ignored", "server", h.def.Name, "err", err)
-			return fmt.Errorf("MCP server %q refused the request (403 Forbidden) and asked for more access than codebridge accepts: check the server, then run `codebridge login %s`", h.def.Name, h.def.Name)
+			return fmt.Errorf("MCP server %q refused the request (403 Forbidden) and asked for more access than codebridge accepts: check the server, then run `codebridge login %s`", h.def.Name, h.def.Name), nil
 		}
 		if len(scopes) > 0 {
 			// Step-up: the next codebridge login asks for these too.
-			h.wantScopesLocked(scopes)
-			return &AuthRequiredError{Server: h.def.Name, Reason: "the server asks for more access: scope " + strings.Join(scopes, " ")}
+			h.rec.Scopes = unionScopes(h.rec.Scopes, scopes)
+			return &AuthRequiredError{Server: h.def.Name, Reason: "the server asks for more access: scope " + strings.Join(scopes, " ")}, scopes
 		}
-		return fmt.Errorf("MCP server %q refused the request (403 Forbidden) with the stored sign-in: it may need more scopes; run `codebridge login %s` to sign in again", h.def.Name, h.def.Name)
+		return fmt.Errorf("MCP server %q refused the request (403 Forbidden) with the stored sign-in: it may need more scopes; run `codebridge login %s` to sign in again", h.def.Name, h.def.Name), nil
 	}
 	if h.active && h.failed == nil {
 		// A token the server refuses (revoked, or expired early) is not
 		// sent again: the next request goes without, straight to this.
 		h.failed = &AuthRequiredError{Server: h.def.Name, Reason: "the server refused the stored sign-in"}
 		h.active = false
-		return h.failed
+		return h.failed, nil
 	}
-	return h.failedLocked()
+	return h.failedLocked(), nil
 }
 
 // Bounds on the scopes a server's 403 may add to a sign-in (step-up): more,
@@ -303,20 +314,24 @@ func insufficientScope(challenges []oauthex.Challenge) ([]string, error) {
 	return nil, nil
 }
 
-// wantScopesLocked adds scopes to the sign-in's, in the store too, so that
-// the next login asks for them.
-func (h *handler) wantScopesLocked(scopes []string) {
-	h.rec.Scopes = unionScopes(h.rec.Scopes, scopes)
-	rec, err := h.store.Load(h.def.Name, h.def.URL)
-	if err != nil || rec == nil {
-		return
-	}
-	want := unionScopes(rec.Scopes, scopes)
-	if len(want) == len(rec.Scopes) {
-		return // stored already
-	}
-	rec.Scopes = want
-	if _, err := h.store.Save(rec); err != nil {
+// storeScopes adds scopes to the stored sign-in's, so that the next login
+// asks for them: loaded and saved under the folder's lock, so that tokens
+// another process refreshed in between are not written over.
+func (h *handler) storeScopes(ctx context.Context, scopes []string) {
+	err := h.store.locked(ctx, func() error {
+		rec, err := h.store.Load(h.def.Name, h.def.URL)
+		if err != nil || rec == nil {
+			return err
+		}
+		want := unionScopes(rec.Scopes, scopes)
+		if len(want) == len(rec.Scopes) {
+			return nil // stored already
+		}
+		rec.Scopes = want
+		_, err = h.store.save(rec)
+		return err
+	})
+	if err != nil {
 		h.logger.Warn("saving the scopes the server asks for", "server", h.def.Name, "err", err)
 	}
 }

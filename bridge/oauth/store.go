@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -257,16 +258,16 @@ func (e *setAsideError) Error() string { return e.msg }
 // Save stores r, replacing what was stored for its server and URL, and says
 // where it went: the keyring, else the file.
 func (s *Store) Save(r *Record) (where string, err error) {
-	err = s.locked(func() error { where, err = s.save(r); return err })
+	err = s.locked(context.Background(), func() error { where, err = s.save(r); return err })
 	return where, err
 }
 
 // locked runs fn under the lock of the store's folder, which serialises
 // the writers of every codebridge process on this state folder, in keyring
-// mode too. fn saves with [Store.save], not Save.
-// TODO(F11): take it with dirlock's deadline-aware lock once there is one.
-func (s *Store) locked(fn func() error) error {
-	unlock, err := dirlock.Lock(s.dir)
+// mode too; it waits for the lock until ctx ends, at most
+// [dirlock.DefaultWait]. fn saves with [Store.save], not Save.
+func (s *Store) locked(ctx context.Context, fn func() error) error {
+	unlock, err := dirlock.LockContext(ctx, s.dir)
 	if err != nil {
 		return fmt.Errorf("locking the sign-ins in %s: %w", s.dir, err)
 	}
