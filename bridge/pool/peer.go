@@ -211,7 +211,7 @@ func (c *conn) clientOptions(caps *mcp.ClientCapabilities) mcp.ClientOptions {
 // the current peer's ask.
 func forward[P mcp.Params, R any](c *conn, method string, ask func(Peer, context.Context, P) (R, error)) func(context.Context, *mcp.ClientRequest[P]) (R, error) {
 	return func(ctx context.Context, req *mcp.ClientRequest[P]) (R, error) {
-		peer, err := c.peer(method)
+		peer, err := c.peer(ctx, method)
 		if err != nil {
 			var zero R
 			return zero, err
@@ -220,9 +220,33 @@ func forward[P mcp.Params, R any](c *conn, method string, ask func(Peer, context
 	}
 }
 
-// peer is the peer that answers the server's request method, or an error
-// saying there is none.
-func (c *conn) peer(method string) (Peer, error) {
+// callKey is the key of the [callPeer] in the context of a tool call.
+type callKey struct{}
+
+// callPeer is the peer of a tool call, in the call's context. A server
+// speaking MCP 2026-07-28 asks its questions in the result of the call they
+// serve (input_required), and the go-sdk client answers them through the
+// same handlers as a server's own requests, with the context of that call
+// (fulfillInputRequests in go-sdk's mcp/mrtr.go): the one place where a
+// request says which call it serves. A server's own requests get the
+// context of the connection, without it.
+type callPeer struct{ peer Peer }
+
+// withCall is ctx, of a tool call made for peer.
+func withCall(ctx context.Context, peer Peer) context.Context {
+	return context.WithValue(ctx, callKey{}, callPeer{peer})
+}
+
+// peer is the peer that answers the server's request method: that of the
+// call it serves when ctx says (see [callPeer]), else the one calls.current
+// chooses; or an error saying there is none.
+func (c *conn) peer(ctx context.Context, method string) (Peer, error) {
+	if call, ok := ctx.Value(callKey{}).(callPeer); ok {
+		if call.peer == nil {
+			return nil, fmt.Errorf("%s from MCP server %q: %w", method, c.name, ErrNotForwarded)
+		}
+		return call.peer, nil
+	}
 	peer, err := c.calls.current(method)
 	if err != nil {
 		return nil, fmt.Errorf("%s from MCP server %q: %w", method, c.name, err)
@@ -237,7 +261,7 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
-		peer, err := c.peer(method)
+		peer, err := c.peer(ctx, method)
 		if err != nil {
 			return nil, err
 		}

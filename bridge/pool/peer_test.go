@@ -73,7 +73,7 @@ func (f *fakePeer) logged() []string {
 // server may ask, and says what it was told; "caps" says what the client
 // declared. Its "wait" tool, once its call is in the server, sends on
 // h.entered and returns when h.release is closed or sent on.
-func askingServer(h *waitTool) *mcp.Server {
+func askingServer(w *waitTool) *mcp.Server {
 	// MCP 2025-11-25, in which a server sends requests of its own while it
 	// serves a call (from 2026-07-28 it returns input_required instead, which
 	// the go-sdk client answers through the same handlers).
@@ -99,19 +99,7 @@ func askingServer(h *waitTool) *mcp.Server {
 		}
 		return text(strings.Join(out, "\n")), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
-		select {
-		case h.entered <- struct{}{}:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
-		select {
-		case <-h.release:
-			return text("waited"), nil, nil
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
-	})
+	w.add(s)
 	mcp.AddTool(s, &mcp.Tool{Name: "caps"}, func(_ context.Context, req *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
 		c := req.Session.InitializeParams().Capabilities
 		return text(fmt.Sprintf("elicitation=%t sampling=%t roots=%t", c.Elicitation != nil, c.Sampling != nil, c.RootsV2 != nil)), nil, nil
@@ -119,20 +107,76 @@ func askingServer(h *waitTool) *mcp.Server {
 	return s
 }
 
-// waitTool is how a test holds a call of askingServer's "wait" tool in
+// waitTool is how a test holds a call of a server's "wait" tool in
 // flight.
 type waitTool struct {
 	entered chan struct{} // sent on once a call is in the server
 	release chan struct{} // ends a call
 }
 
+// add adds the "wait" tool to s: once its call is in the server, it sends
+// on w.entered, and returns when w.release is closed or sent on.
+func (w *waitTool) add(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+		if err := w.wait(ctx, w.entered, w.release); err != nil {
+			return nil, nil, err
+		}
+		return text("waited"), nil, nil
+	})
+}
+
+// wait sends on entered, then waits for release.
+func (w *waitTool) wait(ctx context.Context, entered chan<- struct{}, release <-chan struct{}) error {
+	select {
+	case entered <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// multiRoundServer is a server speaking MCP 2026-07-28, whose "ask" tool
+// asks its client questions in its result (input_required): first once it
+// has sent on w.entered and w.release was closed, then it says what it was
+// told. It has the "wait" tool too.
+func multiRoundServer(w *waitTool, hold chan struct{}) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "test"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+		in := req.Params.InputResponses
+		if in == nil {
+			if err := w.wait(ctx, w.entered, hold); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"e": &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"who": map[string]any{"type": "string"}}}},
+				"s": &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}},
+			}}, nil, nil
+		}
+		// In input responses, a sampling result is one with tools.
+		e, _ := in["e"].(*mcp.ElicitResult)
+		m, _ := in["s"].(*mcp.CreateMessageWithToolsResult)
+		if e == nil || m == nil || len(m.Content) != 1 {
+			return nil, nil, fmt.Errorf("input responses %#v, want an elicitation and a sampling result", in)
+		}
+		return text(fmt.Sprintf("elicit: %v\nsample: %s", e.Content["who"], m.Content[0].(*mcp.TextContent).Text)), nil, nil
+	})
+	w.add(s)
+	return s
+}
+
 func newAskingPool(t *testing.T) (*Pool, *int) {
-	p, starts, _ := newAskingPoolWait(t)
+	p, starts, _ := newAskingPoolWait(t, askingServer)
 	return p, starts
 }
 
-// newAskingPoolWait is newAskingPool with the handle of the "wait" tool.
-func newAskingPoolWait(t *testing.T) (*Pool, *int, *waitTool) {
+// newAskingPoolWait is newAskingPool with the server server makes, and the
+// handle of its "wait" tool.
+func newAskingPoolWait(t *testing.T, server func(*waitTool) *mcp.Server) (*Pool, *int, *waitTool) {
 	t.Helper()
 	p := newTestPool(t, Options{})
 	starts := new(int)
@@ -140,7 +184,7 @@ func newAskingPoolWait(t *testing.T) (*Pool, *int, *waitTool) {
 	p.testTransport = func(*discovery.Server) (mcp.Transport, error) {
 		*starts++
 		ct, st := mcp.NewInMemoryTransports()
-		if _, err := askingServer(w).Connect(t.Context(), st, nil); err != nil {
+		if _, err := server(w).Connect(t.Context(), st, nil); err != nil {
 			return nil, err
 		}
 		return ct, nil
@@ -289,7 +333,7 @@ func TestPeerPrincipals(t *testing.T) {
 	tests[2].answeredBy = tests[2].asker
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _, w := newAskingPoolWait(t)
+			p, _, w := newAskingPoolWait(t, askingServer)
 			p.SetClientCapabilities(agentCaps)
 			waited := make(chan error, 1)
 			go func() {
@@ -344,5 +388,47 @@ func TestPeerPrincipals(t *testing.T) {
 				t.Errorf("DroppedLogs = %d, want 1 (the log message sent while calls of two sessions were in flight)", n)
 			}
 		})
+	}
+}
+
+// TestPeerMultiRoundTrip: a server speaking MCP 2026-07-28 asks in the
+// result of the call it serves (input_required), so its questions reach
+// the call's own peer, even while a later call of another MCP session is
+// in flight.
+func TestPeerMultiRoundTrip(t *testing.T) {
+	hold := make(chan struct{})
+	p, _, w := newAskingPoolWait(t, func(w *waitTool) *mcp.Server { return multiRoundServer(w, hold) })
+	p.SetClientCapabilities(agentCaps)
+	a, b := &fakePeer{name: "a"}, &fakePeer{name: "b"}
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	asked := make(chan answer, 1)
+	go func() {
+		res, err := p.CallFor(t.Context(), a, "s", "ask", nil, nil)
+		asked <- answer{res, err}
+	}()
+	<-w.entered // a's call is in the server...
+	waited := make(chan error, 1)
+	go func() {
+		_, err := p.CallFor(t.Context(), b, "s", "wait", nil, nil)
+		waited <- err
+	}()
+	<-w.entered // ...and so is b's, which began later
+	close(hold) // a's call now asks
+	got := <-asked
+	close(w.release)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if text, want := resultText(t, got.res), "elicit: a answered name?\nsample: a sampled"; text != want {
+		t.Errorf("got\n%s\nwant\n%s", text, want)
+	}
+	if r := b.requests(); len(r) != 0 {
+		t.Errorf("b was asked %q, want nothing", r)
 	}
 }

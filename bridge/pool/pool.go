@@ -445,7 +445,9 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 // MCP session, or a call without a peer, are in flight too, the server's
 // requests are refused with [ErrSessionsShareServer] and its log messages
 // dropped (counted in [ServerStatus.DroppedLogs]): a request does not say
-// which call it serves.
+// which call it serves. The questions of a server speaking MCP 2026-07-28,
+// asked in the call's result (input_required), go to peer whatever else
+// is in flight.
 func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
 		args = nil
@@ -473,7 +475,7 @@ func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args
 		defer c.progress.Delete(tok)
 	}
 	defer c.calls.begin(peer)()
-	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	cctx, cancel := context.WithTimeout(withCall(ctx, peer), p.opts.CallTimeout)
 	defer cancel()
 	res, err := c.session.CallTool(cctx, params)
 	if err != nil {
