@@ -3,6 +3,7 @@ package elicit
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,7 @@ func (s *Session) Via(ch Channel) *Session {
 // Session is the questions of one MCP session: its client's asker, one
 // question at a time, and the calls allowed for the rest of the session.
 type Session struct {
+	id     string      // names the MCP session; shared by its runs' copies (Via)
 	asker  Asker       // nil when the client cannot be asked
 	cannot string      // why not, then
 	pass   Passthrough // what downstream servers' requests may reach
@@ -111,11 +113,22 @@ func NewSession(a Asker) *Session {
 	if a == nil {
 		return cannotAsk(noCapability)
 	}
-	return &Session{asker: a, turn: make(chan struct{}, 1), allowed: map[[2]string]bool{}}
+	return &Session{id: rand.Text(), asker: a, turn: make(chan struct{}, 1), allowed: map[[2]string]bool{}}
 }
 
 // cannotAsk is the session of a client that cannot be asked, for reason.
-func cannotAsk(reason string) *Session { return &Session{cannot: reason} }
+func cannotAsk(reason string) *Session { return &Session{id: rand.Text(), cannot: reason} }
+
+// Principal names the MCP session: the same for the copies of s made for
+// its runs ([Session.Via]), never that of another session. It lets a
+// downstream server's requests reach only the MCP session whose calls it
+// serves (bridge/pool).
+func (s *Session) Principal() string {
+	if s == nil {
+		return ""
+	}
+	return s.id
+}
 
 // noCapability is why a client that did not declare elicitation cannot be asked.
 const noCapability = "it did not declare the MCP elicitation capability"

@@ -26,6 +26,10 @@ type serverPeer struct {
 	srv *discovery.Server
 }
 
+// Principal is the run's MCP session: a server's requests reach it only
+// while the server's calls in flight are all of that session.
+func (p *serverPeer) Principal() string { return p.h.ask.Principal() }
+
 func (p *serverPeer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	if p.srv.NoElicitation {
 		return nil, refused(p.srv, "elicitation")

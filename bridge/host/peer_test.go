@@ -42,3 +42,20 @@ func TestPeerPolicy(t *testing.T) {
 		t.Error("a run without an MCP session has a peer")
 	}
 }
+
+// TestPeerPrincipal: the peers of runs of one MCP session, including the
+// copies of its session made for each run's tool call (Via), name the same
+// principal; those of another MCP session a different one.
+func TestPeerPrincipal(t *testing.T) {
+	srv := &discovery.Server{Name: "s"}
+	one, other := elicit.NewSession(nil), elicit.NewSession(nil)
+	run1 := (&host{ask: one}).peer(srv)
+	run2 := (&host{ask: one.Via(nil)}).peer(srv)
+	run3 := (&host{ask: other}).peer(srv)
+	if run1.Principal() == "" || run1.Principal() != run2.Principal() {
+		t.Errorf("runs of one MCP session: principals %q and %q, want one, not empty", run1.Principal(), run2.Principal())
+	}
+	if run1.Principal() == run3.Principal() {
+		t.Errorf("runs of two MCP sessions share principal %q", run1.Principal())
+	}
+}

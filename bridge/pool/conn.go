@@ -71,6 +71,7 @@ func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn 
 		done:     make(chan struct{}),
 		toolsSem: make(chan struct{}, 1),
 	}
+	c.calls.name, c.calls.logger = def.Name, logger
 	c.stderr = newLineRing(stderrLines, func(line string) {
 		logger.Debug("server stderr", "server", def.Name, "line", line)
 	})

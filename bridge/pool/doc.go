@@ -17,7 +17,13 @@
 //
 // What a server asks of its client while it serves a call (elicitation,
 // sampling, roots) and its log messages go to the [Peer] of the call that
-// [Pool.CallFor] made, the most recent one in flight; the pool declares these
+// [Pool.CallFor] made, the most recent one in flight, as long as every call
+// in flight to the server was made for one MCP session ([Peer.Principal]):
+// a request does not say which call it serves, so with calls of several
+// sessions in flight it is refused ([ErrSessionsShareServer]) and log
+// messages are dropped ([ServerStatus.DroppedLogs]); the questions of a
+// server speaking MCP 2026-07-28, asked in a call's result, go to that
+// call's peer. The pool declares these
 // capabilities downstream only as [Pool.SetClientCapabilities] says the
 // agent's client did.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,6 +15,9 @@ import (
 // the run that made the call (bridge/host names the server and applies
 // policy). A method returns [ErrNotForwarded] for what it does not pass on.
 type Peer interface {
+	// Principal names the MCP session whose client the peer reaches:
+	// peers of one MCP session share it, peers of others never do.
+	Principal() string
 	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 	ListRoots(ctx context.Context) (*mcp.ListRootsResult, error)
@@ -23,6 +27,12 @@ type Peer interface {
 // ErrNotForwarded is returned to a downstream server whose request to its
 // client has no one to answer it: no call of a run is in flight to it.
 var ErrNotForwarded = errors.New("codebridge has no call in flight to this server from an agent that could answer")
+
+// ErrSessionsShareServer is returned to a downstream server whose request
+// to its client could belong to calls made for more than one MCP session
+// (agent clients of `serve --http`): the request does not say which call
+// it serves, so codebridge passes it to none of them.
+var ErrSessionsShareServer = errors.New("codebridge has calls of more than one MCP session in flight to this server, and a request does not say which call it serves, so it passes it to none of them; it can when this server's calls in flight come from one MCP session")
 
 // SetClientCapabilities makes the pool declare, to the servers it starts
 // from now on, the client capabilities of the agent's client that it can
@@ -77,19 +87,24 @@ func downstreamCaps(caps *mcp.ClientCapabilities) *mcp.ClientCapabilities {
 }
 
 // calls tracks the peers of a conn's tool calls in flight, so that what the
-// server asks while it serves one reaches the run that made it.
+// server asks while it serves one reaches the MCP session that made it.
+// A server's request does not say which call it serves, so it is answered
+// only while every call in flight was made for one MCP session.
 type calls struct {
-	mu     sync.Mutex // protects following
-	seq    uint64
-	active map[uint64]Peer
-	last   Peer // the peer of the latest call begun, for log messages between calls
+	name   string       // the server's
+	logger *slog.Logger // never nil
+
+	mu      sync.Mutex // protects following
+	seq     uint64
+	active  map[uint64]Peer // nil for a call made without a peer
+	last    Peer            // the peer of the latest call begun, for log messages between calls
+	dropped int             // log messages dropped for want of one MCP session to take them
+	refused bool            // a request was refused for that reason: logged once
 }
 
-// begin records a call of peer in flight until end is called.
+// begin records a call of peer in flight until end is called. A nil peer
+// is a call for which no MCP session answers.
 func (cs *calls) begin(peer Peer) (end func()) {
-	if peer == nil {
-		return func() {}
-	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.active == nil {
@@ -105,28 +120,72 @@ func (cs *calls) begin(peer Peer) (end func()) {
 	}
 }
 
-// current is the peer that answers a request from the server: that of the
-// most recent call in flight. A server's request does not say which call it
-// serves, so with calls in flight from several runs the latest one answers.
-func (cs *calls) current() Peer {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
+// currentLocked is the peer that answers a request from the server: that
+// of the most recent call in flight, when all calls in flight were made for
+// one MCP session. It returns [ErrNotForwarded] when no call in flight has
+// a peer, and [ErrSessionsShareServer] when the calls in flight were made
+// for more than one MCP session or without a peer.
+func (cs *calls) currentLocked() (Peer, error) {
 	var newest uint64
-	for id := range cs.active {
+	var peerless bool
+	principals := map[string]bool{}
+	for id, p := range cs.active {
+		if p == nil {
+			peerless = true
+			continue
+		}
+		principals[p.Principal()] = true
 		newest = max(newest, id)
 	}
-	return cs.active[newest]
+	switch {
+	case newest == 0:
+		return nil, ErrNotForwarded
+	case len(principals) > 1 || peerless:
+		return nil, ErrSessionsShareServer
+	}
+	return cs.active[newest], nil
+}
+
+// current is currentLocked for a request method of the server; the first
+// refusal for more than one MCP session is logged.
+func (cs *calls) current(method string) (Peer, error) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	peer, err := cs.currentLocked()
+	if errors.Is(err, ErrSessionsShareServer) && !cs.refused {
+		cs.refused = true
+		cs.logger.Warn("refused a request of a server: it serves calls of more than one MCP session at once, and does not say for which call it asks (logged once per server start)",
+			"server", cs.name, "method", method)
+	}
+	return peer, err
 }
 
 // logTo is the peer that receives a log message: the current one, or that
-// of the latest call when none is in flight.
+// of the latest call when none is in flight. With calls of more than one
+// MCP session in flight the message is dropped and counted, and the first
+// drop is logged.
 func (cs *calls) logTo() Peer {
-	if p := cs.current(); p != nil {
-		return p
-	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.last
+	if len(cs.active) == 0 {
+		return cs.last
+	}
+	peer, err := cs.currentLocked()
+	if errors.Is(err, ErrSessionsShareServer) {
+		cs.dropped++
+		if cs.dropped == 1 {
+			cs.logger.Warn("dropped a log message of a server: it serves calls of more than one MCP session at once, and does not say for which call it logs (later drops are counted in its status)",
+				"server", cs.name)
+		}
+	}
+	return peer
+}
+
+// droppedLogs is how many log messages logTo dropped.
+func (cs *calls) droppedLogs() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.dropped
 }
 
 // clientOptions returns the handlers with which a conn's client answers its
@@ -152,7 +211,7 @@ func (c *conn) clientOptions(caps *mcp.ClientCapabilities) mcp.ClientOptions {
 // the current peer's ask.
 func forward[P mcp.Params, R any](c *conn, method string, ask func(Peer, context.Context, P) (R, error)) func(context.Context, *mcp.ClientRequest[P]) (R, error) {
 	return func(ctx context.Context, req *mcp.ClientRequest[P]) (R, error) {
-		peer, err := c.peer(method)
+		peer, err := c.peer(ctx, method)
 		if err != nil {
 			var zero R
 			return zero, err
@@ -161,13 +220,38 @@ func forward[P mcp.Params, R any](c *conn, method string, ask func(Peer, context
 	}
 }
 
-// peer is the peer that answers the server's request method, or an error
-// saying there is none.
-func (c *conn) peer(method string) (Peer, error) {
-	if peer := c.calls.current(); peer != nil {
-		return peer, nil
+// callKey is the key of the [callPeer] in the context of a tool call.
+type callKey struct{}
+
+// callPeer is the peer of a tool call, in the call's context. A server
+// speaking MCP 2026-07-28 asks its questions in the result of the call they
+// serve (input_required), and the go-sdk client answers them through the
+// same handlers as a server's own requests, with the context of that call
+// (fulfillInputRequests in go-sdk's mcp/mrtr.go): the one place where a
+// request says which call it serves. A server's own requests get the
+// context of the connection, without it.
+type callPeer struct{ peer Peer }
+
+// withCall is ctx, of a tool call made for peer.
+func withCall(ctx context.Context, peer Peer) context.Context {
+	return context.WithValue(ctx, callKey{}, callPeer{peer})
+}
+
+// peer is the peer that answers the server's request method: that of the
+// call it serves when ctx says (see [callPeer]), else the one calls.current
+// chooses; or an error saying there is none.
+func (c *conn) peer(ctx context.Context, method string) (Peer, error) {
+	if call, ok := ctx.Value(callKey{}).(callPeer); ok {
+		if call.peer == nil {
+			return nil, fmt.Errorf("%s from MCP server %q: %w", method, c.name, ErrNotForwarded)
+		}
+		return call.peer, nil
 	}
-	return nil, fmt.Errorf("%s from MCP server %q: %w", method, c.name, ErrNotForwarded)
+	peer, err := c.calls.current(method)
+	if err != nil {
+		return nil, fmt.Errorf("%s from MCP server %q: %w", method, c.name, err)
+	}
+	return peer, nil
 }
 
 // rootsMiddleware answers roots/list from the current peer: the go-sdk
@@ -177,7 +261,7 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
-		peer, err := c.peer(method)
+		peer, err := c.peer(ctx, method)
 		if err != nil {
 			return nil, err
 		}

@@ -440,8 +440,14 @@ func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress
 
 // CallFor is [Pool.Call] made for peer: while it is in flight, what the
 // server asks of its client (elicitation, sampling, roots) and its log
-// messages go to peer; with a nil peer, to whichever call of the server is
-// in flight with one, if any.
+// messages go to peer, or to another peer of the same MCP session
+// ([Peer.Principal]) whose call began later. While calls of more than one
+// MCP session, or a call without a peer, are in flight too, the server's
+// requests are refused with [ErrSessionsShareServer] and its log messages
+// dropped (counted in [ServerStatus.DroppedLogs]): a request does not say
+// which call it serves. The questions of a server speaking MCP 2026-07-28,
+// asked in the call's result (input_required), go to peer whatever else
+// is in flight.
 func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	if raw, ok := args.(json.RawMessage); ok && len(raw) == 0 {
 		args = nil
@@ -469,7 +475,7 @@ func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args
 		defer c.progress.Delete(tok)
 	}
 	defer c.calls.begin(peer)()
-	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	cctx, cancel := context.WithTimeout(withCall(ctx, peer), p.opts.CallTimeout)
 	defer cancel()
 	res, err := c.session.CallTool(cctx, params)
 	if err != nil {
@@ -615,6 +621,10 @@ type ServerStatus struct {
 	PID         int       // the server's process, for a running stdio server
 	Tools       int       // number of tools, once listed; 0 before
 	LastUsed    time.Time // zero if never used
+	// DroppedLogs counts the log messages of a running server dropped
+	// since it started because it sent them while serving calls of more
+	// than one MCP session (see [Peer]).
+	DroppedLogs int
 }
 
 // Status describes every configured server, sorted by name.
@@ -638,6 +648,7 @@ func (p *Pool) Status() []ServerStatus {
 			st.State = StateRunning
 			st.PID = e.cur.PID()
 			st.Tools, _ = e.cur.cachedTools()
+			st.DroppedLogs = e.cur.calls.droppedLogs()
 		case e.starting != nil:
 			st.State = StateStarting
 		case e.err != nil:
