@@ -98,7 +98,7 @@ func startWith(ctx context.Context, cfg settings.Config, sb sandboxRuntime, logg
 	p.dir = host.New(p.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: memory.New(cfg.StateDir),
 		Manifests: manifest.New(manifest.Dir(cfg.StateDir)), Audit: p.audit, Logger: logger,
-		QuarantineNew: cfg.QuarantineNew, SignIn: signInFor(cfg),
+		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: signInFor(cfg),
 	})
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}

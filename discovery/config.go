@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
 // Config is one immutable snapshot of a folder of server definitions. It is
@@ -20,6 +22,10 @@ type Config struct {
 	// definition of each server it defines (including ones shadowed by an
 	// earlier file), so the next Load can keep them if the file breaks.
 	files map[string]map[string]*Server
+
+	// commands holds what each ${cmd:...} reference this Load resolved
+	// printed, so the next Load reuses it for an unchanged file.
+	commands map[commandKey]secret.Value
 }
 
 // Server returns the server called name, or nil.

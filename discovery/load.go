@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/knadh/koanf/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
@@ -34,7 +38,22 @@ type Options struct {
 	// loads its own folder starts itself again and again; the warning's
 	// Err is [ErrSelfServer]. The caller sets it from its own settings.
 	AllowSelf bool
+
+	// CommandBudget bounds how long the ${cmd:...} references of one Load
+	// may take together; zero means [DefaultCommandBudget]. They run
+	// [CommandParallelism] at a time, each within [secret.CommandTimeout];
+	// those still running when the budget is spent are stopped, those not
+	// started are not run, and each is a problem of its server.
+	CommandBudget time.Duration
 }
+
+const (
+	// DefaultCommandBudget is the default [Options.CommandBudget].
+	DefaultCommandBudget = 30 * time.Second
+	// CommandParallelism is how many ${cmd:...} references one Load runs
+	// at a time.
+	CommandParallelism = 4
+)
 
 func (o Options) lookup(name string) (string, bool) {
 	if o.LookupEnv != nil {
@@ -60,6 +79,13 @@ const selfPackage = "codebridge-mcp/codebridge/cmd/codebridge"
 //
 // When two files define the same name, the first in name order wins and the
 // other is reported as a warning.
+//
+// A ${cmd:...} reference runs once per version of the file that holds it:
+// when prev resolved the same reference in the same file, unchanged since (the
+// same modification time and size), its value is reused, so a reload for a
+// change elsewhere runs no command again; touching a file runs its commands
+// again. A reference that failed runs again at the next Load. The commands
+// that do run, run in parallel within [Options.CommandBudget].
 func Load(dir string, prev *Config, opts Options) *Config {
 	cfg := &Config{Dir: dir, files: map[string]map[string]*Server{}}
 	var prevFiles map[string]map[string]*Server
@@ -80,10 +106,12 @@ func Load(dir string, prev *Config, opts Options) *Config {
 		for path, defs := range prevFiles {
 			cfg.files[path] = defs
 		}
+		cfg.commands = prev.commandsOrNil()
 		cfg.merge()
 		return cfg
 	}
 
+	var files []*fileLoader
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".json" {
@@ -94,14 +122,107 @@ func Load(dir string, prev *Config, opts Options) *Config {
 		if err != nil || !info.Mode().IsRegular() {
 			continue // gone since ReadDir, a dangling link, or a folder
 		}
-		defs, problems, exists := loadFile(path, prevFiles[path], opts)
-		cfg.Problems = append(cfg.Problems, problems...)
-		if exists {
-			cfg.files[path] = defs
+		l := &fileLoader{path: path, id: fileID{info.ModTime().UnixNano(), info.Size()}, prev: prevFiles[path], opts: opts}
+		if l.parse() {
+			files = append(files, l)
+		}
+	}
+	var refs []commandKey
+	for _, l := range files {
+		refs = append(refs, l.commands()...)
+	}
+	resolved := resolveCommands(refs, prev.commandsOrNil(), cmp.Or(opts.CommandBudget, DefaultCommandBudget))
+	for _, l := range files {
+		cfg.files[l.path] = l.finish(resolved)
+		cfg.Problems = append(cfg.Problems, l.problems...)
+	}
+	for k, r := range resolved {
+		if r.err == nil {
+			if cfg.commands == nil {
+				cfg.commands = map[commandKey]secret.Value{}
+			}
+			cfg.commands[k] = r.v
 		}
 	}
 	cfg.merge()
 	return cfg
+}
+
+// fileID tells versions of a file apart, for reusing what a ${cmd:...}
+// reference in it printed.
+type fileID struct {
+	mtime int64 // modification time, in ns
+	size  int64
+}
+
+// commandKey is one ${cmd:...} reference in one version of one file.
+type commandKey struct {
+	path string
+	id   fileID
+	ref  string // what follows "cmd:"
+}
+
+// commandResult is what a ${cmd:...} reference resolved to.
+type commandResult struct {
+	v   secret.Value
+	err error
+}
+
+// commandsOrNil is what c's Load resolved of the ${cmd:...} references; nil
+// for a nil c.
+func (c *Config) commandsOrNil() map[commandKey]secret.Value {
+	if c == nil {
+		return nil
+	}
+	return c.commands
+}
+
+// resolveCommands resolves refs, reusing the values in known, and running
+// the others [CommandParallelism] at a time within budget.
+func resolveCommands(refs []commandKey, known map[commandKey]secret.Value, budget time.Duration) map[commandKey]commandResult {
+	out := make(map[commandKey]commandResult, len(refs))
+	var todo []commandKey
+	for _, k := range refs {
+		if _, seen := out[k]; seen {
+			continue
+		}
+		if v, ok := known[k]; ok {
+			out[k] = commandResult{v: v}
+			continue
+		}
+		out[k] = commandResult{} // placeholder, so a repeated reference runs once
+		todo = append(todo, k)
+	}
+	if len(todo) == 0 {
+		return out
+	}
+	// Load has no context: the budget is the bound.
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	var (
+		g  errgroup.Group
+		mu sync.Mutex // protects out while the commands run
+	)
+	g.SetLimit(CommandParallelism)
+	for _, k := range todo {
+		g.Go(func() error {
+			var r commandResult
+			if ctx.Err() != nil {
+				r.err = fmt.Errorf("not run: the %s budget that all the ${cmd:...} references of one load share (%d at a time) was spent before its turn: make the slow commands faster, or sign in to their password manager, then save the file to run them again", budget, CommandParallelism)
+			} else {
+				r.v, r.err = secret.Command(ctx, k.ref, secret.CommandTimeout)
+				if r.err != nil && ctx.Err() != nil {
+					r.err = fmt.Errorf("stopped: the %s budget that all the ${cmd:...} references of one load share (%d at a time) ran out while it ran: check that it does not wait for input (a password prompt), or sign in to it first, then save the file to run it again", budget, CommandParallelism)
+				}
+			}
+			mu.Lock()
+			out[k] = r
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait() // the functions return nil: errors are in out
+	return out
 }
 
 // merge builds Servers from files: files in name order, first definition of a
@@ -193,26 +314,38 @@ func (jsonParser) Unmarshal(b []byte) (map[string]any, error) {
 
 func (jsonParser) Marshal(m map[string]any) ([]byte, error) { return json.Marshal(m) }
 
-// fileLoader holds the state of loading one file.
+// fileLoader holds the state of loading one file: [fileLoader.parse]
+// validates its entries, then, once the ${cmd:...} references that
+// [fileLoader.commands] lists are resolved, [fileLoader.finish] expands them.
 type fileLoader struct {
 	path     string
+	id       fileID
 	data     []byte
 	prev     map[string]*Server // the file's last good definitions
 	opts     Options
 	pos      map[string]int // byte offset of each key path; built on first use
 	problems []Problem
+
+	defs    map[string]*Server // the file's servers; those of entries not yet expanded
+	entries []entry            // the valid entries, to expand
 }
 
-// loadFile returns the servers path defines, keyed by name, and its problems.
-// exists is false when the file vanished before it could be read.
-func loadFile(path string, prev map[string]*Server, opts Options) (defs map[string]*Server, problems []Problem, exists bool) {
-	l := &fileLoader{path: path, prev: prev, opts: opts}
-	src := &capture{path: filepath.Clean(path)}
+// entry is a valid server entry whose references are not expanded yet.
+type entry struct {
+	section string
+	s       *Server
+	oauth   *rawOAuth
+}
+
+// parse reads and validates the file. It reports false when the file
+// vanished before it could be read.
+func (l *fileLoader) parse() (exists bool) {
+	src := &capture{path: filepath.Clean(l.path)}
 	k := koanf.New(".")
 	err := k.Load(src, jsonParser{})
 	l.data = src.data
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, false
+		return false
 	}
 	if err == nil {
 		if c := firstNonSpace(l.data); c != '{' {
@@ -220,7 +353,8 @@ func loadFile(path string, prev map[string]*Server, opts Options) (defs map[stri
 		}
 	}
 	if err != nil {
-		return l.broken(err), l.problems, true
+		l.defs = l.broken(err)
+		return true
 	}
 	raw := k.Raw()
 
@@ -233,7 +367,8 @@ func loadFile(path string, prev map[string]*Server, opts Options) (defs map[stri
 		}
 	}
 
-	defs = map[string]*Server{}
+	defs := map[string]*Server{}
+	l.defs = defs
 	found := false
 	for _, section := range []string{"mcpServers", "servers"} {
 		v, ok := raw[section]
@@ -247,28 +382,104 @@ func loadFile(path string, prev map[string]*Server, opts Options) (defs map[stri
 			if len(l.prev) > 0 {
 				l.problems[len(l.problems)-1].Message += l.keeping()
 			}
-			return l.prev, l.problems, true
+			l.defs, l.entries = l.prev, nil
+			return true
 		}
 		for _, name := range sortedKeys(m) {
 			if _, dup := defs[name]; dup {
 				l.problem(name, []string{section, name}, `also defined under "mcpServers", whose definition is used: keep one`, true)
 				continue
 			}
-			s, ok := l.server(section, name, m[name], fileDesc)
+			s, oauth, ok := l.server(section, name, m[name], fileDesc)
 			if s != nil {
 				defs[name] = s
+				l.entries = append(l.entries, entry{section, s, oauth})
 			} else if !ok {
-				if old := l.prev[name]; old != nil {
-					defs[name] = old
-					l.problems[len(l.problems)-1].Message += "; keeping its previous definition until this is fixed"
-				}
+				l.keepPrevious(name)
 			}
 		}
 	}
 	if !found {
 		l.problem("", nil, `no "mcpServers" object (or VS Code's "servers"): write {"mcpServers": {"name": {"command": "...", "args": []}}}`, true)
 	}
-	return defs, l.problems, true
+	return true
+}
+
+// keepPrevious keeps the previous definition of server name, if any, in
+// place of an entry that became invalid, saying so in the last problem.
+func (l *fileLoader) keepPrevious(name string) {
+	if old := l.prev[name]; old != nil {
+		l.defs[name] = old
+		l.problems[len(l.problems)-1].Message += "; keeping its previous definition until this is fixed"
+	} else {
+		delete(l.defs, name)
+	}
+}
+
+// resolves reports whether e's secret references are to be resolved: not
+// for a disabled server, which keeps them as written (it will not start, so
+// a missing token is no error yet, and no keyring is asked nor command run
+// for it), nor with [Options.LeaveSecrets].
+func (l *fileLoader) resolves(e entry) bool {
+	return !e.s.Disabled && !l.opts.LeaveSecrets
+}
+
+// eachField calls visit on each field of e that may hold ${...} references,
+// with its label and key path, and sets the field to what visit returns.
+func (e entry) eachField(visit func(v, label string, keys ...string) string) {
+	s := e.s
+	s.Command = visit(s.Command, "command", "command")
+	s.Cwd = visit(s.Cwd, "cwd", "cwd")
+	s.URL = visit(s.URL, "url", "url")
+	for i, a := range s.Args {
+		s.Args[i] = visit(a, fmt.Sprintf("args[%d]", i), "args", fmt.Sprint(i))
+	}
+	for _, k := range sortedKeys(s.Env) {
+		s.Env[k] = visit(s.Env[k], "env."+k, "env", k)
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		s.Headers[k] = visit(s.Headers[k], "headers."+k, "headers", k)
+	}
+	if e.oauth != nil {
+		e.oauth.id = visit(e.oauth.id, "oauth.clientId", "oauth", "clientId")
+		e.oauth.secret = visit(e.oauth.secret, "oauth.clientSecret", "oauth", "clientSecret")
+	}
+}
+
+// commands lists the ${cmd:...} references that finish will resolve, in the
+// order it meets them.
+func (l *fileLoader) commands() []commandKey {
+	var refs []commandKey
+	note := func(kind, ref string) (secret.Value, error) {
+		if kind == "cmd" {
+			refs = append(refs, commandKey{l.path, l.id, ref})
+		}
+		return secret.Value{}, nil
+	}
+	for _, e := range l.entries {
+		if !l.resolves(e) {
+			continue
+		}
+		e.eachField(func(v, _ string, _ ...string) string {
+			_, _ = expandVars(v, l.opts.lookup, note) // its errors are finish's to report
+			return v
+		})
+	}
+	return refs
+}
+
+// finish expands the references of the file's valid entries, with the
+// ${cmd:...} references resolved as given, and returns the file's servers.
+func (l *fileLoader) finish(cmds map[commandKey]commandResult) map[string]*Server {
+	for _, e := range l.entries {
+		if !l.expand(e, cmds) {
+			l.keepPrevious(e.s.Name)
+		} else if l.skipSelf(e) {
+			delete(l.defs, e.s.Name)
+		}
+	}
+	l.entries = nil
+	return l.defs
 }
 
 var errNotObject = errors.New("not an object")
@@ -320,15 +531,15 @@ func (l *fileLoader) problem(server string, keys []string, msg string, warning b
 	l.problems = append(l.problems, p)
 }
 
-// server validates one entry. It returns the server, or nil and ok=true when
-// the entry is skipped on purpose, or nil and ok=false when it is invalid (the
-// last problem recorded says why).
-func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Server, ok bool) {
+// server validates one entry. It returns the server, its references not yet
+// expanded, and its "oauth" object as written, or nil and ok=false when it is
+// invalid (the last problem recorded says why).
+func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Server, oauth *rawOAuth, ok bool) {
 	at := func(field ...string) []string { return append([]string{section, name}, field...) }
 	m, isObj := v.(map[string]any)
 	if !isObj {
 		l.problem(name, at(), fmt.Sprintf(`the definition must be an object like {"command": "...", "args": []} or {"url": "..."}, found %s`, kind(v)), false)
-		return nil, false
+		return nil, nil, false
 	}
 	nProblems := len(l.problems)
 	bad := func(field, msg string) { l.problem(name, at(field), msg, false) }
@@ -411,7 +622,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	}
 	s.Env = strMap("env")
 	s.Headers = strMap("headers")
-	oauth := l.oauth(name, m, at)
+	oauth = l.oauth(name, m, at)
 	s.Tools = l.toolPolicy(name, m, at)
 
 	hasCmd = hasCmd && strings.TrimSpace(command) != ""
@@ -446,7 +657,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 		l.problem(name, at("type"), fmt.Sprintf(`"type": %q needs "url", not "command": remove "type" for a local server`, typ), false)
 	}
 	if len(l.problems) > nProblems {
-		return nil, false
+		return nil, nil, false
 	}
 
 	if s.Transport == Stdio {
@@ -454,62 +665,66 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 		s.URL, s.Headers = "", nil
 		if oauth != nil {
 			l.problem(name, at("oauth"), `"oauth" is for servers reached by "url": remove it from a local server`, false)
-			return nil, false
+			return nil, nil, false
 		}
 	} else {
 		s.URL = url
 		s.Args, s.Env, s.Cwd = nil, nil, ""
 	}
+	return s, oauth, true
+}
 
-	// Expand ${VAR} and resolve secrets. A disabled server keeps unresolved
-	// references as written: it will not start, so a missing token is no
-	// error yet, and no keyring is asked nor command run for it.
-	found := &s.Secrets
-	if s.Disabled || l.opts.LeaveSecrets {
-		found = nil
+// expand expands ${VAR} and resolves secrets in e, with the ${cmd:...}
+// references resolved as given; false when one fails (the last problem
+// recorded says why).
+func (l *fileLoader) expand(e entry, cmds map[commandKey]commandResult) bool {
+	s, nProblems := e.s, len(l.problems)
+	var resolve func(kind, ref string) (secret.Value, error) // nil leaves secrets as written
+	if l.resolves(e) {
+		resolve = func(kind, ref string) (v secret.Value, err error) {
+			switch r, ok := cmds[commandKey{l.path, l.id, ref}]; {
+			case kind != "cmd":
+				v, err = resolveSecret(kind, ref)
+			case ok:
+				v, err = r.v, r.err
+			default: // commands missed it: the environment changed meanwhile
+				v, err = secret.Command(context.Background(), ref, secret.CommandTimeout)
+			}
+			if err == nil {
+				s.Secrets = append(s.Secrets, v)
+			}
+			return v, err
+		}
 	}
-	expand := func(v, label string, keys ...string) string {
-		out, err := expandVars(v, l.opts.lookup, found)
+	e.eachField(func(v, label string, keys ...string) string {
+		out, err := expandVars(v, l.opts.lookup, resolve)
 		if err != nil {
 			if !s.Disabled {
-				l.problem(name, at(keys...), fmt.Sprintf("%s: %v", label, err), false)
+				l.problem(s.Name, append([]string{e.section, s.Name}, keys...), fmt.Sprintf("%s: %v", label, err), false)
 			}
 			return v
 		}
 		return out
-	}
-	s.Command = expand(s.Command, "command", "command")
-	s.Cwd = expand(s.Cwd, "cwd", "cwd")
-	s.URL = expand(s.URL, "url", "url")
-	for i, a := range s.Args {
-		s.Args[i] = expand(a, fmt.Sprintf("args[%d]", i), "args", fmt.Sprint(i))
-	}
-	for _, k := range sortedKeys(s.Env) {
-		s.Env[k] = expand(s.Env[k], "env."+k, "env", k)
-	}
-	for _, k := range sortedKeys(s.Headers) {
-		s.Headers[k] = expand(s.Headers[k], "headers."+k, "headers", k)
-	}
-	if oauth != nil {
-		s.OAuth = &OAuth{
-			ClientID:     expand(oauth.id, "oauth.clientId", "oauth", "clientId"),
-			ClientSecret: secret.New(expand(oauth.secret, "oauth.clientSecret", "oauth", "clientSecret")),
-			Scopes:       oauth.scopes,
-		}
+	})
+	if o := e.oauth; o != nil {
+		s.OAuth = &OAuth{ClientID: o.id, ClientSecret: secret.New(o.secret), Scopes: o.scopes}
 		if v := s.OAuth.ClientSecret; v.Reveal() != "" && !slices.ContainsFunc(s.Secrets, func(o secret.Value) bool { return o.Reveal() == v.Reveal() }) {
 			s.Secrets = append(s.Secrets, v)
 		}
 	}
-	if len(l.problems) > nProblems {
-		return nil, false
-	}
+	return len(l.problems) == nProblems
+}
 
-	if !l.opts.AllowSelf && s.Transport == Stdio && isSelf(s) {
-		l.problem(name, at(), "skipped: "+ErrSelfServer.Error(), true)
-		l.problems[len(l.problems)-1].Err = ErrSelfServer
-		return nil, true
+// skipSelf reports, as a warning, an entry that would start codebridge
+// itself, unless [Options.AllowSelf].
+func (l *fileLoader) skipSelf(e entry) bool {
+	s := e.s
+	if l.opts.AllowSelf || s.Transport != Stdio || !isSelf(s) {
+		return false
 	}
-	return s, true
+	l.problem(s.Name, []string{e.section, s.Name}, "skipped: "+ErrSelfServer.Error(), true)
+	l.problems[len(l.problems)-1].Err = ErrSelfServer
+	return true
 }
 
 // rawOAuth is an entry's "oauth" object as written, before expansion.
@@ -660,10 +875,10 @@ func isSelf(s *Server) bool {
 }
 
 // expandVars replaces ${VAR}, ${env:VAR}, ${VAR:-default},
-// ${keyring:SERVICE/ACCOUNT} and ${cmd:COMMAND ARGS} in s. The values of the
-// last two are secrets: each is added to found, for masking, and no error
-// holds one. A nil found leaves them as written.
-func expandVars(s string, lookup func(string) (string, bool), found *secret.List) (string, error) {
+// ${keyring:SERVICE/ACCOUNT} and ${cmd:COMMAND ARGS} in s. The last two are
+// secrets, which resolve reads (kind is "keyring" or "cmd", ref what follows
+// the colon); no error holds one. A nil resolve leaves them as written.
+func expandVars(s string, lookup func(string) (string, bool), resolve func(kind, ref string) (secret.Value, error)) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -683,15 +898,14 @@ func expandVars(s string, lookup func(string) (string, bool), found *secret.List
 		s = s[i+end+1:]
 
 		if kind, rest, ok := strings.Cut(ref, ":"); ok && (kind == "keyring" || kind == "cmd") {
-			if found == nil {
+			if resolve == nil {
 				b.WriteString("${" + ref + "}")
 				continue
 			}
-			v, err := resolveSecret(kind, rest)
+			v, err := resolve(kind, rest)
 			if err != nil {
 				return "", fmt.Errorf("${%s}: %w", ref, err)
 			}
-			*found = append(*found, v)
 			b.WriteString(v.Reveal())
 			continue
 		}
@@ -711,12 +925,11 @@ func expandVars(s string, lookup func(string) (string, bool), found *secret.List
 	}
 }
 
-// resolveSecret reads the secret of a ${keyring:REF} or ${cmd:REF}
-// reference, with an error that says what to do.
+// resolveSecret reads the secret of a ${keyring:REF} reference, with an
+// error that says what to do.
 func resolveSecret(kind, ref string) (secret.Value, error) {
-	if kind == "cmd" {
-		// Load has no context: a command is bounded by its timeout alone.
-		return secret.Command(context.Background(), ref, secret.CommandTimeout)
+	if kind != "keyring" {
+		return secret.Value{}, fmt.Errorf("no %s: secret", kind)
 	}
 	r, err := secret.ParseRef(ref)
 	if err != nil {

@@ -243,3 +243,38 @@ func showArgs(canon json.RawMessage, budget int) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// MaxShownSource bounds the source of a helper that [Session.ConfirmSave]
+// shows, in bytes: it shows a source whole or not at all.
+const MaxShownSource = 8 << 10
+
+// sourceGutter starts each line of a source that a question shows.
+const sourceGutter = "\n  | "
+
+// showSource is src, a helper's source, as a question shows it: each line
+// after [sourceGutter], so that none passes for the question's own text, and
+// every character that does not print (controls, bidirectional and other
+// format characters) but the tab written as a \u escape, as [Canonical]
+// writes them. A source over budget bytes is refused with an error wrapping
+// [ErrCannotShow]: the person could not see all of what they allow.
+func showSource(src string, budget int) (string, error) {
+	if len(src) > budget {
+		return "", fmt.Errorf("%w: the source is %d bytes, more than the %d a question shows whole", ErrCannotShow, len(src), budget)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(src, "\n"), "\n") {
+		b.WriteString(sourceGutter)
+		for _, r := range line {
+			switch {
+			case r == '\t' || unicode.IsGraphic(r) && r != utf8.RuneError:
+				b.WriteRune(r)
+			case r > 0xFFFF:
+				hi, lo := utf16Pair(r)
+				fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+			default:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+		}
+	}
+	return b.String(), nil
+}

@@ -270,3 +270,59 @@ func (s *Session) Confirm(ctx context.Context, server, tool string, args json.Ra
 	}
 	return Decline, nil
 }
+
+// saveSchema is the form of [Session.ConfirmSave]: save once, or decline.
+var saveSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		decisionKey: map[string]any{
+			"type":        "string",
+			"title":       "Decision",
+			"description": "Save this helper, or decline it.",
+			"enum":        []string{string(AllowOnce), string(Decline)},
+		},
+	},
+	"required": []string{decisionKey},
+}
+
+// ConfirmSave asks whether code may save the helper name, with description
+// and source, which every later session defines before its code runs; why
+// says why it asks (a setting). The question shows the name and description
+// as JSON strings and the source whole, each line after a gutter, what does
+// not print escaped; a source over [MaxShownSource] is not asked about
+// ([NotAsked], with an error wrapping [ErrCannotShow]). Each save is asked
+// on its own: no answer allows later ones. The answers are those of
+// [Session.Confirm] but [AllowSession].
+func (s *Session) ConfirmSave(ctx context.Context, name, description, source, why string) (Answer, error) {
+	if !s.CanAsk() {
+		return CannotAsk, nil
+	}
+	shown, err := showSource(source, MaxShownSource)
+	if err != nil {
+		return NotAsked, err
+	}
+	if err := s.take(ctx); err != nil {
+		return NoAnswer, nil
+	}
+	defer s.give()
+	res, err := s.asker.Elicit(ctx, &mcp.ElicitParams{
+		Mode: "form",
+		Message: fmt.Sprintf("Code run by the agent wants to save a helper that every later session defines before its code runs:\n"+
+			"name %s, description %s, source:%s\n(codebridge asks because %s.) Save it?", quote(name), quote(description), shown, why),
+		RequestedSchema: saveSchema,
+	})
+	switch {
+	case ctx.Err() != nil:
+		return NoAnswer, nil
+	case err != nil:
+		return Decline, fmt.Errorf("asking the agent's client to confirm saving helper %s: %w", quote(name), err)
+	case res.Action == "cancel":
+		return Cancel, nil
+	case res.Action != "accept":
+		return Decline, nil
+	}
+	if a, _ := res.Content[decisionKey].(string); Answer(a) == AllowOnce {
+		return AllowOnce, nil
+	}
+	return Decline, nil
+}

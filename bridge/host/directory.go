@@ -58,6 +58,9 @@ type Directory struct {
 	// quarantineNew holds back tools without a pin in manifests
 	// (MCP_BRIDGE_QUARANTINE_NEW).
 	quarantineNew bool
+	// confirmSave asks the person before code saves a helper
+	// (MCP_BRIDGE_CONFIRM_SAVE_TOOL).
+	confirmSave bool
 	// signIn signs in to a server that code's request needs; nil: code
 	// gets auth_required.
 	signIn  SignIn

@@ -42,6 +42,11 @@ type Options struct {
 	// them (MCP_BRIDGE_QUARANTINE_NEW).
 	QuarantineNew bool
 
+	// ConfirmSaveTool asks the person, through the run's client, before
+	// code saves a helper (MCP_BRIDGE_CONFIRM_SAVE_TOOL); a save they do not
+	// allow, or that cannot be asked, is refused.
+	ConfirmSaveTool bool
+
 	// SignIn, if set, signs in to a server that a request of code needs
 	// a sign-in for, when the run's client takes URL-mode questions: the
 	// person is sent to the sign-in page, and the request is made again
@@ -58,7 +63,7 @@ type Options struct {
 func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
 	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
-	d.quarantineNew, d.signIn = opts.QuarantineNew, opts.SignIn
+	d.quarantineNew, d.signIn, d.confirmSave = opts.QuarantineNew, opts.SignIn, opts.ConfirmSaveTool
 	if opts.ResultBudget > 0 {
 		d.inflight = newByteBudget(opts.ResultBudget)
 	}

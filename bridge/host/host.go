@@ -454,7 +454,8 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 					"e.g. pass the data as a file path or URL the tool can read, or split it over several calls", t.Name, srv.Name, why, err)}
 		}
 		if !answer.Allowed() {
-			return called{}, declined(srv.Name, t.Name, why, answer, h.ask.WhyNot(), err)
+			return called{}, declined(fmt.Sprintf("the call of tool %q of MCP server %q", t.Name, srv.Name), why,
+				"To call the tool, the user can remove it from that rule", answer, h.ask.WhyNot(), err)
 		}
 	}
 	var progress func(*mcp.ProgressNotificationParams)
@@ -566,14 +567,16 @@ func (h *host) questionContext(ctx context.Context) (context.Context, context.Ca
 // person went unanswered, to act on the refusal.
 const questionMargin = 2 * time.Second
 
-// declined is the refusal of a call the person did not approve.
-func declined(server, tool, why string, answer elicit.Answer, whyNot string, err error) error {
-	call := fmt.Sprintf("the call of tool %q of MCP server %q", tool, server)
+// declined is the refusal of call (what code asked for, e.g. "the call of
+// tool ...") that the person did not approve; why says why they were asked,
+// and remedy how to go ahead without asking ("To call the tool, the user can
+// ...").
+func declined(call, why, remedy string, answer elicit.Answer, whyNot string, err error) error {
 	var msg string
 	switch answer {
 	case elicit.CannotAsk:
 		msg = fmt.Sprintf("%s needs the person's approval (%s), but the agent's client cannot ask: %s. "+
-			"To call the tool, the user can remove it from that rule, or connect with an agent client that supports MCP elicitation", call, why, whyNot)
+			"%s, or connect with an agent client that supports MCP elicitation", call, why, whyNot, remedy)
 	case elicit.NoAnswer:
 		msg = fmt.Sprintf("%s needs the person's approval (%s), and no answer came within the run's time limit", call, why)
 	case elicit.Cancel:

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
-
+	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -88,18 +89,48 @@ func (h *host) MemoryList(context.Context, protocol.NoParams) (protocol.MemoryLi
 	return listed(h, "list_memories", (*memory.Store).List, memoryInfo)
 }
 
-// ToolSave implements [protocol.Handler].
-func (h *host) ToolSave(_ context.Context, p protocol.ToolSaveParams) (protocol.NoResult, error) {
+// ToolSave implements [protocol.Handler]. With confirm_save_tool, the
+// person is asked first ([host.askSave]).
+func (h *host) ToolSave(ctx context.Context, p protocol.ToolSaveParams) (protocol.NoResult, error) {
 	st, err := h.store()
 	if err != nil {
 		return protocol.NoResult{}, err
 	}
 	start := time.Now()
-	err = st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature})
-	err = h.storeError("save_tool", err)
+	var answer elicit.Answer
+	if h.dir.confirmSave {
+		answer, err = h.askSave(ctx, p)
+	}
+	if err == nil {
+		err = h.storeError("save_tool", st.SaveTool(memory.Tool{Name: p.Name, Source: p.Source, Description: p.Description, Signature: p.Signature}))
+	}
 	source, _ := json.Marshal(p.Source)
-	h.audited(start, audit.KindToolSave, p.Name, source, "", err)
+	h.audited(start, audit.KindToolSave, p.Name, source, string(answer), err)
 	return protocol.NoResult{}, err
+}
+
+// confirmSaveWhy is why a save of a helper asks the person.
+const confirmSaveWhy = "the setting confirm_save_tool (MCP_BRIDGE_CONFIRM_SAVE_TOOL) is on: a saved helper runs in every later session"
+
+// askSave asks the person whether code may save helper p, once the store
+// would take it, and returns their answer and, unless they allowed it, the
+// refusal code gets.
+func (h *host) askSave(ctx context.Context, p protocol.ToolSaveParams) (elicit.Answer, error) {
+	if err := memory.CheckTool(p.Name, p.Source); err != nil {
+		return elicit.NotAsked, h.storeError("save_tool", err)
+	}
+	actx, cancel := h.questionContext(ctx)
+	answer, err := h.ask.ConfirmSave(actx, p.Name, p.Description, p.Source, confirmSaveWhy)
+	cancel()
+	what := fmt.Sprintf("saving helper %q", p.Name)
+	if errors.Is(err, elicit.ErrCannotShow) {
+		return answer, &protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf(
+			"%s needs the person's approval (%s), and %v: save a shorter helper (split it into several), or the user can turn confirm_save_tool off", what, confirmSaveWhy, err)}
+	}
+	if answer.Allowed() {
+		return answer, nil
+	}
+	return answer, declined(what, confirmSaveWhy, "To save helpers, the user can turn confirm_save_tool off", answer, h.ask.WhyNot(), err)
 }
 
 // ToolList implements [protocol.Handler].

@@ -82,6 +82,9 @@ type Config struct {
 	AuditMaxSize  int64 // rotate the audit log at this size, in bytes
 	AuditKeep     int   // rotated audit logs kept
 	QuarantineNew bool  // hold back tools without a pinned definition until approved
+	// ConfirmSaveTool asks the person before code saves a helper with
+	// save_tool, which every later session then defines.
+	ConfirmSaveTool bool
 	// OAuthClientMetadataURL is the Client ID Metadata Document codebridge
 	// login signs in as where an authorization server supports them; ""
 	// registers instead.
@@ -339,6 +342,8 @@ var settings = []setting{
 		apply: func(c *Config, v string) (err error) { c.Tools.ConfirmWrites, err = optionalBool(v); return err }},
 	{key: "quarantine_new", def: "0", help: "1 quarantines every tool that has no pinned definition yet (a newly added server's, a new tool of a known one) until `codebridge tools approve`; 0 pins them as first seen. Tools whose definition changed are always quarantined. See [Pinned tool definitions](security.md#pinned-tool-definitions).",
 		apply: func(c *Config, v string) (err error) { c.QuarantineNew, err = strconv.ParseBool(v); return err }},
+	{key: "confirm_save_tool", def: "0", help: "1 asks the person's approval, through the agent's client (MCP elicitation), before code saves a helper with `save_tool()`: the question shows its name, description and whole source (at most 8 KiB), since every later session defines it before its code runs. A save that is declined, or that a client without elicitation cannot ask about, is refused, and the audit records the answer. 0 saves without asking.",
+		apply: func(c *Config, v string) (err error) { c.ConfirmSaveTool, err = strconv.ParseBool(v); return err }},
 	{key: "audit", def: "1", help: "1 records every tool call made from code as a JSON line in audit/calls.jsonl under the state directory (see [Audit](security.md#audit-what-code-called)); 0 records nothing.",
 		apply: func(c *Config, v string) (err error) { c.Audit, err = strconv.ParseBool(v); return err }},
 	{key: "audit_contents", def: "0", help: "1 also records each call's arguments and result in the audit log (they may hold secrets); by default only their sizes.",
