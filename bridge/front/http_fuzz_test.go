@@ -115,7 +115,10 @@ func FuzzWriteRPCError(f *testing.F) {
 		if resp.JSONRPC != "2.0" || resp.Error == nil || resp.Error.Code == nil {
 			t.Fatalf("body %q: the answer %s is not a JSON-RPC 2.0 error", body, w.Body.Bytes())
 		}
-		if want := strings.ToValidUTF8(msg, "\uFFFD"); resp.Error.Message != want {
+		var want string // msg as JSON carries it: each invalid byte replaced
+		quoted, _ := json.Marshal(msg)
+		json.Unmarshal(quoted, &want)
+		if resp.Error.Message != want {
 			t.Fatalf("message %q came back as %q", want, resp.Error.Message)
 		}
 		var id any
