@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -139,7 +140,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) Doc {
 			}
 			doc.Params = append(doc.Params, param)
 			params = append(params, text)
-			if d := FirstLine(p.Description); d != "" {
+			if d := FirstLine(docText(p.Description)); d != "" {
 				args = append(args, fmt.Sprintf("    %s: %s", pa, d))
 			}
 		}
@@ -165,7 +166,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) Doc {
 		b.WriteString(c + "\n\n")
 	}
 	fmt.Fprintf(&b, "def %s:\n    \"\"\"", sig)
-	desc := strings.TrimSpace(strings.ReplaceAll(t.Description, `"""`, `'''`))
+	desc := strings.TrimSpace(docText(t.Description))
 	first, rest, _ := strings.Cut(desc, "\n")
 	b.WriteString(first)
 	if rest != "" {
@@ -214,6 +215,7 @@ func (r *renderer) ref(ref, hint string, depth int) string {
 
 // freeName is hint, or hint with a number when a class has that name.
 func (r *renderer) freeName(hint string) string {
+	hint = discovery.Alias(hint) // not a keyword (None, True), nor empty
 	name := hint
 	for i := 2; ; i++ {
 		if _, taken := r.names[name]; !taken {
@@ -295,6 +297,7 @@ func (r *renderer) typedDict(s *schema, hint string, depth int) string {
 			return name // the same shape as one already declared
 		}
 	}
+	hint = discovery.Alias(hint) // not a keyword (None, True), nor empty
 	name := hint
 	for i := 2; ; i++ {
 		old, taken := r.names[name]
@@ -349,9 +352,13 @@ func (r *renderer) declare(name string, fields []string) {
 			key, sep = strconv.Quote(f.name)+": ", ","
 		}
 		line := "    " + key + f.typ + sep
-		if d := f.desc; d != "" {
+		if d := strings.ReplaceAll(strings.ToValidUTF8(f.desc, "\uFFFD"), "\x00", ""); d != "" {
 			if len(d) > 80 {
-				d = d[:77] + "..."
+				cut := 77
+				for cut > 0 && !utf8.RuneStart(d[cut]) {
+					cut--
+				}
+				d = d[:cut] + "..."
 			}
 			line += "  # " + d
 		}
@@ -514,6 +521,13 @@ func camel(s string) string {
 // isIdentifier reports whether s can be a Python name as it is.
 func isIdentifier(s string) bool { return discovery.Alias(s) == s }
 
+// docText is s as it can stand inside a """docstring""": valid UTF-8,
+// backslashes escaped (no invalid escape such as \x or \N), no closing
+// quotes, no NUL (which Python source cannot hold), and \n for line breaks.
+func docText(s string) string { return docEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD")) }
+
+var docEscaper = strings.NewReplacer(`\`, `\\`, `"""`, `'''`, "\x00", "", "\r\n", "\n", "\r", "\n")
+
 func indentLines(s, prefix string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
@@ -535,7 +549,7 @@ func pluralWord(n int, w string) string {
 // and signatures show of it.
 func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 { // Python ends a line at either
 		s = strings.TrimSpace(s[:i])
 	}
 	return s
