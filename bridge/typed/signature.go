@@ -190,6 +190,7 @@ type renderer struct {
 	names   map[string]string // class name → its body, to reuse or rename
 	refs    map[string]string // $ref → its class name, set before its body is rendered
 	classes []string
+	types   int // calls of typ so far, bounded by maxTypes
 }
 
 // ref is the type a $ref names. An object definition becomes a TypedDict
@@ -228,9 +229,15 @@ func (r *renderer) freeName(hint string) string {
 // maxDepth bounds nesting and $ref chains, cycles included.
 const maxDepth = 8
 
+// maxTypes bounds the types rendered for one schema: alternatives that each
+// refer back to the root ({"anyOf":[{"$ref":"#"},...]}) multiply at every
+// level of maxDepth, so a schema of a few hundred bytes took minutes.
+const maxTypes = 5000
+
 // typ is the Python type of s; hint names a TypedDict it needs.
 func (r *renderer) typ(s *schema, hint string, depth int) string {
-	if s == nil || depth > maxDepth {
+	r.types++
+	if s == nil || depth > maxDepth || r.types > maxTypes {
 		return "Any"
 	}
 	if s.Ref != "" {
