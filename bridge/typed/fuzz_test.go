@@ -23,6 +23,9 @@ func FuzzRender(f *testing.F) {
 	f.Add([]byte(`{"type":"object","properties":{"x":{"type":"object","description":"line\rimport os","properties":{"y":{"type":"string","description":"é\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"}}}}}`), []byte(`null`), `a \x escape and \N{bad}`, "-")
 	f.Add([]byte(`{"anyOf":[{"$ref":"#"},{"$ref":"#"},{"$ref":"#"},{"$ref":"#"}]}`), []byte(`{"anyOf":[{"$ref":"#"},{"$ref":"#"},{"$ref":"#"},{"$ref":"#"},{"$ref":"#"},{"$ref":"#"},{"$ref":"#"},{"$ref":"#"}]}`), `"""); import os; ("""`, "True")
 	f.Add([]byte(`{"type":"object","properties":{"a b":{"type":"object","properties":{"\"":{"enum":["x\u0000",1.5e300,{"k":[null]}]}}}}}`), []byte(`{"items":{"items":{"items":{"items":{"items":{"items":{"items":{"items":{"items":{"items":{}}}}}}}}}}}`), "nul\x00byte", "class")
+	// Alternatives that each refer back to the root: exponential in
+	// maxDepth without a bound on the work.
+	f.Add([]byte(`{"anyOf":[`+strings.Repeat(`{"$ref":"#"},`, 127)+`{"$ref":"#"}]}`), []byte(`{}`), "", "r")
 	f.Fuzz(func(t *testing.T, in, out []byte, desc, name string) {
 		built, _ := json.Marshal(map[string]any{
 			"type": "object",
