@@ -298,7 +298,7 @@ func (r *renderer) basic(s *schema, ty, hint string, depth int) string {
 // hint, unless a different TypedDict has that name already.
 func (r *renderer) typedDict(s *schema, hint string, depth int) string {
 	fields := r.fields(s, hint, depth)
-	body := strings.Join(fields, "\n")
+	body := shape(fields)
 	for name, old := range r.names {
 		if old == body {
 			return name // the same shape as one already declared
@@ -322,38 +322,45 @@ func (r *renderer) typedDict(s *schema, hint string, depth int) string {
 
 type field struct{ name, typ, desc string }
 
+// shape is fields as one string, to tell TypedDicts of the same shape; each
+// part is quoted, so that no key (which may hold any character) can pass
+// for another shape.
+func shape(fields []field) string {
+	var b strings.Builder
+	for _, f := range fields {
+		b.WriteString(strconv.Quote(f.name) + " " + strconv.Quote(f.typ) + " " + strconv.Quote(f.desc) + "\n")
+	}
+	return b.String()
+}
+
 // fields renders the fields of object schema s, whose TypedDict is hint.
-func (r *renderer) fields(s *schema, hint string, depth int) []string {
+func (r *renderer) fields(s *schema, hint string, depth int) []field {
 	required := map[string]bool{}
 	for _, name := range s.Required {
 		required[name] = true
 	}
-	var fields []string
+	var fields []field
 	for _, name := range s.Properties.names {
 		p := s.Properties.byKey[name]
 		ty := r.typ(p, hint+camel(discovery.Alias(name)), depth+1)
 		if !required[name] {
 			ty = "NotRequired[" + ty + "]"
 		}
-		fields = append(fields, name+"\x00"+ty+"\x00"+FirstLine(p.Description))
+		fields = append(fields, field{name, ty, FirstLine(p.Description)})
 	}
 	return fields
 }
 
-// declare adds the TypedDict name with fields (name NUL type NUL
-// description): a class, or the functional form when a key is not a Python
-// name.
-func (r *renderer) declare(name string, fields []string) {
-	r.names[name] = strings.Join(fields, "\n")
+// declare adds the TypedDict name with fields: a class, or the functional
+// form when a key is not a Python name.
+func (r *renderer) declare(name string, fields []field) {
+	r.names[name] = shape(fields)
 	functional := false
-	parsed := make([]field, len(fields))
-	for i, f := range fields {
-		parts := strings.SplitN(f, "\x00", 3)
-		parsed[i] = field{parts[0], parts[1], parts[2]}
-		functional = functional || !isIdentifier(parts[0])
+	for _, f := range fields {
+		functional = functional || !isIdentifier(f.name)
 	}
 	var lines []string
-	for _, f := range parsed {
+	for _, f := range fields {
 		key, sep := f.name+": ", ""
 		if functional {
 			key, sep = strconv.Quote(f.name)+": ", ","
