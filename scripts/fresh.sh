@@ -10,7 +10,7 @@
 #     pyenv shim is slower still than Debian's), so no test may depend on how
 #     fast a process starts;
 #   - empty XDG cache, config and state folders;
-#   - no Docker phase unless CODEBRIDGE_TEST_DOCKER=1 (see below).
+#   - no Docker phase unless CODEBRIDGE_TEST_DOCKER=1 (see below), no fuzzing.
 # Go's module and build caches are kept: they hold nothing the suite could
 # mistake for an install of its own. CI runs this after scripts/test.sh.
 # Everything it makes lives in one folder, removed at the end.
@@ -47,6 +47,8 @@ export XDG_CACHE_HOME=$work/cache XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$w
 # The Kubernetes phase is left out: scripts/test.sh ran it in the same CI run,
 # and with the cache moved it would build Kubernetes from its sources again.
 export CODEBRIDGE_TEST_KUBERNETES=${CODEBRIDGE_TEST_KUBERNETES:-0}
+# So are the fuzz targets: they use no install, and ran in that run too.
+export CODEBRIDGE_TEST_FUZZ=${CODEBRIDGE_TEST_FUZZ:-0}
 
 real_python=$(command -v python3 || true)
 if [ -n "$real_python" ]; then

@@ -77,6 +77,16 @@ if [ $# -gt 0 ]; then
   exec go test $race -count=1 -timeout 30m "$@"
 fi
 go test $race -count=1 -timeout 30m ./...
+# Every fuzz target (scripts/fuzz.sh finds them with go test -list), 4s
+# each plus about 1.5s to start one: 24 targets took 85s at 2s each on 2
+# cores with warm builds, so about 2.5 minutes at 4s, and under 4 with the
+# fuzzing builds made fresh. The run above already replayed their seeds and
+# testdata/fuzz. CODEBRIDGE_TEST_FUZZ=0 leaves this phase out;
+# CODEBRIDGE_FUZZTIME sets the time per target.
+if [ "${CODEBRIDGE_TEST_FUZZ:-1}" = 1 ]; then
+  log "fuzz targets, ${CODEBRIDGE_FUZZTIME:-4s} each (CODEBRIDGE_TEST_FUZZ=0 leaves them out)"
+  CODEBRIDGE_FUZZTIME=${CODEBRIDGE_FUZZTIME:-4s} scripts/fuzz.sh
+fi
 # The end-to-end tests again with the minimal image as the sandbox (the data
 # image's own test, which needs pandas, is skipped); -race ran above.
 # CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out (scripts/fresh.sh does).

@@ -329,7 +329,9 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 		ID json.RawMessage `json:"id"`
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes))
-	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
+	// JSON-RPC ids are strings, numbers or null: any other id is answered
+	// with null, as one that cannot be read.
+	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 || !strings.ContainsRune(`"-0123456789`, rune(req.ID[0])) {
 		req.ID = json.RawMessage("null")
 	}
 	resp, _ := json.Marshal(map[string]any{

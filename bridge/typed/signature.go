@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -139,7 +140,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) Doc {
 			}
 			doc.Params = append(doc.Params, param)
 			params = append(params, text)
-			if d := FirstLine(p.Description); d != "" {
+			if d := FirstLine(docText(p.Description)); d != "" {
 				args = append(args, fmt.Sprintf("    %s: %s", pa, d))
 			}
 		}
@@ -165,7 +166,7 @@ func renderTool(alias string, t *mcp.Tool, inferred *schema, n int) Doc {
 		b.WriteString(c + "\n\n")
 	}
 	fmt.Fprintf(&b, "def %s:\n    \"\"\"", sig)
-	desc := strings.TrimSpace(strings.ReplaceAll(t.Description, `"""`, `'''`))
+	desc := strings.TrimSpace(docText(t.Description))
 	first, rest, _ := strings.Cut(desc, "\n")
 	b.WriteString(first)
 	if rest != "" {
@@ -189,6 +190,7 @@ type renderer struct {
 	names   map[string]string // class name → its body, to reuse or rename
 	refs    map[string]string // $ref → its class name, set before its body is rendered
 	classes []string
+	types   int // calls of typ so far, bounded by maxTypes
 }
 
 // ref is the type a $ref names. An object definition becomes a TypedDict
@@ -214,6 +216,7 @@ func (r *renderer) ref(ref, hint string, depth int) string {
 
 // freeName is hint, or hint with a number when a class has that name.
 func (r *renderer) freeName(hint string) string {
+	hint = discovery.Alias(hint) // not a keyword (None, True), nor empty
 	name := hint
 	for i := 2; ; i++ {
 		if _, taken := r.names[name]; !taken {
@@ -226,9 +229,15 @@ func (r *renderer) freeName(hint string) string {
 // maxDepth bounds nesting and $ref chains, cycles included.
 const maxDepth = 8
 
+// maxTypes bounds the types rendered for one schema: alternatives that each
+// refer back to the root ({"anyOf":[{"$ref":"#"},...]}) multiply at every
+// level of maxDepth, so a schema of a few hundred bytes took minutes.
+const maxTypes = 5000
+
 // typ is the Python type of s; hint names a TypedDict it needs.
 func (r *renderer) typ(s *schema, hint string, depth int) string {
-	if s == nil || depth > maxDepth {
+	r.types++
+	if s == nil || depth > maxDepth || r.types > maxTypes {
 		return "Any"
 	}
 	if s.Ref != "" {
@@ -289,12 +298,13 @@ func (r *renderer) basic(s *schema, ty, hint string, depth int) string {
 // hint, unless a different TypedDict has that name already.
 func (r *renderer) typedDict(s *schema, hint string, depth int) string {
 	fields := r.fields(s, hint, depth)
-	body := strings.Join(fields, "\n")
+	body := shape(fields)
 	for name, old := range r.names {
 		if old == body {
 			return name // the same shape as one already declared
 		}
 	}
+	hint = discovery.Alias(hint) // not a keyword (None, True), nor empty
 	name := hint
 	for i := 2; ; i++ {
 		old, taken := r.names[name]
@@ -312,46 +322,57 @@ func (r *renderer) typedDict(s *schema, hint string, depth int) string {
 
 type field struct{ name, typ, desc string }
 
+// shape is fields as one string, to tell TypedDicts of the same shape; each
+// part is quoted, so that no key (which may hold any character) can pass
+// for another shape.
+func shape(fields []field) string {
+	var b strings.Builder
+	for _, f := range fields {
+		b.WriteString(strconv.Quote(f.name) + " " + strconv.Quote(f.typ) + " " + strconv.Quote(f.desc) + "\n")
+	}
+	return b.String()
+}
+
 // fields renders the fields of object schema s, whose TypedDict is hint.
-func (r *renderer) fields(s *schema, hint string, depth int) []string {
+func (r *renderer) fields(s *schema, hint string, depth int) []field {
 	required := map[string]bool{}
 	for _, name := range s.Required {
 		required[name] = true
 	}
-	var fields []string
+	var fields []field
 	for _, name := range s.Properties.names {
 		p := s.Properties.byKey[name]
 		ty := r.typ(p, hint+camel(discovery.Alias(name)), depth+1)
 		if !required[name] {
 			ty = "NotRequired[" + ty + "]"
 		}
-		fields = append(fields, name+"\x00"+ty+"\x00"+FirstLine(p.Description))
+		fields = append(fields, field{name, ty, FirstLine(p.Description)})
 	}
 	return fields
 }
 
-// declare adds the TypedDict name with fields (name NUL type NUL
-// description): a class, or the functional form when a key is not a Python
-// name.
-func (r *renderer) declare(name string, fields []string) {
-	r.names[name] = strings.Join(fields, "\n")
+// declare adds the TypedDict name with fields: a class, or the functional
+// form when a key is not a Python name.
+func (r *renderer) declare(name string, fields []field) {
+	r.names[name] = shape(fields)
 	functional := false
-	parsed := make([]field, len(fields))
-	for i, f := range fields {
-		parts := strings.SplitN(f, "\x00", 3)
-		parsed[i] = field{parts[0], parts[1], parts[2]}
-		functional = functional || !isIdentifier(parts[0])
+	for _, f := range fields {
+		functional = functional || !isIdentifier(f.name)
 	}
 	var lines []string
-	for _, f := range parsed {
+	for _, f := range fields {
 		key, sep := f.name+": ", ""
 		if functional {
 			key, sep = strconv.Quote(f.name)+": ", ","
 		}
 		line := "    " + key + f.typ + sep
-		if d := f.desc; d != "" {
+		if d := strings.ReplaceAll(strings.ToValidUTF8(f.desc, "\uFFFD"), "\x00", ""); d != "" {
 			if len(d) > 80 {
-				d = d[:77] + "..."
+				cut := 77
+				for cut > 0 && !utf8.RuneStart(d[cut]) {
+					cut--
+				}
+				d = d[:cut] + "..."
 			}
 			line += "  # " + d
 		}
@@ -514,6 +535,13 @@ func camel(s string) string {
 // isIdentifier reports whether s can be a Python name as it is.
 func isIdentifier(s string) bool { return discovery.Alias(s) == s }
 
+// docText is s as it can stand inside a """docstring""": valid UTF-8,
+// backslashes escaped (no invalid escape such as \x or \N), no closing
+// quotes, no NUL (which Python source cannot hold), and \n for line breaks.
+func docText(s string) string { return docEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD")) }
+
+var docEscaper = strings.NewReplacer(`\`, `\\`, `"""`, `'''`, "\x00", "", "\r\n", "\n", "\r", "\n")
+
 func indentLines(s, prefix string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
@@ -535,7 +563,7 @@ func pluralWord(n int, w string) string {
 // and signatures show of it.
 func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 { // Python ends a line at either
 		s = strings.TrimSpace(s[:i])
 	}
 	return s

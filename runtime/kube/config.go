@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -143,7 +144,8 @@ func loadKubeconfig(paths []string) (*Config, error) {
 		}
 		var kc kubeconfig
 		if err := yaml.Unmarshal(data, &kc); err != nil {
-			return nil, fmt.Errorf("reading kubeconfig %s: %w", p, err)
+			// Not %w: yaml lists every field of the wrong type, unbounded.
+			return nil, fmt.Errorf("reading kubeconfig %s: %s", p, clip(err.Error()))
 		}
 		files[p] = &kc
 		if current == "" {
@@ -172,31 +174,31 @@ func loadKubeconfig(paths []string) (*Config, error) {
 	}
 	cx, ok := contexts[current]
 	if !ok {
-		return nil, fmt.Errorf("kubeconfig %s: current-context %q is not among its contexts", where, current)
+		return nil, fmt.Errorf("kubeconfig %s: current-context %q is not among its contexts", where, clip(current))
 	}
 	ctx := files[cx.file].Contexts[cx.v].Context
 	cl, ok := clusters[ctx.Cluster]
 	if !ok {
-		return nil, fmt.Errorf("kubeconfig %s: context %q names cluster %q, which it does not define", where, current, ctx.Cluster)
+		return nil, fmt.Errorf("kubeconfig %s: context %q names cluster %q, which it does not define", where, clip(current), clip(ctx.Cluster))
 	}
 	cluster := files[cl.file].Clusters[cl.v].Cluster
 	cfg := &Config{Namespace: ctx.Namespace, Context: current, Source: where}
 
 	u, err := url.Parse(cluster.Server)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("kubeconfig %s: cluster %q has server %q, want https://HOST:PORT", cl.file, ctx.Cluster, cluster.Server)
+		return nil, fmt.Errorf("kubeconfig %s: cluster %q has server %q, want https://HOST:PORT", cl.file, clip(ctx.Cluster), clip(cluster.Server))
 	}
 	if cluster.ProxyURL != "" {
-		return nil, fmt.Errorf("kubeconfig %s: cluster %q sets proxy-url, which codebridge does not support: reach the API server directly", cl.file, ctx.Cluster)
+		return nil, fmt.Errorf("kubeconfig %s: cluster %q sets proxy-url, which codebridge does not support: reach the API server directly", cl.file, clip(ctx.Cluster))
 	}
 	cfg.Server = strings.TrimSuffix(cluster.Server, "/")
 	cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cluster.TLSServerName, InsecureSkipVerify: cluster.InsecureSkipTLSVerify}
 	if ca, err := pemData(cluster.CertificateAuthorityData, cluster.CertificateAuthority, cl.file); err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: cluster %q's certificate authority: %w", cl.file, ctx.Cluster, err)
+		return nil, fmt.Errorf("kubeconfig %s: cluster %q's certificate authority: %w", cl.file, clip(ctx.Cluster), err)
 	} else if ca != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("kubeconfig %s: cluster %q's certificate authority holds no PEM certificate", cl.file, ctx.Cluster)
+			return nil, fmt.Errorf("kubeconfig %s: cluster %q's certificate authority holds no PEM certificate", cl.file, clip(ctx.Cluster))
 		}
 		cfg.TLS.RootCAs = pool
 	}
@@ -207,32 +209,32 @@ func loadKubeconfig(paths []string) (*Config, error) {
 	}
 	us, ok := users[ctx.User]
 	if !ok {
-		return nil, fmt.Errorf("kubeconfig %s: context %q names user %q, which it does not define", where, current, ctx.User)
+		return nil, fmt.Errorf("kubeconfig %s: context %q names user %q, which it does not define", where, clip(current), clip(ctx.User))
 	}
 	user := files[us.file].Users[us.v].User
 	switch {
 	case user.Exec != nil:
-		return nil, fmt.Errorf("kubeconfig %s: user %q authenticates through an exec plugin, which codebridge does not run: give it a token (a service account's, e.g. 'kubectl create token NAME') or a client certificate", us.file, ctx.User)
+		return nil, fmt.Errorf("kubeconfig %s: user %q authenticates through an exec plugin, which codebridge does not run: give it a token (a service account's, e.g. 'kubectl create token NAME') or a client certificate", us.file, clip(ctx.User))
 	case user.AuthProvider != nil:
-		return nil, fmt.Errorf("kubeconfig %s: user %q authenticates through an auth-provider, which codebridge does not support: give it a token or a client certificate", us.file, ctx.User)
+		return nil, fmt.Errorf("kubeconfig %s: user %q authenticates through an auth-provider, which codebridge does not support: give it a token or a client certificate", us.file, clip(ctx.User))
 	case user.Username != "":
-		return nil, fmt.Errorf("kubeconfig %s: user %q has a username and password, which codebridge does not support: give it a token or a client certificate", us.file, ctx.User)
+		return nil, fmt.Errorf("kubeconfig %s: user %q has a username and password, which codebridge does not support: give it a token or a client certificate", us.file, clip(ctx.User))
 	}
 	cert, err := pemData(user.ClientCertificateData, user.ClientCertificate, us.file)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: user %q's client certificate: %w", us.file, ctx.User, err)
+		return nil, fmt.Errorf("kubeconfig %s: user %q's client certificate: %w", us.file, clip(ctx.User), err)
 	}
 	key, err := pemData(user.ClientKeyData, user.ClientKey, us.file)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: user %q's client key: %w", us.file, ctx.User, err)
+		return nil, fmt.Errorf("kubeconfig %s: user %q's client key: %w", us.file, clip(ctx.User), err)
 	}
 	if (cert == nil) != (key == nil) {
-		return nil, fmt.Errorf("kubeconfig %s: user %q has a client certificate or key without the other", us.file, ctx.User)
+		return nil, fmt.Errorf("kubeconfig %s: user %q has a client certificate or key without the other", us.file, clip(ctx.User))
 	}
 	if cert != nil {
 		pair, err := tls.X509KeyPair(cert, key)
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: user %q's client certificate: %w", us.file, ctx.User, err)
+			return nil, fmt.Errorf("kubeconfig %s: user %q's client certificate: %w", us.file, clip(ctx.User), err)
 		}
 		cfg.TLS.Certificates = []tls.Certificate{pair}
 	}
@@ -244,6 +246,20 @@ func loadKubeconfig(paths []string) (*Config, error) {
 		cfg.Token = fileToken(resolve(user.TokenFile, us.file))
 	}
 	return cfg, nil
+}
+
+// clip is s cut to at most maxQuoted bytes on a character boundary: a
+// value of the file, or yaml's error, as an error quotes it.
+func clip(s string) string {
+	const maxQuoted = 200
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // pemData returns inline base64 data, else the file's content, else nil.
