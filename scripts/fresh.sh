@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Rehearses a brand-new machine on this one, where caches and earlier installs
-# would hide what a fresh machine fails on: the whole suite (scripts/test.sh)
-# runs with
+# Runs a command, scripts/test.sh by default, under the conditions of a
+# brand-new machine, on this one, where caches and earlier installs would
+# hide what a fresh machine fails on:
 #   - an empty npm folder, so the pinned trees of scripts/npm are installed anew;
 #   - a private Podman store without images (CONTAINERS_STORAGE_CONF), which
 #     the Podman API service codebridge starts for itself uses too, so
@@ -9,12 +9,14 @@
 #   - a slow python3 first on PATH (0.3 s before the real one starts, as a
 #     pyenv shim is slower still than Debian's), so no test may depend on how
 #     fast a process starts;
-#   - empty XDG cache, config and state folders;
-#   - no Docker phase unless CODEBRIDGE_TEST_DOCKER=1 (see below), no fuzzing.
-# Go's module and build caches are kept: they hold nothing the suite could
-# mistake for an install of its own. CI runs this after scripts/test.sh.
+#   - empty XDG cache, config and state folders (so Docker's data root, under
+#     the cache, starts empty too).
+# Go's module and build caches are kept, and so are the Kubernetes binaries
+# scripts/kube.sh builds (CODEBRIDGE_KUBE_CACHE): they hold builds of pinned
+# sources, nothing the suite could mistake for an install of its own; on a
+# brand-new machine they are built. CI (.ci/run) runs the suite once, this way.
 # Everything it makes lives in one folder, removed at the end.
-# Extra arguments go to scripts/test.sh.
+# Usage: scripts/fresh.sh [COMMAND [ARGS...]]   (default scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,12 +45,10 @@ EOF
 export CONTAINERS_STORAGE_CONF=$work/storage.conf
 export CODEBRIDGE_TEST_NPM_DIR=$work/npm
 GOCACHE=$(go env GOCACHE) && export GOCACHE # kept, though XDG_CACHE_HOME moves
+# The built Kubernetes binaries stay where they were (see the top).
+CODEBRIDGE_KUBE_CACHE=${CODEBRIDGE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/codebridge/kube}
+export CODEBRIDGE_KUBE_CACHE
 export XDG_CACHE_HOME=$work/cache XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
-# The Kubernetes phase is left out: scripts/test.sh ran it in the same CI run,
-# and with the cache moved it would build Kubernetes from its sources again.
-export CODEBRIDGE_TEST_KUBERNETES=${CODEBRIDGE_TEST_KUBERNETES:-0}
-# So are the fuzz targets: they use no install, and ran in that run too.
-export CODEBRIDGE_TEST_FUZZ=${CODEBRIDGE_TEST_FUZZ:-0}
 
 real_python=$(command -v python3 || true)
 if [ -n "$real_python" ]; then
@@ -80,24 +80,8 @@ else
   log "podman is not installed: this machine is fresh already; scripts/test.sh installs it"
 fi
 
-# The Docker phase of scripts/test.sh would build both sandbox images into an
-# empty Docker data root (XDG_CACHE_HOME is empty): minutes that CI, which ran
-# that phase in scripts/test.sh already, leaves out unless
-# CODEBRIDGE_TEST_DOCKER=1 asks for it.
-export CODEBRIDGE_TEST_DOCKER=${CODEBRIDGE_TEST_DOCKER:-0}
-
-# The end-to-end phase in the minimal image ran in scripts/test.sh already and
-# depends on nothing a fresh machine lacks (the image itself is still built
-# from nothing, for the tests that use it), and so did the race detector: on
-# a brand-new machine, where .ci/run would have taken about 91 minutes of its
-# 90 with both, the phase is left out and the suite runs without the
-# detector, unless asked.
-export CODEBRIDGE_TEST_MINIMAL=${CODEBRIDGE_TEST_MINIMAL:-0}
-export CODEBRIDGE_TEST_RACE=${CODEBRIDGE_TEST_RACE:-0}
-log "the whole suite, as on a fresh machine"
+[ $# -gt 0 ] || set -- scripts/test.sh
+log "$* as on a fresh machine"
 start=$(date +%s)
-# The gVisor phase ran in scripts/test.sh already; its set-up writes system
-# files (the runsc wrapper and Podman's registration) a private store does not
-# change, so it is not repeated here unless asked.
-CODEBRIDGE_TEST_GVISOR=${CODEBRIDGE_TEST_GVISOR:-0} scripts/test.sh "$@"
+"$@"
 log "passed in $(( $(date +%s) - start )) s"

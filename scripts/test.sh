@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# The whole test suite, exactly as CI runs it (.ci/run calls this script,
+# under scripts/fresh.sh's brand-new-machine conditions).
 # It installs what is missing first: Podman and the sandbox images (scripts/setup.sh,
 # which is codebridge setup, builds the default one; the minimal one is built here)
 # and the real MCP servers and client from npm that the integration tests drive.
@@ -68,8 +69,7 @@ scripts/release.sh --check
 log "vet for macOS and Windows (go run ...@latest must build there too)"
 for goos in darwin windows; do GOOS=$goos CGO_ENABLED=0 go vet ./...; done
 
-# CODEBRIDGE_TEST_RACE=0 runs this part without the race detector
-# (scripts/fresh.sh does: this script ran it with the detector already).
+# CODEBRIDGE_TEST_RACE=0 runs this part without the race detector.
 race=-race
 [ "${CODEBRIDGE_TEST_RACE:-1}" = 1 ] || race=
 log "go test $race"
@@ -89,7 +89,7 @@ if [ "${CODEBRIDGE_TEST_FUZZ:-1}" = 1 ]; then
 fi
 # The end-to-end tests again with the minimal image as the sandbox (the data
 # image's own test, which needs pandas, is skipped); -race ran above.
-# CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out (scripts/fresh.sh does).
+# CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out.
 if [ "${CODEBRIDGE_TEST_MINIMAL:-1}" = 1 ]; then
   log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
   MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
