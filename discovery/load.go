@@ -486,9 +486,15 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	}
 	for _, k := range sortedKeys(s.Env) {
 		s.Env[k] = expand(s.Env[k], "env."+k, "env", k)
+		if found != nil && secretKey(k) {
+			addKeyed(found, s.Env[k])
+		}
 	}
 	for _, k := range sortedKeys(s.Headers) {
 		s.Headers[k] = expand(s.Headers[k], "headers."+k, "headers", k)
+		if found != nil && secretKey(k) {
+			addKeyed(found, s.Headers[k])
+		}
 	}
 	if oauth != nil {
 		s.OAuth = &OAuth{
@@ -496,9 +502,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 			ClientSecret: secret.New(expand(oauth.secret, "oauth.clientSecret", "oauth", "clientSecret")),
 			Scopes:       oauth.scopes,
 		}
-		if v := s.OAuth.ClientSecret; v.Reveal() != "" && !slices.ContainsFunc(s.Secrets, func(o secret.Value) bool { return o.Reveal() == v.Reveal() }) {
-			s.Secrets = append(s.Secrets, v)
-		}
+		s.Secrets.Add(s.OAuth.ClientSecret)
 	}
 	if len(l.problems) > nProblems {
 		return nil, false
@@ -659,10 +663,29 @@ func isSelf(s *Server) bool {
 	return false
 }
 
+// secretKey reports whether an env or headers key names a secret:
+// Authorization, or a name holding token, key, secret or password, in any
+// case. Its value is masked whether written literally or by reference.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	return slices.ContainsFunc([]string{"authorization", "token", "key", "secret", "password"}, func(w string) bool { return strings.Contains(k, w) })
+}
+
+// addKeyed adds v, the value of a key that names a secret, to found: whole,
+// and the credential after its scheme ("Bearer TOKEN"), which a server may
+// echo alone.
+func addKeyed(found *secret.List, v string) {
+	found.Add(secret.New(v))
+	if _, cred, ok := strings.Cut(v, " "); ok {
+		found.Add(secret.New(strings.TrimSpace(cred)))
+	}
+}
+
 // expandVars replaces ${VAR}, ${env:VAR}, ${VAR:-default},
 // ${keyring:SERVICE/ACCOUNT} and ${cmd:COMMAND ARGS} in s. The values of the
-// last two are secrets: each is added to found, for masking, and no error
-// holds one. A nil found leaves them as written.
+// last three (${env:VAR} as read from the environment, not a default) are
+// secrets: each is added to found, for masking, and no error holds one. A
+// nil found leaves ${keyring:} and ${cmd:} as written and records nothing.
 func expandVars(s string, lookup func(string) (string, bool), found *secret.List) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
@@ -691,7 +714,7 @@ func expandVars(s string, lookup func(string) (string, bool), found *secret.List
 			if err != nil {
 				return "", fmt.Errorf("${%s}: %w", ref, err)
 			}
-			*found = append(*found, v)
+			found.Add(v)
 			b.WriteString(v.Reveal())
 			continue
 		}
@@ -702,6 +725,9 @@ func expandVars(s string, lookup func(string) (string, bool), found *secret.List
 		v, ok := lookup(name)
 		switch {
 		case ok:
+			if found != nil && strings.HasPrefix(ref, "env:") {
+				found.Add(secret.New(v))
+			}
 			b.WriteString(v)
 		case hasDef:
 			b.WriteString(def)
