@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -100,7 +101,17 @@ func maskParams[P any](secrets secret.List, params *P) (*P, error) {
 	return q, nil
 }
 
-// secrets is what is masked in what srv sends: its configured secrets.
+// secrets is what is masked in what srv sends: its configured secrets and,
+// for a server reached over streamable HTTP (the one that signs in with
+// OAuth), the access token its requests carry now. A server of another
+// transport costs nothing more.
 func (h *host) secrets(srv *discovery.Server) secret.List {
-	return srv.Secrets
+	if srv.Transport != discovery.Streamable {
+		return srv.Secrets
+	}
+	tok := h.dir.pool.AccessToken(srv.Name)
+	if tok.Reveal() == "" {
+		return srv.Secrets
+	}
+	return append(slices.Clip(srv.Secrets), tok)
 }
