@@ -20,6 +20,9 @@ type tokenHolder interface {
 // a server that echoes its Authorization header must not hand the token to
 // the code. It is read at each call, as a refresh replaces it.
 func (p *Pool) AccessToken(server string) secret.Value {
+	if p.opts.OAuth == nil {
+		return secret.Value{}
+	}
 	p.mu.Lock()
 	var tok tokenHolder
 	if e := p.servers[server]; e != nil && e.cur != nil {
