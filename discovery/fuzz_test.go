@@ -97,7 +97,7 @@ func FuzzExpandVars(f *testing.F) {
 		if strings.Contains(s, "cmd:") {
 			t.Skip("never run commands")
 		}
-		out, err := expandVars(s, fuzzEnv, nil)
+		out, err := expandVars(s, fuzzEnv, nil, nil)
 		if !strings.Contains(s, "${") && (err != nil || out != s) {
 			t.Fatalf("expandVars(%q) = %q, %v; want it unchanged", s, out, err)
 		}

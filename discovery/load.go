@@ -461,7 +461,7 @@ func (l *fileLoader) commands() []commandKey {
 			continue
 		}
 		e.eachField(func(v, _ string, _ ...string) string {
-			_, _ = expandVars(v, l.opts.lookup, note) // its errors are finish's to report
+			_, _ = expandVars(v, l.opts.lookup, note, nil) // its errors are finish's to report
 			return v
 		})
 	}
@@ -690,14 +690,15 @@ func (l *fileLoader) expand(e entry, cmds map[commandKey]commandResult) bool {
 			default: // commands missed it: the environment changed meanwhile
 				v, err = secret.Command(context.Background(), ref, secret.CommandTimeout)
 			}
-			if err == nil {
-				s.Secrets = append(s.Secrets, v)
-			}
 			return v, err
 		}
 	}
+	var found *secret.List // where expandVars records the secrets it reads
+	if resolve != nil {
+		found = &s.Secrets
+	}
 	e.eachField(func(v, label string, keys ...string) string {
-		out, err := expandVars(v, l.opts.lookup, resolve)
+		out, err := expandVars(v, l.opts.lookup, resolve, found)
 		if err != nil {
 			if !s.Disabled {
 				l.problem(s.Name, append([]string{e.section, s.Name}, keys...), fmt.Sprintf("%s: %v", label, err), false)
@@ -706,11 +707,19 @@ func (l *fileLoader) expand(e entry, cmds map[commandKey]commandResult) bool {
 		}
 		return out
 	})
+	if found != nil {
+		// Values under keys that name a secret, however written.
+		for _, kv := range []map[string]string{s.Env, s.Headers} {
+			for _, k := range sortedKeys(kv) {
+				if secretKey(k) {
+					addKeyed(found, kv[k])
+				}
+			}
+		}
+	}
 	if o := e.oauth; o != nil {
 		s.OAuth = &OAuth{ClientID: o.id, ClientSecret: secret.New(o.secret), Scopes: o.scopes}
-		if v := s.OAuth.ClientSecret; v.Reveal() != "" && !slices.ContainsFunc(s.Secrets, func(o secret.Value) bool { return o.Reveal() == v.Reveal() }) {
-			s.Secrets = append(s.Secrets, v)
-		}
+		s.Secrets.Add(s.OAuth.ClientSecret)
 	}
 	return len(l.problems) == nProblems
 }
@@ -874,11 +883,32 @@ func isSelf(s *Server) bool {
 	return false
 }
 
+// secretKey reports whether an env or headers key names a secret:
+// Authorization, or a name holding token, key, secret or password, in any
+// case. Its value is masked whether written literally or by reference.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	return slices.ContainsFunc([]string{"authorization", "token", "key", "secret", "password"}, func(w string) bool { return strings.Contains(k, w) })
+}
+
+// addKeyed adds v, the value of a key that names a secret, to found: whole,
+// and the credential after its scheme ("Bearer TOKEN"), which a server may
+// echo alone.
+func addKeyed(found *secret.List, v string) {
+	found.Add(secret.New(v))
+	if _, cred, ok := strings.Cut(v, " "); ok {
+		found.Add(secret.New(strings.TrimSpace(cred)))
+	}
+}
+
 // expandVars replaces ${VAR}, ${env:VAR}, ${VAR:-default},
 // ${keyring:SERVICE/ACCOUNT} and ${cmd:COMMAND ARGS} in s. The last two are
 // secrets, which resolve reads (kind is "keyring" or "cmd", ref what follows
-// the colon); no error holds one. A nil resolve leaves them as written.
-func expandVars(s string, lookup func(string) (string, bool), resolve func(kind, ref string) (secret.Value, error)) (string, error) {
+// the colon); no error holds one. A nil resolve leaves them as written. The
+// values of the last three (${env:VAR} as read from the environment, not a
+// default) are secrets: each is added to found, for masking, unless found
+// is nil.
+func expandVars(s string, lookup func(string) (string, bool), resolve func(kind, ref string) (secret.Value, error), found *secret.List) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -906,6 +936,9 @@ func expandVars(s string, lookup func(string) (string, bool), resolve func(kind,
 			if err != nil {
 				return "", fmt.Errorf("${%s}: %w", ref, err)
 			}
+			if found != nil {
+				found.Add(v)
+			}
 			b.WriteString(v.Reveal())
 			continue
 		}
@@ -916,6 +949,9 @@ func expandVars(s string, lookup func(string) (string, bool), resolve func(kind,
 		v, ok := lookup(name)
 		switch {
 		case ok:
+			if found != nil && strings.HasPrefix(ref, "env:") {
+				found.Add(secret.New(v))
+			}
 			b.WriteString(v)
 		case hasDef:
 			b.WriteString(def)

@@ -46,7 +46,7 @@ func TestLoadSecrets(t *testing.T) {
 		t.Errorf("local's secrets mask %q", got)
 	}
 	remote := cfg.Server("remote")
-	if remote == nil || remote.URL != "https://h/mcp?k="+kv || remote.Headers["Authorization"] != "Bearer "+cv || len(remote.Secrets) != 2 {
+	if remote == nil || remote.URL != "https://h/mcp?k="+kv || remote.Headers["Authorization"] != "Bearer "+cv || len(remote.Secrets) != 3 { // kv, cv and "Bearer cv"
 		t.Fatalf("remote = %+v", remote)
 	}
 	if off := cfg.Server("off"); off == nil || off.Env["A"] != "${cmd:"+fail+"}" || len(off.Secrets) != 0 {
@@ -158,5 +158,41 @@ func TestLoadOAuth(t *testing.T) {
 	other.OAuth = &OAuth{ClientID: "cb", ClientSecret: secret.New("other"), Scopes: h.OAuth.Scopes}
 	if h.SameEndpoint(&other) {
 		t.Error("a changed client secret leaves the server the same endpoint; want it restarted")
+	}
+}
+
+// TestLoadEnvSecrets: the value of each ${env:NAME} is a secret, in any
+// field, as are the values of env and headers under keys that name one
+// (Authorization, *token*, *key*, *secret*, *password*, in any case), and
+// the credential after an Authorization scheme; ${NAME} under another key
+// is not, nor is a literal value under another key; values under
+// secret.MinMasked bytes are kept but not masked.
+func TestLoadEnvSecrets(t *testing.T) {
+	const envTok, headerTok, litTok = "env-token-1234", "header-token-5678", "literal-token-9012"
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"s.json": `{"mcpServers": {
+  "local": {"command": "srv", "env": {"GH": "${env:GH_TOKEN}", "Api_Key": "` + litTok + `", "NOTES": "${HOME}/notes", "DEBUG": "true", "PASSWORD": "1"}},
+  "remote": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${env:SEARCH_TOKEN}", "x-auth-TOKEN": "` + litTok + `", "proxy-authorization": "Basic ` + headerTok + `", "Accept": "text/plain-long"}}
+}}`})
+	opts := Options{LookupEnv: env(map[string]string{"GH_TOKEN": envTok, "SEARCH_TOKEN": headerTok, "HOME": "/home/user"})}
+	cfg := Load(dir, nil, opts)
+	for _, tt := range []struct {
+		server string
+		in     string
+		want   string
+	}{
+		{"local", "gh=" + envTok + " api=" + litTok + " notes=/home/user/notes debug=true pw=1",
+			"gh=[secret] api=[secret] notes=/home/user/notes debug=true pw=1"},
+		{"remote", "auth=Bearer " + headerTok + " x=" + litTok + " accept=text/plain-long",
+			"auth=[secret] x=[secret] accept=text/plain-long"},
+		{"remote", "token alone: " + headerTok, "token alone: [secret]"},
+	} {
+		s := cfg.Server(tt.server)
+		if s == nil {
+			t.Fatalf("%s did not load: %v", tt.server, cfg.Problems)
+		}
+		if got := s.Secrets.Mask(tt.in); got != tt.want {
+			t.Errorf("%s's secrets mask %q as %q, want %q", tt.server, tt.in, got, tt.want)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
@@ -110,7 +111,7 @@ func catalogList[T any](ctx context.Context, h *host, key string, list func(cont
 	if items == nil {
 		items = []T{}
 	}
-	return encodeMasked(srv, items)
+	return encodeMasked(srv, h.secrets(srv), items)
 }
 
 // catalogGet makes one audited read or get of the server key names: get
@@ -135,12 +136,13 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 			}
 			return res, nil
 		})
+		secrets := h.secrets(srv)
 		if err == nil {
-			raw, err = encodeMasked(srv, res)
+			raw, err = encodeMasked(srv, secrets, res)
 		}
-		rec.Tool = auditName(srv.Secrets.Mask(name))
-		args, _ = srv.Secrets.MaskJSON(args)
-		err = maskError(srv.Secrets, err)
+		rec.Tool = auditName(secrets.Mask(name))
+		args, _ = secrets.MaskJSON(args)
+		err = maskError(secrets, err)
 	}
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	if h.dir.audit != nil {
@@ -177,13 +179,14 @@ func catalogError(srv *discovery.Server, err error) error {
 	return poolError(srv, err)
 }
 
-// encodeMasked encodes v as JSON with srv's secrets masked, so a server
-// that echoes its token back does not hand it to the code or the audit log.
-func encodeMasked(srv *discovery.Server, v any) (json.RawMessage, error) {
+// encodeMasked encodes v, srv's answer, as JSON with secrets masked, so a
+// server that echoes its token back does not hand it to the code or the
+// audit log.
+func encodeMasked(srv *discovery.Server, secrets secret.List, v any) (json.RawMessage, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("encoding the answer of %s: %v", srv.Name, err)}
 	}
-	masked, _ := srv.Secrets.MaskJSON(raw)
+	masked, _ := secrets.MaskJSON(raw)
 	return masked, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
@@ -34,6 +35,9 @@ type Downstream interface {
 	CallFor(ctx context.Context, peer pool.Peer, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error)
 	Running(server string) bool
 	LastFailure(server string) error
+	// AccessToken is the OAuth access token server's requests carry now,
+	// if any: masked in what it sends, as its Secrets are.
+	AccessToken(server string) secret.Value
 	Catalog
 }
 

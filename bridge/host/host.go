@@ -309,10 +309,6 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	if p.Tool == nil {
 		return protocol.CallToolResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 	}
-	var secrets secret.List // the server's, masked in its errors and audit record
-	if srv, err := h.snap.resolve(p.Server); err == nil {
-		secrets = srv.Secrets
-	}
 	// The names as the code wrote them, until they resolve (call): capped,
 	// so made-up ones cannot fill the log.
 	rec := audit.Record{Time: time.Now(), Server: auditName(p.Server), Tool: auditName(*p.Tool), ArgBytes: len(p.Arguments)}
@@ -322,6 +318,10 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	})
 	if c.release != nil {
 		defer c.release()
+	}
+	var secrets secret.List // the server's, masked in its errors and audit record
+	if srv, err := h.snap.resolve(p.Server); err == nil {
+		secrets = h.secrets(srv) // after the call: a sign-in or refresh may have changed its token
 	}
 	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
@@ -468,7 +468,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 				msg += fmt.Sprintf(" %g", p.Progress)
 			}
 			if p.Message != "" {
-				msg += ": " + srv.Secrets.Mask(p.Message)
+				msg += ": " + h.secrets(srv).Mask(p.Message)
 			}
 			h.progress(msg, p.Progress, p.Total)
 		}
@@ -491,7 +491,7 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return called{}, err
 	}
 	c := called{raw: raw, isError: res.IsError, release: release}
-	if masked, changed := srv.Secrets.MaskJSON(raw); changed {
+	if masked, changed := h.secrets(srv).MaskJSON(raw); changed {
 		// The masked result is what the code, the audit log and the
 		// result types learnt from it see.
 		c.raw, res = masked, new(mcp.CallToolResult)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
@@ -304,8 +305,9 @@ func (f *recordingPool) CallFor(_ context.Context, _ pool.Peer, _, _ string, arg
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 }
 
-func (f *recordingPool) Running(string) bool      { return true }
-func (f *recordingPool) LastFailure(string) error { return nil }
+func (f *recordingPool) Running(string) bool             { return true }
+func (f *recordingPool) LastFailure(string) error        { return nil }
+func (f *recordingPool) AccessToken(string) secret.Value { return secret.Value{} }
 
 func (f *recordingPool) callSizes() []int {
 	f.mu.Lock()

@@ -2,12 +2,15 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
 // peer answers, for one call of srv by this run, what srv asks of its
@@ -37,7 +40,11 @@ func (p *serverPeer) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp
 	// A question gets no answer after a moment before the run's time limit.
 	ctx, cancel := p.h.questionContext(ctx)
 	defer cancel()
-	return p.h.ask.Forward(ctx, p.srv.Name, maskElicit(p.srv, params))
+	q, err := maskParams(p.h.secrets(p.srv), params)
+	if err != nil {
+		return nil, err
+	}
+	return p.h.ask.Forward(ctx, p.srv.Name, q)
 }
 
 func (p *serverPeer) CreateMessage(ctx context.Context, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
@@ -46,7 +53,11 @@ func (p *serverPeer) CreateMessage(ctx context.Context, params *mcp.CreateMessag
 	}
 	ctx, cancel := p.h.questionContext(ctx)
 	defer cancel()
-	return p.h.ask.CreateMessage(ctx, p.srv.Name, params)
+	q, err := maskParams(p.h.secrets(p.srv), params)
+	if err != nil {
+		return nil, err
+	}
+	return p.h.ask.CreateMessage(ctx, p.srv.Name, q)
 }
 
 func (p *serverPeer) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error) {
@@ -54,7 +65,11 @@ func (p *serverPeer) ListRoots(ctx context.Context) (*mcp.ListRootsResult, error
 }
 
 func (p *serverPeer) Log(ctx context.Context, params *mcp.LoggingMessageParams) error {
-	return p.h.ask.Log(ctx, p.srv.Name, params)
+	q, err := maskParams(p.h.secrets(p.srv), params)
+	if err != nil {
+		return err
+	}
+	return p.h.ask.Log(ctx, p.srv.Name, q)
 }
 
 // refused is the error a server gets for a request its entry refuses.
@@ -66,9 +81,41 @@ func refused(srv *discovery.Server, what string) error {
 	return fmt.Errorf("codebridge refuses %s requests from MCP server %q (\"%s\": false in %s)", what, srv.Name, what, where)
 }
 
-// maskElicit is params with srv's secrets masked in the message.
-func maskElicit(srv *discovery.Server, params *mcp.ElicitParams) *mcp.ElicitParams {
-	q := *params
-	q.Message = srv.Secrets.Mask(params.Message)
-	return &q
+// maskParams is params with secrets masked in every string (keys too) of
+// its JSON: a log message's data, a sampling request's messages and system
+// prompt, an elicitation's message, schema (titles, descriptions, defaults,
+// enum names) and URL. It is params itself when nothing is masked. What
+// cannot be decoded again once masked is refused, not sent unmasked.
+func maskParams[P any](secrets secret.List, params *P) (*P, error) {
+	if len(secrets) == 0 || params == nil {
+		return params, nil
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request to mask its secrets: %w", err)
+	}
+	masked, changed := secrets.MaskJSON(raw)
+	if !changed {
+		return params, nil
+	}
+	q := new(P)
+	if err := json.Unmarshal(masked, q); err != nil {
+		return nil, fmt.Errorf("codebridge masked a secret in this request and could not decode it again (%v): it was not passed on", err)
+	}
+	return q, nil
+}
+
+// secrets is what is masked in what srv sends: its configured secrets and,
+// for a server reached over streamable HTTP (the one that signs in with
+// OAuth), the access token its requests carry now. A server of another
+// transport costs nothing more.
+func (h *host) secrets(srv *discovery.Server) secret.List {
+	if srv.Transport != discovery.Streamable {
+		return srv.Secrets
+	}
+	tok := h.dir.pool.AccessToken(srv.Name)
+	if tok.Reveal() == "" {
+		return srv.Secrets
+	}
+	return append(slices.Clip(srv.Secrets), tok)
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
 // ErrAuthRequired matches (with [errors.Is]) the error of a request to a
@@ -106,6 +107,19 @@ func (h *handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 		return nil, nil
 	}
 	return tokenSource{h, ctx}, nil
+}
+
+// AccessToken returns the access token def's requests carry now (the last
+// one sent, even if the server since refused it), the zero Value when there
+// is none, for masking in what the server sends back. Call it each time: a
+// refresh replaces the token.
+func (h *handler) AccessToken() secret.Value {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rec == nil {
+		return secret.Value{}
+	}
+	return h.rec.AccessToken
 }
 
 // setRecordLocked makes rec the sign-in in use.

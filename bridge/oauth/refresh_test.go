@@ -220,3 +220,27 @@ func TestRefreshHangDoesNotBlock(t *testing.T) {
 	default:
 	}
 }
+
+// TestHandlerAccessToken: the handler tells the access token its requests
+// carry, read anew each time: none before it has read the sign-in, the
+// stored one, then the one a refresh gave.
+func TestHandlerAccessToken(t *testing.T) {
+	as := newRotatingAS(t)
+	def := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: "https://h.example/mcp"}
+	store := NewStoreWith(t.TempDir(), noKeyring{})
+	expiredSignIn(t, store, def, as.srv.URL)
+	h := store.Handler(def, as.srv.Client(), nil).(*handler)
+	if got := h.AccessToken().Reveal(); got != "" {
+		t.Errorf("AccessToken before any request = %q, want none", got)
+	}
+	h.TokenSource(t.Context())
+	if got := h.AccessToken().Reveal(); got != "at-0" {
+		t.Errorf("AccessToken of the stored sign-in = %q, want at-0", got)
+	}
+	if _, err := accessToken(t, h); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.AccessToken().Reveal(); got != "at-1" {
+		t.Errorf("AccessToken after a refresh = %q, want at-1", got)
+	}
+}

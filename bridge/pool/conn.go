@@ -52,6 +52,7 @@ type conn struct {
 	caps     *mcp.ClientCapabilities // what its client declared: Pool.clientCaps when it started
 
 	toolsSem chan struct{} // one slot: held while listing tools
+	token    tokenHolder   // streamable HTTP with OAuth only: its sign-in, set before the session starts
 
 	toolsMu sync.Mutex // protects following
 	tools   []*mcp.Tool
@@ -376,6 +377,7 @@ func (p *Pool) transport(def *discovery.Server, c *conn) (mcp.Transport, error) 
 		t := &mcp.StreamableClientTransport{Endpoint: def.URL, HTTPClient: client}
 		if p.opts.OAuth != nil && !hasHeader(def.Headers, "Authorization") {
 			t.OAuthHandler = p.opts.OAuth(def)
+			c.token, _ = t.OAuthHandler.(tokenHolder)
 		}
 		return t, nil
 	case discovery.SSE:

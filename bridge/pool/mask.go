@@ -6,7 +6,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
+
+// tokenHolder is an [Options.OAuth] handler that tells the access token
+// it sends (bridge/oauth's does).
+type tokenHolder interface {
+	AccessToken() secret.Value
+}
+
+// AccessToken returns the OAuth access token that server's requests carry
+// now, the zero Value when it has none, for masking in what it sends back:
+// a server that echoes its Authorization header must not hand the token to
+// the code. It is read at each call, as a refresh replaces it.
+func (p *Pool) AccessToken(server string) secret.Value {
+	if p.opts.OAuth == nil {
+		return secret.Value{}
+	}
+	p.mu.Lock()
+	var tok tokenHolder
+	if e := p.servers[server]; e != nil && e.cur != nil {
+		tok = e.cur.token
+	}
+	p.mu.Unlock()
+	if tok == nil {
+		return secret.Value{}
+	}
+	return tok.AccessToken()
+}
 
 // maskedError is an error whose message has a server's secrets masked; it
 // unwraps to the error it masks, for [errors.Is] and [errors.As].

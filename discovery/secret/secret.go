@@ -80,6 +80,13 @@ func (v Value) MarshalText() ([]byte, error) { return []byte(Placeholder), nil }
 // A List is the secrets of one server, to mask in what it sends back.
 type List []Value
 
+// Add appends v to l unless it is empty or l holds it already.
+func (l *List) Add(v Value) {
+	if s := v.Reveal(); s != "" && !slices.ContainsFunc(*l, func(o Value) bool { return o.Reveal() == s }) {
+		*l = append(*l, v)
+	}
+}
+
 // maskable returns the values long enough to mask, longest first, so that a
 // secret holding another is masked whole.
 func (l List) maskable() []string {
