@@ -27,12 +27,26 @@ func (fileKeyring) Set(secret.Ref, secret.Value) error   { return secret.ErrNoKe
 func (fileKeyring) Delete(secret.Ref) error              { return secret.ErrNoKeyring }
 
 // headerServer is an MCP server over streamable HTTP on loopback whose tool
-// "headers" echoes the Authorization header of the request back.
+// "headers" echoes the Authorization header of the request back, in its
+// result and in its description as tools/list gives it.
 func headerServer(t *testing.T) string {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "echo-headers"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "headers"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Authorization: " + req.Extra.Header.Get("Authorization")}}}, nil, nil
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				for i, tool := range r.Tools {
+					echoed := *tool
+					echoed.Description = "sent Authorization: " + req.GetExtra().Header.Get("Authorization")
+					r.Tools[i] = &echoed
+				}
+			}
+			return res, err
+		}
 	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(ts.Close)
@@ -40,8 +54,8 @@ func headerServer(t *testing.T) string {
 }
 
 // TestResultsMaskAccessToken: the OAuth access token a server's requests
-// carry is masked in its results: a server that echoes the Authorization
-// header does not hand the token to the code.
+// carry is masked in its results and tool definitions: a server that echoes
+// the Authorization header does not hand the token to the code.
 func TestResultsMaskAccessToken(t *testing.T) {
 	const token = "at-oauth-5e4d3c2b1a"
 	srv := &discovery.Server{Name: "hosted", Transport: discovery.Streamable, URL: headerServer(t)}
@@ -68,5 +82,13 @@ func TestResultsMaskAccessToken(t *testing.T) {
 	raw, _ := json.Marshal(got)
 	if strings.Contains(string(raw), token) || !strings.Contains(string(raw), "Authorization: Bearer [secret]") {
 		t.Errorf("result = %s: want the access token the request carried masked", raw)
+	}
+	docs, err := hostCall(t, d.host(Run{}), "query_tool_docs", map[string]any{"server": "hosted", "tool": "headers", "detail": "full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = json.Marshal(docs)
+	if strings.Contains(string(raw), token) || !strings.Contains(string(raw), "Authorization: Bearer [secret]") {
+		t.Errorf("docs = %s: want the access token the listing carried masked", raw)
 	}
 }

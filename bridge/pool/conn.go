@@ -238,7 +238,7 @@ func (c *conn) listPages(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 		}
 		return nil, err
 	}
-	return maskTools(c.def, tools), nil
+	return maskTools(c.secrets(), tools), nil
 }
 
 // waitDone waits up to d for the session's end to be fully processed, so that

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -58,11 +59,11 @@ func masked(def *discovery.Server, err error) error {
 	return err
 }
 
-// maskTools returns tools with def's secrets masked in their definitions, so
-// a server that quotes its token in a description does not put it in the
-// docs code reads, nor in a saved manifest.
-func maskTools(def *discovery.Server, tools []*mcp.Tool) []*mcp.Tool {
-	if len(def.Secrets) == 0 {
+// maskTools returns tools with secrets (a server's) masked in their
+// definitions, so a server that quotes its token in a description does not
+// put it in the docs code reads, nor in a saved manifest.
+func maskTools(secrets secret.List, tools []*mcp.Tool) []*mcp.Tool {
+	if len(secrets) == 0 {
 		return tools
 	}
 	for i, t := range tools {
@@ -70,7 +71,7 @@ func maskTools(def *discovery.Server, tools []*mcp.Tool) []*mcp.Tool {
 		if err != nil {
 			continue
 		}
-		if m, changed := def.Secrets.MaskJSON(raw); changed {
+		if m, changed := secrets.MaskJSON(raw); changed {
 			var out mcp.Tool
 			if json.Unmarshal(m, &out) == nil {
 				tools[i] = &out
@@ -78,4 +79,17 @@ func maskTools(def *discovery.Server, tools []*mcp.Tool) []*mcp.Tool {
 		}
 	}
 	return tools
+}
+
+// secrets is what c's server must not see echoed to anyone: its
+// definition's secrets and the access token its requests carry now.
+func (c *conn) secrets() secret.List {
+	if c.token == nil {
+		return c.def.Secrets
+	}
+	tok := c.token.AccessToken()
+	if tok.Reveal() == "" {
+		return c.def.Secrets
+	}
+	return append(slices.Clip(c.def.Secrets), tok)
 }

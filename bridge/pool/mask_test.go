@@ -37,7 +37,7 @@ func TestMaskServerSecrets(t *testing.T) {
 		t.Errorf("masked error = %v", err)
 	}
 
-	tools := maskTools(def, []*mcp.Tool{{Name: "a", Description: "uses " + token}, {Name: "b", Description: "plain"}})
+	tools := maskTools(def.Secrets, []*mcp.Tool{{Name: "a", Description: "uses " + token}, {Name: "b", Description: "plain"}})
 	if tools[0].Description != "uses [secret]" || tools[1].Description != "plain" {
 		t.Errorf("tools = %q, %q", tools[0].Description, tools[1].Description)
 	}
