@@ -195,20 +195,25 @@ func (a Answer) Allowed() bool { return a == AllowOnce || a == AllowSession || a
 // decisionKey is the one field of the confirmation form.
 const decisionKey = "decision"
 
-// confirmSchema is the form of a confirmation: one required choice, a
-// string enum, as MCP 2025-11-25 allows in form mode.
-var confirmSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		decisionKey: map[string]any{
-			"type":        "string",
-			"title":       "Decision",
-			"description": "Allow this call once, allow every call of this tool for the rest of the session, or decline it.",
-			"enum":        []string{string(AllowOnce), string(AllowSession), string(Decline)},
+// decisionSchema is the form of a question: one required choice, a string
+// enum, as MCP 2025-11-25 allows in form mode, described by description.
+func decisionSchema(description string, choices ...Answer) map[string]any {
+	enum := make([]string, len(choices))
+	for i, c := range choices {
+		enum[i] = string(c)
+	}
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			decisionKey: map[string]any{"type": "string", "title": "Decision", "description": description, "enum": enum},
 		},
-	},
-	"required": []string{decisionKey},
+		"required": []string{decisionKey},
+	}
 }
+
+// confirmSchema is the form of a confirmation.
+var confirmSchema = decisionSchema("Allow this call once, allow every call of this tool for the rest of the session, or decline it.",
+	AllowOnce, AllowSession, Decline)
 
 // Confirm asks whether server's tool may be called with args, saying why
 // it asks (a policy rule), unless the person allowed the tool for the
@@ -272,18 +277,7 @@ func (s *Session) Confirm(ctx context.Context, server, tool string, args json.Ra
 }
 
 // saveSchema is the form of [Session.ConfirmSave]: save once, or decline.
-var saveSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		decisionKey: map[string]any{
-			"type":        "string",
-			"title":       "Decision",
-			"description": "Save this helper, or decline it.",
-			"enum":        []string{string(AllowOnce), string(Decline)},
-		},
-	},
-	"required": []string{decisionKey},
-}
+var saveSchema = decisionSchema("Save this helper, or decline it.", AllowOnce, Decline)
 
 // ConfirmSave asks whether code may save the helper name, with description
 // and source, which every later session defines before its code runs; why
