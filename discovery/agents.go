@@ -1,15 +1,15 @@
 package discovery
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // An AgentFile is a file where an agent keeps MCP server definitions.
@@ -310,89 +310,27 @@ func stripJSONC(data []byte) []byte {
 	return out
 }
 
-// codexServers reads the [mcp_servers.NAME] tables of Codex's config.toml:
-// a small TOML reader for what those tables hold (strings, booleans,
-// numbers, arrays of strings, inline tables of strings, and
-// [mcp_servers.NAME.env] sub-tables). Codex's url means streamable HTTP;
-// http_headers are headers; bearer_token_env_var becomes an Authorization
-// header read from that variable; enabled = false disables.
+// codexServers reads the [mcp_servers.NAME] tables of Codex's config.toml.
+// Codex's url means streamable HTTP; http_headers are headers;
+// bearer_token_env_var becomes an Authorization header read from that
+// variable; enabled = false disables.
 func codexServers(data []byte) (map[string]any, error) {
-	servers := map[string]any{}
-	var cur map[string]any // the table keys go to; nil outside mcp_servers
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(stripTOMLComment(sc.Text()))
-		if text == "" {
-			continue
-		}
-		if strings.HasPrefix(text, "[") {
-			if strings.HasPrefix(text, "[[") || !strings.HasSuffix(text, "]") {
-				cur = nil
-				continue
-			}
-			path, err := tomlKeyPath(strings.TrimSpace(text[1 : len(text)-1]))
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %v", line, err)
-			}
-			cur = nil
-			if len(path) >= 2 && path[0] == "mcp_servers" {
-				srv, _ := servers[path[1]].(map[string]any)
-				if srv == nil {
-					srv = map[string]any{}
-					servers[path[1]] = srv
-				}
-				cur = srv
-				for _, sub := range path[2:] {
-					next, _ := cur[sub].(map[string]any)
-					if next == nil {
-						next = map[string]any{}
-						cur[sub] = next
-					}
-					cur = next
-				}
-			}
-			continue
-		}
-		key, rest, ok := strings.Cut(text, "=")
-		if !ok {
-			return nil, fmt.Errorf("line %d: want key = value, found %q", line, text)
-		}
-		// A value may go on over several lines (arrays, inline tables).
-		value := strings.TrimSpace(rest)
-		for !balanced(value) && sc.Scan() {
-			line++
-			value += " " + strings.TrimSpace(stripTOMLComment(sc.Text()))
-		}
-		if cur == nil {
-			continue
-		}
-		v, err := tomlValue(value)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %s: %v", line, strings.TrimSpace(key), err)
-		}
-		path, err := tomlKeyPath(strings.TrimSpace(key))
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %v", line, err)
-		}
-		t := cur
-		for _, p := range path[:len(path)-1] {
-			next, _ := t[p].(map[string]any)
-			if next == nil {
-				next = map[string]any{}
-				t[p] = next
-			}
-			t = next
-		}
-		t[path[len(path)-1]] = v
+	var doc struct {
+		MCPServers map[string]map[string]any `toml:"mcp_servers"`
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, fmt.Errorf("line %d: %s", perr.Position.Line, perr.Message)
+		}
+		return nil, fmt.Errorf("[mcp_servers]: %v", err)
 	}
-	for _, v := range servers {
-		srv := v.(map[string]any)
+	servers := make(map[string]any, len(doc.MCPServers))
+	for name, srv := range doc.MCPServers {
+		if srv == nil {
+			srv = map[string]any{}
+		}
+		servers[name] = srv
 		if u, ok := srv["url"]; ok {
 			srv["url"], srv["type"] = u, "http"
 		}
@@ -411,202 +349,4 @@ func codexServers(data []byte) (map[string]any, error) {
 		}
 	}
 	return servers, nil
-}
-
-func stripTOMLComment(s string) string {
-	end := len(s)
-	outsideStrings(s, func(i int, c rune) bool {
-		if c == '#' {
-			end = i
-			return false
-		}
-		return true
-	})
-	return s[:end]
-}
-
-// balanced reports whether a value's brackets and braces are closed.
-func balanced(v string) bool {
-	depth := 0
-	outsideStrings(v, func(_ int, c rune) bool {
-		switch c {
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-		}
-		return true
-	})
-	return depth <= 0
-}
-
-// outsideStrings calls f with each character of s that is not inside a TOML
-// string (the quotes themselves included), until f returns false.
-func outsideStrings(s string, f func(i int, c rune) bool) {
-	inBasic, inLiteral, escaped := false, false, false
-	for i, c := range s {
-		switch {
-		case escaped:
-			escaped = false
-		case inBasic && c == '\\':
-			escaped = true
-		case inBasic:
-			inBasic = c != '"'
-		case inLiteral:
-			inLiteral = c != '\''
-		default:
-			inBasic, inLiteral = c == '"', c == '\''
-			if !f(i, c) {
-				return
-			}
-		}
-	}
-}
-
-// tomlKeyPath splits a dotted key, bare or quoted parts: a.b, a."b.c".
-func tomlKeyPath(s string) ([]string, error) {
-	var parts []string
-	for s != "" {
-		s = strings.TrimSpace(s)
-		var part string
-		switch s[0] {
-		case '"', '\'':
-			v, rest, err := tomlString(s)
-			if err != nil {
-				return nil, err
-			}
-			part, s = v, rest
-		default:
-			i := strings.IndexByte(s, '.')
-			if i < 0 {
-				i = len(s)
-			}
-			part, s = strings.TrimSpace(s[:i]), s[i:]
-		}
-		if part == "" {
-			return nil, fmt.Errorf("empty key part")
-		}
-		parts = append(parts, part)
-		s = strings.TrimSpace(s)
-		if s != "" {
-			if s[0] != '.' {
-				return nil, fmt.Errorf("bad key near %q", s)
-			}
-			s = s[1:]
-		}
-	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("empty key")
-	}
-	return parts, nil
-}
-
-// tomlString reads a basic or literal string at the start of s and returns
-// it and the rest of s.
-func tomlString(s string) (string, string, error) {
-	q := s[0]
-	for i := 1; i < len(s); i++ {
-		switch {
-		case q == '"' && s[i] == '\\':
-			i++
-		case s[i] == q:
-			if q == '\'' {
-				return s[1:i], s[i+1:], nil
-			}
-			v, err := strconv.Unquote(s[:i+1])
-			if err != nil {
-				return "", "", fmt.Errorf("string %s: %v", s[:i+1], err)
-			}
-			return v, s[i+1:], nil
-		}
-	}
-	return "", "", fmt.Errorf("unterminated string %s", s)
-}
-
-// tomlValue reads one value: string, boolean, number, array, inline table.
-func tomlValue(s string) (any, error) {
-	v, rest, err := tomlParse(strings.TrimSpace(s))
-	if err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(rest) != "" {
-		return nil, fmt.Errorf("unexpected %q after the value", strings.TrimSpace(rest))
-	}
-	return v, nil
-}
-
-func tomlParse(s string) (any, string, error) {
-	if s == "" {
-		return nil, "", fmt.Errorf("missing value")
-	}
-	switch s[0] {
-	case '"', '\'':
-		if strings.HasPrefix(s, `"""`) || strings.HasPrefix(s, `'''`) {
-			return nil, "", fmt.Errorf("multi-line strings are not supported here: write the value on one line")
-		}
-		return tomlString(s)
-	case '[':
-		var arr []any
-		s = strings.TrimSpace(s[1:])
-		for {
-			if s == "" {
-				return nil, "", fmt.Errorf("unterminated array")
-			}
-			if s[0] == ']' {
-				return arr, s[1:], nil
-			}
-			v, rest, err := tomlParse(s)
-			if err != nil {
-				return nil, "", err
-			}
-			arr = append(arr, v)
-			s = strings.TrimSpace(rest)
-			if strings.HasPrefix(s, ",") {
-				s = strings.TrimSpace(s[1:])
-			}
-		}
-	case '{':
-		tbl := map[string]any{}
-		s = strings.TrimSpace(s[1:])
-		for {
-			if s == "" {
-				return nil, "", fmt.Errorf("unterminated inline table")
-			}
-			if s[0] == '}' {
-				return tbl, s[1:], nil
-			}
-			eq := strings.IndexByte(s, '=')
-			if eq < 0 {
-				return nil, "", fmt.Errorf("want key = value in an inline table")
-			}
-			path, err := tomlKeyPath(strings.TrimSpace(s[:eq]))
-			if err != nil {
-				return nil, "", err
-			}
-			v, rest, err := tomlParse(strings.TrimSpace(s[eq+1:]))
-			if err != nil {
-				return nil, "", err
-			}
-			tbl[strings.Join(path, ".")] = v
-			s = strings.TrimSpace(rest)
-			if strings.HasPrefix(s, ",") {
-				s = strings.TrimSpace(s[1:])
-			}
-		}
-	}
-	end := strings.IndexAny(s, ",]}")
-	if end < 0 {
-		end = len(s)
-	}
-	word := strings.TrimSpace(s[:end])
-	switch word {
-	case "true":
-		return true, s[end:], nil
-	case "false":
-		return false, s[end:], nil
-	}
-	if f, err := strconv.ParseFloat(strings.ReplaceAll(word, "_", ""), 64); err == nil {
-		return f, s[end:], nil
-	}
-	return nil, "", fmt.Errorf("cannot read the value %q", word)
 }

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/knadh/koanf/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
@@ -282,38 +281,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// capture is a [koanf.Provider] for one file that keeps the bytes it read, so
-// problems can be given a line and column in exactly what was parsed. It and
-// [jsonParser] replace koanf's file provider and JSON parser, two modules of a
-// few lines each that every cold `go run` would otherwise fetch and build.
-type capture struct {
-	path string
-	data []byte
-}
-
-func (c *capture) ReadBytes() ([]byte, error) {
-	b, err := os.ReadFile(c.path)
-	c.data = b
-	return b, err
-}
-
-func (c *capture) Read() (map[string]any, error) {
-	return nil, errors.New("capture provides bytes only: load it with a parser")
-}
-
-// jsonParser is a [koanf.Parser] for JSON objects.
-type jsonParser struct{}
-
-func (jsonParser) Unmarshal(b []byte) (map[string]any, error) {
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (jsonParser) Marshal(m map[string]any) ([]byte, error) { return json.Marshal(m) }
-
 // fileLoader holds the state of loading one file: [fileLoader.parse]
 // validates its entries, then, once the ${cmd:...} references that
 // [fileLoader.commands] lists are resolved, [fileLoader.finish] expands them.
@@ -340,12 +307,16 @@ type entry struct {
 // parse reads and validates the file. It reports false when the file
 // vanished before it could be read.
 func (l *fileLoader) parse() (exists bool) {
-	src := &capture{path: filepath.Clean(l.path)}
-	k := koanf.New(".")
-	err := k.Load(src, jsonParser{})
-	l.data = src.data
+	// The bytes are kept so that problems can be given a line and column in
+	// exactly what was parsed.
+	var raw map[string]any
+	data, err := os.ReadFile(filepath.Clean(l.path))
+	l.data = data
 	if errors.Is(err, fs.ErrNotExist) {
 		return false
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &raw)
 	}
 	if err == nil {
 		if c := firstNonSpace(l.data); c != '{' {
@@ -356,7 +327,6 @@ func (l *fileLoader) parse() (exists bool) {
 		l.defs = l.broken(err)
 		return true
 	}
-	raw := k.Raw()
 
 	fileDesc := ""
 	if v, ok := raw["description"]; ok {

@@ -273,3 +273,19 @@ func TestKubernetesWarmPoolSetting(t *testing.T) {
 		t.Fatalf("warm pool %q, %v", c.K8sWarmPool, err)
 	}
 }
+
+// TestFieldsHaveSettings: every field of Config that koanf decodes is tagged
+// with the key of a setting, and every setting decodes into a field.
+func TestFieldsHaveSettings(t *testing.T) {
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		if key := typ.Field(i).Tag.Get("koanf"); key != "-" && !known(key) {
+			t.Errorf("Config.%s is tagged koanf:%q, which is no setting", typ.Field(i).Name, key)
+		}
+	}
+	for _, s := range settings {
+		if !fieldOf(&Config{}, s).IsValid() {
+			t.Errorf("setting %s has no field", s.key)
+		}
+	}
+}

@@ -8,14 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 )
 
@@ -161,7 +162,7 @@ func Load(src Sources) (*Resolved, error) {
 	flags := map[string]any{}
 	for _, s := range settings {
 		if v, ok := src.Flags[s.flag]; ok && s.flag != "" {
-			flags[s.key] = v
+			flags[s.key] = strings.TrimSpace(v)
 		}
 	}
 	flagLayer := koanf.New(".")
@@ -178,15 +179,24 @@ func Load(src Sources) (*Resolved, error) {
 	return r, nil
 }
 
-// resolve applies the merged values of k to a Config, naming a bad value's
-// origin. A setting left empty whose value depends on the machine or on other
-// settings (its unset function) is worked out after every other one is set.
+// resolve decodes the merged values of k into a Config, naming a bad
+// value's origin: koanf decodes each setting's text into its field, through
+// the setting's parse function. A setting left empty whose value depends on
+// the machine or on other settings (its unset function) is worked out after
+// every other one is set.
 func resolve(k *koanf.Koanf, origins map[string]Origin) (*Resolved, error) {
 	r := &Resolved{Values: make([]Value, len(settings))}
-	apply := func(i int, v string) error {
+	decode := func(i int) error {
 		s := settings[i]
-		o := origins[s.key]
-		if err := s.apply(&r.Config, v); err != nil {
+		v, o := k.String(s.key), origins[s.key]
+		err := k.UnmarshalWithConf(s.key, fieldOf(&r.Config, s).Addr().Interface(), koanf.UnmarshalConf{
+			DecoderConfig: &mapstructure.DecoderConfig{DecodeHook: s.hook()},
+		})
+		if err != nil {
+			var derr *mapstructure.DecodeError
+			if errors.As(err, &derr) {
+				err = derr.Unwrap() // the parse function's words alone
+			}
 			return fmt.Errorf("%s: %v", where(s, o, v), err)
 		}
 		text := v
@@ -198,17 +208,17 @@ func resolve(k *koanf.Koanf, origins map[string]Origin) (*Resolved, error) {
 	}
 	var later []int
 	for i, s := range settings {
-		v := strings.TrimSpace(k.String(s.key))
-		if v == "" && s.unset != nil {
+		if k.String(s.key) == "" && s.unset != nil {
 			later = append(later, i)
 			continue
 		}
-		if err := apply(i, v); err != nil {
+		if err := decode(i); err != nil {
 			return nil, err
 		}
 	}
 	for _, i := range later {
-		if err := apply(i, settings[i].unset(r.Config)); err != nil {
+		_ = k.Set(settings[i].key, settings[i].unset(r.Config)) // a string: cannot fail
+		if err := decode(i); err != nil {
 			return nil, err
 		}
 	}
@@ -217,6 +227,38 @@ func resolve(k *koanf.Koanf, origins map[string]Origin) (*Resolved, error) {
 			c.Timeout, origins["timeout"], c.MaxTimeout, origins["max_timeout"])
 	}
 	return r, nil
+}
+
+// hook is the decode hook of s's field: its parse function, given the text
+// of the field's value (and not of an element of it, which the decoder
+// passes through the hook too).
+func (s setting) hook() mapstructure.DecodeHookFuncType {
+	field := fieldOf(&Config{}, s).Type()
+	return func(_, to reflect.Type, data any) (any, error) {
+		v, ok := data.(string)
+		if !ok || s.parse == nil || to != field {
+			return data, nil
+		}
+		return s.parse(v)
+	}
+}
+
+// fieldOf is the field of c that s sets: the one tagged with its key, or
+// the one its field names.
+func fieldOf(c *Config, s setting) reflect.Value {
+	v := reflect.ValueOf(c).Elem()
+	if s.field != "" {
+		for _, name := range strings.Split(s.field, ".") {
+			v = v.FieldByName(name)
+		}
+		return v
+	}
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("koanf") == s.key {
+			return v.Field(i)
+		}
+	}
+	panic("settings: no Config field is tagged koanf:\"" + s.key + "\"")
 }
 
 // where names a value for an error: the variable, the file and key, or the
@@ -285,14 +327,20 @@ func settingsFile(environ []string) (path string, named bool) {
 
 // readFile reads the settings file at path into a layer of text values, as
 // the environment gives them. found is false when there is none; that is an
-// error only when the user named it.
+// error only when the user named it. The file is TOML, read with
+// BurntSushi/toml (which the module graph holds already, through Podman)
+// into the map that koanf's confmap provider loads.
 func readFile(path string, named bool) (layer *koanf.Koanf, found bool, err error) {
 	layer = koanf.New(".")
 	if path == "" {
 		return layer, false, nil
 	}
-	raw := koanf.New(".")
-	if err := raw.Load(file.Provider(path), tomlParser{}); err != nil {
+	var doc map[string]any
+	data, err := os.ReadFile(path)
+	if err == nil {
+		_, err = toml.Decode(string(data), &doc)
+	}
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !named {
 			return layer, false, nil
 		}
@@ -305,6 +353,8 @@ func readFile(path string, named bool) (layer *koanf.Koanf, found bool, err erro
 		}
 		return nil, false, fmt.Errorf("reading settings file %s: %w", path, err)
 	}
+	raw := koanf.New(".")
+	_ = raw.Load(confmap.Provider(doc, "."), nil) // a map in memory: cannot fail
 	texts := map[string]any{}
 	for _, key := range raw.Keys() { // sorted, flattened: a [table]'s keys are "table.key"
 		if !known(key) {
@@ -314,7 +364,7 @@ func readFile(path string, named bool) (layer *koanf.Koanf, found bool, err erro
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: %s: %v", path, key, err)
 		}
-		texts[key] = v
+		texts[key] = strings.TrimSpace(v)
 	}
 	_ = layer.Load(confmap.Provider(texts, "."), nil) // a map in memory: cannot fail
 	return layer, true, nil
@@ -357,7 +407,7 @@ func readEnv(environ []string) (layer *koanf.Koanf, unknown []string, err error)
 			key := strings.ToLower(strings.TrimPrefix(name, EnvPrefix))
 			switch {
 			case known(key):
-				return key, v
+				return key, strings.TrimSpace(v)
 			case name != FileEnv && !ignored[key]:
 				unknown = append(unknown, name)
 			}
@@ -366,21 +416,6 @@ func readEnv(environ []string) (layer *koanf.Koanf, unknown []string, err error)
 	}), nil)
 	slices.Sort(unknown)
 	return layer, unknown, err
-}
-
-// tomlParser is the [koanf.Parser] of the settings file. It is BurntSushi/toml,
-// which the module graph holds already (through Podman), rather than another
-// TOML module.
-type tomlParser struct{}
-
-func (tomlParser) Unmarshal(b []byte) (map[string]any, error) {
-	var m map[string]any
-	_, err := toml.Decode(string(b), &m)
-	return m, err
-}
-
-func (tomlParser) Marshal(map[string]any) ([]byte, error) {
-	return nil, errors.New("settings files are not written")
 }
 
 func defaultConfigDir() string {

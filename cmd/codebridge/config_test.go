@@ -23,7 +23,8 @@ func runInProcess(t *testing.T, args ...string) (stdout, stderr string, code int
 }
 
 // TestConfigCommand: codebridge config prints every setting with its value
-// and origin, as a table or as JSON, and never a secret.
+// and origin, as a table or as JSON, and never a secret: here a default, the
+// settings file, an environment variable and a flag, each for one setting.
 func TestConfigCommand(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(file, []byte("max_runs = 4\nmemory = \"1g\"\n"), 0o600); err != nil {
@@ -74,7 +75,7 @@ func TestConfigCommand(t *testing.T) {
 		t.Errorf("%d settings listed, want every one of the %d:\n%s", len(rows), len(defaults.Values), out)
 	}
 
-	out, stderr, code = runInProcess(t, "config", "--json")
+	out, stderr, code = runInProcess(t, "config", "--json", "--config-dir", "/srv/mcps")
 	if code != 0 {
 		t.Fatalf("--json: exit %d, stderr %q", code, stderr)
 	}
@@ -89,12 +90,30 @@ func TestConfigCommand(t *testing.T) {
 	if got.File != file || !got.FileFound || len(got.Settings) != len(rows) {
 		t.Errorf("--json: file %q (found %v), %d settings", got.File, got.FileFound, len(got.Settings))
 	}
+	// Each of the four layers, by name.
+	origins := map[string]settings.Origin{}
 	for _, v := range got.Settings {
-		if v.Key == "memory" && (v.Text != "2g" || v.Env != "MCP_BRIDGE_MEMORY" || v.Origin != (settings.Origin{Layer: settings.LayerEnv, Name: "MCP_BRIDGE_MEMORY"})) {
+		origins[v.Key] = v.Origin
+		if v.Key == "memory" && (v.Text != "2g" || v.Env != "MCP_BRIDGE_MEMORY") {
 			t.Errorf("--json: memory = %+v", v)
 		}
 	}
-	if !strings.Contains(out, `"layer": "file"`) || strings.Contains(out, "s3cret") {
+	for key, want := range map[string]settings.Origin{
+		"pids":       {Layer: settings.LayerDefault},
+		"max_runs":   {Layer: settings.LayerFile, Name: file},
+		"memory":     {Layer: settings.LayerEnv, Name: "MCP_BRIDGE_MEMORY"},
+		"config_dir": {Layer: settings.LayerFlag, Name: "--config-dir"},
+	} {
+		if origins[key] != want {
+			t.Errorf("--json: %s comes from %+v, want %+v", key, origins[key], want)
+		}
+	}
+	for _, layer := range []string{"default", "file", "env", "flag"} {
+		if !strings.Contains(out, `"layer": "`+layer+`"`) {
+			t.Errorf("--json: no layer %q named:\n%s", layer, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") {
 		t.Errorf("--json: want layer names and no secret:\n%s", out)
 	}
 }
