@@ -460,8 +460,8 @@ func TestHTTPInspectorCLI(t *testing.T) {
 	}
 }
 
-// TestHTTPLimits: past MCP_BRIDGE_MAX_RUNS a run fails at once with a busy
-// error; at MCP_BRIDGE_MAX_MCP_SESSIONS a new session is not refused: the
+// TestHTTPLimits: past MCP_BRIDGE_MAX_RUNS a run waits for a slot for at
+// most its time limit, then fails with a busy error; at MCP_BRIDGE_MAX_MCP_SESSIONS a new session is not refused: the
 // MCP session used least recently is closed to make room, and its sandbox
 // session stays, reachable by its handle from another client.
 func TestHTTPLimits(t *testing.T) {
@@ -477,7 +477,7 @@ func TestHTTPLimits(t *testing.T) {
 		ended <- err
 	}()
 	testenv.Eventually(t, "a run in progress", func() bool { _, h := b.health(t); return h.Runs == 1 })
-	r := runPython(t, c, map[string]any{"code": "print(1)"})
+	r := runPython(t, c, map[string]any{"code": "print(1)", "timeout": 2}) // it waits this long for a slot
 	if !r.IsError || r.Out.Error == nil || r.Out.Error.Kind != "busy" || !strings.Contains(r.Text, "MCP_BRIDGE_MAX_RUNS") {
 		t.Errorf("a run past the limit: %+v %q, want a busy error naming MCP_BRIDGE_MAX_RUNS", r.Out.Error, r.Text)
 	}

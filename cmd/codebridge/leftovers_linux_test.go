@@ -158,8 +158,8 @@ const siblingsEnv = "CODEBRIDGE_TEST_SIBLINGS"
 // service, no socket folder.
 func TestSiblingsCloseAtOnce(t *testing.T) {
 	requirePodman(t)
-	n := 10 // under the race detector, beside the rest of the suite
-	if !raceEnabled {
+	n := 10 // under the race detector, beside the rest of the suite, and in -short's quick loop
+	if !raceEnabled && !testing.Short() {
 		n = 50
 	}
 	if v := os.Getenv(siblingsEnv); v != "" {
