@@ -37,7 +37,7 @@ type answer struct {
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	f.calls = append(f.calls, r.Method+" "+r.URL.Path)
+	f.calls = append(f.calls, r.Method+" "+r.URL.RequestURI())
 	f.mu.Unlock()
 	a := f.start
 	if r.URL.Path == "/containers/create" {
@@ -52,7 +52,11 @@ func (f *fakeAPI) client(t *testing.T) *restapi.Client {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return &restapi.Client{Engine: "fake", Send: func(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, body)
+		u := srv.URL + path
+		if len(query) > 0 {
+			u += "?" + query.Encode()
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, body)
 		if err != nil {
 			return nil, err
 		}
