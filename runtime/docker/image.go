@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -24,14 +23,7 @@ func imagePolicy(configured string) confine.ImagePolicy {
 
 // ImageExists reports whether the image is in the daemon's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	err := c.do(ctx, http.MethodGet, "/images/"+name+"/json", nil, nil, nil)
-	if err == nil {
-		return true, nil
-	}
-	if isStatus(err, http.StatusNotFound) {
-		return false, nil
-	}
-	return false, fmt.Errorf("checking image %s: %w", name, err)
+	return engine.InStore(ctx, c.api(), requestTimeout, "/images/"+name+"/json", name)
 }
 
 // Pull pulls ref, logging the progress the daemon streams and passing it

@@ -67,3 +67,17 @@ func (p *Puller[M]) Pull(ctx context.Context, ref string, progress func(string))
 	progress("pulled " + ref)
 	return nil
 }
+
+// InStore reports whether image name is in the engine's store, asking
+// path, its endpoint for the image, within timeout: a 2xx answer means it
+// is, a 404 that it is not.
+func InStore(ctx context.Context, api *restapi.Client, timeout time.Duration, path, name string) (bool, error) {
+	err := api.Do(ctx, timeout, http.MethodGet, path, nil, nil, nil)
+	if err == nil {
+		return true, nil
+	}
+	if restapi.IsStatus(err, http.StatusNotFound) {
+		return false, nil
+	}
+	return false, fmt.Errorf("checking image %s: %w", name, err)
+}

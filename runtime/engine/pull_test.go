@@ -75,3 +75,27 @@ func TestPull(t *testing.T) {
 		})
 	}
 }
+
+// TestInStore checks the answers that say whether an image is in the store.
+func TestInStore(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer answer
+		want   bool
+		err    string
+	}{
+		{name: "there", answer: answer{http.StatusNoContent, ""}, want: true},
+		{name: "missing", answer: answer{http.StatusNotFound, `{"message": "no such image"}`}},
+		{name: "failing", answer: answer{http.StatusInternalServerError, `{"message": "store locked"}`},
+			err: "checking image img: fake GET /images/img/exists: store locked (HTTP 500)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := &fakeAPI{start: tt.answer}
+			got, err := InStore(t.Context(), api.client(t), time.Minute, "/images/img/exists", "img")
+			if got != tt.want || tt.err == "" && err != nil || tt.err != "" && (err == nil || err.Error() != tt.err) {
+				t.Errorf("InStore = %v, %v; want %v, %q", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}

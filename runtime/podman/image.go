@@ -3,8 +3,6 @@ package podman
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -33,14 +31,7 @@ func imagePolicy(configured string) confine.ImagePolicy {
 
 // ImageExists reports whether the image is present in Podman's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/images/"+url.PathEscape(name)+"/exists", nil, nil, nil)
-	if err == nil {
-		return true, nil
-	}
-	if isStatus(err, http.StatusNotFound) {
-		return false, nil
-	}
-	return false, fmt.Errorf("checking image %s: %w", name, err)
+	return engine.InStore(ctx, c.api(), requestTimeout, "/images/"+url.PathEscape(name)+"/exists", name)
 }
 
 // Pull pulls ref, logging the progress lines Podman streams and passing them
