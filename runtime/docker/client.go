@@ -338,11 +338,13 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	return c.hc.Do(req)
 }
 
-// hijack opens a connection of its own to the daemon and upgrades it with a
-// POST to path (attach), so it carries the raw stream
+// attach opens a connection of its own to the daemon and upgrades it to
+// container id's multiplexed stdin, stdout and stderr
 // ([restapi.Client.Attach]).
-func (c *Client) hijack(ctx context.Context, path string, query url.Values) (net.Conn, *bufio.Reader, error) {
-	return c.api().Attach(ctx, requestTimeout, c.dial, c.url(path, query), path, 64<<10)
+func (c *Client) attach(ctx context.Context, id string) (net.Conn, *bufio.Reader, error) {
+	path := "/containers/" + id + "/attach"
+	q := url.Values{"stdin": {"1"}, "stdout": {"1"}, "stderr": {"1"}, "stream": {"1"}}
+	return c.api().Attach(ctx, requestTimeout, c.dial, c.url(path, q), path, 64<<10)
 }
 
 // rootCause strips the wrapping of a failed request down to the part a

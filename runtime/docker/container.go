@@ -81,64 +81,37 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	if err != nil {
 		return nil, err
 	}
-	var ch *confine.Channel
-	if s.Channel != "" && at.channelDir != "" {
-		if ch, err = confine.NewChannel(at.channelDir); err != nil {
-			c.log.Warn("the sandbox talks through Docker's attach stream instead of a socket", "err", err)
-		} else {
-			cr.Env = append(cr.Env, s.Channel+"="+confine.SocketPath)
-			cr.HostConfig.Mounts = append(cr.HostConfig.Mounts, channelMount(ch))
-		}
-	}
-	var created struct {
-		ID       string `json:"Id"`
-		Warnings []string
-	}
-	if err := c.do(ctx, http.MethodPost, "/containers/create", nil, cr, &created); err != nil {
-		if ch != nil {
-			ch.Close()
-		}
-		if isStatus(err, http.StatusNotFound) {
-			return nil, fmt.Errorf("creating container: image %s not found: %w", s.Image, err)
-		}
-		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
-	}
-	for _, w := range created.Warnings {
-		c.log.Warn("docker create warning", "container", engine.ShortID(created.ID), "warning", w)
-	}
-	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
-	fail := func(err error) (*Container, error) {
-		rctx, cancel := deadlineCtx(ctx, requestTimeout)
-		defer cancel()
-		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
-		}
+	ct, err := c.launcher().Launch(ctx, s, &cr, at.channelDir)
+	if err != nil {
 		return nil, err
 	}
-
-	q := url.Values{"stdin": {"1"}, "stdout": {"1"}, "stderr": {"1"}, "stream": {"1"}}
-	conn, br, err := c.hijack(ctx, "/containers/"+ct.id+"/attach", q)
-	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
-	}
-	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": docker attach")
-
-	// The exit code is asked for before the start: the container removes
-	// itself once it has exited, and with it its state.
-	if err := ct.watchExit(ctx); err != nil {
-		return fail(fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err))
-	}
-	if err := c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
-		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
-			err = fmt.Errorf("%w: %s", err, hint)
-		}
-		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
-	}
 	ct.started = time.Now()
-	if ch != nil {
-		ct.negotiate()
-	}
 	return ct, nil
+}
+
+// launcher creates, attaches to and starts c's containers: Docker's part
+// of the start the drivers share ([engine.Launcher]).
+func (c *Client) launcher() *engine.Launcher[*Container] {
+	return &engine.Launcher[*Container]{
+		Name:     "Docker",
+		API:      c.api(),
+		Timeout:  requestTimeout,
+		Log:      c.log,
+		Declined: &c.declined,
+		Created: func(id string, at *confine.Attached) *Container {
+			return &Container{id: id, Attached: at, c: c, exited: make(chan struct{})}
+		},
+		Attach: c.attach,
+		// The exit code is asked for before the start: the container
+		// removes itself once it has exited, and with it its state.
+		BeforeStart: func(ctx context.Context, ct *Container) error {
+			if err := ct.watchExit(ctx); err != nil {
+				return fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
+			}
+			return nil
+		},
+		MissingImage: func(err error) bool { return isStatus(err, http.StatusNotFound) },
+	}
 }
 
 // watchExit sends the wait request (condition "removed": it answers once
@@ -376,13 +349,6 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 		}
 	}
 	return engine.RemoveEach(ctx, theirs, c.remove)
-}
-
-// negotiate has the container take its stream ([engine.Declined.Negotiate]);
-// a container that could not connect to its socket is reported once per
-// client.
-func (ct *Container) negotiate() {
-	ct.c.declined.Negotiate(ct.Attached, "Docker", ct.id, ct.c.log)
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

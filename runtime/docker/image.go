@@ -2,15 +2,13 @@ package docker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // ImageError is why there is no sandbox image. It matches [ErrUnavailable].
@@ -25,57 +23,47 @@ func imagePolicy(configured string) confine.ImagePolicy {
 
 // ImageExists reports whether the image is in the daemon's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	err := c.do(ctx, http.MethodGet, "/images/"+name+"/json", nil, nil, nil)
-	if err == nil {
-		return true, nil
-	}
-	if isStatus(err, http.StatusNotFound) {
-		return false, nil
-	}
-	return false, fmt.Errorf("checking image %s: %w", name, err)
+	return engine.InStore(ctx, c.api(), requestTimeout, "/images/"+name+"/json", name)
 }
 
 // Pull pulls ref, logging the progress the daemon streams and passing it
 // to progress, one line per layer's step (not each byte count).
 func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) error {
-	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
-	defer cancel()
 	image, tag := splitTag(ref)
-	resp, err := c.request(ctx, http.MethodPost, "/images/create", url.Values{"fromImage": {image}, "tag": {tag}}, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	last := ""
-	for {
-		var m struct {
-			Status string `json:"status"`
-			ID     string `json:"id"`
-			Error  string `json:"error"`
-		}
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
+	last := "" // the daemon repeats a step with each byte count
+	p := engine.Puller[pullMessage]{
+		API:     c.api(),
+		Path:    "/images/create",
+		Query:   url.Values{"fromImage": {image}, "tag": {tag}},
+		Timeout: pullTimeout,
+		Log:     c.log,
+		Read: func(m pullMessage) (string, error) {
+			if m.Error != "" {
+				return "", errors.New(strings.TrimSpace(m.Error))
 			}
-			return fmt.Errorf("reading pull progress: %w", err)
-		}
-		if m.Error != "" {
-			return errors.New(strings.TrimSpace(m.Error))
-		}
-		line := strings.TrimSpace(strings.TrimSpace(m.ID + " " + m.Status))
-		if line != "" && line != last {
+			line := strings.TrimSpace(m.ID + " " + m.Status)
+			if line == "" || line == last {
+				return "", nil
+			}
 			last = line
-			c.log.Info("pulling image", "image", ref, "progress", line)
-			progress(line)
-		}
+			return line, nil
+		},
+		Pulled: func(ctx context.Context) error {
+			if ok, err := c.ImageExists(ctx, ref); err != nil || !ok {
+				return fmt.Errorf("pull ended without the image (%v)", err)
+			}
+			return nil
+		},
 	}
-	if ok, err := c.ImageExists(ctx, ref); err != nil || !ok {
-		return fmt.Errorf("pull ended without the image (%v)", err)
-	}
-	c.log.Info("pulled image", "image", ref)
-	progress("pulled " + ref)
-	return nil
+	return p.Pull(ctx, ref, progress)
+}
+
+// pullMessage is one message of the progress the daemon streams while it
+// pulls an image.
+type pullMessage struct {
+	Status string `json:"status"`
+	ID     string `json:"id"`
+	Error  string `json:"error"`
 }
 
 // splitTag splits ref into its repository and tag ("latest" when none); a

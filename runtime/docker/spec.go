@@ -133,9 +133,11 @@ func newCreateRequest(s confine.Spec, owner map[string]string) (createRequest, e
 	return cr, nil
 }
 
-// channelMount is the bind mount that shows a socket's folder to the
-// container, read-only. (Docker's bind mounts take no noexec: the folder
-// holds one socket, removed once the container has connected.)
-func channelMount(ch *confine.Channel) mount {
-	return mount{Type: "bind", Source: ch.Dir(), Target: confine.MountDir, ReadOnly: true}
+// AddChannel gives the container its socket's folder, bind-mounted
+// read-only, and names the socket in the environment variable env
+// ([engine.CreateRequest]). (Docker's bind mounts take no noexec: the
+// folder holds one socket, removed once the container has connected.)
+func (cr *createRequest) AddChannel(env string, ch *confine.Channel) {
+	cr.Env = append(cr.Env, env+"="+confine.SocketPath)
+	cr.HostConfig.Mounts = append(cr.HostConfig.Mounts, mount{Type: "bind", Source: ch.Dir(), Target: confine.MountDir, ReadOnly: true})
 }

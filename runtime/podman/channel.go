@@ -10,15 +10,10 @@ import (
 // whose [confine.Spec.Channel] is set gets a unix socket instead
 // ([confine.Channel]).
 
-// channelMount is the bind mount that shows a socket's folder to the
-// container.
-func channelMount(ch *confine.Channel) mount {
-	return mount{Destination: confine.MountDir, Type: "bind", Source: ch.Dir(), Options: []string{"ro", "nosuid", "nodev", "noexec"}}
-}
-
-// negotiate has the container take its stream ([engine.Declined.Negotiate]);
-// a container that could not connect to its socket is reported once per
-// client.
-func (ct *Container) negotiate() {
-	ct.c.declined.Negotiate(ct.Attached, "Podman", ct.id, ct.c.log)
+// AddChannel gives the container its socket's folder, bind-mounted
+// read-only, and names the socket in the environment variable env
+// ([engine.CreateRequest]).
+func (cs *createSpec) AddChannel(env string, ch *confine.Channel) {
+	cs.Env[env] = confine.SocketPath
+	cs.Mounts = append(cs.Mounts, mount{Destination: confine.MountDir, Type: "bind", Source: ch.Dir(), Options: []string{"ro", "nosuid", "nodev", "noexec"}})
 }

@@ -73,55 +73,28 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	if err != nil {
 		return nil, err
 	}
-	var ch *confine.Channel
-	if s.Channel != "" && at.channelDir != "" {
-		if ch, err = confine.NewChannel(at.channelDir); err != nil {
-			c.log.Warn("the sandbox talks through Podman's attach stream instead of a socket", "err", err)
-		} else {
-			cs.Env[s.Channel] = confine.SocketPath
-			cs.Mounts = append(cs.Mounts, channelMount(ch))
-		}
-	}
-	var created struct {
-		ID       string   `json:"Id"`
-		Warnings []string `json:"Warnings"`
-	}
-	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/create", nil, cs, &created); err != nil {
-		if ch != nil {
-			ch.Close()
-		}
-		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
-	}
-	for _, w := range created.Warnings {
-		c.log.Warn("podman create warning", "container", engine.ShortID(created.ID), "warning", w)
-	}
-	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c}
-	fail := func(err error) (*Container, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
-		defer cancel()
-		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
-		}
+	ct, err := c.launcher().Launch(ctx, s, &cs, at.channelDir)
+	if err != nil {
 		return nil, err
 	}
-
-	conn, br, err := c.attach(ctx, ct.id)
-	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
-	}
-	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
-
-	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
-		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
-			err = fmt.Errorf("%w: %s", err, hint)
-		}
-		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
-	}
 	ct.started = time.Now()
-	if ch != nil {
-		ct.negotiate()
-	}
 	return ct, nil
+}
+
+// launcher creates, attaches to and starts c's containers: Podman's part
+// of the start the drivers share ([engine.Launcher]).
+func (c *Client) launcher() *engine.Launcher[*Container] {
+	return &engine.Launcher[*Container]{
+		Name:     "Podman",
+		API:      c.api(),
+		Timeout:  requestTimeout,
+		Log:      c.log,
+		Declined: &c.declined,
+		Created: func(id string, at *confine.Attached) *Container {
+			return &Container{id: id, Attached: at, c: c}
+		},
+		Attach: c.attach,
+	}
 }
 
 // attach opens a dedicated connection to the API and upgrades it to the

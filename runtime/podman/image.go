@@ -2,15 +2,12 @@ package podman
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/engine"
 )
 
 // Hints in errors, for people who started codebridge with go run or a
@@ -34,61 +31,47 @@ func imagePolicy(configured string) confine.ImagePolicy {
 
 // ImageExists reports whether the image is present in Podman's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	err := c.api().Do(ctx, requestTimeout, http.MethodGet, "/images/"+url.PathEscape(name)+"/exists", nil, nil, nil)
-	if err == nil {
-		return true, nil
-	}
-	if isStatus(err, http.StatusNotFound) {
-		return false, nil
-	}
-	return false, fmt.Errorf("checking image %s: %w", name, err)
+	return engine.InStore(ctx, c.api(), requestTimeout, "/images/"+url.PathEscape(name)+"/exists", name)
 }
 
 // Pull pulls ref, logging the progress lines Podman streams and passing them
 // to progress. An image on a loopback registry is pulled without TLS, as
 // Docker does by default: nothing but this machine can listen there.
 func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) error {
-	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
-	defer cancel()
 	q := url.Values{"reference": {ref}, "quiet": {"false"}}
 	if confine.LoopbackRegistry(ref) {
 		q.Set("tlsVerify", "false")
 	}
-	resp, err := c.api().Request(ctx, http.MethodPost, "/images/pull", q, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
 	pulled := false
-	for {
-		var rep struct {
-			Stream string   `json:"stream"`
-			Error  string   `json:"error"`
-			Images []string `json:"images"`
-			ID     string   `json:"id"`
-		}
-		if err := dec.Decode(&rep); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
+	p := engine.Puller[pullReport]{
+		API:     c.api(),
+		Path:    "/images/pull",
+		Query:   q,
+		Timeout: pullTimeout,
+		Log:     c.log,
+		Read: func(r pullReport) (string, error) {
+			line := strings.TrimSpace(r.Stream)
+			if r.Error != "" {
+				return line, errors.New(strings.TrimSpace(r.Error))
 			}
-			return fmt.Errorf("reading pull progress: %w", err)
-		}
-		if s := strings.TrimSpace(rep.Stream); s != "" {
-			c.log.Info("pulling image", "image", ref, "progress", s)
-			progress(s)
-		}
-		if rep.Error != "" {
-			return errors.New(strings.TrimSpace(rep.Error))
-		}
-		if rep.ID != "" || len(rep.Images) > 0 {
-			pulled = true
-		}
+			pulled = pulled || r.ID != "" || len(r.Images) > 0
+			return line, nil
+		},
+		Pulled: func(context.Context) error {
+			if !pulled {
+				return errors.New("pull ended without an image")
+			}
+			return nil
+		},
 	}
-	if !pulled {
-		return errors.New("pull ended without an image")
-	}
-	c.log.Info("pulled image", "image", ref)
-	progress("pulled " + ref)
-	return nil
+	return p.Pull(ctx, ref, progress)
+}
+
+// pullReport is one message of the progress Podman streams while it pulls
+// an image.
+type pullReport struct {
+	Stream string   `json:"stream"`
+	Error  string   `json:"error"`
+	Images []string `json:"images"`
+	ID     string   `json:"id"`
 }
