@@ -12,7 +12,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/docker"
-	rtengine "github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -21,7 +21,7 @@ import (
 // engine is a container engine driver (runtime/podman, ...) as codebridge
 // uses it: the sandbox manager's [sandbox.Engine], and what the composition
 // root needs around it. Each driver has an adapter here (Podman's and
-// Docker's are one, [localEngine], over runtime/engine's life cycle), and
+// Docker's are one, [localEngine], over runtime/enginekit's life cycle), and
 // [newEngine] chooses one by name.
 type engine interface {
 	sandbox.Engine
@@ -142,10 +142,10 @@ func sandboxSpec(cfg settings.Config) confine.Spec {
 	}
 }
 
-// localEngine adapts the engine of a driver built on runtime/engine's life
+// localEngine adapts the engine of a driver built on runtime/enginekit's life
 // cycle (runtime/podman's, runtime/docker's); describe is the driver's own.
 type localEngine struct {
-	e        *rtengine.Engine
+	e        *enginekit.Engine
 	describe func(ctx context.Context) (engineInfo, error)
 }
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -104,14 +104,14 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
 	for _, w := range created.Warnings {
-		c.log.Warn("docker create warning", "container", engine.ShortID(created.ID), "warning", w)
+		c.log.Warn("docker create warning", "container", enginekit.ShortID(created.ID), "warning", w)
 	}
 	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
+			c.log.Warn("removing failed container", "container", enginekit.ShortID(ct.id), "err", rerr)
 		}
 		return nil, err
 	}
@@ -119,20 +119,20 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	q := url.Values{"stdin": {"1"}, "stdout": {"1"}, "stderr": {"1"}, "stream": {"1"}}
 	conn, br, err := c.hijack(ctx, "/containers/"+ct.id+"/attach", q)
 	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
+		return fail(fmt.Errorf("attaching to container %s: %w", enginekit.ShortID(ct.id), err))
 	}
-	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": docker attach")
+	ct.Attach(conn, br, "container "+enginekit.ShortID(ct.id)+": docker attach")
 
 	// The exit code is asked for before the start: the container removes
 	// itself once it has exited, and with it its state.
 	if err := ct.watchExit(ctx); err != nil {
-		return fail(fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err))
+		return fail(fmt.Errorf("waiting for container %s: %w", enginekit.ShortID(ct.id), err))
 	}
 	if err := c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
 		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
 			err = fmt.Errorf("%w: %s", err, hint)
 		}
-		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
+		return fail(fmt.Errorf("starting container %s: %w", enginekit.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()
 	if ch != nil {
@@ -187,7 +187,7 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 	case <-ct.exited:
 		return ct.code, ct.waitErr
 	case <-ctx.Done():
-		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), ctx.Err())
+		return -1, fmt.Errorf("waiting for container %s: %w", enginekit.ShortID(ct.id), ctx.Err())
 	}
 }
 
@@ -213,7 +213,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	oom, err := ct.c.oomEvent(ctx, ct.id, ct.started)
 	if err != nil {
 		// The exit code stands; only its cause is unknown.
-		ct.c.log.Warn("could not tell whether the container ran out of memory", "container", engine.ShortID(ct.id), "code", code, "err", err)
+		ct.c.log.Warn("could not tell whether the container ran out of memory", "container", enginekit.ShortID(ct.id), "code", code, "err", err)
 	}
 	return oom, nil
 }
@@ -237,7 +237,7 @@ func (c *Client) oomEvent(ctx context.Context, id string, since time.Time) (bool
 		"filters": {string(filters)},
 	}, nil)
 	if err != nil {
-		return false, fmt.Errorf("asking the daemon whether container %s ran out of memory: %w", engine.ShortID(id), err)
+		return false, fmt.Errorf("asking the daemon whether container %s ran out of memory: %w", enginekit.ShortID(id), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -247,7 +247,7 @@ func (c *Client) oomEvent(ctx context.Context, id string, since time.Time) (bool
 		case errors.Is(err, io.EOF):
 			return false, nil
 		case err != nil:
-			return false, fmt.Errorf("reading the daemon's events of container %s: %w", engine.ShortID(id), err)
+			return false, fmt.Errorf("reading the daemon's events of container %s: %w", enginekit.ShortID(id), err)
 		case ev.Action == "oom":
 			return true, nil
 		}
@@ -265,7 +265,7 @@ func (ct *Container) Kill(ctx context.Context) error {
 	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
+	return fmt.Errorf("killing container %s: %w", enginekit.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
@@ -300,14 +300,14 @@ func (c *Client) remove(ctx context.Context, id string) error {
 	if err == nil || isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusConflict) && strings.Contains(err.Error(), "in progress") {
 		return nil
 	}
-	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+	return fmt.Errorf("removing container %s: %w", enginekit.ShortID(id), err)
 }
 
 // inspect returns whether the container exists and is running.
 func (c *Client) inspect(ctx context.Context, id string) (running bool, err error) {
 	var data struct{ State struct{ Running bool } }
 	if err := c.do(ctx, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return false, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
+		return false, fmt.Errorf("inspecting container %s: %w", enginekit.ShortID(id), err)
 	}
 	return data.State.Running, nil
 }
@@ -359,7 +359,7 @@ func (c *Client) removeStale(ctx context.Context, self confine.Owner, grace time
 			stale = append(stale, s.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, stale, c.remove)
+	return enginekit.RemoveEach(ctx, stale, c.remove)
 }
 
 // RemoveByClient removes every container created through a client with
@@ -375,10 +375,10 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 			theirs = append(theirs, s.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, theirs, c.remove)
+	return enginekit.RemoveEach(ctx, theirs, c.remove)
 }
 
-// negotiate has the container take its stream ([engine.Declined.Negotiate]);
+// negotiate has the container take its stream ([enginekit.Declined.Negotiate]);
 // a container that could not connect to its socket is reported once per
 // client.
 func (ct *Container) negotiate() {

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
@@ -16,7 +16,7 @@ type ImageWatch = confine.ImageWatch
 // EngineOptions configure an [Engine]. Zero values mean the defaults.
 type EngineOptions struct {
 	Host     string // Docker API; see [Options.Host]
-	StateDir string // holds the sandboxes' socket folders; "" means [engine.StateDir]'s default
+	StateDir string // holds the sandboxes' socket folders; "" means [enginekit.StateDir]'s default
 	Image    string // the configured image; "" chooses [confine.DefaultImage], else [confine.FallbackImage]
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required. Its Runtime is the OCI
@@ -29,26 +29,26 @@ type EngineOptions struct {
 }
 
 // Engine starts containers from one spec on a Docker daemon it connects to
-// on first use: the engines' shared life cycle ([engine.Engine]: connecting
+// on first use: the engines' shared life cycle ([enginekit.Engine]: connecting
 // and connecting again, the image, the sweep) on a [Client].
 type Engine struct {
-	*engine.Engine
+	*enginekit.Engine
 	opts EngineOptions
 }
 
 // Box is a started container of an [Engine].
-type Box = engine.Box
+type Box = enginekit.Box
 
 // NewEngine returns an engine; it does not touch Docker until used.
 func NewEngine(opts EngineOptions) *Engine {
-	connect := func(ctx context.Context) (engine.Conn, error) {
+	connect := func(ctx context.Context) (enginekit.Conn, error) {
 		c, err := Connect(ctx, Options{Host: opts.Host, Logger: opts.Logger, Declined: opts.Declined, Getenv: opts.Getenv})
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
 	}
-	return &Engine{engine.New(connect, engine.Options{
+	return &Engine{enginekit.New(connect, enginekit.Options{
 		Name:     "Docker",
 		Image:    imagePolicy(opts.Image),
 		StateDir: opts.StateDir,
@@ -81,9 +81,9 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 
 // Launch starts a container of s through c, under its OCI runtime
 // ([confine.Spec.Runtime]), its socket's folder made in channelDir ("" none):
-// what an [engine.Engine] asks of a Docker connection. The seccomp profile
+// what an [enginekit.Engine] asks of a Docker connection. The seccomp profile
 // goes inline in the create request.
-func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.Container, error) {
 	ct, err := c.start(ctx, s, placement{channelDir: channelDir})
 	if err != nil {
 		return nil, err // not a typed nil in the interface

@@ -16,8 +16,8 @@
 // that made them; a NetworkPolicy denies them all traffic. An engine's
 // Close deletes its pods, and every engine sweeps what no replica will
 // delete (ended pods, and pods of codebridge processes of its host that
-// have exited). Its set of live pods, which closes once, is runtime/engine's
-// [engine.Live], as every driver's is; the rest of runtime/engine's life
+// have exited). Its set of live pods, which closes once, is runtime/enginekit's
+// [enginekit.Live], as every driver's is; the rest of runtime/enginekit's life
 // cycle (exit turns, the image job, reconnecting to a local engine) has no
 // counterpart on a cluster.
 package kube

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // Options configure an [Engine]. Zero values mean the defaults.
@@ -86,7 +86,7 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the sweep
 
-	live engine.Live[*Box] // every pod not yet removed; closed by Close
+	live enginekit.Live[*Box] // every pod not yet removed; closed by Close
 
 	mu     sync.Mutex // protects following
 	client *Client
@@ -118,7 +118,7 @@ func (e *Engine) Replica() string { return e.replica }
 // exists and starts the sweep.
 func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 	if e.live.Closed() {
-		return nil, "", engine.ErrShutDown
+		return nil, "", enginekit.ErrShutDown
 	}
 	e.mu.Lock()
 	c, ns := e.client, e.ns
@@ -151,7 +151,7 @@ func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 	defer e.mu.Unlock()
 	if e.live.Closed() { // under e.mu, so that Close sees e.client if kept
 		c.Close()
-		return nil, "", engine.ErrShutDown
+		return nil, "", enginekit.ErrShutDown
 	}
 	e.client, e.ns = c, ns
 	e.jobs.Go(func() { e.sweepLoop(c, ns) })
@@ -286,7 +286,7 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
 	if !e.live.Add(b) {
 		b.delete(ctx)
-		return nil, engine.ErrShutDown
+		return nil, enginekit.ErrShutDown
 	}
 	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
 	defer cancel()

@@ -16,7 +16,7 @@ func channelMount(ch *confine.Channel) mount {
 	return mount{Destination: confine.MountDir, Type: "bind", Source: ch.Dir(), Options: []string{"ro", "nosuid", "nodev", "noexec"}}
 }
 
-// negotiate has the container take its stream ([engine.Declined.Negotiate]);
+// negotiate has the container take its stream ([enginekit.Declined.Negotiate]);
 // a container that could not connect to its socket is reported once per
 // client.
 func (ct *Container) negotiate() {

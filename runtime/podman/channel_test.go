@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -198,7 +198,7 @@ func TestChannelDeclinedTold(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(told) != 1 || !strings.Contains(told[0], engine.ShortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
+	if len(told) != 1 || !strings.Contains(told[0], enginekit.ShortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
 		t.Errorf("Declined was told %q; want once, the container and why", told)
 	}
 }

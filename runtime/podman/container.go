@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // Container is a started sandbox container with its standard streams
@@ -93,29 +93,29 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 		return nil, fmt.Errorf("creating container from %s: %w", s.Image, err)
 	}
 	for _, w := range created.Warnings {
-		c.log.Warn("podman create warning", "container", engine.ShortID(created.ID), "warning", w)
+		c.log.Warn("podman create warning", "container", enginekit.ShortID(created.ID), "warning", w)
 	}
 	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c}
 	fail := func(err error) (*Container, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
-			c.log.Warn("removing failed container", "container", engine.ShortID(ct.id), "err", rerr)
+			c.log.Warn("removing failed container", "container", enginekit.ShortID(ct.id), "err", rerr)
 		}
 		return nil, err
 	}
 
 	conn, br, err := c.attach(ctx, ct.id)
 	if err != nil {
-		return fail(fmt.Errorf("attaching to container %s: %w", engine.ShortID(ct.id), err))
+		return fail(fmt.Errorf("attaching to container %s: %w", enginekit.ShortID(ct.id), err))
 	}
-	ct.Attach(conn, br, "container "+engine.ShortID(ct.id)+": podman attach")
+	ct.Attach(conn, br, "container "+enginekit.ShortID(ct.id)+": podman attach")
 
 	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/start", nil, nil, nil); err != nil {
 		if hint := confine.GVisorStartHint(s.Runtime, err.Error()); hint != "" {
 			err = fmt.Errorf("%w: %s", err, hint)
 		}
-		return fail(fmt.Errorf("starting container %s: %w", engine.ShortID(ct.id), err))
+		return fail(fmt.Errorf("starting container %s: %w", enginekit.ShortID(ct.id), err))
 	}
 	ct.started = time.Now()
 	if ch != nil {
@@ -168,7 +168,7 @@ func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 		if code, err = ct.readDied(ctx, follow); err == nil || ctx.Err() != nil || !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return code, err
 		}
-		ct.c.log.Debug("podman's events ended without the container's exit; asking again", "container", engine.ShortID(ct.id), "err", err)
+		ct.c.log.Debug("podman's events ended without the container's exit; asking again", "container", enginekit.ShortID(ct.id), "err", err)
 	}
 	return -1, err
 }
@@ -184,7 +184,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
 	resp, err := ct.c.api().Request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
-		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
+		return -1, fmt.Errorf("waiting for container %s: %w", enginekit.ShortID(ct.id), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -196,7 +196,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", engine.ShortID(ct.id), err)
+			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", enginekit.ShortID(ct.id), err)
 		}
 		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
 			return code, nil
@@ -221,7 +221,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 	// A container that has exited is inspected while its cleanup (and,
 	// under gVisor, runsc's teardown) holds its lock: as long as a list.
 	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
+		return State{}, fmt.Errorf("inspecting container %s: %w", enginekit.ShortID(id), err)
 	}
 	s := data.State
 	return State{Status: s.Status, Running: s.Running, ExitCode: s.ExitCode, OOMKilled: s.OOMKilled}, nil
@@ -260,7 +260,7 @@ func (ct *Container) Kill(ctx context.Context) error {
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
+	return fmt.Errorf("killing container %s: %w", enginekit.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
@@ -293,11 +293,11 @@ func (c *Client) remove(ctx context.Context, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+			return fmt.Errorf("removing container %s: %w", enginekit.ShortID(id), err)
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+	return fmt.Errorf("removing container %s: %w", enginekit.ShortID(id), err)
 }
 
 // Summary describes a container in [Client.List].
@@ -349,7 +349,7 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 			stale = append(stale, s.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, stale, c.remove)
+	return enginekit.RemoveEach(ctx, stale, c.remove)
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

@@ -18,7 +18,7 @@
 // [Connect] finds a Podman API or uses the 'podman system service' that the
 // codebridge processes of a user share, starting it if needed (service.go);
 // [Client.Start] creates, attaches to and starts a container; [Engine] is
-// the engines' shared life cycle (runtime/engine: connecting, the image,
+// the engines' shared life cycle (runtime/enginekit: connecting, the image,
 // exit turns, the sweep) on a [Client].
 //
 // # Leftovers

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // EngineOptions configure an [Engine]. Zero values mean the defaults.
@@ -25,25 +25,25 @@ type EngineOptions struct {
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
 	// ExitDelay and ExitInterval give containers exit turns
-	// ([engine.Options.ExitDelay]): each container that exits costs Podman
+	// ([enginekit.Options.ExitDelay]): each container that exits costs Podman
 	// 4.3 a process ('podman container cleanup').
 	ExitDelay    string
-	ExitInterval time.Duration // 0 means [engine.DefaultExitInterval]
+	ExitInterval time.Duration // 0 means [enginekit.DefaultExitInterval]
 
 	serviceIdle time.Duration // see [Options.idle]
-	exitBurst   int           // see [engine.Options.ExitBurst]; tests lower it
+	exitBurst   int           // see [enginekit.Options.ExitBurst]; tests lower it
 }
 
 // Engine starts containers from one spec on a Podman it connects to on
-// first use: the engines' shared life cycle ([engine.Engine]: connecting
+// first use: the engines' shared life cycle ([enginekit.Engine]: connecting
 // and connecting again, the image, exit turns, the sweep) on a [Client].
 type Engine struct {
-	*engine.Engine
+	*enginekit.Engine
 	opts EngineOptions
 }
 
 // Box is a started container of an [Engine].
-type Box = engine.Box
+type Box = enginekit.Box
 
 // ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
 // the sandbox image when it is not there yet and Podman pulls it.
@@ -51,14 +51,14 @@ type ImageWatch = confine.ImageWatch
 
 // NewEngine returns an engine; it does not touch Podman until used.
 func NewEngine(opts EngineOptions) *Engine {
-	connect := func(ctx context.Context) (engine.Conn, error) {
+	connect := func(ctx context.Context) (enginekit.Conn, error) {
 		c, err := Connect(ctx, Options{URI: opts.URI, StateDir: opts.StateDir, Runtime: opts.Spec.Runtime, Logger: opts.Logger, Declined: opts.Declined, idle: opts.serviceIdle})
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
 	}
-	return &Engine{engine.New(connect, engine.Options{
+	return &Engine{enginekit.New(connect, enginekit.Options{
 		Name:         "Podman",
 		Image:        imagePolicy(opts.Image),
 		StateDir:     opts.StateDir,
@@ -102,8 +102,8 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 
 // Launch starts a container of s through c, with the sandbox's seccomp
 // profile, its socket's folder made in channelDir ("" none): what an
-// [engine.Engine] asks of a Podman connection.
-func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
+// [enginekit.Engine] asks of a Podman connection.
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.Container, error) {
 	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	profile, err := c.seccomp(ctx, s.Image, s.Runtime)
 	if err != nil {
@@ -171,7 +171,7 @@ func (c *Client) seccomp(ctx context.Context, image, runtime string) (string, er
 		c.placed = path
 		return path, nil
 	}
-	path, err := confine.WriteSeccompProfile(engine.StateDir(c.stateDir), runtime)
+	path, err := confine.WriteSeccompProfile(enginekit.StateDir(c.stateDir), runtime)
 	if err != nil {
 		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}
@@ -196,7 +196,7 @@ func removeByClient(ctx context.Context, c *Client, clients ...string) (int, err
 			theirs = append(theirs, sm.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, theirs, c.remove)
+	return enginekit.RemoveEach(ctx, theirs, c.remove)
 }
 
 // serviceExited reports whether c's shared Podman service has exited.

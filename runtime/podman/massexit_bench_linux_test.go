@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -88,7 +88,7 @@ func BenchmarkMassExit(b *testing.B) {
 		} else {
 			for _, sm := range list {
 				if sm.Labels[labelClient] == label {
-					b.Fatalf("container %s is still there (%s)", engine.ShortID(sm.ID), sm.State)
+					b.Fatalf("container %s is still there (%s)", enginekit.ShortID(sm.ID), sm.State)
 				}
 			}
 		}

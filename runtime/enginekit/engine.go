@@ -1,4 +1,4 @@
-// Package engine is the life cycle of sandbox containers that every engine
+// Package enginekit is the life cycle of sandbox containers that every engine
 // driver under runtime/ (runtime/podman, runtime/docker) shares, whatever
 // the engine: an [Engine] connects to its engine on first use and again
 // after the engine stops answering, resolves the sandbox image once for
@@ -15,7 +15,7 @@
 //
 // runtime/enginetest is the conformance suite every driver runs against
 // its real engine.
-package engine
+package enginekit
 
 import (
 	"cmp"
