@@ -145,7 +145,7 @@ func sandboxSpec(cfg settings.Config) confine.Spec {
 // localEngine adapts the engine of a driver built on runtime/enginekit's life
 // cycle (runtime/podman's, runtime/docker's); describe is the driver's own.
 type localEngine struct {
-	e        *enginekit.Engine
+	e        *enginekit.Lifecycle
 	describe func(ctx context.Context) (engineInfo, error)
 }
 
@@ -192,7 +192,7 @@ func newPodmanEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger
 				"component", "podman", "container", container, "reason", reason)
 		},
 	})
-	return localEngine{pe.Engine, func(ctx context.Context) (engineInfo, error) {
+	return localEngine{pe.Lifecycle, func(ctx context.Context) (engineInfo, error) {
 		info := engineInfo{Name: "Podman", Setup: "codebridge setup",
 			Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
 		pi, err := pe.Info(ctx)
@@ -220,7 +220,7 @@ func newDockerEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger
 				"component", "docker", "container", container, "reason", reason)
 		},
 	})
-	return localEngine{de.Engine, func(ctx context.Context) (engineInfo, error) {
+	return localEngine{de.Lifecycle, func(ctx context.Context) (engineInfo, error) {
 		info := engineInfo{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: docker.StartHint}
 		di, err := de.Info(ctx)
 		if err != nil {

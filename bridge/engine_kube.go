@@ -38,7 +38,7 @@ func (e kubeEngine) Start(ctx context.Context, _ sandbox.Wait) (sandbox.Containe
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}
-	return &heldBox{Box: b, e: e, holder: newHolder()}, nil
+	return &heldBox{Container: b, e: e, holder: newHolder()}, nil
 }
 
 func (e kubeEngine) Ready(ctx context.Context, _ sandbox.Wait) error {

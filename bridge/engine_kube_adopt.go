@@ -45,7 +45,7 @@ func (e kubeEngine) labels() podLabels {
 // heldBox is a sandbox pod's stream as this replica holds it: its Remove
 // leaves alone a pod another stream has taken since.
 type heldBox struct {
-	*kube.Box
+	*kube.Container
 	e      kubeEngine
 	holder string // this stream's value of labelHolder
 
@@ -113,7 +113,7 @@ func (e kubeEngine) Adopt(ctx context.Context, ref sandbox.HandleRef) (sandbox.C
 	if err != nil {
 		return nil, "", 0, err
 	}
-	return &heldBox{Box: box, e: e, holder: holder, ref: ref}, pod.Labels[labelSession], runs, nil
+	return &heldBox{Container: box, e: e, holder: holder, ref: ref}, pod.Labels[labelSession], runs, nil
 }
 
 // Lost reports whether ct's pod, still running, is held by another stream:
@@ -144,7 +144,7 @@ func (b *heldBox) Remove(ctx context.Context) error {
 	if b.e.Lost(ctx, b) {
 		return b.Stream().Close()
 	}
-	return b.Box.Remove(ctx)
+	return b.Container.Remove(ctx)
 }
 
 var _ sandbox.Adopter = kubeEngine{}

@@ -18,12 +18,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
-// Container is a started sandbox container with its standard streams
+// APIContainer is a started sandbox container with its standard streams
 // attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
-// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// stream of [enginekit.Container.Stream], stdout and stdin or a socket). Read Stdout and
 // write Stdin from one goroutine each; the other methods are safe for
 // concurrent use.
-type Container struct {
+type APIContainer struct {
 	id string
 	*confine.Attached
 
@@ -41,13 +41,13 @@ type Container struct {
 }
 
 // ID is the container's ID.
-func (ct *Container) ID() string { return ct.id }
+func (ct *APIContainer) ID() string { return ct.id }
 
 // Started is when the container started.
-func (ct *Container) Started() time.Time { return ct.started }
+func (ct *APIContainer) Started() time.Time { return ct.started }
 
 // Streams are the container's attached streams.
-func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+func (ct *APIContainer) Streams() *confine.Attached { return ct.Attached }
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
@@ -64,11 +64,11 @@ type placement struct {
 // Start creates a container from s, attaches to its stdin, stdout and
 // stderr, and starts it, with the sandbox's seccomp profile. Attaching
 // before starting loses no output. On error nothing is left behind.
-func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) {
+func (c *Client) Start(ctx context.Context, s confine.Spec) (*APIContainer, error) {
 	return c.start(ctx, s, placement{})
 }
 
-func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*APIContainer, error) {
 	owner := at.owner
 	if owner == nil {
 		owner = c.owner
@@ -106,8 +106,8 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	for _, w := range created.Warnings {
 		c.log.Warn("docker create warning", "container", enginekit.ShortID(created.ID), "warning", w)
 	}
-	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
-	fail := func(err error) (*Container, error) {
+	ct := &APIContainer{id: created.ID, Attached: confine.NewAttached(ch), c: c, exited: make(chan struct{})}
+	fail := func(err error) (*APIContainer, error) {
 		rctx, cancel := deadlineCtx(ctx, requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
@@ -145,8 +145,8 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 // the container has exited and the daemon has removed it) and reads its
 // answer in the background; it returns once the daemon has taken the
 // request. The request ends with the container, or when its streams are
-// closed ([Container.CloseStreams]).
-func (ct *Container) watchExit(ctx context.Context) error {
+// closed ([APIContainer.CloseStreams]).
+func (ct *APIContainer) watchExit(ctx context.Context) error {
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	ct.stopWait = stop
 	q := url.Values{"condition": {"removed"}}
@@ -182,7 +182,7 @@ func (ct *Container) watchExit(ctx context.Context) error {
 
 // Wait blocks until the container has stopped and been removed, and returns
 // its exit code. It has no deadline of its own: give ctx one.
-func (ct *Container) Wait(ctx context.Context) (int, error) {
+func (ct *APIContainer) Wait(ctx context.Context) (int, error) {
 	select {
 	case <-ct.exited:
 		return ct.code, ct.waitErr
@@ -193,7 +193,7 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 
 // OOMKilled reports whether the container, which must have exited, was
 // killed for exceeding its memory limit: an exit by SIGKILL (code 137) that
-// [Container.Kill] did not cause. Nothing else in a sandbox without
+// [APIContainer.Kill] did not cause. Nothing else in a sandbox without
 // capabilities sends SIGKILL to its process, except the code itself; and the
 // container, removed once it exited, can no longer be asked.
 //
@@ -202,7 +202,7 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 // sandbox's helper processes instead of its kernel, which then exits with a
 // code of its own (2 here, likely a Go panic's), while the cgroup's OOM was seen all
 // the same.
-func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
+func (ct *APIContainer) OOMKilled(ctx context.Context) (bool, error) {
 	code, err := ct.Wait(ctx)
 	if err != nil || code == 0 || ct.killed.Load() {
 		return false, err
@@ -259,7 +259,7 @@ func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.N
 
 // Kill sends SIGKILL to the container. A container that is not running (any
 // more) is not an error.
-func (ct *Container) Kill(ctx context.Context) error {
+func (ct *APIContainer) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) {
@@ -270,7 +270,7 @@ func (ct *Container) Kill(ctx context.Context) error {
 
 // Remove force-removes the container (killing it if it runs) and closes its
 // streams. Removing a container twice, or one already gone, is not an error.
-func (ct *Container) Remove(ctx context.Context) error {
+func (ct *APIContainer) Remove(ctx context.Context) error {
 	ct.mu.Lock()
 	already := ct.removed
 	ct.removed = true
@@ -287,7 +287,7 @@ func (ct *Container) Remove(ctx context.Context) error {
 // ([confine.Attached.CloseStreams]) and gives up the wait for the exit
 // code. The container's process exits when its stream ends. Closing again
 // does nothing.
-func (ct *Container) CloseStreams() {
+func (ct *APIContainer) CloseStreams() {
 	ct.Attached.CloseStreams()
 	if ct.stopWait != nil {
 		ct.stopWait()
@@ -381,7 +381,7 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 // negotiate has the container take its stream ([enginekit.Declined.Negotiate]);
 // a container that could not connect to its socket is reported once per
 // client.
-func (ct *Container) negotiate() {
+func (ct *APIContainer) negotiate() {
 	ct.c.declined.Negotiate(ct.Attached, "Docker", ct.id, ct.c.log)
 }
 

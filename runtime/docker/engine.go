@@ -29,15 +29,12 @@ type EngineOptions struct {
 }
 
 // Engine starts containers from one spec on a Docker daemon it connects to
-// on first use: the engines' shared life cycle ([enginekit.Engine]: connecting
+// on first use: the engines' shared life cycle ([enginekit.Lifecycle]: connecting
 // and connecting again, the image, the sweep) on a [Client].
 type Engine struct {
-	*enginekit.Engine
+	*enginekit.Lifecycle
 	opts EngineOptions
 }
-
-// Box is a started container of an [Engine].
-type Box = enginekit.Box
 
 // NewEngine returns an engine; it does not touch Docker until used.
 func NewEngine(opts EngineOptions) *Engine {
@@ -81,9 +78,9 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 
 // Launch starts a container of s through c, under its OCI runtime
 // ([confine.Spec.Runtime]), its socket's folder made in channelDir ("" none):
-// what an [enginekit.Engine] asks of a Docker connection. The seccomp profile
+// what an [enginekit.Lifecycle] asks of a Docker connection. The seccomp profile
 // goes inline in the create request.
-func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.Container, error) {
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.APIContainer, error) {
 	ct, err := c.start(ctx, s, placement{channelDir: channelDir})
 	if err != nil {
 		return nil, err // not a typed nil in the interface

@@ -76,7 +76,7 @@ func claimReady(c *claimObject) (bool, error) {
 // claim starts a sandbox as a claim on the warm pool: it creates the claim,
 // waits for its sandbox to be ready, marks the pod as this replica's and
 // opens its stream.
-func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) {
+func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Container, error) {
 	owner := e.owner.Labels()
 	labels := map[string]string{confine.LabelManaged: "true", LabelReplica: e.replica}
 	if start, ok := owner[confine.LabelOwnerStart]; ok {
@@ -90,7 +90,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) 
 	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, claimsPath(ns), nil, cl, nil); err != nil {
 		return nil, fmt.Errorf("claiming a sandbox from warm pool %s in namespace %s (agent-sandbox): %w", e.opts.WarmPool, ns, err)
 	}
-	b := &Box{e: e, c: c, ns: ns, claim: cl.Metadata.Name, serve: e.opts.Serve != nil}
+	b := &Container{e: e, c: c, ns: ns, claim: cl.Metadata.Name, serve: e.opts.Serve != nil}
 	return e.launch(ctx, b, func(ctx context.Context) error {
 		got, err := waitObject(ctx, c, claimsPath(ns), "sandbox claim", cl.Metadata.Name, errClaimGone, claimReady)
 		if err != nil {

@@ -86,7 +86,7 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the sweep
 
-	live enginekit.Live[*Box] // every pod not yet removed; closed by Close
+	live enginekit.Live[*Container] // every pod not yet removed; closed by Close
 
 	mu     sync.Mutex // protects following
 	client *Client
@@ -248,17 +248,17 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 
 // Start creates a pod from the engine's spec, waits until its container
 // runs and opens its stream.
-func (e *Engine) Start(ctx context.Context) (*Box, error) {
+func (e *Engine) Start(ctx context.Context) (*Container, error) {
 	return e.start(ctx, e.opts.Spec, nil)
 }
 
 // StartOwned is Start with these ownership labels instead of this process's
 // (for tests of the sweep).
-func (e *Engine) StartOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Box, error) {
+func (e *Engine) StartOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Container, error) {
 	return e.start(ctx, spec, owner)
 }
 
-func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]string) (*Box, error) {
+func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]string) (*Container, error) {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return nil, err
@@ -277,13 +277,13 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
 		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
 	}
-	return e.launch(ctx, &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
+	return e.launch(ctx, &Container{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
 }
 
 // launch makes b, just created, one of the engine's live sandboxes, waits
 // until its pod runs and opens its stream; find, if set, first finds its
 // pod (a claim's). On failure it removes b.
-func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
+func (e *Engine) launch(ctx context.Context, b *Container, find func(context.Context) error) (*Container, error) {
 	if !e.live.Add(b) {
 		b.delete(ctx)
 		return nil, enginekit.ErrShutDown
@@ -344,7 +344,7 @@ const podStartTimeout = 5 * time.Minute
 // has served (0 for one that never served a connection, which then waits for
 // its first frame as a new one does). The pod is not this engine's: Close
 // does not delete it.
-func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
+func (e *Engine) Resume(ctx context.Context, pod string) (*Container, int, error) {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -352,7 +352,7 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 	if e.opts.Serve == nil {
 		return nil, 0, errors.New("resuming a sandbox pod needs its stream served in the pod (the socket stream)")
 	}
-	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true}
+	b := &Container{e: e, c: c, ns: ns, name: pod, serve: true}
 	if e.opts.WarmPool != "" {
 		// A claimed pod ends with its claim ([LabelClaim]).
 		var p Pod
@@ -412,8 +412,9 @@ func deleteOptions() map[string]any {
 
 func podsPath(ns string) string { return "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods" }
 
-// Box is a started sandbox pod of an [Engine] with its stream.
-type Box struct {
+// Container is a started sandbox pod of an [Engine] with its stream: the
+// sandbox.Container of runtime/kube.
+type Container struct {
 	e       *Engine
 	c       *Client
 	ns      string
@@ -436,7 +437,7 @@ type Box struct {
 // open opens the pod's stream: the relay for a pod that serves it, after
 // which the process says whether it is fresh or resumed (want, 0 for
 // either), else the attach, after which it is told to start.
-func (b *Box) open(ctx context.Context, want byte) error {
+func (b *Container) open(ctx context.Context, want byte) error {
 	var relay []string
 	if b.serve {
 		relay = append(append([]string{}, b.e.opts.Serve.Relay...), socketName)
@@ -482,9 +483,9 @@ func (b *Box) open(ctx context.Context, want byte) error {
 	return nil
 }
 
-// setStream makes st the box's stream, once it is open. The engine's Close
+// setStream makes st the container's stream, once it is open. The engine's Close
 // may run meanwhile: it then closes st at once.
-func (b *Box) setStream(st *stream) {
+func (b *Container) setStream(st *stream) {
 	b.mu.Lock()
 	b.st = st
 	closed := b.closed
@@ -495,24 +496,24 @@ func (b *Box) setStream(st *stream) {
 }
 
 // ID is the pod's name.
-func (b *Box) ID() string { return b.name }
+func (b *Container) ID() string { return b.name }
 
 // Started is when the pod's stream opened.
-func (b *Box) Started() time.Time { return b.started }
+func (b *Container) Started() time.Time { return b.started }
 
 // Stream is the pod's stream: the relay's stdin and stdout, or the attached
 // container's. Closing it ends the stream; with the relay the pod's process
 // keeps its state and waits for the next one (its wait limit ends it), with
 // attach its stdin ends.
-func (b *Box) Stream() io.ReadWriteCloser { return b.st }
+func (b *Container) Stream() io.ReadWriteCloser { return b.st }
 
 // Done is closed when the stream's output has ended.
-func (b *Box) Done() <-chan struct{} { return b.st.Done() }
+func (b *Container) Done() <-chan struct{} { return b.st.Done() }
 
 // Stderr is what the container wrote to stderr, at most 64 KiB: the
-// attach's, or the relay's and, once [Box.Exit] has seen the pod end, the
+// attach's, or the relay's and, once [Container.Exit] has seen the pod end, the
 // end of its log.
-func (b *Box) Stderr() string {
+func (b *Container) Stderr() string {
 	b.mu.Lock()
 	logs := b.logs
 	b.mu.Unlock()
@@ -523,7 +524,7 @@ func (b *Box) Stderr() string {
 // whether it was killed for exceeding its memory limit: the kubelet says
 // OOMKilled, or it died of SIGKILL (137) that Remove did not send. It has no
 // deadline of its own.
-func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+func (b *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
 	b.mu.Lock()
 	t := b.exited
 	b.mu.Unlock()
@@ -545,7 +546,7 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 }
 
 // tailLog returns the end of the container's log, for diagnostics.
-func (b *Box) tailLog(ctx context.Context) string {
+func (b *Container) tailLog(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	q := url.Values{"container": {containerName}, "limitBytes": {"65536"}}
@@ -561,7 +562,7 @@ func (b *Box) tailLog(ctx context.Context) string {
 // Remove closes the stream and deletes the pod (a resumed pod of another
 // replica too: the session it held has ended). Removing twice is not an
 // error.
-func (b *Box) Remove(ctx context.Context) error {
+func (b *Container) Remove(ctx context.Context) error {
 	b.closeStream()
 	b.mu.Lock()
 	already := b.removed
@@ -575,7 +576,7 @@ func (b *Box) Remove(ctx context.Context) error {
 	return b.delete(ctx)
 }
 
-func (b *Box) closeStream() {
+func (b *Container) closeStream() {
 	b.mu.Lock()
 	st := b.st
 	b.closed = true
@@ -585,7 +586,7 @@ func (b *Box) closeStream() {
 	}
 }
 
-func (b *Box) delete(ctx context.Context) error {
+func (b *Container) delete(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
 	if b.claim != "" {

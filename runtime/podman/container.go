@@ -21,12 +21,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
-// Container is a started sandbox container with its standard streams
+// APIContainer is a started sandbox container with its standard streams
 // attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
-// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// stream of [enginekit.Container.Stream], stdout and stdin or a socket). Read Stdout and
 // write Stdin from one goroutine each; the other methods are safe for
 // concurrent use.
-type Container struct {
+type APIContainer struct {
 	id string
 	*confine.Attached
 
@@ -39,19 +39,19 @@ type Container struct {
 }
 
 // ID is the container's ID.
-func (ct *Container) ID() string { return ct.id }
+func (ct *APIContainer) ID() string { return ct.id }
 
 // Started is when the container started.
-func (ct *Container) Started() time.Time { return ct.started }
+func (ct *APIContainer) Started() time.Time { return ct.started }
 
 // Streams are the container's attached streams.
-func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+func (ct *APIContainer) Streams() *confine.Attached { return ct.Attached }
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
 type StdinWriter = confine.StdinWriter
 
-// State is what [Container.Inspect] reports.
+// State is what [APIContainer.Inspect] reports.
 type State struct {
 	Status    string // created, running, exited, ...
 	Running   bool
@@ -63,11 +63,11 @@ type State struct {
 // and starts it, with Podman's default seccomp profile ([Engine] gives
 // codebridge's). Attaching before starting loses no output. On error
 // nothing is left behind.
-func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) {
+func (c *Client) Start(ctx context.Context, s confine.Spec) (*APIContainer, error) {
 	return c.start(ctx, s, placement{})
 }
 
-func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*APIContainer, error) {
 	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	cs, err := newCreateSpec(s, c.owner, at.seccomp)
 	if err != nil {
@@ -95,8 +95,8 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 	for _, w := range created.Warnings {
 		c.log.Warn("podman create warning", "container", enginekit.ShortID(created.ID), "warning", w)
 	}
-	ct := &Container{id: created.ID, Attached: confine.NewAttached(ch), c: c}
-	fail := func(err error) (*Container, error) {
+	ct := &APIContainer{id: created.ID, Attached: confine.NewAttached(ch), c: c}
+	fail := func(err error) (*APIContainer, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 		defer cancel()
 		if rerr := ct.Remove(rctx); rerr != nil {
@@ -145,7 +145,7 @@ func (c *Client) attach(ctx context.Context, id string) (net.Conn, *bufio.Reader
 // instead of asking the wait endpoint, which in Podman 4.3 may never answer
 // for a container removed while it waits: a container removes itself once
 // it has exited ([confine.Hardened.AutoRemove]), and its "died" event stays.
-func (ct *Container) Wait(ctx context.Context) (int, error) {
+func (ct *APIContainer) Wait(ctx context.Context) (int, error) {
 	return ct.diedCode(ctx, true)
 }
 
@@ -161,7 +161,7 @@ func isGone(err error) bool {
 // rotated when it grows past its size (events_logfile_max_size): a stream
 // that ends while the file is rotated is opened again, a few times, from
 // the container's start, where the event may be by then.
-func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
+func (ct *APIContainer) diedCode(ctx context.Context, follow bool) (int, error) {
 	var err error
 	for range eventsAttempts {
 		var code int
@@ -173,10 +173,10 @@ func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
 	return -1, err
 }
 
-// eventsAttempts is how often [Container.diedCode] reads Podman's events.
+// eventsAttempts is how often [APIContainer.diedCode] reads Podman's events.
 const eventsAttempts = 3
 
-func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
+func (ct *APIContainer) readDied(ctx context.Context, follow bool) (int, error) {
 	filters, _ := json.Marshal(map[string][]string{"container": {ct.id}, "event": {"died"}})
 	// The events file holds every container's events: read only those
 	// since this container started.
@@ -205,7 +205,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 }
 
 // Inspect returns the container's state.
-func (ct *Container) Inspect(ctx context.Context) (State, error) {
+func (ct *APIContainer) Inspect(ctx context.Context) (State, error) {
 	return ct.c.inspect(ctx, ct.id)
 }
 
@@ -230,10 +230,10 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 // OOMKilled reports whether the container, which must have exited, was
 // killed for exceeding its memory limit. Podman's own flag is not always set
 // (Podman 4.3 with runc on cgroup v1 never sets it), so an exit by SIGKILL
-// (code 137) that [Container.Kill] did not cause also counts: nothing else in
+// (code 137) that [APIContainer.Kill] did not cause also counts: nothing else in
 // a sandbox without capabilities sends SIGKILL to its process, except the
 // code itself. A container already removed is judged by its exit code alone.
-func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
+func (ct *APIContainer) OOMKilled(ctx context.Context) (bool, error) {
 	st, err := ct.Inspect(ctx)
 	if isGone(err) {
 		code, err := ct.diedCode(ctx, false)
@@ -250,7 +250,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 
 // Kill sends SIGKILL to the container. A container that is not running (any
 // more) is not an error.
-func (ct *Container) Kill(ctx context.Context) error {
+func (ct *APIContainer) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
@@ -265,7 +265,7 @@ func (ct *Container) Kill(ctx context.Context) error {
 
 // Remove force-removes the container (killing it if it runs) and closes its
 // streams. Removing a container twice, or one already gone, is not an error.
-func (ct *Container) Remove(ctx context.Context) error {
+func (ct *APIContainer) Remove(ctx context.Context) error {
 	ct.mu.Lock()
 	already := ct.removed
 	ct.removed = true

@@ -15,7 +15,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
-func waitExit(t *testing.T, ct *Container) int {
+func waitExit(t *testing.T, ct *APIContainer) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

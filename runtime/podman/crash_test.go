@@ -73,7 +73,7 @@ func TestHardDeath(t *testing.T) {
 	})
 	t.Logf("the warm container was removed %v after its codebridge was killed", time.Since(killed).Round(time.Millisecond))
 	// Another codebridge's RemoveStale would have killed it (exit code 137).
-	code, err := (&Container{c: c, id: id, started: killed}).Wait(t.Context())
+	code, err := (&APIContainer{c: c, id: id, started: killed}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the warm container's exit: code %d, %v; want 0 (it ended by itself)", code, err)
 	}

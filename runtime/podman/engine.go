@@ -35,15 +35,12 @@ type EngineOptions struct {
 }
 
 // Engine starts containers from one spec on a Podman it connects to on
-// first use: the engines' shared life cycle ([enginekit.Engine]: connecting
+// first use: the engines' shared life cycle ([enginekit.Lifecycle]: connecting
 // and connecting again, the image, exit turns, the sweep) on a [Client].
 type Engine struct {
-	*enginekit.Engine
+	*enginekit.Lifecycle
 	opts EngineOptions
 }
-
-// Box is a started container of an [Engine].
-type Box = enginekit.Box
 
 // ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
 // the sandbox image when it is not there yet and Podman pulls it.
@@ -102,8 +99,8 @@ func (e *Engine) Info(ctx context.Context) (Info, error) {
 
 // Launch starts a container of s through c, with the sandbox's seccomp
 // profile, its socket's folder made in channelDir ("" none): what an
-// [enginekit.Engine] asks of a Podman connection.
-func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.Container, error) {
+// [enginekit.Lifecycle] asks of a Podman connection.
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.APIContainer, error) {
 	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	profile, err := c.seccomp(ctx, s.Image, s.Runtime)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -218,7 +219,7 @@ func TestExitTurns(t *testing.T) {
 	if a.Turn() != 0 || b.Turn() != 1 || c.Turn() != 2 {
 		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.Turn(), b.Turn(), c.Turn())
 	}
-	for _, x := range []*Box{a, b, c} {
+	for _, x := range []*enginekit.Container{a, b, c} {
 		if !boxCt(x).Socket() {
 			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
 		}
@@ -227,7 +228,7 @@ func TestExitTurns(t *testing.T) {
 	if err := b.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err := (&Container{c: testClient(t), id: id, started: b.Started()}).Wait(t.Context())
+	code, err := (&APIContainer{c: testClient(t), id: id, started: b.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the container ended alone: exit code %d, %v; want 0 (it exited by itself, not an hour later killed)", code, err)
 	}
@@ -240,12 +241,12 @@ func TestExitTurns(t *testing.T) {
 	if err := e.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err = (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
+	code, err = (&APIContainer{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("turn 0 after Close: exit code %d, %v; want 0", code, err)
 	}
 	// The others wait for their turn, an hour or more.
-	for _, x := range []*Box{c, d} {
+	for _, x := range []*enginekit.Container{c, d} {
 		st, err := testClient(t).inspect(t.Context(), x.ID())
 		if err != nil || !st.Running {
 			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.Turn(), st, err)
@@ -270,7 +271,7 @@ func TestExitTurnsWhenManyEnd(t *testing.T) {
 	if err := a.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err := (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
+	code, err := (&APIContainer{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the first to end: exit code %d, %v; want 0 (it exited by itself)", code, err)
 	}
@@ -284,4 +285,4 @@ func TestExitTurnsWhenManyEnd(t *testing.T) {
 }
 
 // boxCt is b's container.
-func boxCt(b *Box) *Container { return b.Container().(*Container) }
+func boxCt(b *enginekit.Container) *APIContainer { return b.APIContainer().(*APIContainer) }

@@ -75,7 +75,7 @@ func testImage(t testing.TB, c *Client) string {
 }
 
 // startTest starts a container running argv and removes it when t ends.
-func startTest(t testing.TB, c *Client, s confine.Spec) *Container {
+func startTest(t testing.TB, c *Client, s confine.Spec) *APIContainer {
 	t.Helper()
 	ct, err := c.Start(t.Context(), s)
 	if err != nil {
