@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // Conn is a driver's connection to its engine, as a [Lifecycle] uses it. A
@@ -312,8 +313,8 @@ func (s containerStream) Close() error {
 // processes left behind and resolves the image. Start calls it; servers
 // call it at start-up to fail early, and only log its error. w says how the
 // caller waits for an image being pulled.
-func (e *Lifecycle) Ready(ctx context.Context, w confine.ImageWatch) error {
-	_, _, err := e.ready(ctx, w)
+func (e *Lifecycle) Ready(ctx context.Context, w sandbox.Wait) error {
+	_, _, err := e.ready(ctx, confine.ImageWatch(w))
 	return err
 }
 
@@ -328,9 +329,9 @@ func (e *Lifecycle) Connected(ctx context.Context) (Conn, error) {
 	return e.dial(ctx)
 }
 
-// ImageExists connects to the engine if needed and reports whether the
-// image is in its store, without pulling it.
-func (e *Lifecycle) ImageExists(ctx context.Context, image string) (bool, error) {
+// HasImage connects to the engine if needed and reports whether the image
+// is in its store, without pulling it.
+func (e *Lifecycle) HasImage(ctx context.Context, image string) (bool, error) {
 	c, err := e.Connected(ctx)
 	if err != nil {
 		return false, err
@@ -345,9 +346,17 @@ func (e *Lifecycle) Conn() Conn {
 	return e.conn
 }
 
-// Start starts a container from the engine's spec with its streams attached.
-// w says how the caller waits for an image being pulled.
-func (e *Lifecycle) Start(ctx context.Context, w confine.ImageWatch) (*Container, error) {
+// Start starts a container from the engine's spec with its streams attached:
+// a [*Container]. w says how the caller waits for an image being pulled.
+func (e *Lifecycle) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.start(ctx, confine.ImageWatch(w))
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return b, nil
+}
+
+func (e *Lifecycle) start(ctx context.Context, w confine.ImageWatch) (*Container, error) {
 	c, img, err := e.ready(ctx, w)
 	if err != nil {
 		return nil, err

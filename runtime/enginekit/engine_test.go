@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -132,11 +133,11 @@ func fakeLifecycle(t *testing.T, opts Options, conns ...*fakeConn) *Lifecycle {
 
 func start(t *testing.T, e *Lifecycle) *Container {
 	t.Helper()
-	b, err := e.Start(t.Context(), confine.ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b.(*Container)
 }
 
 // TestExitTurns: each live container gets the first turn free, as a delay
@@ -200,7 +201,7 @@ func TestReconnect(t *testing.T) {
 	one.mu.Lock()
 	one.dead, one.fail = true, errors.New("create failed")
 	one.mu.Unlock()
-	if _, err := e.Start(t.Context(), confine.ImageWatch{}); err == nil {
+	if _, err := e.Start(t.Context(), sandbox.Wait{}); err == nil {
 		t.Fatal("Start succeeded on a dead connection")
 	}
 	if !one.closed || e.Conn() != nil {
@@ -238,7 +239,7 @@ func TestClose(t *testing.T) {
 	if !c.closed {
 		t.Error("the connection is open after Close")
 	}
-	if _, err := e.Start(t.Context(), confine.ImageWatch{}); !errors.Is(err, ErrShutDown) {
+	if _, err := e.Start(t.Context(), sandbox.Wait{}); !errors.Is(err, ErrShutDown) {
 		t.Errorf("Start after Close: %v; want ErrShutDown", err)
 	}
 }

@@ -149,3 +149,20 @@ func (e *Engine) Template(name string) (map[string]any, error) {
 		},
 	}, nil
 }
+
+// WarmPool returns, as one Kubernetes List, the [Engine.Template] named name
+// and a SandboxWarmPool of replicas of it, also named name: what
+// [Options.WarmPool] claims from once applied.
+func (e *Engine) WarmPool(name string, replicas int) (map[string]any, error) {
+	tmpl, err := e.Template(name)
+	if err != nil {
+		return nil, err
+	}
+	pool := map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+		"kind":       "SandboxWarmPool",
+		"metadata":   map[string]any{"name": name},
+		"spec":       map[string]any{"replicas": replicas, "sandboxTemplateRef": map[string]any{"name": name}},
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{tmpl, pool}}, nil
+}

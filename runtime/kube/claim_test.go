@@ -13,6 +13,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -120,10 +121,11 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	}
 
 	start := time.Now()
-	b, err := e.Start(ctx)
+	ct, err := e.Start(ctx, sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := ct.(*Container)
 	t.Logf("claimed %s (pod %s) in %v", b.claim, b.ID(), time.Since(start).Round(time.Millisecond))
 	if !strings.HasPrefix(b.ID(), name+"-") {
 		t.Errorf("claimed pod %s, want the pool's warm one (%s-...)", b.ID(), name)

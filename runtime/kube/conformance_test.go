@@ -33,7 +33,7 @@ func driver(t testing.TB) enginetest.Driver {
 		New: func(t testing.TB, spec confine.Spec) enginetest.Start {
 			e := newTestEngine(t, spec, true)
 			return func(ctx context.Context) (sandbox.Container, error) {
-				b, err := e.Start(ctx)
+				b, err := e.Start(ctx, sandbox.Wait{})
 				if err != nil {
 					return nil, err // not a typed nil in the interface
 				}
@@ -80,7 +80,7 @@ func childEngine(spec confine.Spec, _ string) enginetest.Start {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		b, err := e.Start(ctx)
+		b, err := e.Start(ctx, sandbox.Wait{})
 		if err != nil {
 			return nil, err
 		}

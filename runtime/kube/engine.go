@@ -22,6 +22,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // Options configure an [Engine]. Zero values mean the defaults.
@@ -227,29 +228,54 @@ func (s netPolicySpec) permissive() []string {
 	return why
 }
 
-// Info is what [Engine.Info] reports.
-type Info struct {
-	Server, Version, Namespace, Context, Source string
-	RuntimeClass                                string // "" the cluster's default
+// Ready connects if needed and asks the cluster its version; the kubelet
+// pulls images, so there is nothing to wait for and w is not used.
+func (e *Engine) Ready(ctx context.Context, _ sandbox.Wait) error {
+	c, _, err := e.connected(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.Version(ctx)
+	return err
 }
 
-// Info connects if needed and says which cluster answered.
-func (e *Engine) Info(ctx context.Context) (Info, error) {
+// Describe connects if needed and says which cluster answered. Name, Fix
+// and Setup are set even with an error.
+func (e *Engine) Describe(ctx context.Context) (enginekit.Description, error) {
+	// The image is built where Podman runs; a cluster's nodes then take it
+	// from a registry they pull from, or scripts/kube.sh load copies it.
+	d := enginekit.Description{Name: "Kubernetes", Setup: "codebridge setup",
+		Fix: "set KUBECONFIG to the cluster's kubeconfig (or run codebridge in a pod with a service account that may create pods, pods/exec and networkpolicies in its namespace)"}
 	c, ns, err := e.connected(ctx)
-	if err != nil {
-		return Info{}, err
+	var v Version
+	if err == nil {
+		v, err = c.Version(ctx)
 	}
-	v, err := c.Version(ctx)
 	if err != nil {
-		return Info{}, err
+		if u, ok := errors.AsType[*UnavailableError](err); ok {
+			err = u // its message says what to do, without the wrapping
+		}
+		return d, err
 	}
-	return Info{Server: c.Server(), Version: v.GitVersion, Namespace: ns, Context: c.cfg.Context, Source: c.cfg.Source, RuntimeClass: e.opts.RuntimeClass}, nil
+	d.Version, d.Endpoint = v.GitVersion, c.Server()
+	d.Via = fmt.Sprintf("context %q of %s, namespace %s", c.cfg.Context, c.cfg.Source, ns)
+	if c.cfg.Context == "in-cluster" {
+		d.Via = "the pod's service account, namespace " + ns
+	}
+	d.Runtime = cmp.Or(e.opts.RuntimeClass, "the cluster's default runtime class")
+	return d, nil
 }
 
 // Start creates a pod from the engine's spec, waits until its container
-// runs and opens its stream.
-func (e *Engine) Start(ctx context.Context) (*Container, error) {
-	return e.start(ctx, e.opts.Spec, nil)
+// runs and opens its stream: a [*Container]. The kubelet pulls images, so
+// there is nothing to wait for and w is not used.
+func (e *Engine) Start(ctx context.Context, _ sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.start(ctx, e.opts.Spec, nil)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	b.holder = newHolder()
+	return b, nil
 }
 
 // StartOwned is Start with these ownership labels instead of this process's
@@ -422,7 +448,8 @@ type Container struct {
 	claim   string // the SandboxClaim that holds the pod, if claimed ([Options.WarmPool])
 	serve   bool   // the stream is served in the pod, through the relay
 	started time.Time
-	runs    int // after Resume: the runs the process had served
+	runs    int    // after Resume: the runs the process had served
+	holder  string // this stream's value of labelHolder ([Engine.Adopt]); "" for a pod of StartOwned or Resume
 
 	killed atomic.Bool // Remove deleted it
 
@@ -432,6 +459,7 @@ type Container struct {
 	exited  *terminated
 	logs    string
 	removed bool
+	ref     sandbox.HandleRef // the session's, once marked ([Engine.Mark])
 }
 
 // open opens the pod's stream: the relay for a pod that serves it, after
@@ -560,9 +588,13 @@ func (b *Container) tailLog(ctx context.Context) string {
 }
 
 // Remove closes the stream and deletes the pod (a resumed pod of another
-// replica too: the session it held has ended). Removing twice is not an
-// error.
+// replica too: the session it held has ended), unless another stream holds
+// it now ([Engine.Lost]): then it only closes this one. Removing twice is
+// not an error.
 func (b *Container) Remove(ctx context.Context) error {
+	if b.e.Lost(ctx, b) {
+		return b.st.Close()
+	}
 	b.closeStream()
 	b.mu.Lock()
 	already := b.removed
@@ -752,11 +784,11 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// ImageOnNodes reports whether a node of the cluster lists the image among
+// HasImage reports whether a node of the cluster lists the image among
 // those it holds (a node lists its 50 largest). Where codebridge may not
 // list nodes (its role is namespaced), it cannot tell and says yes: the
 // pod's start then says what is missing.
-func (e *Engine) ImageOnNodes(ctx context.Context, image string) (bool, error) {
+func (e *Engine) HasImage(ctx context.Context, image string) (bool, error) {
 	c, _, err := e.connected(ctx)
 	if err != nil {
 		return false, err

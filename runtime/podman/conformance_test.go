@@ -32,7 +32,7 @@ func driver(t testing.TB) enginetest.Driver {
 		Init:  "podman-init", // catatonit, bind-mounted as /run/podman-init
 		New: func(t testing.TB, spec confine.Spec) enginetest.Start {
 			e := newTestEngine(t, EngineOptions{Spec: spec})
-			return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, ImageWatch{}) }
+			return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, sandbox.Wait{}) }
 		},
 		StartOwned: func(ctx context.Context, spec confine.Spec, owner map[string]string) (string, error) {
 			ct, err := as(owner, c.self).Start(ctx, spec)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -30,7 +31,7 @@ func init() {
 		Command: python.Command(),
 		Env:     map[string]string{python.WaitLimitEnv: "600"}, // not what ends it
 	}})
-	b, err := e.Start(context.Background(), ImageWatch{})
+	b, err := e.Start(context.Background(), sandbox.Wait{})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

@@ -3,6 +3,7 @@ package podman
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // EngineOptions configure an [Engine]. Zero values mean the defaults.
@@ -34,17 +36,16 @@ type EngineOptions struct {
 	exitBurst   int           // see [enginekit.Options.ExitBurst]; tests lower it
 }
 
-// Engine starts containers from one spec on a Podman it connects to on
-// first use: the engines' shared life cycle ([enginekit.Lifecycle]: connecting
-// and connecting again, the image, exit turns, the sweep) on a [Client].
+// Engine is the Podman driver, a [sandbox.Engine]: it starts containers from
+// one spec on a Podman it connects to on first use, through the engines'
+// shared life cycle ([enginekit.Lifecycle]: connecting and connecting again,
+// the image, exit turns, the sweep) on a [Client].
 type Engine struct {
 	*enginekit.Lifecycle
 	opts EngineOptions
 }
 
-// ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
-// the sandbox image when it is not there yet and Podman pulls it.
-type ImageWatch = confine.ImageWatch
+var _ sandbox.Engine = (*Engine)(nil)
 
 // NewEngine returns an engine; it does not touch Podman until used.
 func NewEngine(opts EngineOptions) *Engine {
@@ -67,34 +68,34 @@ func NewEngine(opts EngineOptions) *Engine {
 	}), opts}
 }
 
-// Info is what [Engine.Info] reports: the Podman that answered.
-type Info struct {
-	URI        string // where it answered
-	APIVersion string // its libpod API version, e.g. "4.3.1"
-	Private    bool   // a 'podman system service' codebridge started
-	// Runtime is the OCI runtime the containers run under, as Podman names
-	// it; "" when Podman did not say.
-	Runtime string
-}
-
-// Info connects to Podman if needed, without resolving the image, and says
-// which Podman answered and, asking it when no runtime was chosen
-// ([confine.Spec.Runtime]), which OCI runtime it runs.
-func (e *Engine) Info(ctx context.Context) (Info, error) {
+// Describe connects to Podman if needed, without resolving the image, and
+// says which Podman answered and, asking it when no runtime was chosen
+// ([confine.Spec.Runtime]), which OCI runtime it runs. Name, Fix and Setup
+// are set even with an error.
+func (e *Engine) Describe(ctx context.Context) (enginekit.Description, error) {
+	d := enginekit.Description{Name: "Podman", Setup: "codebridge setup",
+		Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
 	conn, err := e.Connected(ctx)
 	if err != nil {
-		return Info{}, err
+		if u, ok := errors.AsType[*confine.UnavailableError](err); ok {
+			err = u // its message says what to do, without the wrapping
+		}
+		return d, err
 	}
 	c := conn.(*Client)
-	info := Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private(), Runtime: c.Runtime()}
-	if info.Runtime == "" {
+	d.Version, d.Endpoint, d.SharesFiles, d.Runtime = c.APIVersion(), c.URI(), SharesFiles(c.URI()), c.Runtime()
+	if d.Runtime == "" {
 		name, path, err := c.ociRuntime(ctx)
 		if err != nil {
 			c.log.Info("podman did not say which OCI runtime it runs", "err", err)
 		}
-		info.Runtime = cmp.Or(name, path)
+		d.Runtime = cmp.Or(name, path)
 	}
-	return info, nil
+	d.Via = "a Podman API socket"
+	if c.Private() {
+		d.Via = "the 'podman system service' codebridge processes start and share"
+	}
+	return d, nil
 }
 
 // Launch starts a container of s through c, with the sandbox's seccomp

@@ -22,6 +22,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkMassExit(b *testing.B) {
 		var ids []string
 		for range n {
 			g.Go(func() error {
-				box, err := e.Start(b.Context(), ImageWatch{})
+				box, err := e.Start(b.Context(), sandbox.Wait{})
 				if err != nil {
 					return err
 				}
