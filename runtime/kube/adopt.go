@@ -42,7 +42,7 @@ func (e *Engine) Mark(ctx context.Context, ct sandbox.Container, ref sandbox.Han
 	b.mu.Lock()
 	b.ref = ref
 	b.mu.Unlock()
-	return e.Relabel(ctx, b.ID(), map[string]string{
+	return e.relabel(ctx, b.ID(), map[string]string{
 		labelHandle: ref.Handle[:32], labelOwner: ref.Owner[:32], labelSession: id, labelHolder: b.holder,
 	}, nil)
 }
@@ -52,7 +52,7 @@ func (e *Engine) Mark(ctx context.Context, ct sandbox.Container, ref sandbox.Han
 // and no sweep takes it for a dead replica's) and opens a new stream to it,
 // which ends the stream of the replica that held it.
 func (e *Engine) Adopt(ctx context.Context, ref sandbox.HandleRef) (sandbox.Container, string, int, error) {
-	pods, err := e.Find(ctx, handleSelector(ref))
+	pods, err := e.find(ctx, handleSelector(ref))
 	if err != nil {
 		return nil, "", 0, fmt.Errorf("looking for the session's sandbox pod: %w", err)
 	}
@@ -67,14 +67,14 @@ func (e *Engine) Adopt(ctx context.Context, ref sandbox.HandleRef) (sandbox.Cont
 	}
 	holder := newHolder()
 	owner := confine.Self().Labels()
-	labels := map[string]string{LabelReplica: e.Replica(), labelHolder: holder}
+	labels := map[string]string{LabelReplica: e.replica, labelHolder: holder}
 	if start, ok := owner[confine.LabelOwnerStart]; ok {
 		labels[confine.LabelOwnerStart] = start
 	}
-	if err := e.Relabel(ctx, pod.Name, labels, owner); err != nil {
+	if err := e.relabel(ctx, pod.Name, labels, owner); err != nil {
 		return nil, "", 0, fmt.Errorf("taking over sandbox pod %s: %w", pod.Name, err)
 	}
-	b, runs, err := e.Resume(ctx, pod.Name)
+	b, runs, err := e.resume(ctx, pod.Name)
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -95,7 +95,7 @@ func (e *Engine) Lost(ctx context.Context, ct sandbox.Container) bool {
 	if ref.Handle == "" {
 		return false
 	}
-	pods, err := e.Find(ctx, handleSelector(ref))
+	pods, err := e.find(ctx, handleSelector(ref))
 	if err != nil {
 		return false // as before adoption: the pod is taken as this replica's
 	}

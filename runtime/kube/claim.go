@@ -109,7 +109,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Container, e
 		// labels it did not set.
 		podLabels := maps.Clone(labels)
 		podLabels[LabelClaim] = cl.Metadata.Name
-		return e.Relabel(ctx, b.name, podLabels, owner)
+		return e.relabel(ctx, b.name, podLabels, owner)
 	})
 }
 

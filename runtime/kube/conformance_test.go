@@ -41,7 +41,7 @@ func driver(t testing.TB) enginetest.Driver {
 			}
 		},
 		StartOwned: func(ctx context.Context, spec confine.Spec, owner map[string]string) (string, error) {
-			b, err := e.StartOwned(ctx, spec, owner)
+			b, err := e.startOwned(ctx, spec, owner)
 			if err != nil {
 				return "", err
 			}

@@ -111,9 +111,6 @@ func NewEngine(opts Options) *Engine {
 	}
 }
 
-// Replica is this engine's id, the value of [LabelReplica] on its pods.
-func (e *Engine) Replica() string { return e.replica }
-
 // connected returns the client and namespace, connecting first if needed:
 // it loads the configuration, makes sure the namespace's NetworkPolicy
 // exists and starts the sweep.
@@ -278,9 +275,9 @@ func (e *Engine) Start(ctx context.Context, _ sandbox.Wait) (sandbox.Container, 
 	return b, nil
 }
 
-// StartOwned is Start with these ownership labels instead of this process's
+// startOwned is Start with these ownership labels instead of this process's
 // (for tests of the sweep).
-func (e *Engine) StartOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Container, error) {
+func (e *Engine) startOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Container, error) {
 	return e.start(ctx, spec, owner)
 }
 
@@ -364,13 +361,13 @@ func (e *Engine) pod(spec confine.Spec, owner map[string]string, name, ns string
 // and pulling its image where it is not on the node).
 const podStartTimeout = 5 * time.Minute
 
-// Resume opens a new stream to a sandbox pod that serves its stream in the
+// resume opens a new stream to a sandbox pod that serves its stream in the
 // pod ([Serve]), whichever replica started it: the seam by which a session
 // continues from another replica. It says how many runs the pod's process
 // has served (0 for one that never served a connection, which then waits for
 // its first frame as a new one does). The pod is not this engine's: Close
 // does not delete it.
-func (e *Engine) Resume(ctx context.Context, pod string) (*Container, int, error) {
+func (e *Engine) resume(ctx context.Context, pod string) (*Container, int, error) {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -449,7 +446,7 @@ type Container struct {
 	serve   bool   // the stream is served in the pod, through the relay
 	started time.Time
 	runs    int    // after Resume: the runs the process had served
-	holder  string // this stream's value of labelHolder ([Engine.Adopt]); "" for a pod of StartOwned or Resume
+	holder  string // this stream's value of labelHolder ([Engine.Adopt]); "" for a pod of startOwned or resume
 
 	killed atomic.Bool // Remove deleted it
 

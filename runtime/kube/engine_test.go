@@ -37,7 +37,7 @@ func TestKubernetesResumeFromAnotherReplica(t *testing.T) {
 	}
 	it.Close() // the first replica's stream ends; the pod stays
 
-	r, runs, err := second.Resume(t.Context(), b.ID())
+	r, runs, err := second.resume(t.Context(), b.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestKubernetesResumeFromAnotherReplica(t *testing.T) {
 	<-asked
 	r.st.Close()
 	it.Close()
-	r, runs, err = first.Resume(t.Context(), b.ID())
+	r, runs, err = first.resume(t.Context(), b.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +195,13 @@ func TestKubernetesSweep(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for name, owner := range owners {
-		b, err := e.StartOwned(t.Context(), sleep, owner)
+		b, err := e.startOwned(t.Context(), sleep, owner)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[name] = b.ID()
 	}
-	ended, err := e.StartOwned(t.Context(), confine.Spec{Command: []string{"true"}}, me.Labels())
+	ended, err := e.startOwned(t.Context(), confine.Spec{Command: []string{"true"}}, me.Labels())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestKubernetesUnschedulable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		if p.Labels[LabelReplica] == e.Replica() && !p.Deleted {
+		if p.Labels[LabelReplica] == e.replica && !p.Deleted {
 			t.Errorf("pod %s left after its failed start", p.Name)
 		}
 	}
