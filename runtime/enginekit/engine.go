@@ -1,6 +1,7 @@
-// Package enginekit is the life cycle of sandbox containers that every engine
-// driver under runtime/ (runtime/podman, runtime/docker) shares, whatever
-// the engine: a [Lifecycle] connects to its engine on first use and again
+// Package enginekit is what the engine drivers under runtime/ share: chiefly
+// the life cycle of sandbox containers on a local engine (runtime/podman,
+// runtime/docker), whose Engines embed a [Lifecycle] and so are
+// runtime/sandbox Engines. A [Lifecycle] connects to its engine on first use and again
 // after the engine stops answering, resolves the sandbox image once for
 // every caller ([confine.ImageJob]), keeps the set of live containers and
 // ends them all on [Lifecycle.Close] without a request to the engine, gives
@@ -11,7 +12,8 @@
 // differs between engines: finding and connecting to its engine and its
 // requests, behind [Conn]. runtime/kube, whose pods live on a cluster
 // rather than a local engine, shares only the set of live sandboxes that
-// closes once ([Live]).
+// closes once ([Live]). Every driver describes its engine as a
+// [Description].
 //
 // runtime/enginetest is the conformance suite every driver runs against
 // its real engine.

@@ -7,8 +7,8 @@
 // a clean container state.
 //
 // It knows containers only through the small [Engine] interface, so its logic
-// is tested with a fake engine; the engine drivers under runtime/
-// (runtime/podman, runtime/docker) provide the real ones.
+// is tested with a fake engine; the Engine of each driver under runtime/
+// (runtime/podman, runtime/docker, runtime/kube) is a real one.
 package sandbox
 
 import (
