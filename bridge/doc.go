@@ -6,7 +6,8 @@
 // [ListenAndServe] over HTTP (bridge/front), [Exec], [ListServers] and
 // [Doctor].
 //
-// It knows the engine drivers under runtime/ (runtime/podman, runtime/docker) only through
-// the small engine interface it declares in engine.go, with one adapter per
-// driver there; newEngine is the one place that chooses a driver by name.
+// It knows the engine drivers under runtime/ (runtime/podman, runtime/docker,
+// runtime/kube) only through the small driver interface it declares in
+// engine.go, which each driver's Engine implements; newEngine is the one
+// place that chooses a driver by name.
 package bridge

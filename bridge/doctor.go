@@ -18,6 +18,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -247,7 +248,7 @@ print(os.uname().release, log)`
 // doctorRuntime reports the OCI runtime the sandbox ran under and what its
 // kernel said (kernelProbe's last line: the release, then the first line of
 // the kernel's log, if code may read it).
-func doctorRuntime(asked string, info engineInfo, kernel string) finding {
+func doctorRuntime(asked string, info enginekit.Description, kernel string) finding {
 	release, log, _ := strings.Cut(strings.TrimSpace(kernel), " ")
 	gvisor := strings.Contains(log, "gVisor")
 	name := cmp.Or(info.Runtime, "the engine's default runtime")

@@ -3,22 +3,24 @@ package bridge
 import (
 	"strings"
 	"testing"
+
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // TestDoctorRuntime: the runtime line says whether the sandbox ran on
 // gVisor's kernel, and whether that was asked for.
 func TestDoctorRuntime(t *testing.T) {
 	const gvisorLog, linux = `6.18.0 Starting gVisor...`, `6.18.0 `
-	podman, docker := engineInfo{Name: "Podman", Runtime: "runsc"}, engineInfo{Name: "Docker", Runtime: "runsc"}
+	podman, docker := enginekit.Description{Name: "Podman", Runtime: "runsc"}, enginekit.Description{Name: "Docker", Runtime: "runsc"}
 	for _, tt := range []struct {
 		name, asked string
-		info        engineInfo
+		info        enginekit.Description
 		kernel      string
 		level, want string
 	}{
-		{"runc", "", engineInfo{Name: "Podman", Runtime: "runc"}, linux, findOK, "runc: the sandbox shares this host's Linux kernel (6.18.0)"},
+		{"runc", "", enginekit.Description{Name: "Podman", Runtime: "runc"}, linux, findOK, "runc: the sandbox shares this host's Linux kernel (6.18.0)"},
 		{"runsc asked", "runsc", podman, gvisorLog, findOK, "runsc: the sandbox runs on gVisor's kernel"},
-		{"runsc asked, not run", "runsc", engineInfo{Name: "Podman", Runtime: "runc"}, linux, findFail, "but the sandbox ran on this host's Linux 6.18.0"},
+		{"runsc asked, not run", "runsc", enginekit.Description{Name: "Podman", Runtime: "runc"}, linux, findFail, "but the sandbox ran on this host's Linux 6.18.0"},
 		{"Podman's default runsc", "", podman, gvisorLog, findWarn, "MCP_BRIDGE_RUNTIME does not say so"},
 		{"Docker's default runsc", "", docker, gvisorLog, findOK, "runsc: the sandbox runs on gVisor's kernel"},
 	} {

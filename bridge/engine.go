@@ -1,8 +1,8 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,18 +12,18 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/docker"
-	rtengine "github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
+	"github.com/codebridge-mcp/codebridge/runtime/kube"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
-// engine is a container engine driver (runtime/podman, ...) as codebridge
-// uses it: the sandbox manager's [sandbox.Engine], and what the composition
-// root needs around it. Each driver has an adapter here (Podman's and
-// Docker's are one, [localEngine], over runtime/engine's life cycle), and
-// [newEngine] chooses one by name.
-type engine interface {
+// driver is a container engine driver (runtime/podman's, runtime/docker's or
+// runtime/kube's Engine) as codebridge uses it: the sandbox manager's
+// [sandbox.Engine] (and, for Kubernetes, its [sandbox.Adopter]), and what
+// the composition root needs around it. [newEngine] chooses one by name.
+type driver interface {
 	sandbox.Engine
 	// Ready connects to the engine and resolves the sandbox image, waiting
 	// for it as w says.
@@ -32,46 +32,86 @@ type engine interface {
 	// (and a service codebridge started).
 	Close(ctx context.Context) error
 	// Describe connects to the engine if needed, without resolving the
-	// image, and says what answered. Name and Fix are set even with an
-	// error.
-	Describe(ctx context.Context) (engineInfo, error)
+	// image, and says what answered. Name, Fix and Setup are set even with
+	// an error.
+	Describe(ctx context.Context) (enginekit.Description, error)
 	// HasImage reports whether the image is in the engine's store, without
 	// pulling it.
 	HasImage(ctx context.Context, image string) (bool, error)
 }
 
-// engineInfo is what [engine.Describe] reports, for doctor and servers.
-type engineInfo struct {
-	Name     string // the engine, as people call it: "Podman"
-	Version  string // the version of its API
-	Endpoint string // where it answered: a URI
-	Via      string // how codebridge reached it, e.g. "a Podman API socket"
-	Runtime  string // the OCI runtime sandboxes run under; "" when the driver does not say
-	// SharesFiles says that the engine reads this host's files, so a sandbox
-	// may talk over a unix socket ([confine.Channel]).
-	SharesFiles bool
-	// Fix is what to do when the engine does not answer.
-	Fix string
-	// Setup is the command that prepares the engine and builds its images.
-	Setup string
-}
-
 // newEngine returns the engine driver the settings name, which reaches its
 // engine only when used. It is the one place where an engine is chosen by
 // name.
-func newEngine(cfg settings.Config, logger *slog.Logger) (engine, error) {
+func newEngine(cfg settings.Config, logger *slog.Logger) (driver, error) {
 	name, why := ChooseEngine(cfg)
 	logger.Info("container engine", "engine", name, "why", why)
 	spec := sandboxSpec(cfg)
 	switch name {
 	case settings.EnginePodman:
-		return newPodmanEngine(cfg, spec, logger), nil
+		return podman.NewEngine(podman.EngineOptions{
+			Image:    cfg.Image,
+			StateDir: cfg.StateDir,
+			Spec:     spec,
+			// A codebridge's sandboxes exit in turns when their streams all
+			// close at once: each exit costs Podman 4.3 a process.
+			ExitDelay: python.ExitDelayEnv,
+			Logger:    logger.With("component", "podman"),
+			Declined:  declined(logger, "podman", "Podman"),
+		}), nil
 	case settings.EngineDocker:
-		return newDockerEngine(cfg, spec, logger), nil
+		return docker.NewEngine(docker.EngineOptions{
+			Image:    cfg.Image,
+			StateDir: cfg.StateDir,
+			Spec:     spec,
+			Logger:   logger.With("component", "docker"),
+			Declined: declined(logger, "docker", "Docker"),
+		}), nil
 	case settings.EngineKubernetes:
-		return newKubeEngine(cfg, spec, logger), nil
+		return newKube(cfg, spec, logger), nil
 	}
 	return nil, fmt.Errorf("unknown container engine %q: codebridge drives podman, docker and kubernetes", name)
+}
+
+// declined logs that a sandbox of the engine (named so in logs and for
+// people) could not connect to its socket.
+func declined(logger *slog.Logger, component, engine string) func(container, reason string) {
+	return func(container, reason string) {
+		logger.Warn("a sandbox could not connect to its socket and talks through "+engine+"'s attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
+			"component", component, "container", container, "reason", reason)
+	}
+}
+
+// newKube returns the Kubernetes driver of the settings: each sandbox a pod.
+func newKube(cfg settings.Config, spec confine.Spec, logger *slog.Logger) *kube.Engine {
+	return kube.NewEngine(kube.Options{
+		Namespace: cfg.K8sNamespace,
+		Image:     cfg.Image,
+		Spec:      spec,
+		Seccomp:   cfg.K8sSeccomp,
+		// MCP_BRIDGE_RUNTIME names a RuntimeClass here (e.g. gvisor); the
+		// spec carries it too, so the hardening follows gVisor's.
+		RuntimeClass: cfg.Runtime,
+		WarmPool:     cfg.K8sWarmPool,
+		// The interpreter serves its stream in its pod, so that a stream
+		// lost with a replica loses nothing else.
+		Serve:  &kube.Serve{Env: python.ServeEnv, Relay: python.RelayCommand()},
+		Logger: logger.With("component", "kubernetes"),
+	})
+}
+
+// KubeWarmPool returns, as one Kubernetes List, the agent-sandbox
+// SandboxTemplate whose pod is the one the settings give codebridge's
+// sandboxes, and a SandboxWarmPool of replicas of it, both named
+// k8s_warm_pool (or codebridge): what MCP_BRIDGE_K8S_WARM_POOL claims from.
+// The template's interpreter has no wait limit in its environment, as a
+// pool's waits for its claim however long; its session gets one in its
+// start frame.
+func KubeWarmPool(cfg settings.Config, replicas int) (any, error) {
+	spec := sandboxSpec(cfg)
+	delete(spec.Env, python.WaitLimitEnv)
+	name := cmp.Or(cfg.K8sWarmPool, "codebridge")
+	return newKube(cfg, spec, slog.New(slog.DiscardHandler)).WarmPool(name, replicas)
 }
 
 // chooseEngine resolves the engine setting to a driver's name and says why:
@@ -140,95 +180,4 @@ func sandboxSpec(cfg settings.Config) confine.Spec {
 		Pids:    cfg.Pids,
 		Runtime: cfg.Runtime,
 	}
-}
-
-// localEngine adapts the engine of a driver built on runtime/engine's life
-// cycle (runtime/podman's, runtime/docker's); describe is the driver's own.
-type localEngine struct {
-	e        *rtengine.Engine
-	describe func(ctx context.Context) (engineInfo, error)
-}
-
-func (e localEngine) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
-	b, err := e.e.Start(ctx, confine.ImageWatch(w)) // the engine prepares by resolving the image
-	if err != nil {
-		return nil, err // not a typed nil in the interface
-	}
-	return b, nil
-}
-
-func (e localEngine) Ready(ctx context.Context, w sandbox.Wait) error {
-	return e.e.Ready(ctx, confine.ImageWatch(w))
-}
-
-func (e localEngine) Close(ctx context.Context) error { return e.e.Close(ctx) }
-
-func (e localEngine) Describe(ctx context.Context) (engineInfo, error) { return e.describe(ctx) }
-
-func (e localEngine) HasImage(ctx context.Context, image string) (bool, error) {
-	return e.e.ImageExists(ctx, image)
-}
-
-// unwrapped is the error of type E in err, whose message says what to do,
-// without the wrapping; else err.
-func unwrapped[E error](err error) error {
-	if u, ok := errors.AsType[E](err); ok {
-		return u
-	}
-	return err
-}
-
-func newPodmanEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) localEngine {
-	pe := podman.NewEngine(podman.EngineOptions{
-		Image:    cfg.Image,
-		StateDir: cfg.StateDir,
-		Spec:     spec,
-		// A codebridge's sandboxes exit in turns when their streams all
-		// close at once: each exit costs Podman 4.3 a process.
-		ExitDelay: python.ExitDelayEnv,
-		Logger:    logger.With("component", "podman"),
-		Declined: func(container, reason string) {
-			logger.Warn("a sandbox could not connect to its socket and talks through Podman's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
-				"component", "podman", "container", container, "reason", reason)
-		},
-	})
-	return localEngine{pe.Engine, func(ctx context.Context) (engineInfo, error) {
-		info := engineInfo{Name: "Podman", Setup: "codebridge setup",
-			Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
-		pi, err := pe.Info(ctx)
-		if err != nil {
-			return info, unwrapped[*confine.UnavailableError](err)
-		}
-		info.Version, info.Endpoint, info.SharesFiles = pi.APIVersion, pi.URI, podman.SharesFiles(pi.URI)
-		info.Runtime = pi.Runtime
-		info.Via = "a Podman API socket"
-		if pi.Private {
-			info.Via = "the 'podman system service' codebridge processes start and share"
-		}
-		return info, nil
-	}}
-}
-
-func newDockerEngine(cfg settings.Config, spec confine.Spec, logger *slog.Logger) localEngine {
-	de := docker.NewEngine(docker.EngineOptions{
-		Image:    cfg.Image,
-		StateDir: cfg.StateDir,
-		Spec:     spec,
-		Logger:   logger.With("component", "docker"),
-		Declined: func(container, reason string) {
-			logger.Warn("a sandbox could not connect to its socket and talks through Docker's attach stream, which makes tool calls slower; on an SELinux host, MCP_BRIDGE_SANDBOX_STREAM=attach uses that stream from the start",
-				"component", "docker", "container", container, "reason", reason)
-		},
-	})
-	return localEngine{de.Engine, func(ctx context.Context) (engineInfo, error) {
-		info := engineInfo{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: docker.StartHint}
-		di, err := de.Info(ctx)
-		if err != nil {
-			return info, unwrapped[*confine.UnavailableError](err)
-		}
-		info.Version = di.Version + ", API " + di.APIVersion
-		info.Endpoint, info.Runtime, info.SharesFiles = di.Host, di.Runtime, di.SharesFiles
-		info.Via = "the Docker daemon found through " + di.From
-		return info, nil
-	}}
 }

@@ -182,7 +182,7 @@ func (p *parts) close() {
 // the containers of an engine driver ([engine]).
 type containers struct {
 	*sandbox.Manager
-	engine engine
+	engine driver
 	logger *slog.Logger
 	trim   *idleTrim
 }
@@ -197,7 +197,7 @@ func newContainers(cfg settings.Config, logger *slog.Logger) (*containers, error
 }
 
 // withEngine is the sandbox runtime over eng, which it closes.
-func withEngine(cfg settings.Config, eng engine, logger *slog.Logger) *containers {
+func withEngine(cfg settings.Config, eng driver, logger *slog.Logger) *containers {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never

@@ -108,7 +108,7 @@ func TestReservedBuiltins(t *testing.T) {
 // TestReservedSandboxGlobals checks sandboxGlobals against the names the
 // runner puts in a session's namespace.
 func TestReservedSandboxGlobals(t *testing.T) {
-	dir, err := filepath.Abs("../../runtime/python/sandbox")
+	dir, err := filepath.Abs("../../runtime/python/pyfiles")
 	if err != nil {
 		t.Fatal(err)
 	}

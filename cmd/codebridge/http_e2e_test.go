@@ -35,7 +35,7 @@ type httpBridge struct {
 	StopWait time.Duration // how long Stop waits for codebridge to exit (0: 90 s)
 	// GoneWait is how long Stop waits for its containers to be gone (0: a
 	// minute): the sandboxes of a codebridge that stops exit in turns, four a
-	// second ([engine.DefaultExitInterval]).
+	// second ([enginekit.DefaultExitInterval]).
 	GoneWait time.Duration
 	Exited   time.Duration // how long codebridge took to exit after Stop's SIGTERM
 

@@ -20,7 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -158,7 +158,7 @@ func benchHTTPSessions(b *testing.B, env []string, f *sessionFigures) {
 	hb := startHTTP(b, env)
 	hb.StopWait = 10 * time.Minute // a thousand sessions take a while to end
 	// Its sandboxes exit in turns, four a second, once it has stopped.
-	hb.GoneWait = time.Minute + time.Duration(f.Sessions+1)*engine.DefaultExitInterval
+	hb.GoneWait = time.Minute + time.Duration(f.Sessions+1)*enginekit.DefaultExitInterval
 	pid := hb.Cmd.Process.Pid
 	notePid(b, pid)
 	var css []*mcp.ClientSession

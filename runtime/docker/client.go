@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
@@ -94,7 +94,7 @@ type Client struct {
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
 
-	declined engine.Declined // a container could not connect to its socket; told once
+	declined enginekit.Declined // a container could not connect to its socket; told once
 }
 
 // Connect finds a Docker daemon and returns a client for it. In order it
@@ -160,7 +160,7 @@ func dialEndpoint(ctx context.Context, ep endpoint, log *slog.Logger, declined f
 	self := confine.Self()
 	owner := self.Labels()
 	owner[labelClient] = rand.Text()[:12]
-	c := &Client{host: ep.Host, from: ep.from, log: log, owner: owner, self: self, declined: engine.Declined{Notify: declined}}
+	c := &Client{host: ep.Host, from: ep.from, log: log, owner: owner, self: self, declined: enginekit.Declined{Notify: declined}}
 	switch scheme {
 	case "unix":
 		c.dial = func(ctx context.Context) (net.Conn, error) {

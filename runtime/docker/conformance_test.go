@@ -11,8 +11,6 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
-type sandboxContainer = sandbox.Container
-
 // TestConformance runs the engines' conformance suite against Docker.
 func TestConformance(t *testing.T) { enginetest.Run(t, driver(t)) }
 
@@ -22,7 +20,7 @@ func TestConformance(t *testing.T) { enginetest.Run(t, driver(t)) }
 //	go test ./runtime/docker -run '^$' -bench Start -benchtime 20x
 func BenchmarkStart(b *testing.B) { enginetest.BenchStart(b, driver(b)) }
 
-// driver is the suite's view of this driver, on the test engine.
+// driver is the suite's view of this driver, on the test enginekit.
 func driver(t testing.TB) enginetest.Driver {
 	c := testClient(t)
 	return enginetest.Driver{
@@ -31,7 +29,7 @@ func driver(t testing.TB) enginetest.Driver {
 		Init:  "docker-init",
 		New: func(t testing.TB, spec confine.Spec) enginetest.Start {
 			e := newTestEngine(t, EngineOptions{Spec: spec})
-			return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, ImageWatch{}) }
+			return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, sandbox.Wait{}) }
 		},
 		StartOwned: func(ctx context.Context, spec confine.Spec, owner map[string]string) (string, error) {
 			ct, err := c.start(ctx, spec, placement{owner: owner})

@@ -15,15 +15,15 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
-// Container is a started sandbox container with its standard streams
+// APIContainer is a started sandbox container with its standard streams
 // attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
-// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// stream of [enginekit.Container.Stream], stdout and stdin or a socket). Read Stdout and
 // write Stdin from one goroutine each; the other methods are safe for
 // concurrent use.
-type Container struct {
+type APIContainer struct {
 	id string
 	*confine.Attached
 
@@ -41,13 +41,13 @@ type Container struct {
 }
 
 // ID is the container's ID.
-func (ct *Container) ID() string { return ct.id }
+func (ct *APIContainer) ID() string { return ct.id }
 
 // Started is when the container started.
-func (ct *Container) Started() time.Time { return ct.started }
+func (ct *APIContainer) Started() time.Time { return ct.started }
 
 // Streams are the container's attached streams.
-func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+func (ct *APIContainer) Streams() *confine.Attached { return ct.Attached }
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
@@ -64,11 +64,11 @@ type placement struct {
 // Start creates a container from s, attaches to its stdin, stdout and
 // stderr, and starts it, with the sandbox's seccomp profile. Attaching
 // before starting loses no output. On error nothing is left behind.
-func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) {
+func (c *Client) Start(ctx context.Context, s confine.Spec) (*APIContainer, error) {
 	return c.start(ctx, s, placement{})
 }
 
-func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*APIContainer, error) {
 	owner := at.owner
 	if owner == nil {
 		owner = c.owner
@@ -90,23 +90,23 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 }
 
 // launcher creates, attaches to and starts c's containers: Docker's part
-// of the start the drivers share ([engine.Launcher]).
-func (c *Client) launcher() *engine.Launcher[*Container] {
-	return &engine.Launcher[*Container]{
+// of the start the drivers share ([enginekit.Launcher]).
+func (c *Client) launcher() *enginekit.Launcher[*APIContainer] {
+	return &enginekit.Launcher[*APIContainer]{
 		Name:     "Docker",
 		API:      c.api(),
 		Timeout:  requestTimeout,
 		Log:      c.log,
 		Declined: &c.declined,
-		Created: func(id string, at *confine.Attached) *Container {
-			return &Container{id: id, Attached: at, c: c, exited: make(chan struct{})}
+		Created: func(id string, at *confine.Attached) *APIContainer {
+			return &APIContainer{id: id, Attached: at, c: c, exited: make(chan struct{})}
 		},
 		Attach: c.attach,
 		// The exit code is asked for before the start: the container
 		// removes itself once it has exited, and with it its state.
-		BeforeStart: func(ctx context.Context, ct *Container) error {
+		BeforeStart: func(ctx context.Context, ct *APIContainer) error {
 			if err := ct.watchExit(ctx); err != nil {
-				return fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
+				return fmt.Errorf("waiting for container %s: %w", enginekit.ShortID(ct.id), err)
 			}
 			return nil
 		},
@@ -118,8 +118,8 @@ func (c *Client) launcher() *engine.Launcher[*Container] {
 // the container has exited and the daemon has removed it) and reads its
 // answer in the background; it returns once the daemon has taken the
 // request. The request ends with the container, or when its streams are
-// closed ([Container.CloseStreams]).
-func (ct *Container) watchExit(ctx context.Context) error {
+// closed ([APIContainer.CloseStreams]).
+func (ct *APIContainer) watchExit(ctx context.Context) error {
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	ct.stopWait = stop
 	q := url.Values{"condition": {"removed"}}
@@ -155,18 +155,18 @@ func (ct *Container) watchExit(ctx context.Context) error {
 
 // Wait blocks until the container has stopped and been removed, and returns
 // its exit code. It has no deadline of its own: give ctx one.
-func (ct *Container) Wait(ctx context.Context) (int, error) {
+func (ct *APIContainer) Wait(ctx context.Context) (int, error) {
 	select {
 	case <-ct.exited:
 		return ct.code, ct.waitErr
 	case <-ctx.Done():
-		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), ctx.Err())
+		return -1, fmt.Errorf("waiting for container %s: %w", enginekit.ShortID(ct.id), ctx.Err())
 	}
 }
 
 // OOMKilled reports whether the container, which must have exited, was
 // killed for exceeding its memory limit: an exit by SIGKILL (code 137) that
-// [Container.Kill] did not cause. Nothing else in a sandbox without
+// [APIContainer.Kill] did not cause. Nothing else in a sandbox without
 // capabilities sends SIGKILL to its process, except the code itself; and the
 // container, removed once it exited, can no longer be asked.
 //
@@ -175,7 +175,7 @@ func (ct *Container) Wait(ctx context.Context) (int, error) {
 // sandbox's helper processes instead of its kernel, which then exits with a
 // code of its own (2 here, likely a Go panic's), while the cgroup's OOM was seen all
 // the same.
-func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
+func (ct *APIContainer) OOMKilled(ctx context.Context) (bool, error) {
 	code, err := ct.Wait(ctx)
 	if err != nil || code == 0 || ct.killed.Load() {
 		return false, err
@@ -186,7 +186,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 	oom, err := ct.c.oomEvent(ctx, ct.id, ct.started)
 	if err != nil {
 		// The exit code stands; only its cause is unknown.
-		ct.c.log.Warn("could not tell whether the container ran out of memory", "container", engine.ShortID(ct.id), "code", code, "err", err)
+		ct.c.log.Warn("could not tell whether the container ran out of memory", "container", enginekit.ShortID(ct.id), "code", code, "err", err)
 	}
 	return oom, nil
 }
@@ -210,7 +210,7 @@ func (c *Client) oomEvent(ctx context.Context, id string, since time.Time) (bool
 		"filters": {string(filters)},
 	}, nil)
 	if err != nil {
-		return false, fmt.Errorf("asking the daemon whether container %s ran out of memory: %w", engine.ShortID(id), err)
+		return false, fmt.Errorf("asking the daemon whether container %s ran out of memory: %w", enginekit.ShortID(id), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -220,7 +220,7 @@ func (c *Client) oomEvent(ctx context.Context, id string, since time.Time) (bool
 		case errors.Is(err, io.EOF):
 			return false, nil
 		case err != nil:
-			return false, fmt.Errorf("reading the daemon's events of container %s: %w", engine.ShortID(id), err)
+			return false, fmt.Errorf("reading the daemon's events of container %s: %w", enginekit.ShortID(id), err)
 		case ev.Action == "oom":
 			return true, nil
 		}
@@ -232,18 +232,18 @@ func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.N
 
 // Kill sends SIGKILL to the container. A container that is not running (any
 // more) is not an error.
-func (ct *Container) Kill(ctx context.Context) error {
+func (ct *APIContainer) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.do(ctx, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	if err == nil || isStatus(err, http.StatusConflict) || isStatus(err, http.StatusNotFound) {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
+	return fmt.Errorf("killing container %s: %w", enginekit.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
 // streams. Removing a container twice, or one already gone, is not an error.
-func (ct *Container) Remove(ctx context.Context) error {
+func (ct *APIContainer) Remove(ctx context.Context) error {
 	ct.mu.Lock()
 	already := ct.removed
 	ct.removed = true
@@ -260,7 +260,7 @@ func (ct *Container) Remove(ctx context.Context) error {
 // ([confine.Attached.CloseStreams]) and gives up the wait for the exit
 // code. The container's process exits when its stream ends. Closing again
 // does nothing.
-func (ct *Container) CloseStreams() {
+func (ct *APIContainer) CloseStreams() {
 	ct.Attached.CloseStreams()
 	if ct.stopWait != nil {
 		ct.stopWait()
@@ -273,14 +273,14 @@ func (c *Client) remove(ctx context.Context, id string) error {
 	if err == nil || isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusConflict) && strings.Contains(err.Error(), "in progress") {
 		return nil
 	}
-	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+	return fmt.Errorf("removing container %s: %w", enginekit.ShortID(id), err)
 }
 
 // inspect returns whether the container exists and is running.
 func (c *Client) inspect(ctx context.Context, id string) (running bool, err error) {
 	var data struct{ State struct{ Running bool } }
 	if err := c.do(ctx, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return false, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
+		return false, fmt.Errorf("inspecting container %s: %w", enginekit.ShortID(id), err)
 	}
 	return data.State.Running, nil
 }
@@ -332,7 +332,7 @@ func (c *Client) removeStale(ctx context.Context, self confine.Owner, grace time
 			stale = append(stale, s.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, stale, c.remove)
+	return enginekit.RemoveEach(ctx, stale, c.remove)
 }
 
 // RemoveByClient removes every container created through a client with
@@ -348,7 +348,7 @@ func (c *Client) RemoveByClient(ctx context.Context, clients ...string) (int, er
 			theirs = append(theirs, s.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, theirs, c.remove)
+	return enginekit.RemoveEach(ctx, theirs, c.remove)
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

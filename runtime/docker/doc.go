@@ -16,7 +16,7 @@
 // (DOCKER_CONTEXT, else the config's currentContext), else rootless Docker's
 // socket, Docker Desktop's, and /var/run/docker.sock. [Client.Start]
 // creates, attaches to and starts a container; [Engine] is the engines'
-// shared life cycle (runtime/engine: connecting, the image resolved or
+// shared life cycle (runtime/enginekit: connecting, the image resolved or
 // pulled once, the sweep of what dead codebridge processes left) on a
 // [Client].
 //

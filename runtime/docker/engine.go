@@ -3,20 +3,18 @@ package docker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
-
-// ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
-// the sandbox image when it is not there yet and Docker pulls it.
-type ImageWatch = confine.ImageWatch
 
 // EngineOptions configure an [Engine]. Zero values mean the defaults.
 type EngineOptions struct {
 	Host     string // Docker API; see [Options.Host]
-	StateDir string // holds the sandboxes' socket folders; "" means [engine.StateDir]'s default
+	StateDir string // holds the sandboxes' socket folders; "" means [enginekit.StateDir]'s default
 	Image    string // the configured image; "" chooses [confine.DefaultImage], else [confine.FallbackImage]
 	// Spec is the template of every container: its Image is filled in from
 	// the resolved image; Command is required. Its Runtime is the OCI
@@ -28,27 +26,27 @@ type EngineOptions struct {
 	Getenv   func(string) string            // see [Options.Getenv]
 }
 
-// Engine starts containers from one spec on a Docker daemon it connects to
-// on first use: the engines' shared life cycle ([engine.Engine]: connecting
-// and connecting again, the image, the sweep) on a [Client].
+// Engine is the Docker driver, a [sandbox.Engine]: it starts containers from
+// one spec on a Docker daemon it connects to on first use, through the
+// engines' shared life cycle ([enginekit.Lifecycle]: connecting and
+// connecting again, the image, the sweep) on a [Client].
 type Engine struct {
-	*engine.Engine
+	*enginekit.Lifecycle
 	opts EngineOptions
 }
 
-// Box is a started container of an [Engine].
-type Box = engine.Box
+var _ sandbox.Engine = (*Engine)(nil)
 
 // NewEngine returns an engine; it does not touch Docker until used.
 func NewEngine(opts EngineOptions) *Engine {
-	connect := func(ctx context.Context) (engine.Conn, error) {
+	connect := func(ctx context.Context) (enginekit.Conn, error) {
 		c, err := Connect(ctx, Options{Host: opts.Host, Logger: opts.Logger, Declined: opts.Declined, Getenv: opts.Getenv})
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
 	}
-	return &Engine{engine.New(connect, engine.Options{
+	return &Engine{enginekit.New(connect, enginekit.Options{
 		Name:     "Docker",
 		Image:    imagePolicy(opts.Image),
 		StateDir: opts.StateDir,
@@ -57,33 +55,30 @@ func NewEngine(opts EngineOptions) *Engine {
 	}), opts}
 }
 
-// Info is what [Engine.Info] reports: the Docker daemon that answered.
-type Info struct {
-	Host        string // where it answered
-	From        string // how the host was found, e.g. "DOCKER_HOST"
-	Version     string // the daemon's version, e.g. "20.10.24"
-	APIVersion  string // the Engine API version spoken, e.g. "1.41"
-	Runtime     string // the OCI runtime containers run under
-	SharesFiles bool   // see [Client.SharesFiles]
-}
-
-// Info connects to Docker if needed, without resolving the image, and says
-// which daemon answered.
-func (e *Engine) Info(ctx context.Context) (Info, error) {
+// Describe connects to Docker if needed, without resolving the image, and
+// says which daemon answered. Name, Fix and Setup are set even with an
+// error.
+func (e *Engine) Describe(ctx context.Context) (enginekit.Description, error) {
+	d := enginekit.Description{Name: "Docker", Setup: "codebridge setup --engine docker", Fix: StartHint}
 	conn, err := e.Connected(ctx)
 	if err != nil {
-		return Info{}, err
+		if u, ok := errors.AsType[*confine.UnavailableError](err); ok {
+			err = u // its message says what to do, without the wrapping
+		}
+		return d, err
 	}
 	c := conn.(*Client)
-	rt := cmp.Or(e.opts.Spec.Runtime, c.Runtime())
-	return Info{Host: c.Host(), From: c.from, Version: c.Version(), APIVersion: c.APIVersion(), Runtime: rt, SharesFiles: c.SharesFiles()}, nil
+	d.Version = c.Version() + ", API " + c.APIVersion()
+	d.Endpoint, d.Runtime, d.SharesFiles = c.Host(), cmp.Or(e.opts.Spec.Runtime, c.Runtime()), c.SharesFiles()
+	d.Via = "the Docker daemon found through " + c.from
+	return d, nil
 }
 
 // Launch starts a container of s through c, under its OCI runtime
 // ([confine.Spec.Runtime]), its socket's folder made in channelDir ("" none):
-// what an [engine.Engine] asks of a Docker connection. The seccomp profile
+// what an [enginekit.Lifecycle] asks of a Docker connection. The seccomp profile
 // goes inline in the create request.
-func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.APIContainer, error) {
 	ct, err := c.start(ctx, s, placement{channelDir: channelDir})
 	if err != nil {
 		return nil, err // not a typed nil in the interface

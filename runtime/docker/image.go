@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // ImageError is why there is no sandbox image. It matches [ErrUnavailable].
@@ -23,7 +23,7 @@ func imagePolicy(configured string) confine.ImagePolicy {
 
 // ImageExists reports whether the image is in the daemon's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	return engine.InStore(ctx, c.api(), requestTimeout, "/images/"+name+"/json", name)
+	return enginekit.InStore(ctx, c.api(), requestTimeout, "/images/"+name+"/json", name)
 }
 
 // Pull pulls ref, logging the progress the daemon streams and passing it
@@ -31,7 +31,7 @@ func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
 func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) error {
 	image, tag := splitTag(ref)
 	last := "" // the daemon repeats a step with each byte count
-	p := engine.Puller[pullMessage]{
+	p := enginekit.Puller[pullMessage]{
 		API:     c.api(),
 		Path:    "/images/create",
 		Query:   url.Values{"fromImage": {image}, "tag": {tag}},

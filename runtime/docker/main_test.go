@@ -10,6 +10,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/enginetest"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -22,7 +23,7 @@ var shared struct {
 func TestMain(m *testing.M) {
 	enginetest.Child(func(spec confine.Spec, dir string) enginetest.Start {
 		e := NewEngine(EngineOptions{Image: spec.Image, StateDir: dir, Spec: spec})
-		return func(ctx context.Context) (sandboxContainer, error) { return e.Start(ctx, ImageWatch{}) }
+		return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, sandbox.Wait{}) }
 	})
 	code := m.Run()
 	if shared.c != nil {

@@ -135,7 +135,7 @@ func newCreateRequest(s confine.Spec, owner map[string]string) (createRequest, e
 
 // AddChannel gives the container its socket's folder, bind-mounted
 // read-only, and names the socket in the environment variable env
-// ([engine.CreateRequest]). (Docker's bind mounts take no noexec: the
+// ([enginekit.CreateRequest]). (Docker's bind mounts take no noexec: the
 // folder holds one socket, removed once the container has connected.)
 func (cr *createRequest) AddChannel(env string, ch *confine.Channel) {
 	cr.Env = append(cr.Env, env+"="+confine.SocketPath)

@@ -76,7 +76,7 @@ func claimReady(c *claimObject) (bool, error) {
 // claim starts a sandbox as a claim on the warm pool: it creates the claim,
 // waits for its sandbox to be ready, marks the pod as this replica's and
 // opens its stream.
-func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) {
+func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Container, error) {
 	owner := e.owner.Labels()
 	labels := map[string]string{confine.LabelManaged: "true", LabelReplica: e.replica}
 	if start, ok := owner[confine.LabelOwnerStart]; ok {
@@ -90,7 +90,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) 
 	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, claimsPath(ns), nil, cl, nil); err != nil {
 		return nil, fmt.Errorf("claiming a sandbox from warm pool %s in namespace %s (agent-sandbox): %w", e.opts.WarmPool, ns, err)
 	}
-	b := &Box{e: e, c: c, ns: ns, claim: cl.Metadata.Name, serve: e.opts.Serve != nil}
+	b := &Container{e: e, c: c, ns: ns, claim: cl.Metadata.Name, serve: e.opts.Serve != nil}
 	return e.launch(ctx, b, func(ctx context.Context) error {
 		got, err := waitObject(ctx, c, claimsPath(ns), "sandbox claim", cl.Metadata.Name, errClaimGone, claimReady)
 		if err != nil {
@@ -109,7 +109,7 @@ func (e *Engine) claim(ctx context.Context, c *Client, ns string) (*Box, error) 
 		// labels it did not set.
 		podLabels := maps.Clone(labels)
 		podLabels[LabelClaim] = cl.Metadata.Name
-		return e.Relabel(ctx, b.name, podLabels, owner)
+		return e.relabel(ctx, b.name, podLabels, owner)
 	})
 }
 
@@ -148,4 +148,21 @@ func (e *Engine) Template(name string) (map[string]any, error) {
 			"networkPolicy": map[string]any{},
 		},
 	}, nil
+}
+
+// WarmPool returns, as one Kubernetes List, the [Engine.Template] named name
+// and a SandboxWarmPool of replicas of it, also named name: what
+// [Options.WarmPool] claims from once applied.
+func (e *Engine) WarmPool(name string, replicas int) (map[string]any, error) {
+	tmpl, err := e.Template(name)
+	if err != nil {
+		return nil, err
+	}
+	pool := map[string]any{
+		"apiVersion": "extensions.agents.x-k8s.io/v1beta1",
+		"kind":       "SandboxWarmPool",
+		"metadata":   map[string]any{"name": name},
+		"spec":       map[string]any{"replicas": replicas, "sandboxTemplateRef": map[string]any{"name": name}},
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{tmpl, pool}}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -120,10 +121,11 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	}
 
 	start := time.Now()
-	b, err := e.Start(ctx)
+	ct, err := e.Start(ctx, sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := ct.(*Container)
 	t.Logf("claimed %s (pod %s) in %v", b.claim, b.ID(), time.Since(start).Round(time.Millisecond))
 	if !strings.HasPrefix(b.ID(), name+"-") {
 		t.Errorf("claimed pod %s, want the pool's warm one (%s-...)", b.ID(), name)
@@ -136,8 +138,8 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	if err != nil || res.Error != nil || res.Stdout != "socket\n" {
 		t.Fatalf("first run: %+v, %v", res, err)
 	}
-	pods, err := e.Find(ctx, LabelClaim+"="+b.claim)
-	if err != nil || len(pods) != 1 || pods[0].Name != b.ID() || pods[0].Labels[LabelReplica] != e.Replica() {
+	pods, err := e.find(ctx, LabelClaim+"="+b.claim)
+	if err != nil || len(pods) != 1 || pods[0].Name != b.ID() || pods[0].Labels[LabelReplica] != e.replica {
 		t.Fatalf("the claimed pod by its claim's label: %+v, %v", pods, err)
 	}
 	it.Close()
@@ -145,14 +147,14 @@ func TestKubernetesWarmPoolClaim(t *testing.T) {
 	// Another replica takes it, as a call with the session's handle does.
 	second := NewEngine(opts)
 	t.Cleanup(func() { second.Close(context.Background()) })
-	if err := second.Relabel(ctx, b.ID(), map[string]string{LabelReplica: second.Replica()}, nil); err != nil {
+	if err := second.relabel(ctx, b.ID(), map[string]string{LabelReplica: second.replica}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var claimed claimObject
-	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, &claimed); err != nil || claimed.Metadata.Labels[LabelReplica] != second.Replica() {
+	if err := c.api().Do(ctx, requestTimeout, http.MethodGet, claimsPath(ns)+"/"+b.claim, nil, nil, &claimed); err != nil || claimed.Metadata.Labels[LabelReplica] != second.replica {
 		t.Errorf("the claim after its pod moved: labels %v, %v; want the second replica's", claimed.Metadata.Labels, err)
 	}
-	r, runs, err := second.Resume(ctx, b.ID())
+	r, runs, err := second.resume(ctx, b.ID())
 	if err != nil || runs != 1 {
 		t.Fatalf("resuming from a second engine: %d runs, %v", runs, err)
 	}

@@ -33,7 +33,7 @@ func driver(t testing.TB) enginetest.Driver {
 		New: func(t testing.TB, spec confine.Spec) enginetest.Start {
 			e := newTestEngine(t, spec, true)
 			return func(ctx context.Context) (sandbox.Container, error) {
-				b, err := e.Start(ctx)
+				b, err := e.Start(ctx, sandbox.Wait{})
 				if err != nil {
 					return nil, err // not a typed nil in the interface
 				}
@@ -41,7 +41,7 @@ func driver(t testing.TB) enginetest.Driver {
 			}
 		},
 		StartOwned: func(ctx context.Context, spec confine.Spec, owner map[string]string) (string, error) {
-			b, err := e.StartOwned(ctx, spec, owner)
+			b, err := e.startOwned(ctx, spec, owner)
 			if err != nil {
 				return "", err
 			}
@@ -80,7 +80,7 @@ func childEngine(spec confine.Spec, _ string) enginetest.Start {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		b, err := e.Start(ctx)
+		b, err := e.Start(ctx, sandbox.Wait{})
 		if err != nil {
 			return nil, err
 		}

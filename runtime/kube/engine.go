@@ -21,7 +21,8 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // Options configure an [Engine]. Zero values mean the defaults.
@@ -86,7 +87,7 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the sweep
 
-	live engine.Live[*Box] // every pod not yet removed; closed by Close
+	live enginekit.Live[*Container] // every pod not yet removed; closed by Close
 
 	mu     sync.Mutex // protects following
 	client *Client
@@ -110,15 +111,12 @@ func NewEngine(opts Options) *Engine {
 	}
 }
 
-// Replica is this engine's id, the value of [LabelReplica] on its pods.
-func (e *Engine) Replica() string { return e.replica }
-
 // connected returns the client and namespace, connecting first if needed:
 // it loads the configuration, makes sure the namespace's NetworkPolicy
 // exists and starts the sweep.
 func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 	if e.live.Closed() {
-		return nil, "", engine.ErrShutDown
+		return nil, "", enginekit.ErrShutDown
 	}
 	e.mu.Lock()
 	c, ns := e.client, e.ns
@@ -151,7 +149,7 @@ func (e *Engine) connected(ctx context.Context) (*Client, string, error) {
 	defer e.mu.Unlock()
 	if e.live.Closed() { // under e.mu, so that Close sees e.client if kept
 		c.Close()
-		return nil, "", engine.ErrShutDown
+		return nil, "", enginekit.ErrShutDown
 	}
 	e.client, e.ns = c, ns
 	e.jobs.Go(func() { e.sweepLoop(c, ns) })
@@ -227,38 +225,63 @@ func (s netPolicySpec) permissive() []string {
 	return why
 }
 
-// Info is what [Engine.Info] reports.
-type Info struct {
-	Server, Version, Namespace, Context, Source string
-	RuntimeClass                                string // "" the cluster's default
+// Ready connects if needed and asks the cluster its version; the kubelet
+// pulls images, so there is nothing to wait for and w is not used.
+func (e *Engine) Ready(ctx context.Context, _ sandbox.Wait) error {
+	c, _, err := e.connected(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.Version(ctx)
+	return err
 }
 
-// Info connects if needed and says which cluster answered.
-func (e *Engine) Info(ctx context.Context) (Info, error) {
+// Describe connects if needed and says which cluster answered. Name, Fix
+// and Setup are set even with an error.
+func (e *Engine) Describe(ctx context.Context) (enginekit.Description, error) {
+	// The image is built where Podman runs; a cluster's nodes then take it
+	// from a registry they pull from, or scripts/kube.sh load copies it.
+	d := enginekit.Description{Name: "Kubernetes", Setup: "codebridge setup",
+		Fix: "set KUBECONFIG to the cluster's kubeconfig (or run codebridge in a pod with a service account that may create pods, pods/exec and networkpolicies in its namespace)"}
 	c, ns, err := e.connected(ctx)
-	if err != nil {
-		return Info{}, err
+	var v Version
+	if err == nil {
+		v, err = c.Version(ctx)
 	}
-	v, err := c.Version(ctx)
 	if err != nil {
-		return Info{}, err
+		if u, ok := errors.AsType[*UnavailableError](err); ok {
+			err = u // its message says what to do, without the wrapping
+		}
+		return d, err
 	}
-	return Info{Server: c.Server(), Version: v.GitVersion, Namespace: ns, Context: c.cfg.Context, Source: c.cfg.Source, RuntimeClass: e.opts.RuntimeClass}, nil
+	d.Version, d.Endpoint = v.GitVersion, c.Server()
+	d.Via = fmt.Sprintf("context %q of %s, namespace %s", c.cfg.Context, c.cfg.Source, ns)
+	if c.cfg.Context == "in-cluster" {
+		d.Via = "the pod's service account, namespace " + ns
+	}
+	d.Runtime = cmp.Or(e.opts.RuntimeClass, "the cluster's default runtime class")
+	return d, nil
 }
 
 // Start creates a pod from the engine's spec, waits until its container
-// runs and opens its stream.
-func (e *Engine) Start(ctx context.Context) (*Box, error) {
-	return e.start(ctx, e.opts.Spec, nil)
+// runs and opens its stream: a [*Container]. The kubelet pulls images, so
+// there is nothing to wait for and w is not used.
+func (e *Engine) Start(ctx context.Context, _ sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.start(ctx, e.opts.Spec, nil)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	b.holder = newHolder()
+	return b, nil
 }
 
-// StartOwned is Start with these ownership labels instead of this process's
+// startOwned is Start with these ownership labels instead of this process's
 // (for tests of the sweep).
-func (e *Engine) StartOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Box, error) {
+func (e *Engine) startOwned(ctx context.Context, spec confine.Spec, owner map[string]string) (*Container, error) {
 	return e.start(ctx, spec, owner)
 }
 
-func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]string) (*Box, error) {
+func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]string) (*Container, error) {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return nil, err
@@ -277,16 +300,16 @@ func (e *Engine) start(ctx context.Context, spec confine.Spec, owner map[string]
 	if err := c.api().Do(ctx, requestTimeout, http.MethodPost, podsPath(ns), nil, pod, &created); err != nil {
 		return nil, fmt.Errorf("creating a sandbox pod in namespace %s: %w", ns, err)
 	}
-	return e.launch(ctx, &Box{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
+	return e.launch(ctx, &Container{e: e, c: c, ns: ns, name: pod.Metadata.Name, serve: serve}, nil)
 }
 
 // launch makes b, just created, one of the engine's live sandboxes, waits
 // until its pod runs and opens its stream; find, if set, first finds its
 // pod (a claim's). On failure it removes b.
-func (e *Engine) launch(ctx context.Context, b *Box, find func(context.Context) error) (*Box, error) {
+func (e *Engine) launch(ctx context.Context, b *Container, find func(context.Context) error) (*Container, error) {
 	if !e.live.Add(b) {
 		b.delete(ctx)
-		return nil, engine.ErrShutDown
+		return nil, enginekit.ErrShutDown
 	}
 	ctx, cancel := context.WithTimeout(ctx, podStartTimeout)
 	defer cancel()
@@ -338,13 +361,13 @@ func (e *Engine) pod(spec confine.Spec, owner map[string]string, name, ns string
 // and pulling its image where it is not on the node).
 const podStartTimeout = 5 * time.Minute
 
-// Resume opens a new stream to a sandbox pod that serves its stream in the
+// resume opens a new stream to a sandbox pod that serves its stream in the
 // pod ([Serve]), whichever replica started it: the seam by which a session
 // continues from another replica. It says how many runs the pod's process
 // has served (0 for one that never served a connection, which then waits for
 // its first frame as a new one does). The pod is not this engine's: Close
 // does not delete it.
-func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
+func (e *Engine) resume(ctx context.Context, pod string) (*Container, int, error) {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -352,7 +375,7 @@ func (e *Engine) Resume(ctx context.Context, pod string) (*Box, int, error) {
 	if e.opts.Serve == nil {
 		return nil, 0, errors.New("resuming a sandbox pod needs its stream served in the pod (the socket stream)")
 	}
-	b := &Box{e: e, c: c, ns: ns, name: pod, serve: true}
+	b := &Container{e: e, c: c, ns: ns, name: pod, serve: true}
 	if e.opts.WarmPool != "" {
 		// A claimed pod ends with its claim ([LabelClaim]).
 		var p Pod
@@ -412,8 +435,9 @@ func deleteOptions() map[string]any {
 
 func podsPath(ns string) string { return "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods" }
 
-// Box is a started sandbox pod of an [Engine] with its stream.
-type Box struct {
+// Container is a started sandbox pod of an [Engine] with its stream: the
+// sandbox.Container of runtime/kube.
+type Container struct {
 	e       *Engine
 	c       *Client
 	ns      string
@@ -421,7 +445,8 @@ type Box struct {
 	claim   string // the SandboxClaim that holds the pod, if claimed ([Options.WarmPool])
 	serve   bool   // the stream is served in the pod, through the relay
 	started time.Time
-	runs    int // after Resume: the runs the process had served
+	runs    int    // after Resume: the runs the process had served
+	holder  string // this stream's value of labelHolder ([Engine.Adopt]); "" for a pod of startOwned or resume
 
 	killed atomic.Bool // Remove deleted it
 
@@ -431,12 +456,13 @@ type Box struct {
 	exited  *terminated
 	logs    string
 	removed bool
+	ref     sandbox.HandleRef // the session's, once marked ([Engine.Mark])
 }
 
 // open opens the pod's stream: the relay for a pod that serves it, after
 // which the process says whether it is fresh or resumed (want, 0 for
 // either), else the attach, after which it is told to start.
-func (b *Box) open(ctx context.Context, want byte) error {
+func (b *Container) open(ctx context.Context, want byte) error {
 	var relay []string
 	if b.serve {
 		relay = append(append([]string{}, b.e.opts.Serve.Relay...), socketName)
@@ -482,9 +508,9 @@ func (b *Box) open(ctx context.Context, want byte) error {
 	return nil
 }
 
-// setStream makes st the box's stream, once it is open. The engine's Close
+// setStream makes st the container's stream, once it is open. The engine's Close
 // may run meanwhile: it then closes st at once.
-func (b *Box) setStream(st *stream) {
+func (b *Container) setStream(st *stream) {
 	b.mu.Lock()
 	b.st = st
 	closed := b.closed
@@ -495,24 +521,24 @@ func (b *Box) setStream(st *stream) {
 }
 
 // ID is the pod's name.
-func (b *Box) ID() string { return b.name }
+func (b *Container) ID() string { return b.name }
 
 // Started is when the pod's stream opened.
-func (b *Box) Started() time.Time { return b.started }
+func (b *Container) Started() time.Time { return b.started }
 
 // Stream is the pod's stream: the relay's stdin and stdout, or the attached
 // container's. Closing it ends the stream; with the relay the pod's process
 // keeps its state and waits for the next one (its wait limit ends it), with
 // attach its stdin ends.
-func (b *Box) Stream() io.ReadWriteCloser { return b.st }
+func (b *Container) Stream() io.ReadWriteCloser { return b.st }
 
 // Done is closed when the stream's output has ended.
-func (b *Box) Done() <-chan struct{} { return b.st.Done() }
+func (b *Container) Done() <-chan struct{} { return b.st.Done() }
 
 // Stderr is what the container wrote to stderr, at most 64 KiB: the
-// attach's, or the relay's and, once [Box.Exit] has seen the pod end, the
+// attach's, or the relay's and, once [Container.Exit] has seen the pod end, the
 // end of its log.
-func (b *Box) Stderr() string {
+func (b *Container) Stderr() string {
 	b.mu.Lock()
 	logs := b.logs
 	b.mu.Unlock()
@@ -523,7 +549,7 @@ func (b *Box) Stderr() string {
 // whether it was killed for exceeding its memory limit: the kubelet says
 // OOMKilled, or it died of SIGKILL (137) that Remove did not send. It has no
 // deadline of its own.
-func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+func (b *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
 	b.mu.Lock()
 	t := b.exited
 	b.mu.Unlock()
@@ -545,7 +571,7 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 }
 
 // tailLog returns the end of the container's log, for diagnostics.
-func (b *Box) tailLog(ctx context.Context) string {
+func (b *Container) tailLog(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	q := url.Values{"container": {containerName}, "limitBytes": {"65536"}}
@@ -559,9 +585,13 @@ func (b *Box) tailLog(ctx context.Context) string {
 }
 
 // Remove closes the stream and deletes the pod (a resumed pod of another
-// replica too: the session it held has ended). Removing twice is not an
-// error.
-func (b *Box) Remove(ctx context.Context) error {
+// replica too: the session it held has ended), unless another stream holds
+// it now ([Engine.Lost]): then it only closes this one. Removing twice is
+// not an error.
+func (b *Container) Remove(ctx context.Context) error {
+	if b.e.Lost(ctx, b) {
+		return b.st.Close()
+	}
 	b.closeStream()
 	b.mu.Lock()
 	already := b.removed
@@ -575,7 +605,7 @@ func (b *Box) Remove(ctx context.Context) error {
 	return b.delete(ctx)
 }
 
-func (b *Box) closeStream() {
+func (b *Container) closeStream() {
 	b.mu.Lock()
 	st := b.st
 	b.closed = true
@@ -585,7 +615,7 @@ func (b *Box) closeStream() {
 	}
 }
 
-func (b *Box) delete(ctx context.Context) error {
+func (b *Container) delete(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
 	if b.claim != "" {
@@ -751,11 +781,11 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// ImageOnNodes reports whether a node of the cluster lists the image among
+// HasImage reports whether a node of the cluster lists the image among
 // those it holds (a node lists its 50 largest). Where codebridge may not
 // list nodes (its role is namespaced), it cannot tell and says yes: the
 // pod's start then says what is missing.
-func (e *Engine) ImageOnNodes(ctx context.Context, image string) (bool, error) {
+func (e *Engine) HasImage(ctx context.Context, image string) (bool, error) {
 	c, _, err := e.connected(ctx)
 	if err != nil {
 		return false, err

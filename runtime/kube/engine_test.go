@@ -14,6 +14,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -25,7 +26,7 @@ func TestKubernetesResumeFromAnotherReplica(t *testing.T) {
 	first := newTestEngine(t, spec, true)
 	second := newTestEngine(t, spec, true)
 
-	b, err := first.Start(t.Context())
+	b, err := first.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestKubernetesResumeFromAnotherReplica(t *testing.T) {
 	}
 	it.Close() // the first replica's stream ends; the pod stays
 
-	r, runs, err := second.Resume(t.Context(), b.ID())
+	r, runs, err := second.resume(t.Context(), b.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestKubernetesResumeFromAnotherReplica(t *testing.T) {
 	<-asked
 	r.st.Close()
 	it.Close()
-	r, runs, err = first.Resume(t.Context(), b.ID())
+	r, runs, err = first.resume(t.Context(), b.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func (f hostFunc) Call(ctx context.Context, method string, params json.RawMessag
 // stdout, its exit code and stderr.
 func TestKubernetesAttach(t *testing.T) {
 	e := newTestEngine(t, confine.Spec{Command: []string{"python3", "-c", "import sys\nprint('ready', flush=True)\nfor l in sys.stdin:\n    if l == 'quit\\n': break\n    print(l.strip().upper(), flush=True)\nsys.stderr.write('bye')\nsys.exit(3)"}}, false)
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestKubernetesAttach(t *testing.T) {
 // so.
 func TestKubernetesOOM(t *testing.T) {
 	e := newTestEngine(t, confine.Spec{Command: []string{"python3", "-c", "print('allocating', flush=True); b = b'x' * (256 << 20); print('survived')"}, Memory: 64 << 20}, false)
-	b, err := e.Start(t.Context())
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,14 +142,14 @@ func TestKubernetesOOM(t *testing.T) {
 func TestKubernetesCloseDeletesPods(t *testing.T) {
 	spec := confine.Spec{Command: python.Command(), Channel: python.ChannelEnv, Env: map[string]string{python.WaitLimitEnv: "300"}}
 	other := newTestEngine(t, spec, true)
-	kept, err := other.Start(t.Context())
+	kept, err := other.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newTestEngine(t, spec, true)
 	var names []string
 	for range 3 {
-		b, err := e.Start(t.Context())
+		b, err := e.Start(t.Context(), sandbox.Wait{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,13 +195,13 @@ func TestKubernetesSweep(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for name, owner := range owners {
-		b, err := e.StartOwned(t.Context(), sleep, owner)
+		b, err := e.startOwned(t.Context(), sleep, owner)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids[name] = b.ID()
 	}
-	ended, err := e.StartOwned(t.Context(), confine.Spec{Command: []string{"true"}}, me.Labels())
+	ended, err := e.startOwned(t.Context(), confine.Spec{Command: []string{"true"}}, me.Labels())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestKubernetesWarmPodEndsWithReplica(t *testing.T) {
 // the scheduler's reason, and is deleted.
 func TestKubernetesUnschedulable(t *testing.T) {
 	e := newTestEngine(t, confine.Spec{Command: []string{"true"}, Memory: 1 << 50}, false)
-	_, err := e.Start(t.Context())
+	_, err := e.Start(t.Context(), sandbox.Wait{})
 	if err == nil || !strings.Contains(err.Error(), "cannot be scheduled") || !strings.Contains(err.Error(), "memory") {
 		t.Fatalf("start: %v, want the scheduler's reason", err)
 	}
@@ -257,7 +258,7 @@ func TestKubernetesUnschedulable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		if p.Labels[LabelReplica] == e.Replica() && !p.Deleted {
+		if p.Labels[LabelReplica] == e.replica && !p.Deleted {
 			t.Errorf("pod %s left after its failed start", p.Name)
 		}
 	}
@@ -269,7 +270,7 @@ func TestKubernetesUnschedulable(t *testing.T) {
 func TestKubernetesMissingSeccompProfile(t *testing.T) {
 	e := newTestEngine(t, confine.Spec{Command: []string{"true"}}, false)
 	e.opts.Seccomp = "codebridge-test-absent.json"
-	_, err := e.Start(t.Context())
+	_, err := e.Start(t.Context(), sandbox.Wait{})
 	if err == nil || !strings.Contains(err.Error(), "CreateContainerError") || !strings.Contains(err.Error(), "codebridge-test-absent.json") {
 		t.Fatalf("start: %v, want the runtime's refusal naming the profile", err)
 	}

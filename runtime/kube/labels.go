@@ -8,10 +8,10 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 )
 
-// Relabel sets labels and annotations on one of the namespace's pods,
+// relabel sets labels and annotations on one of the namespace's pods,
 // leaving the others as they are (a JSON merge patch of its metadata). A
 // nil map changes nothing of its kind.
-func (e *Engine) Relabel(ctx context.Context, pod string, labels, annotations map[string]string) error {
+func (e *Engine) relabel(ctx context.Context, pod string, labels, annotations map[string]string) error {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return err
@@ -41,9 +41,9 @@ func (e *Engine) Relabel(ctx context.Context, pod string, labels, annotations ma
 	return c.api().Do(ctx, requestTimeout, http.MethodPatch, claimsPath(ns)+"/"+url.PathEscape(claim), nil, map[string]any{"metadata": claimMeta}, nil)
 }
 
-// Find lists the namespace's codebridge pods, of every replica, that also
+// find lists the namespace's codebridge pods, of every replica, that also
 // match selector (a label selector).
-func (e *Engine) Find(ctx context.Context, selector string) ([]PodSummary, error) {
+func (e *Engine) find(ctx context.Context, selector string) ([]PodSummary, error) {
 	c, ns, err := e.connected(ctx)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/enginetest"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -90,7 +91,7 @@ func warmChild() {
 	e := NewEngine(Options{Config: cfg, Image: os.Getenv(warmChildEnv), PullPolicy: "Never",
 		Spec:  confine.Spec{Command: python.Command(), Channel: python.ChannelEnv, Env: map[string]string{python.WaitLimitEnv: "600"}},
 		Serve: &Serve{Env: python.ServeEnv, Relay: python.RelayCommand()}})
-	b, err := e.Start(context.Background())
+	b, err := e.Start(context.Background(), sandbox.Wait{})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)

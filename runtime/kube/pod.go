@@ -43,16 +43,16 @@ type Pod struct {
 }
 
 type podSpec struct {
-	Containers                    []container  `json:"containers"`
-	RestartPolicy                 string       `json:"restartPolicy,omitempty"`
-	TerminationGracePeriodSeconds *int64       `json:"terminationGracePeriodSeconds,omitempty"`
-	AutomountServiceAccountToken  *bool        `json:"automountServiceAccountToken,omitempty"`
-	EnableServiceLinks            *bool        `json:"enableServiceLinks,omitempty"`
-	ShareProcessNamespace         *bool        `json:"shareProcessNamespace,omitempty"`
-	RuntimeClassName              string       `json:"runtimeClassName,omitempty"`
-	DNSPolicy                     string       `json:"dnsPolicy,omitempty"`
-	SecurityContext               *podSecurity `json:"securityContext,omitempty"`
-	Volumes                       []volume     `json:"volumes,omitempty"`
+	Containers                    []podContainer `json:"containers"`
+	RestartPolicy                 string         `json:"restartPolicy,omitempty"`
+	TerminationGracePeriodSeconds *int64         `json:"terminationGracePeriodSeconds,omitempty"`
+	AutomountServiceAccountToken  *bool          `json:"automountServiceAccountToken,omitempty"`
+	EnableServiceLinks            *bool          `json:"enableServiceLinks,omitempty"`
+	ShareProcessNamespace         *bool          `json:"shareProcessNamespace,omitempty"`
+	RuntimeClassName              string         `json:"runtimeClassName,omitempty"`
+	DNSPolicy                     string         `json:"dnsPolicy,omitempty"`
+	SecurityContext               *podSecurity   `json:"securityContext,omitempty"`
+	Volumes                       []volume       `json:"volumes,omitempty"`
 }
 
 type podSecurity struct {
@@ -67,7 +67,7 @@ type seccompProfile struct {
 	LocalhostProfile string `json:"localhostProfile,omitempty"`
 }
 
-type container struct {
+type podContainer struct {
 	Name                     string             `json:"name"`
 	Image                    string             `json:"image"`
 	ImagePullPolicy          string             `json:"imagePullPolicy,omitempty"`
@@ -292,7 +292,7 @@ func newPod(h confine.Hardened, o podOptions) (*Pod, error) {
 				SeccompProfile: seccomp,
 			},
 			Volumes: vols,
-			Containers: []container{{
+			Containers: []podContainer{{
 				Name:            containerName,
 				Image:           h.Image,
 				ImagePullPolicy: cmp.Or(o.PullPolicy, "IfNotPresent"),

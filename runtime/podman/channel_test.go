@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // startChannel starts a container of e and waits until it has taken its
 // stream; the container is removed when t ends.
-func startChannel(t *testing.T, e *Engine) *Box {
+func startChannel(t *testing.T, e *Engine) sandbox.Container {
 	t.Helper()
-	b, err := e.Start(t.Context(), ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func channelsLeft(t *testing.T, e *Engine) []string {
 
 // readEnds starts a read on b's stream, calls end, and checks that the read
 // fails within a minute.
-func readEnds(t *testing.T, b *Box, end func()) {
+func readEnds(t *testing.T, b sandbox.Container, end func()) {
 	t.Helper()
 	read := make(chan error, 1)
 	go func() {
@@ -99,9 +100,9 @@ print(os.environ["CODEBRIDGE_CHANNEL"], os.listdir("/run/codebridge"))`}, nil, 3
 // removed, and reads the end of the stream when the container is killed.
 func TestChannelEnds(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
-	for name, end := range map[string]func(b *Box) error{
-		"removed": func(b *Box) error { return b.Remove(context.Background()) },
-		"killed":  func(b *Box) error { return boxCt(b).Kill(context.Background()) },
+	for name, end := range map[string]func(b sandbox.Container) error{
+		"removed": func(b sandbox.Container) error { return b.Remove(context.Background()) },
+		"killed":  func(b sandbox.Container) error { return boxCt(b).Kill(context.Background()) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := startChannel(t, e)
@@ -128,10 +129,10 @@ func TestChannelFallback(t *testing.T) {
 		name     string
 		command  []string
 		declined bool // the process says it cannot connect: warned once, with why
-		check    func(t *testing.T, b *Box)
+		check    func(t *testing.T, b sandbox.Container)
 	}{
 		{"cannot connect", []string{"sh", "-c", `CODEBRIDGE_CHANNEL=/run/codebridge/gone exec python3 -I -u -c "$0"`, bootstrap}, true,
-			func(t *testing.T, b *Box) {
+			func(t *testing.T, b sandbox.Container) {
 				res, err := python.Exec(t.Context(), b.Stream(), python.Program{Code: "print(6 * 7)"}, nil, 30*time.Second)
 				if err != nil || res.Stdout != "42\n" {
 					t.Errorf("run over stdin and stdout: %+v, %v", res, err)
@@ -141,14 +142,14 @@ func TestChannelFallback(t *testing.T) {
 				}
 			}},
 		{"other output first", []string{"sh", "-c", "echo hello"}, false,
-			func(t *testing.T, b *Box) {
+			func(t *testing.T, b sandbox.Container) {
 				out, err := io.ReadAll(b.Stream())
 				if err != nil || string(out) != "hello\n" {
 					t.Errorf("stream %q, %v; want hello", out, err)
 				}
 			}},
 		{"exits at once", []string{"true"}, false,
-			func(t *testing.T, b *Box) {
+			func(t *testing.T, b sandbox.Container) {
 				if out, err := io.ReadAll(b.Stream()); err != nil || len(out) != 0 {
 					t.Errorf("stream %q, %v; want it ended", out, err)
 				}
@@ -198,7 +199,7 @@ func TestChannelDeclinedTold(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(told) != 1 || !strings.Contains(told[0], engine.ShortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
+	if len(told) != 1 || !strings.Contains(told[0], enginekit.ShortID(b.ID())+": ") || !strings.Contains(told[0], "cannot connect to /run/codebridge/gone: ") {
 		t.Errorf("Declined was told %q; want once, the container and why", told)
 	}
 }
@@ -208,7 +209,7 @@ func TestChannelDeclinedTold(t *testing.T) {
 // ends, a write fails, and the socket's folder is removed.
 func TestChannelClosedBeforeConnect(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{Spec: confine.Spec{Command: []string{"sleep", "600"}, Channel: python.ChannelEnv}})
-	b, err := e.Start(t.Context(), ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/containers/podman/v5/pkg/bindings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/restapi"
 )
 
@@ -97,12 +97,12 @@ type Client struct {
 	owner      map[string]string // ownership labels put on our containers
 	self       confine.Owner     // this process
 	runtime    string            // the OCI runtime its containers run under; "" when not known (Podman's default)
-	stateDir   string            // see [Options.StateDir]; "" is [engine.StateDir]'s default
+	stateDir   string            // see [Options.StateDir]; "" is [enginekit.StateDir]'s default
 
 	placeMu sync.Mutex // serializes putting the seccomp profile on a Podman host; protects following
 	placed  string     // where the profile was put on a Podman host that does not share this one's files
 
-	declined engine.Declined // a container could not connect to its socket; told once
+	declined enginekit.Declined // a container could not connect to its socket; told once
 }
 
 // Connect finds a Podman API and returns a client for it. In order it tries:
@@ -173,7 +173,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		}
 		return nil, unavailable(err, "%s", msg)
 	}
-	svc, err := c.shareService(ctx, bin, engine.StateDir(opts.StateDir), opts.Runtime, cmp.Or(opts.idle, serviceIdle))
+	svc, err := c.shareService(ctx, bin, enginekit.StateDir(opts.StateDir), opts.Runtime, cmp.Or(opts.idle, serviceIdle))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) { enginetest.Run(t, driver(t)) }
 //	go test ./runtime/podman -run '^$' -bench Start -benchtime 20x
 func BenchmarkStart(b *testing.B) { enginetest.BenchStart(b, driver(b)) }
 
-// driver is the suite's view of this driver, on the test engine.
+// driver is the suite's view of this driver, on the test enginekit.
 func driver(t testing.TB) enginetest.Driver {
 	c := testClient(t)
 	// as is a client on c's connection whose containers carry owner's labels
@@ -32,7 +32,7 @@ func driver(t testing.TB) enginetest.Driver {
 		Init:  "podman-init", // catatonit, bind-mounted as /run/podman-init
 		New: func(t testing.TB, spec confine.Spec) enginetest.Start {
 			e := newTestEngine(t, EngineOptions{Spec: spec})
-			return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, ImageWatch{}) }
+			return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, sandbox.Wait{}) }
 		},
 		StartOwned: func(ctx context.Context, spec confine.Spec, owner map[string]string) (string, error) {
 			ct, err := as(owner, c.self).Start(ctx, spec)

@@ -18,15 +18,15 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
-// Container is a started sandbox container with its standard streams
+// APIContainer is a started sandbox container with its standard streams
 // attached ([confine.Attached]: Stdin, Stdout, Stderr, Done, and the
-// stream of [Box.Stream], stdout and stdin or a socket). Read Stdout and
+// stream of [enginekit.Container.Stream], stdout and stdin or a socket). Read Stdout and
 // write Stdin from one goroutine each; the other methods are safe for
 // concurrent use.
-type Container struct {
+type APIContainer struct {
 	id string
 	*confine.Attached
 
@@ -39,19 +39,19 @@ type Container struct {
 }
 
 // ID is the container's ID.
-func (ct *Container) ID() string { return ct.id }
+func (ct *APIContainer) ID() string { return ct.id }
 
 // Started is when the container started.
-func (ct *Container) Started() time.Time { return ct.started }
+func (ct *APIContainer) Started() time.Time { return ct.started }
 
 // Streams are the container's attached streams.
-func (ct *Container) Streams() *confine.Attached { return ct.Attached }
+func (ct *APIContainer) Streams() *confine.Attached { return ct.Attached }
 
 // StdinWriter is a container's standard input. CloseWrite closes it (the
 // process reads EOF) while output can still be read.
 type StdinWriter = confine.StdinWriter
 
-// State is what [Container.Inspect] reports.
+// State is what [APIContainer.Inspect] reports.
 type State struct {
 	Status    string // created, running, exited, ...
 	Running   bool
@@ -63,11 +63,11 @@ type State struct {
 // and starts it, with Podman's default seccomp profile ([Engine] gives
 // codebridge's). Attaching before starting loses no output. On error
 // nothing is left behind.
-func (c *Client) Start(ctx context.Context, s confine.Spec) (*Container, error) {
+func (c *Client) Start(ctx context.Context, s confine.Spec) (*APIContainer, error) {
 	return c.start(ctx, s, placement{})
 }
 
-func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Container, error) {
+func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*APIContainer, error) {
 	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	cs, err := newCreateSpec(s, c.owner, at.seccomp)
 	if err != nil {
@@ -82,16 +82,16 @@ func (c *Client) start(ctx context.Context, s confine.Spec, at placement) (*Cont
 }
 
 // launcher creates, attaches to and starts c's containers: Podman's part
-// of the start the drivers share ([engine.Launcher]).
-func (c *Client) launcher() *engine.Launcher[*Container] {
-	return &engine.Launcher[*Container]{
+// of the start the drivers share ([enginekit.Launcher]).
+func (c *Client) launcher() *enginekit.Launcher[*APIContainer] {
+	return &enginekit.Launcher[*APIContainer]{
 		Name:     "Podman",
 		API:      c.api(),
 		Timeout:  requestTimeout,
 		Log:      c.log,
 		Declined: &c.declined,
-		Created: func(id string, at *confine.Attached) *Container {
-			return &Container{id: id, Attached: at, c: c}
+		Created: func(id string, at *confine.Attached) *APIContainer {
+			return &APIContainer{id: id, Attached: at, c: c}
 		},
 		Attach: c.attach,
 	}
@@ -118,7 +118,7 @@ func (c *Client) attach(ctx context.Context, id string) (net.Conn, *bufio.Reader
 // instead of asking the wait endpoint, which in Podman 4.3 may never answer
 // for a container removed while it waits: a container removes itself once
 // it has exited ([confine.Hardened.AutoRemove]), and its "died" event stays.
-func (ct *Container) Wait(ctx context.Context) (int, error) {
+func (ct *APIContainer) Wait(ctx context.Context) (int, error) {
 	return ct.diedCode(ctx, true)
 }
 
@@ -134,22 +134,22 @@ func isGone(err error) bool {
 // rotated when it grows past its size (events_logfile_max_size): a stream
 // that ends while the file is rotated is opened again, a few times, from
 // the container's start, where the event may be by then.
-func (ct *Container) diedCode(ctx context.Context, follow bool) (int, error) {
+func (ct *APIContainer) diedCode(ctx context.Context, follow bool) (int, error) {
 	var err error
 	for range eventsAttempts {
 		var code int
 		if code, err = ct.readDied(ctx, follow); err == nil || ctx.Err() != nil || !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return code, err
 		}
-		ct.c.log.Debug("podman's events ended without the container's exit; asking again", "container", engine.ShortID(ct.id), "err", err)
+		ct.c.log.Debug("podman's events ended without the container's exit; asking again", "container", enginekit.ShortID(ct.id), "err", err)
 	}
 	return -1, err
 }
 
-// eventsAttempts is how often [Container.diedCode] reads Podman's events.
+// eventsAttempts is how often [APIContainer.diedCode] reads Podman's events.
 const eventsAttempts = 3
 
-func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
+func (ct *APIContainer) readDied(ctx context.Context, follow bool) (int, error) {
 	filters, _ := json.Marshal(map[string][]string{"container": {ct.id}, "event": {"died"}})
 	// The events file holds every container's events: read only those
 	// since this container started.
@@ -157,7 +157,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 	q := url.Values{"stream": {strconv.FormatBool(follow)}, "filters": {string(filters)}, "since": {strconv.FormatInt(since.Unix(), 10)}}
 	resp, err := ct.c.api().Request(ctx, http.MethodGet, "/events", q, nil)
 	if err != nil {
-		return -1, fmt.Errorf("waiting for container %s: %w", engine.ShortID(ct.id), err)
+		return -1, fmt.Errorf("waiting for container %s: %w", enginekit.ShortID(ct.id), err)
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
@@ -169,7 +169,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", engine.ShortID(ct.id), err)
+			return -1, fmt.Errorf("waiting for container %s: no exit code from Podman: %w", enginekit.ShortID(ct.id), err)
 		}
 		if code, err := strconv.Atoi(ev.Actor.Attributes["containerExitCode"]); err == nil {
 			return code, nil
@@ -178,7 +178,7 @@ func (ct *Container) readDied(ctx context.Context, follow bool) (int, error) {
 }
 
 // Inspect returns the container's state.
-func (ct *Container) Inspect(ctx context.Context) (State, error) {
+func (ct *APIContainer) Inspect(ctx context.Context) (State, error) {
 	return ct.c.inspect(ctx, ct.id)
 }
 
@@ -194,7 +194,7 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 	// A container that has exited is inspected while its cleanup (and,
 	// under gVisor, runsc's teardown) holds its lock: as long as a list.
 	if err := c.api().Do(ctx, listTimeout, http.MethodGet, "/containers/"+id+"/json", nil, nil, &data); err != nil {
-		return State{}, fmt.Errorf("inspecting container %s: %w", engine.ShortID(id), err)
+		return State{}, fmt.Errorf("inspecting container %s: %w", enginekit.ShortID(id), err)
 	}
 	s := data.State
 	return State{Status: s.Status, Running: s.Running, ExitCode: s.ExitCode, OOMKilled: s.OOMKilled}, nil
@@ -203,10 +203,10 @@ func (c *Client) inspect(ctx context.Context, id string) (State, error) {
 // OOMKilled reports whether the container, which must have exited, was
 // killed for exceeding its memory limit. Podman's own flag is not always set
 // (Podman 4.3 with runc on cgroup v1 never sets it), so an exit by SIGKILL
-// (code 137) that [Container.Kill] did not cause also counts: nothing else in
+// (code 137) that [APIContainer.Kill] did not cause also counts: nothing else in
 // a sandbox without capabilities sends SIGKILL to its process, except the
 // code itself. A container already removed is judged by its exit code alone.
-func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
+func (ct *APIContainer) OOMKilled(ctx context.Context) (bool, error) {
 	st, err := ct.Inspect(ctx)
 	if isGone(err) {
 		code, err := ct.diedCode(ctx, false)
@@ -223,7 +223,7 @@ func (ct *Container) OOMKilled(ctx context.Context) (bool, error) {
 
 // Kill sends SIGKILL to the container. A container that is not running (any
 // more) is not an error.
-func (ct *Container) Kill(ctx context.Context) error {
+func (ct *APIContainer) Kill(ctx context.Context) error {
 	ct.killed.Store(true)
 	err := ct.c.api().Do(ctx, requestTimeout, http.MethodPost, "/containers/"+ct.id+"/kill", url.Values{"signal": {"SIGKILL"}}, nil, nil)
 	// Podman 4.3 answers 500 "container state improper" for a container that
@@ -233,12 +233,12 @@ func (ct *Container) Kill(ctx context.Context) error {
 		strings.Contains(err.Error(), "state improper") {
 		return nil
 	}
-	return fmt.Errorf("killing container %s: %w", engine.ShortID(ct.id), err)
+	return fmt.Errorf("killing container %s: %w", enginekit.ShortID(ct.id), err)
 }
 
 // Remove force-removes the container (killing it if it runs) and closes its
 // streams. Removing a container twice, or one already gone, is not an error.
-func (ct *Container) Remove(ctx context.Context) error {
+func (ct *APIContainer) Remove(ctx context.Context) error {
 	ct.mu.Lock()
 	already := ct.removed
 	ct.removed = true
@@ -266,11 +266,11 @@ func (c *Client) remove(ctx context.Context, id string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+			return fmt.Errorf("removing container %s: %w", enginekit.ShortID(id), err)
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("removing container %s: %w", engine.ShortID(id), err)
+	return fmt.Errorf("removing container %s: %w", enginekit.ShortID(id), err)
 }
 
 // Summary describes a container in [Client.List].
@@ -322,7 +322,7 @@ func (c *Client) removeStale(ctx context.Context, grace time.Duration) (int, err
 			stale = append(stale, s.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, stale, c.remove)
+	return enginekit.RemoveEach(ctx, stale, c.remove)
 }
 
 // deadlineCtx returns a context for clean-up work that must happen even when

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
-func waitExit(t *testing.T, ct *Container) int {
+func waitExit(t *testing.T, ct *APIContainer) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -111,7 +111,7 @@ func TestKillRemove(t *testing.T) {
 	}
 	for _, s := range list {
 		if s.ID == ct.ID() {
-			t.Errorf("container %s still listed after Remove: %+v", engine.ShortID(ct.ID()), s)
+			t.Errorf("container %s still listed after Remove: %+v", enginekit.ShortID(ct.ID()), s)
 		}
 	}
 	if _, err := ct.Inspect(t.Context()); !isStatus(err, 404) {

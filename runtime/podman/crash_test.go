@@ -13,6 +13,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
@@ -30,7 +31,7 @@ func init() {
 		Command: python.Command(),
 		Env:     map[string]string{python.WaitLimitEnv: "600"}, // not what ends it
 	}})
-	b, err := e.Start(context.Background(), ImageWatch{})
+	b, err := e.Start(context.Background(), sandbox.Wait{})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -73,7 +74,7 @@ func TestHardDeath(t *testing.T) {
 	})
 	t.Logf("the warm container was removed %v after its codebridge was killed", time.Since(killed).Round(time.Millisecond))
 	// Another codebridge's RemoveStale would have killed it (exit code 137).
-	code, err := (&Container{c: c, id: id, started: killed}).Wait(t.Context())
+	code, err := (&APIContainer{c: c, id: id, started: killed}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the warm container's exit: code %d, %v; want 0 (it ended by itself)", code, err)
 	}

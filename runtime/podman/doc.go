@@ -18,7 +18,7 @@
 // [Connect] finds a Podman API or uses the 'podman system service' that the
 // codebridge processes of a user share, starting it if needed (service.go);
 // [Client.Start] creates, attaches to and starts a container; [Engine] is
-// the engines' shared life cycle (runtime/engine: connecting, the image,
+// the engines' shared life cycle (runtime/enginekit: connecting, the image,
 // exit turns, the sweep) on a [Client].
 //
 // # Leftovers
@@ -36,10 +36,10 @@
 // codebridge's streams all close at once its containers exit in turns
 // ([EngineOptions.ExitDelay]); one ended alone exits at once (its socket is
 // shut down, not closed). [Engine.Close] therefore sends Podman no
-// request and waits for none, and [Box.Remove] asks Podman to kill a
+// request and waits for none, and [enginekit.Container.Remove] asks Podman to kill a
 // container only when it does not end with its stream (stuck in a call that
 // holds the interpreter). A container that has exited may be gone before
-// anyone asks, so [Container.Wait] reads its exit code from Podman's events.
+// anyone asks, so [APIContainer.Wait] reads its exit code from Podman's events.
 //
 // A socket's folder is removed as soon as the container has connected. Its
 // name starts with the pid of the codebridge that made it, so the next start

@@ -3,13 +3,15 @@ package podman
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
 // EngineOptions configure an [Engine]. Zero values mean the defaults.
@@ -25,40 +27,36 @@ type EngineOptions struct {
 	Logger   *slog.Logger                   // nil discards
 	Declined func(container, reason string) // see [Options.Declined]
 	// ExitDelay and ExitInterval give containers exit turns
-	// ([engine.Options.ExitDelay]): each container that exits costs Podman
+	// ([enginekit.Options.ExitDelay]): each container that exits costs Podman
 	// 4.3 a process ('podman container cleanup').
 	ExitDelay    string
-	ExitInterval time.Duration // 0 means [engine.DefaultExitInterval]
+	ExitInterval time.Duration // 0 means [enginekit.DefaultExitInterval]
 
 	serviceIdle time.Duration // see [Options.idle]
-	exitBurst   int           // see [engine.Options.ExitBurst]; tests lower it
+	exitBurst   int           // see [enginekit.Options.ExitBurst]; tests lower it
 }
 
-// Engine starts containers from one spec on a Podman it connects to on
-// first use: the engines' shared life cycle ([engine.Engine]: connecting
-// and connecting again, the image, exit turns, the sweep) on a [Client].
+// Engine is the Podman driver, a [sandbox.Engine]: it starts containers from
+// one spec on a Podman it connects to on first use, through the engines'
+// shared life cycle ([enginekit.Lifecycle]: connecting and connecting again,
+// the image, exit turns, the sweep) on a [Client].
 type Engine struct {
-	*engine.Engine
+	*enginekit.Lifecycle
 	opts EngineOptions
 }
 
-// Box is a started container of an [Engine].
-type Box = engine.Box
-
-// ImageWatch is how one caller of [Engine.Start] or [Engine.Ready] waits for
-// the sandbox image when it is not there yet and Podman pulls it.
-type ImageWatch = confine.ImageWatch
+var _ sandbox.Engine = (*Engine)(nil)
 
 // NewEngine returns an engine; it does not touch Podman until used.
 func NewEngine(opts EngineOptions) *Engine {
-	connect := func(ctx context.Context) (engine.Conn, error) {
+	connect := func(ctx context.Context) (enginekit.Conn, error) {
 		c, err := Connect(ctx, Options{URI: opts.URI, StateDir: opts.StateDir, Runtime: opts.Spec.Runtime, Logger: opts.Logger, Declined: opts.Declined, idle: opts.serviceIdle})
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
 	}
-	return &Engine{engine.New(connect, engine.Options{
+	return &Engine{enginekit.New(connect, enginekit.Options{
 		Name:         "Podman",
 		Image:        imagePolicy(opts.Image),
 		StateDir:     opts.StateDir,
@@ -70,40 +68,40 @@ func NewEngine(opts EngineOptions) *Engine {
 	}), opts}
 }
 
-// Info is what [Engine.Info] reports: the Podman that answered.
-type Info struct {
-	URI        string // where it answered
-	APIVersion string // its libpod API version, e.g. "4.3.1"
-	Private    bool   // a 'podman system service' codebridge started
-	// Runtime is the OCI runtime the containers run under, as Podman names
-	// it; "" when Podman did not say.
-	Runtime string
-}
-
-// Info connects to Podman if needed, without resolving the image, and says
-// which Podman answered and, asking it when no runtime was chosen
-// ([confine.Spec.Runtime]), which OCI runtime it runs.
-func (e *Engine) Info(ctx context.Context) (Info, error) {
+// Describe connects to Podman if needed, without resolving the image, and
+// says which Podman answered and, asking it when no runtime was chosen
+// ([confine.Spec.Runtime]), which OCI runtime it runs. Name, Fix and Setup
+// are set even with an error.
+func (e *Engine) Describe(ctx context.Context) (enginekit.Description, error) {
+	d := enginekit.Description{Name: "Podman", Setup: "codebridge setup",
+		Fix: "codebridge setup installs Podman; with CONTAINER_HOST or CONTAINER_CONNECTION set, check that Podman answers there"}
 	conn, err := e.Connected(ctx)
 	if err != nil {
-		return Info{}, err
+		if u, ok := errors.AsType[*confine.UnavailableError](err); ok {
+			err = u // its message says what to do, without the wrapping
+		}
+		return d, err
 	}
 	c := conn.(*Client)
-	info := Info{URI: c.URI(), APIVersion: c.APIVersion(), Private: c.Private(), Runtime: c.Runtime()}
-	if info.Runtime == "" {
+	d.Version, d.Endpoint, d.SharesFiles, d.Runtime = c.APIVersion(), c.URI(), SharesFiles(c.URI()), c.Runtime()
+	if d.Runtime == "" {
 		name, path, err := c.ociRuntime(ctx)
 		if err != nil {
 			c.log.Info("podman did not say which OCI runtime it runs", "err", err)
 		}
-		info.Runtime = cmp.Or(name, path)
+		d.Runtime = cmp.Or(name, path)
 	}
-	return info, nil
+	d.Via = "a Podman API socket"
+	if c.Private() {
+		d.Via = "the 'podman system service' codebridge processes start and share"
+	}
+	return d, nil
 }
 
 // Launch starts a container of s through c, with the sandbox's seccomp
 // profile, its socket's folder made in channelDir ("" none): what an
-// [engine.Engine] asks of a Podman connection.
-func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (engine.Container, error) {
+// [enginekit.Lifecycle] asks of a Podman connection.
+func (c *Client) Launch(ctx context.Context, s confine.Spec, channelDir string) (enginekit.APIContainer, error) {
 	s.Runtime = cmp.Or(s.Runtime, c.runtime) // the service's: Podman runs no other
 	profile, err := c.seccomp(ctx, s.Image, s.Runtime)
 	if err != nil {
@@ -171,7 +169,7 @@ func (c *Client) seccomp(ctx context.Context, image, runtime string) (string, er
 		c.placed = path
 		return path, nil
 	}
-	path, err := confine.WriteSeccompProfile(engine.StateDir(c.stateDir), runtime)
+	path, err := confine.WriteSeccompProfile(enginekit.StateDir(c.stateDir), runtime)
 	if err != nil {
 		return "", fmt.Errorf("%w: set a state directory codebridge can write", err)
 	}
@@ -196,7 +194,7 @@ func removeByClient(ctx context.Context, c *Client, clients ...string) (int, err
 			theirs = append(theirs, sm.ID)
 		}
 	}
-	return engine.RemoveEach(ctx, theirs, c.remove)
+	return enginekit.RemoveEach(ctx, theirs, c.remove)
 }
 
 // serviceExited reports whether c's shared Podman service has exited.

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -81,7 +83,7 @@ func countOwned(t testing.TB, clientLabel string) int {
 // runOnce runs code in a fresh container of e and removes it.
 func runOnce(t testing.TB, e *Engine, code string) (*python.Result, error) {
 	t.Helper()
-	b, err := e.Start(t.Context(), ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func TestEngineRunAndClose(t *testing.T) {
 	if err != nil || res.Error != nil || res.Stdout != "hello\n" || res.Stderr != "oops\n" {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
-	b, err := e.Start(t.Context(), ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestEngineRunAndClose(t *testing.T) {
 		t.Error("container's stream still open a minute after Close")
 	}
 	waitNoneOwned(t, label)
-	if _, err := e.Start(t.Context(), ImageWatch{}); err == nil {
+	if _, err := e.Start(t.Context(), sandbox.Wait{}); err == nil {
 		t.Error("Start after Close succeeded")
 	}
 }
@@ -141,7 +143,7 @@ func TestEngineUnavailableThenRecovers(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	path := os.Getenv("PATH")
 	t.Setenv("PATH", "")
-	if _, err := e.Start(t.Context(), ImageWatch{}); err == nil || !strings.Contains(err.Error(), "podman is not installed") {
+	if _, err := e.Start(t.Context(), sandbox.Wait{}); err == nil || !strings.Contains(err.Error(), "podman is not installed") {
 		t.Fatalf("without podman: %v", err)
 	}
 	os.Setenv("PATH", path) // "podman gets installed"; t.Setenv restores it
@@ -156,7 +158,7 @@ func TestEngineUnavailableThenRecovers(t *testing.T) {
 // the container left running under the old service is removed.
 func TestEngineServiceDies(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{})
-	b, err := e.Start(t.Context(), ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +217,10 @@ func TestEngineConcurrent(t *testing.T) {
 func TestExitTurns(t *testing.T) {
 	e := newTestEngine(t, EngineOptions{ExitDelay: python.ExitDelayEnv, ExitInterval: time.Hour})
 	a, b, c := startChannel(t, e), startChannel(t, e), startChannel(t, e)
-	if a.Turn() != 0 || b.Turn() != 1 || c.Turn() != 2 {
-		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.Turn(), b.Turn(), c.Turn())
+	if turn(a) != 0 || turn(b) != 1 || turn(c) != 2 {
+		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", turn(a), turn(b), turn(c))
 	}
-	for _, x := range []*Box{a, b, c} {
+	for _, x := range []sandbox.Container{a, b, c} {
 		if !boxCt(x).Socket() {
 			t.Fatalf("the sandbox did not connect to its socket; stderr: %s", x.Stderr())
 		}
@@ -227,28 +229,28 @@ func TestExitTurns(t *testing.T) {
 	if err := b.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err := (&Container{c: testClient(t), id: id, started: b.Started()}).Wait(t.Context())
+	code, err := (&APIContainer{c: testClient(t), id: id, started: b.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the container ended alone: exit code %d, %v; want 0 (it exited by itself, not an hour later killed)", code, err)
 	}
 	d := startChannel(t, e)
-	if d.Turn() != 1 {
-		t.Errorf("a new container took turn %d; want 1, given back", d.Turn())
+	if turn(d) != 1 {
+		t.Errorf("a new container took turn %d; want 1, given back", turn(d))
 	}
 
 	label := e.client().owner[labelClient]
 	if err := e.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err = (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
+	code, err = (&APIContainer{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("turn 0 after Close: exit code %d, %v; want 0", code, err)
 	}
 	// The others wait for their turn, an hour or more.
-	for _, x := range []*Box{c, d} {
+	for _, x := range []sandbox.Container{c, d} {
 		st, err := testClient(t).inspect(t.Context(), x.ID())
 		if err != nil || !st.Running {
-			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", x.Turn(), st, err)
+			t.Errorf("container of turn %d after Close: %+v, %v; want it running until its turn", turn(x), st, err)
 		}
 	}
 	if _, err := removeByClient(t.Context(), testClient(t), label); err != nil {
@@ -270,7 +272,7 @@ func TestExitTurnsWhenManyEnd(t *testing.T) {
 	if err := a.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	code, err := (&Container{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
+	code, err := (&APIContainer{c: testClient(t), id: a.ID(), started: a.Started()}).Wait(t.Context())
 	if err != nil || code != 0 {
 		t.Errorf("the first to end: exit code %d, %v; want 0 (it exited by itself)", code, err)
 	}
@@ -283,5 +285,10 @@ func TestExitTurnsWhenManyEnd(t *testing.T) {
 	}
 }
 
-// boxCt is b's container.
-func boxCt(b *Box) *Container { return b.Container().(*Container) }
+// boxCt is b's container as Podman's API knows it.
+func boxCt(b sandbox.Container) *APIContainer {
+	return b.(*enginekit.Container).APIContainer().(*APIContainer)
+}
+
+// turn is b's exit turn.
+func turn(b sandbox.Container) int { return b.(*enginekit.Container).Turn() }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 )
 
 // Hints in errors, for people who started codebridge with go run or a
@@ -31,7 +31,7 @@ func imagePolicy(configured string) confine.ImagePolicy {
 
 // ImageExists reports whether the image is present in Podman's store.
 func (c *Client) ImageExists(ctx context.Context, name string) (bool, error) {
-	return engine.InStore(ctx, c.api(), requestTimeout, "/images/"+url.PathEscape(name)+"/exists", name)
+	return enginekit.InStore(ctx, c.api(), requestTimeout, "/images/"+url.PathEscape(name)+"/exists", name)
 }
 
 // Pull pulls ref, logging the progress lines Podman streams and passing them
@@ -43,7 +43,7 @@ func (c *Client) Pull(ctx context.Context, ref string, progress func(string)) er
 		q.Set("tlsVerify", "false")
 	}
 	pulled := false
-	p := engine.Puller[pullReport]{
+	p := enginekit.Puller[pullReport]{
 		API:     c.api(),
 		Path:    "/images/pull",
 		Query:   q,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -28,7 +29,7 @@ func TestImagePull(t *testing.T) {
 	t.Cleanup(func() { e.Close(context.Background()) })
 
 	// The registry holds the pull, so this caller's limit passes first.
-	err := e.Ready(t.Context(), ImageWatch{Limit: 100 * time.Millisecond})
+	err := e.Ready(t.Context(), sandbox.Wait{Limit: 100 * time.Millisecond})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "run the code again") {
 		t.Fatalf("Ready with a 100 ms limit during the pull = %v; want ErrUnavailable explaining the wait", err)
 	}
@@ -39,7 +40,7 @@ func TestImagePull(t *testing.T) {
 		first  = make(chan struct{})
 		waited time.Duration
 	)
-	patient := ImageWatch{
+	patient := sandbox.Wait{
 		Progress: func(line string) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -70,7 +71,7 @@ func TestImagePull(t *testing.T) {
 	}
 	// Resolved once: later callers do not wait.
 	var laterLines, laterWaits int
-	later := ImageWatch{Progress: func(string) { laterLines++ }, Waited: func(time.Duration) { laterWaits++ }}
+	later := sandbox.Wait{Progress: func(string) { laterLines++ }, Waited: func(time.Duration) { laterWaits++ }}
 	if err := e.Ready(t.Context(), later); err != nil || laterLines != 0 || laterWaits != 0 {
 		t.Errorf("Ready after the pull = %v, %d progress lines, told waited %d times; want nil at once", err, laterLines, laterWaits)
 	}

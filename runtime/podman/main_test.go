@@ -24,7 +24,7 @@ var shared struct {
 func TestMain(m *testing.M) {
 	enginetest.Child(func(spec confine.Spec, dir string) enginetest.Start {
 		e := NewEngine(EngineOptions{Image: spec.Image, StateDir: dir, Spec: spec})
-		return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, ImageWatch{}) }
+		return func(ctx context.Context) (sandbox.Container, error) { return e.Start(ctx, sandbox.Wait{}) }
 	})
 	code := m.Run()
 	if shared.c != nil {
@@ -75,7 +75,7 @@ func testImage(t testing.TB, c *Client) string {
 }
 
 // startTest starts a container running argv and removes it when t ends.
-func startTest(t testing.TB, c *Client, s confine.Spec) *Container {
+func startTest(t testing.TB, c *Client, s confine.Spec) *APIContainer {
 	t.Helper()
 	ct, err := c.Start(t.Context(), s)
 	if err != nil {

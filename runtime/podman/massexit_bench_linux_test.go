@@ -20,8 +20,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -58,7 +59,7 @@ func BenchmarkMassExit(b *testing.B) {
 		var ids []string
 		for range n {
 			g.Go(func() error {
-				box, err := e.Start(b.Context(), ImageWatch{})
+				box, err := e.Start(b.Context(), sandbox.Wait{})
 				if err != nil {
 					return err
 				}
@@ -88,7 +89,7 @@ func BenchmarkMassExit(b *testing.B) {
 		} else {
 			for _, sm := range list {
 				if sm.Labels[labelClient] == label {
-					b.Fatalf("container %s is still there (%s)", engine.ShortID(sm.ID), sm.State)
+					b.Fatalf("container %s is still there (%s)", enginekit.ShortID(sm.ID), sm.State)
 				}
 			}
 		}

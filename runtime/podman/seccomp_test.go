@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
-	"github.com/codebridge-mcp/codebridge/runtime/engine"
+	"github.com/codebridge-mcp/codebridge/runtime/enginekit"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -56,7 +56,7 @@ func TestPlaceSeccompProfile(t *testing.T) {
 	}
 	for _, s := range list {
 		if s.Labels[labelClient] == c.owner[labelClient] {
-			t.Errorf("container %s left behind by placing the profile", engine.ShortID(s.ID))
+			t.Errorf("container %s left behind by placing the profile", enginekit.ShortID(s.ID))
 		}
 	}
 }

@@ -13,23 +13,23 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
-//go:embed sandbox/*.py sandbox/mcp/*.py sandbox/mcp/servers/*.py
+//go:embed pyfiles/*.py pyfiles/mcp/*.py pyfiles/mcp/servers/*.py
 var sandboxFS embed.FS
 
 // bootstrap is the program Command passes to python3 -c.
-var bootstrap = mustRead("sandbox/bootstrap.py")
+var bootstrap = mustRead("pyfiles/bootstrap.py")
 
 // relay is the program RelayCommand passes to python3 -c.
-var relay = mustRead("sandbox/relay.py")
+var relay = mustRead("pyfiles/relay.py")
 
-// sandboxFiles are the modules sent in every start frame, by path under sandbox/.
+// sandboxFiles are the modules sent in every start frame, by path under pyfiles/.
 var sandboxFiles = func() map[string]string {
 	files := map[string]string{}
-	err := fs.WalkDir(sandboxFS, "sandbox", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path == "sandbox/bootstrap.py" || path == "sandbox/relay.py" {
+	err := fs.WalkDir(sandboxFS, "pyfiles", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path == "pyfiles/bootstrap.py" || path == "pyfiles/relay.py" {
 			return err
 		}
-		files[strings.TrimPrefix(path, "sandbox/")] = mustRead(path)
+		files[strings.TrimPrefix(path, "pyfiles/")] = mustRead(path)
 		return nil
 	})
 	if err != nil {

@@ -729,7 +729,7 @@ print(plt.get_fignums())
 // bytes were sent.
 func TestDrainWaitsForSlowPump(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "codebridge_runner.py"), []byte(mustRead("sandbox/codebridge_runner.py")), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "codebridge_runner.py"), []byte(mustRead("pyfiles/codebridge_runner.py")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	script := `

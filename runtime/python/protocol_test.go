@@ -16,7 +16,7 @@ import (
 func pythonSources(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := fs.WalkDir(sandboxFS, "sandbox", func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(sandboxFS, "pyfiles", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".py") {
 			return err
 		}
@@ -62,9 +62,9 @@ var sandboxCodes = []string{"tool_error"}
 // host sends or one the sandbox makes itself.
 func TestCodesMatchPython(t *testing.T) {
 	srcs := pythonSources(t)
-	doc := regexp.MustCompile(`(?s)class MCPError\(Exception\):\s*"""(.*?)"""`).FindStringSubmatch(srcs["sandbox/mcp/runtime.py"])
+	doc := regexp.MustCompile(`(?s)class MCPError\(Exception\):\s*"""(.*?)"""`).FindStringSubmatch(srcs["pyfiles/mcp/runtime.py"])
 	if doc == nil {
-		t.Fatal("no MCPError docstring in sandbox/mcp/runtime.py")
+		t.Fatal("no MCPError docstring in pyfiles/mcp/runtime.py")
 	}
 	documented := regexp.MustCompile(`[a-z]+(?:_[a-z]+)+|internal|timeout|conflict|declined|quarantined|unsupported`).FindAllString(doc[1], -1)
 	var known []string

@@ -7,8 +7,8 @@
 // a clean container state.
 //
 // It knows containers only through the small [Engine] interface, so its logic
-// is tested with a fake engine; the engine drivers under runtime/
-// (runtime/podman, runtime/docker) provide the real ones.
+// is tested with a fake engine; the Engine of each driver under runtime/
+// (runtime/podman, runtime/docker, runtime/kube) is a real one.
 package sandbox
 
 import (
@@ -252,7 +252,7 @@ type Manager struct {
 
 	mu       sync.Mutex // protects following
 	sessions map[string]*session
-	warm     []*box
+	warm     []*primed
 	filling  int
 	spare    bool // Options.Spare wants a container started ahead, until one is taken
 	closed   bool
@@ -398,9 +398,9 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	return &Result{Result: res, Session: info}, err
 }
 
-// box is a started container whose interpreter has been sent the helper
+// primed is a started container whose interpreter has been sent the helper
 // modules: a warm one loads them while it waits.
-type box struct {
+type primed struct {
 	ct Container
 	it *python.Interpreter
 }
@@ -745,15 +745,15 @@ func (m *Manager) prelude() []protocol.Source {
 	return m.opts.Prelude()
 }
 
-// take returns a warm box if one is ready, else starts one, waiting for the
+// take returns a warm container if one is ready, else starts one, waiting for the
 // engine as w says.
-func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
+func (m *Manager) take(ctx context.Context, w Wait) (*primed, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, errShutDown
 	}
-	var b *box
+	var b *primed
 	for len(m.warm) > 0 && b == nil {
 		cand := m.warm[0]
 		m.warm = m.warm[1:]
@@ -775,7 +775,7 @@ func (m *Manager) take(ctx context.Context, w Wait) (*box, error) {
 }
 
 // start starts a container and its interpreter.
-func (m *Manager) start(ctx context.Context, w Wait) (*box, error) {
+func (m *Manager) start(ctx context.Context, w Wait) (*primed, error) {
 	ct, err := m.eng.Start(ctx, w)
 	if err != nil {
 		return nil, err
@@ -784,11 +784,11 @@ func (m *Manager) start(ctx context.Context, w Wait) (*box, error) {
 	if m.opts.Sessions {
 		init.Preload = m.opts.Preload
 	}
-	return &box{ct: ct, it: python.Start(ct.Stream(), init, m.opts.Limits)}, nil
+	return &primed{ct: ct, it: python.Start(ct.Stream(), init, m.opts.Limits)}, nil
 }
 
 // discard closes b's interpreter and removes its container.
-func (m *Manager) discard(ctx context.Context, b *box) {
+func (m *Manager) discard(ctx context.Context, b *primed) {
 	b.it.Close()
 	rctx, cancel := cleanupCtx(ctx)
 	defer cancel()
@@ -854,7 +854,7 @@ func (m *Manager) refill(ctx context.Context) {
 	}
 }
 
-// fill starts one warm box for a place reserve claimed.
+// fill starts one warm container for a place reserve claimed.
 func (m *Manager) fill(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
@@ -877,8 +877,8 @@ func (m *Manager) fill(ctx context.Context) {
 	m.bg.Go(func() { m.watch(context.WithoutCancel(ctx), b) })
 }
 
-// watch replaces a warm box whose container exits before it is used.
-func (m *Manager) watch(ctx context.Context, b *box) {
+// watch replaces a warm container whose container exits before it is used.
+func (m *Manager) watch(ctx context.Context, b *primed) {
 	<-b.ct.Done()
 	m.mu.Lock()
 	inPool := false

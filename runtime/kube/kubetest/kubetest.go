@@ -14,6 +14,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/kube"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -57,7 +58,7 @@ var engine = sync.OnceValues(func() (*kube.Engine, error) {
 	e := kube.NewEngine(kube.Options{Config: cfg})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := e.Info(ctx); err != nil {
+	if err := e.Ready(ctx, sandbox.Wait{}); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -68,7 +69,7 @@ func RequireImage(t testing.TB, img string) {
 	t.Helper()
 	ctx, cancel := reqContext()
 	defer cancel()
-	ok, err := Engine(t).ImageOnNodes(ctx, img)
+	ok, err := Engine(t).HasImage(ctx, img)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // name with their parameter and result types, the error codes of a failed
 // request, and the table that dispatches a request to a [Handler].
 //
-// The Python half is runtime/python/sandbox (codebridge_runner.py frames,
+// The Python half is runtime/python/pyfiles (codebridge_runner.py frames,
 // mcp/*.py methods); package python runs it and carries the frames.
 //
 // # Wire protocol

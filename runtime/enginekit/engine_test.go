@@ -1,4 +1,4 @@
-package engine
+package enginekit
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -30,7 +31,7 @@ type fakeConn struct {
 	fail     error // what Launch answers
 }
 
-func (c *fakeConn) Launch(ctx context.Context, spec confine.Spec, channelDir string) (Container, error) {
+func (c *fakeConn) Launch(ctx context.Context, spec confine.Spec, channelDir string) (APIContainer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fail != nil {
@@ -111,9 +112,9 @@ func (ct *fakeContainer) Remove(ctx context.Context) error {
 	return nil
 }
 
-// fakeEngine returns an engine whose connections are fakes, handed out in
+// fakeLifecycle returns an engine whose connections are fakes, handed out in
 // turn as it connects, closed when t ends.
-func fakeEngine(t *testing.T, opts Options, conns ...*fakeConn) *Engine {
+func fakeLifecycle(t *testing.T, opts Options, conns ...*fakeConn) *Lifecycle {
 	t.Helper()
 	var mu sync.Mutex
 	e := New(func(ctx context.Context) (Conn, error) {
@@ -130,20 +131,20 @@ func fakeEngine(t *testing.T, opts Options, conns ...*fakeConn) *Engine {
 	return e
 }
 
-func start(t *testing.T, e *Engine) *Box {
+func start(t *testing.T, e *Lifecycle) *Container {
 	t.Helper()
-	b, err := e.Start(t.Context(), confine.ImageWatch{})
+	b, err := e.Start(t.Context(), sandbox.Wait{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b.(*Container)
 }
 
 // TestExitTurns: each live container gets the first turn free, as a delay
 // in its environment, and gives it back when removed.
 func TestExitTurns(t *testing.T) {
 	c := &fakeConn{label: "one"}
-	e := fakeEngine(t, Options{Name: "Fake", ExitDelay: "DELAY", ExitInterval: 250 * time.Millisecond}, c)
+	e := fakeLifecycle(t, Options{Name: "Fake", ExitDelay: "DELAY", ExitInterval: 250 * time.Millisecond}, c)
 	a, b, d := start(t, e), start(t, e), start(t, e)
 	if a.Turn() != 0 || b.Turn() != 1 || d.Turn() != 2 {
 		t.Fatalf("turns %d, %d, %d; want 0, 1, 2", a.Turn(), b.Turn(), d.Turn())
@@ -169,7 +170,7 @@ func TestExitTurns(t *testing.T) {
 // TestNoExitTurns: without ExitDelay containers get no turn.
 func TestNoExitTurns(t *testing.T) {
 	c := &fakeConn{label: "one"}
-	e := fakeEngine(t, Options{Name: "Fake"}, c)
+	e := fakeLifecycle(t, Options{Name: "Fake"}, c)
 	if b := start(t, e); b.Turn() != -1 {
 		t.Errorf("turn %d; want none", b.Turn())
 	}
@@ -195,12 +196,12 @@ func TestDepart(t *testing.T) {
 // started. A connection gone by itself is replaced too.
 func TestReconnect(t *testing.T) {
 	one, two, three := &fakeConn{label: "one"}, &fakeConn{label: "two"}, &fakeConn{label: "three"}
-	e := fakeEngine(t, Options{Name: "Fake"}, one, two, three)
+	e := fakeLifecycle(t, Options{Name: "Fake"}, one, two, three)
 	start(t, e)
 	one.mu.Lock()
 	one.dead, one.fail = true, errors.New("create failed")
 	one.mu.Unlock()
-	if _, err := e.Start(t.Context(), confine.ImageWatch{}); err == nil {
+	if _, err := e.Start(t.Context(), sandbox.Wait{}); err == nil {
 		t.Fatal("Start succeeded on a dead connection")
 	}
 	if !one.closed || e.Conn() != nil {
@@ -224,13 +225,13 @@ func TestReconnect(t *testing.T) {
 // engine refuses to start more.
 func TestClose(t *testing.T) {
 	c := &fakeConn{label: "one"}
-	e := fakeEngine(t, Options{Name: "Fake"}, c)
-	boxes := []*Box{start(t, e), start(t, e)}
+	e := fakeLifecycle(t, Options{Name: "Fake"}, c)
+	boxes := []*Container{start(t, e), start(t, e)}
 	if err := e.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range boxes {
-		ct := b.Container().(*fakeContainer)
+		ct := b.APIContainer().(*fakeContainer)
 		if !ct.closed || ct.removed {
 			t.Errorf("container %s after Close: streams closed %v, removed %v; want closed, not removed", ct.id, ct.closed, ct.removed)
 		}
@@ -238,7 +239,7 @@ func TestClose(t *testing.T) {
 	if !c.closed {
 		t.Error("the connection is open after Close")
 	}
-	if _, err := e.Start(t.Context(), confine.ImageWatch{}); !errors.Is(err, ErrShutDown) {
+	if _, err := e.Start(t.Context(), sandbox.Wait{}); !errors.Is(err, ErrShutDown) {
 		t.Errorf("Start after Close: %v; want ErrShutDown", err)
 	}
 }

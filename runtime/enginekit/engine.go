@@ -1,9 +1,10 @@
-// Package engine is the life cycle of sandbox containers that every engine
-// driver under runtime/ (runtime/podman, runtime/docker) shares, whatever
-// the engine: an [Engine] connects to its engine on first use and again
+// Package enginekit is what the engine drivers under runtime/ share: chiefly
+// the life cycle of sandbox containers on a local engine (runtime/podman,
+// runtime/docker), whose Engines embed a [Lifecycle] and so are
+// runtime/sandbox Engines. A [Lifecycle] connects to its engine on first use and again
 // after the engine stops answering, resolves the sandbox image once for
 // every caller ([confine.ImageJob]), keeps the set of live containers and
-// ends them all on [Engine.Close] without a request to the engine, gives
+// ends them all on [Lifecycle.Close] without a request to the engine, gives
 // containers exit turns so that a mass exit does not overwhelm the engine
 // ([Options.ExitDelay]), removes in the background what dead codebridge
 // processes left behind, and tells once per connection of a container that
@@ -11,11 +12,12 @@
 // differs between engines: finding and connecting to its engine and its
 // requests, behind [Conn]. runtime/kube, whose pods live on a cluster
 // rather than a local engine, shares only the set of live sandboxes that
-// closes once ([Live]).
+// closes once ([Live]). Every driver describes its engine as a
+// [Description].
 //
 // runtime/enginetest is the conformance suite every driver runs against
 // its real engine.
-package engine
+package enginekit
 
 import (
 	"cmp"
@@ -33,18 +35,19 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
-// Conn is a driver's connection to its engine, as an [Engine] uses it. A
+// Conn is a driver's connection to its engine, as a [Lifecycle] uses it. A
 // request has a deadline of its own (the driver's); ctx may shorten it.
 type Conn interface {
 	// Launch creates a container of spec (its Image set), attaches to its
 	// streams and starts it, with the sandbox's seccomp profile. When
 	// channelDir is not "", the container gets its socket's folder there
 	// ([confine.NewChannel]). On error nothing is left behind.
-	Launch(ctx context.Context, spec confine.Spec, channelDir string) (Container, error)
+	Launch(ctx context.Context, spec confine.Spec, channelDir string) (APIContainer, error)
 	// ImageExists and Pull are the engine's image store, from which the
-	// Engine resolves the image containers use ([confine.ResolveImage]).
+	// Lifecycle resolves the image containers use ([confine.ResolveImage]).
 	confine.ImageStore
 	// RemoveStale removes the containers of codebridge processes of this
 	// host that no longer run ([confine.Owner.Stale]) and says how many.
@@ -68,9 +71,10 @@ type Conn interface {
 	Close() error
 }
 
-// Container is a container a driver started through a [Conn], with its
-// streams attached.
-type Container interface {
+// APIContainer is a container as the engine's API knows it, which a driver
+// created, attached to and started through a [Conn]: what a [Container]
+// wraps.
+type APIContainer interface {
 	ID() string
 	Started() time.Time
 	// Streams are its streams as the driver attached them.
@@ -89,11 +93,11 @@ type Container interface {
 	Remove(ctx context.Context) error
 }
 
-// Options configure an [Engine]. Zero values mean the defaults.
+// Options configure a [Lifecycle]. Zero values mean the defaults.
 type Options struct {
 	Name string // the engine as people call it, e.g. "Podman": in logs and errors
 	// Image is the configured image and how to build the default one,
-	// which the Engine resolves once for every caller
+	// which the Lifecycle resolves once for every caller
 	// ([confine.ResolveImage]).
 	Image    confine.ImagePolicy
 	StateDir string // holds the sandboxes' socket folders; "" means [StateDir]'s default
@@ -103,7 +107,7 @@ type Options struct {
 	Logger *slog.Logger // nil discards
 	// ExitDelay names an environment variable that tells each container
 	// how many seconds to wait, once its stream is closed rather than shut
-	// down ([Box.Stream]), before its process exits: every container that
+	// down ([Container.Stream]), before its process exits: every container that
 	// exits costs the engine work (Podman a 'podman container cleanup'
 	// process), and the hundreds of containers of a codebridge that shuts
 	// down or dies, ending at once, would overwhelm the machine. Live
@@ -120,19 +124,19 @@ type Options struct {
 const DefaultExitInterval = 250 * time.Millisecond
 
 // DefaultExitBurst is how many containers may end at once before the rest
-// wait for their turns ([Box.Remove]).
+// wait for their turns ([Container.Remove]).
 const DefaultExitBurst = 8
 
 // ErrShutDown is what an engine closed answers.
 var ErrShutDown = errors.New("the sandbox is shut down")
 
-// Engine starts containers from one spec on an engine it connects to on
+// Lifecycle starts containers from one spec on an engine it connects to on
 // first use ([Conn]). While the engine is unavailable every Start tries
 // again, so it may be installed or started after codebridge; when it stops
 // answering, the engine drops the connection, connects again on the next
 // Start, and removes the containers the old connection left. It knows
 // nothing of what runs in the containers.
-type Engine struct {
+type Lifecycle struct {
 	opts    Options
 	connect func(ctx context.Context) (Conn, error)
 	log     *slog.Logger
@@ -143,13 +147,13 @@ type Engine struct {
 	stop context.CancelFunc
 	jobs sync.WaitGroup // the image job and the sweep running
 
-	live Live[*Box] // every container not yet removed; closed by Close
+	live Live[*Container] // every container not yet removed; closed by Close
 
 	mu       sync.Mutex // protects following
 	conn     Conn
 	image    string            // resolved image, "" until resolved
 	turns    []bool            // exit turns taken by live containers ([Options.ExitDelay])
-	nextExit time.Time         // when the next container ending may exit at once ([Engine.depart])
+	nextExit time.Time         // when the next container ending may exit at once ([Lifecycle.depart])
 	orphans  []string          // labels of dropped connections whose containers may remain
 	job      *confine.ImageJob // resolving the image, nil when none runs
 	channels *string           // the sockets' folder, "" none; nil until known
@@ -157,21 +161,22 @@ type Engine struct {
 
 // New returns an engine that connects with connect; it does not touch the
 // engine until used.
-func New(connect func(ctx context.Context) (Conn, error), opts Options) *Engine {
+func New(connect func(ctx context.Context) (Conn, error), opts Options) *Lifecycle {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	bg, stop := context.WithCancel(context.Background())
-	return &Engine{opts: opts, connect: connect, log: log, bg: bg, stop: stop}
+	return &Lifecycle{opts: opts, connect: connect, log: log, bg: bg, stop: stop}
 }
 
-// Box is a started container of an [Engine].
-type Box struct {
-	ct   Container
+// Container is a started sandbox container of a [Lifecycle]: the
+// sandbox.Container of runtime/podman and runtime/docker.
+type Container struct {
+	ct   APIContainer
 	at   *confine.Attached
 	conn Conn // the connection it was started through
-	e    *Engine
+	e    *Lifecycle
 	turn int // its exit turn; -1 when none
 
 	ending  sync.Once // ends the stream: endStream
@@ -179,16 +184,16 @@ type Box struct {
 }
 
 // ID is the container's ID.
-func (b *Box) ID() string { return b.ct.ID() }
+func (b *Container) ID() string { return b.ct.ID() }
 
 // Started is when the container started.
-func (b *Box) Started() time.Time { return b.ct.Started() }
+func (b *Container) Started() time.Time { return b.ct.Started() }
 
-// Container is the driver's container.
-func (b *Box) Container() Container { return b.ct }
+// APIContainer is the driver's container under it.
+func (b *Container) APIContainer() APIContainer { return b.ct }
 
 // Turn is the container's exit turn ([Options.ExitDelay]), -1 when none.
-func (b *Box) Turn() int {
+func (b *Container) Turn() int {
 	b.e.mu.Lock()
 	defer b.e.mu.Unlock()
 	return b.turn
@@ -197,22 +202,22 @@ func (b *Box) Turn() int {
 // Stream is the container's stdin and stdout, or the socket it connected to
 // ([confine.Spec.Channel]). Closing it ends the stream, which unblocks every
 // read and write on it and ends the container's process at once (a socket is
-// shut down, not closed, until [Box.Remove]); the attach connection stays
-// open until [Box.Remove], which watches the process end through it.
-func (b *Box) Stream() io.ReadWriteCloser { return boxStream{b.at.Conn(), b} }
+// shut down, not closed, until [Container.Remove]); the attach connection stays
+// open until [Container.Remove], which watches the process end through it.
+func (b *Container) Stream() io.ReadWriteCloser { return containerStream{b.at.Conn(), b} }
 
 // Done is closed when the container's output has ended.
-func (b *Box) Done() <-chan struct{} { return b.at.Done() }
+func (b *Container) Done() <-chan struct{} { return b.at.Done() }
 
 // Stderr is what the container wrote to its stderr outside any protocol
 // (at most 64 KiB), for diagnostics.
-func (b *Box) Stderr() string { return b.at.Stderr() }
+func (b *Container) Stderr() string { return b.at.Stderr() }
 
 // Exit waits for the container to stop and reports its exit code and whether
 // it was killed for exceeding its memory limit. It has no deadline of its own.
 // An error that matches [confine.ErrUnavailable] means the engine stopped
 // answering.
-func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
+func (b *Container) Exit(ctx context.Context) (code int, oom bool, err error) {
 	if b.e.live.Closed() {
 		// Close ended the container; the engine, busy with others'
 		// shutdowns, is not asked why.
@@ -240,7 +245,7 @@ func (b *Box) Exit(ctx context.Context) (code int, oom bool, err error) {
 // When many containers end together (the sessions of a server that stops,
 // or that expire at once), each beyond a few a second is told to exit at its
 // turn ([Options.ExitDelay]) instead, and Remove does not wait for it.
-func (b *Box) Remove(ctx context.Context) error {
+func (b *Container) Remove(ctx context.Context) error {
 	b.endStream()
 	var err error
 	if !b.delayed && !b.at.End(ctx, b.e.bg.Done(), endTimeout) && !b.e.live.Closed() {
@@ -257,7 +262,7 @@ func (b *Box) Remove(ctx context.Context) error {
 	return err
 }
 
-// endTimeout is how long [Box.Remove] waits for a container to end with its
+// endTimeout is how long [Container.Remove] waits for a container to end with its
 // stream before it asks the engine to kill it.
 const endTimeout = 2 * time.Second
 
@@ -266,7 +271,7 @@ const endTimeout = 2 * time.Second
 // cleans up after (a burst at once, then one an interval): then it closes
 // the socket, as codebridge's end does, and the process exits at its turn.
 // Over the attach stream the process cannot tell, and exits at once.
-func (b *Box) endStream() {
+func (b *Container) endStream() {
 	b.ending.Do(func() {
 		if b.turn >= 0 && b.at.Socket() && !b.e.depart() {
 			b.delayed = true
@@ -279,7 +284,7 @@ func (b *Box) endStream() {
 
 // depart reports whether a container ending now may exit at once: a burst
 // at once, then one an exit interval.
-func (e *Engine) depart() bool {
+func (e *Lifecycle) depart() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
@@ -294,14 +299,14 @@ func (e *Engine) depart() bool {
 	return true
 }
 
-// boxStream is a container's stream ([confine.Attached.Conn]) whose Close
-// ends it as [Box.endStream] does.
-type boxStream struct {
+// containerStream is a container's stream ([confine.Attached.Conn]) whose Close
+// ends it as [Container.endStream] does.
+type containerStream struct {
 	io.ReadWriteCloser
-	b *Box
+	b *Container
 }
 
-func (s boxStream) Close() error {
+func (s containerStream) Close() error {
 	s.b.endStream()
 	return nil
 }
@@ -310,14 +315,14 @@ func (s boxStream) Close() error {
 // processes left behind and resolves the image. Start calls it; servers
 // call it at start-up to fail early, and only log its error. w says how the
 // caller waits for an image being pulled.
-func (e *Engine) Ready(ctx context.Context, w confine.ImageWatch) error {
-	_, _, err := e.ready(ctx, w)
+func (e *Lifecycle) Ready(ctx context.Context, w sandbox.Wait) error {
+	_, _, err := e.ready(ctx, confine.ImageWatch(w))
 	return err
 }
 
 // Connected returns the connection, connecting first if needed, without
 // resolving the image.
-func (e *Engine) Connected(ctx context.Context) (Conn, error) {
+func (e *Lifecycle) Connected(ctx context.Context) (Conn, error) {
 	if e.live.Closed() {
 		return nil, ErrShutDown
 	}
@@ -326,9 +331,9 @@ func (e *Engine) Connected(ctx context.Context) (Conn, error) {
 	return e.dial(ctx)
 }
 
-// ImageExists connects to the engine if needed and reports whether the
-// image is in its store, without pulling it.
-func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
+// HasImage connects to the engine if needed and reports whether the image
+// is in its store, without pulling it.
+func (e *Lifecycle) HasImage(ctx context.Context, image string) (bool, error) {
 	c, err := e.Connected(ctx)
 	if err != nil {
 		return false, err
@@ -337,15 +342,23 @@ func (e *Engine) ImageExists(ctx context.Context, image string) (bool, error) {
 }
 
 // Conn is the current connection, or nil when there is none.
-func (e *Engine) Conn() Conn {
+func (e *Lifecycle) Conn() Conn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.conn
 }
 
-// Start starts a container from the engine's spec with its streams attached.
-// w says how the caller waits for an image being pulled.
-func (e *Engine) Start(ctx context.Context, w confine.ImageWatch) (*Box, error) {
+// Start starts a container from the engine's spec with its streams attached:
+// a [*Container]. w says how the caller waits for an image being pulled.
+func (e *Lifecycle) Start(ctx context.Context, w sandbox.Wait) (sandbox.Container, error) {
+	b, err := e.start(ctx, confine.ImageWatch(w))
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return b, nil
+}
+
+func (e *Lifecycle) start(ctx context.Context, w confine.ImageWatch) (*Container, error) {
 	c, img, err := e.ready(ctx, w)
 	if err != nil {
 		return nil, err
@@ -356,7 +369,7 @@ func (e *Engine) Start(ctx context.Context, w confine.ImageWatch) (*Box, error) 
 	if spec.Channel != "" {
 		channelDir = e.channelDir(c)
 	}
-	b := &Box{conn: c, e: e, turn: -1}
+	b := &Container{conn: c, e: e, turn: -1}
 	if e.opts.ExitDelay != "" {
 		e.mu.Lock()
 		b.turn = e.takeTurn()
@@ -388,7 +401,7 @@ func (e *Engine) Start(ctx context.Context, w confine.ImageWatch) (*Box, error) 
 
 // takeTurn returns the first exit turn no live container has. Call it with
 // e.mu held.
-func (e *Engine) takeTurn() int {
+func (e *Lifecycle) takeTurn() int {
 	i := slices.Index(e.turns, false)
 	if i < 0 {
 		i = len(e.turns)
@@ -399,7 +412,7 @@ func (e *Engine) takeTurn() int {
 }
 
 // freeTurn gives b's exit turn back. Call it with e.mu held.
-func (e *Engine) freeTurn(b *Box) {
+func (e *Lifecycle) freeTurn(b *Container) {
 	if b.turn >= 0 && b.turn < len(e.turns) {
 		e.turns[b.turn] = false
 	}
@@ -410,7 +423,7 @@ func (e *Engine) freeTurn(b *Box) {
 // ([confine.Spec.Channel]): a folder in the state directory where the engine
 // shares this host's files and the path is short enough for a socket, else
 // "" (the containers use stdin and stdout).
-func (e *Engine) channelDir(c Conn) string {
+func (e *Lifecycle) channelDir(c Conn) string {
 	if !c.SharesFiles() {
 		return ""
 	}
@@ -462,13 +475,13 @@ func StateDir(dir string) string {
 // process does not read its stream (stuck in a call that holds the
 // interpreter) ends when it next reads; the sweep at the next start is the
 // last resort. Closing again does nothing.
-func (e *Engine) Close(ctx context.Context) error {
+func (e *Lifecycle) Close(ctx context.Context) error {
 	boxes, first := e.live.Close()
 	if !first {
 		return nil
 	}
 	e.stop()
-	e.mu.Lock() // after e.live.Close: a connection kept is seen here ([Engine.dial])
+	e.mu.Lock() // after e.live.Close: a connection kept is seen here ([Lifecycle.dial])
 	c := e.conn
 	orphans := e.orphans
 	e.mu.Unlock()
@@ -495,10 +508,10 @@ func (e *Engine) Close(ctx context.Context) error {
 // closeTimeout bounds what Close asks of the engine.
 const closeTimeout = 30 * time.Second
 
-func (e *Engine) lower() string { return strings.ToLower(e.opts.Name) }
+func (e *Lifecycle) lower() string { return strings.ToLower(e.opts.Name) }
 
 // ready returns a connection and the image, connecting first if needed.
-func (e *Engine) ready(ctx context.Context, w confine.ImageWatch) (Conn, string, error) {
+func (e *Lifecycle) ready(ctx context.Context, w confine.ImageWatch) (Conn, string, error) {
 	if e.live.Closed() {
 		return nil, "", ErrShutDown
 	}
@@ -520,14 +533,14 @@ func (e *Engine) ready(ctx context.Context, w confine.ImageWatch) (Conn, string,
 
 // imageLate is the error of a caller whose limit passed while the engine
 // prepared the image.
-func (e *Engine) imageLate(running time.Duration, last string) error {
+func (e *Lifecycle) imageLate(running time.Duration, last string) error {
 	return confine.Unavailable(nil, "%s has been preparing the sandbox image for %s, longer than this run's time limit, so the code did not run. The pull goes on in the background: run the code again in a minute (%s's latest progress: %q)",
 		e.opts.Name, running, e.opts.Name, last)
 }
 
 // connectImage returns a connection and the image, or the job resolving the
 // image, connecting first if needed. Connecting is serialized.
-func (e *Engine) connectImage(ctx context.Context) (Conn, string, *confine.ImageJob, error) {
+func (e *Lifecycle) connectImage(ctx context.Context) (Conn, string, *confine.ImageJob, error) {
 	e.connectMu.Lock()
 	defer e.connectMu.Unlock()
 	c, err := e.dial(ctx)
@@ -541,7 +554,7 @@ func (e *Engine) connectImage(ctx context.Context) (Conn, string, *confine.Image
 // imageJob returns the resolved image, or the job resolving it through c,
 // starting one if none runs. A job that failed is not kept: the next caller
 // starts another, so an image built or pulled meanwhile is found.
-func (e *Engine) imageJob(c Conn) (string, *confine.ImageJob) {
+func (e *Lifecycle) imageJob(c Conn) (string, *confine.ImageJob) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.image != "" {
@@ -574,7 +587,7 @@ func (e *Engine) imageJob(c Conn) (string, *confine.ImageJob) {
 
 // dial returns the connection, connecting first if needed. Call it with
 // e.connectMu held.
-func (e *Engine) dial(ctx context.Context) (Conn, error) {
+func (e *Lifecycle) dial(ctx context.Context) (Conn, error) {
 	e.mu.Lock()
 	c := e.conn
 	e.mu.Unlock()
@@ -619,7 +632,7 @@ func (e *Engine) dial(ctx context.Context) (Conn, error) {
 // sweep removes, in the background, what dead codebridge processes left
 // ([Conn.RemoveStale]): a thousand leftovers take a minute to remove, which
 // no run should wait for. Close cancels it. Call it with e.mu held.
-func (e *Engine) sweep(c Conn) {
+func (e *Lifecycle) sweep(c Conn) {
 	e.jobs.Go(func() {
 		if n, err := c.RemoveStale(e.bg); err != nil && e.bg.Err() == nil {
 			e.log.Warn("removing containers of dead codebridge processes", "err", err)
@@ -631,7 +644,7 @@ func (e *Engine) sweep(c Conn) {
 
 // checkAlive reports whether the engine still answers c, and drops the
 // connection when it does not, so the next run connects again.
-func (e *Engine) checkAlive(ctx context.Context, c Conn) bool {
+func (e *Lifecycle) checkAlive(ctx context.Context, c Conn) bool {
 	if err := c.Ping(context.WithoutCancel(ctx)); err != nil {
 		e.log.Warn(e.lower()+" stopped answering; will connect again", "endpoint", c.Endpoint(), "err", err)
 		e.drop(c)
@@ -642,7 +655,7 @@ func (e *Engine) checkAlive(ctx context.Context, c Conn) bool {
 
 // drop forgets c, when it is the connection, and closes it; the
 // containers started through it are removed on the next connection.
-func (e *Engine) drop(c Conn) {
+func (e *Lifecycle) drop(c Conn) {
 	e.mu.Lock()
 	if e.conn == c {
 		e.conn = nil
