@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -55,9 +54,16 @@ type attachment struct {
 	data []byte
 }
 
-// NewAttachments returns a run's empty collection, with the limits of cfg.
-func NewAttachments(cfg settings.Config) *Attachments {
-	return &Attachments{max: cfg.MaxAttachment, maxN: cfg.MaxAttachN, maxSum: cfg.MaxAttachSum}
+// AttachLimits bound what a run returns as attachments.
+type AttachLimits struct {
+	Max    int // bytes of one attachment
+	MaxN   int // attachments of one run
+	MaxSum int // bytes of a run's attachments together
+}
+
+// NewAttachments returns a run's empty collection, with the limits l.
+func NewAttachments(l AttachLimits) *Attachments {
+	return &Attachments{max: l.Max, maxN: l.MaxN, maxSum: l.MaxSum}
 }
 
 // add keeps p, or records it as dropped and returns an error the sandbox

@@ -58,7 +58,7 @@ func TestListedToolTokens(t *testing.T) {
 	for _, sessions := range []bool{true, false} {
 		cfg := bridgetest.Config(t)
 		cfg.Sessions = sessions
-		tool, err := json.Marshal(newTool(cfg))
+		tool, err := json.Marshal(newTool(testOptions(cfg, Options{}).Limits))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
-	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
@@ -17,12 +16,12 @@ import (
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
-// fakeSandbox is a sandbox whose Warm runs until its context ends and whose
-// Close fails. It records the order in which they happen. It runs nothing.
-type fakeSandbox struct {
-	server.Runner               // nil: the tests run no code
-	warming       chan struct{} // closed when Warm has begun
-	closeErr      error
+// fakeEngine is a container engine whose Ready runs until its context ends
+// and whose Close fails. It records the order in which they happen. It
+// starts no container.
+type fakeEngine struct {
+	warming  chan struct{} // closed when Ready has begun
+	closeErr error
 
 	mu              sync.Mutex // protects following
 	warmEnded       bool
@@ -30,7 +29,11 @@ type fakeSandbox struct {
 	closedAfterWarm bool
 }
 
-func (f *fakeSandbox) Warm(ctx context.Context) error {
+func (f *fakeEngine) Start(context.Context, sandbox.Wait) (sandbox.Container, error) {
+	return nil, errors.New("the fake engine starts nothing")
+}
+
+func (f *fakeEngine) Ready(ctx context.Context, _ sandbox.Wait) error {
 	close(f.warming)
 	<-ctx.Done()
 	f.mu.Lock()
@@ -39,9 +42,7 @@ func (f *fakeSandbox) Warm(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (f *fakeSandbox) Ready(context.Context) error { return nil }
-
-func (f *fakeSandbox) Close(context.Context) error {
+func (f *fakeEngine) Close(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed, f.closedAfterWarm = true, f.warmEnded
@@ -51,24 +52,24 @@ func (f *fakeSandbox) Close(context.Context) error {
 // syncBuffer is a log destination safe for concurrent writes.
 type syncBuffer = testenv.SyncBuffer
 
-// TestPartsCloseStopsWarmUp: close ends the warm-up goroutine and waits for it
-// before closing the sandbox, and reports the sandbox's Close error.
-func TestPartsCloseStopsWarmUp(t *testing.T) {
+// TestShutdownStopsWarmUp: Shutdown ends the warm-up goroutine and waits
+// for it before closing the sandbox's engine, and reports the engine's Close
+// error.
+func TestShutdownStopsWarmUp(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.ConfigDir = t.TempDir()
 	cfg.WarmSandboxes = 1
 	var logs syncBuffer
-	sb := &fakeSandbox{warming: make(chan struct{}), closeErr: errors.New("removing container 1234: podman is gone")}
-	p, err := startWith(t.Context(), cfg, sb, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := &fakeEngine{warming: make(chan struct{}), closeErr: errors.New("removing container 1234: podman is gone")}
+	a := newApp(t.Context(), cfg, sb, slog.New(slog.NewTextHandler(&logs, nil)), "test")
 	select {
 	case <-sb.warming:
 	case <-t.Context().Done():
 		t.Fatal("Warm was never called")
 	}
-	p.close()
+	if err := a.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
@@ -90,11 +91,11 @@ func (noImage) Start(context.Context, sandbox.Wait) (sandbox.Container, error) {
 	return nil, &podman.ImageError{Image: "localhost/x:1", Err: errors.New("manifest unknown"), Hint: podman.SetupHint}
 }
 
-// TestContainersWordCause: when the sandbox cannot run code, the result
-// names the setting that would help.
-func TestContainersWordCause(t *testing.T) {
-	c := &containers{Manager: sandbox.New(noImage{}, sandbox.Options{}), trim: newIdleTrim(idleTrimAfter, nil)}
-	t.Cleanup(func() { c.Manager.Close(context.Background()) })
+// TestAppWordsCause: when the sandbox cannot run code, the result names
+// the setting that would help.
+func TestAppWordsCause(t *testing.T) {
+	c := &App{sandbox: sandbox.New(noImage{}, sandbox.Options{}), trim: newIdleTrim(idleTrimAfter, nil)}
+	t.Cleanup(func() { c.sandbox.Close(context.Background()) })
 	res, err := c.Run(t.Context(), sandbox.Request{Program: python.Program{Code: "print(1)"}})
 	if err != nil || res.Error == nil || res.Error.Kind != protocol.FailUnavailable ||
 		!strings.Contains(res.Error.Message, "cannot start a sandbox container: sandbox image localhost/x:1 (MCP_BRIDGE_IMAGE) does not exist") ||
