@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,7 +148,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Logger: logger,
-		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(),
+		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
 	})
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
 		Servers: a.dir, OnClient: a.pool.SetClientCapabilities}))
@@ -185,12 +186,17 @@ func serverOptions(cfg settings.Config, opts server.Options) server.Options {
 	}
 	opts.ConfigDir = cfg.ConfigDir
 	opts.Debug = cfg.LogLevel <= slog.LevelDebug
+	opts.Setting = settingName
 	return opts
 }
 
+// settingName is the environment variable of the setting key, as messages
+// for the person running codebridge name it: MCP_BRIDGE_MAX_QUEUED.
+func settingName(key string) string { return settings.EnvPrefix + strings.ToUpper(key) }
+
 // attachLimits are the limits on a run's attachments in cfg.
 func attachLimits(cfg settings.Config) host.AttachLimits {
-	return host.AttachLimits{Max: cfg.MaxAttachment, MaxN: cfg.MaxAttachN, MaxSum: cfg.MaxAttachSum}
+	return host.AttachLimits{Max: cfg.MaxAttachment, MaxN: cfg.MaxAttachN, MaxSum: cfg.MaxAttachSum, Setting: settingName}
 }
 
 // newSandbox is the sandbox manager over eng, with the settings' sessions,
@@ -340,7 +346,7 @@ func FrontOptions(cfg settings.Config, logger *slog.Logger, notice io.Writer) fr
 	return front.Options{
 		Addr: cfg.HTTP, Auth: cfg.HTTPAuth, Token: cfg.HTTPToken, StateDir: cfg.StateDir, Origins: cfg.HTTPOrigins,
 		ConfigDir: cfg.ConfigDir, MaxMCPSessions: cfg.MaxMCPSessions, SessionIdle: cfg.SessionIdle, Grace: cfg.ShutdownGrace,
-		Logger: logger, Debug: cfg.LogLevel <= slog.LevelDebug, Notice: notice,
+		Logger: logger, Debug: cfg.LogLevel <= slog.LevelDebug, Notice: notice, Setting: settingName,
 	}
 }
 

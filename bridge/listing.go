@@ -49,7 +49,7 @@ func NewListing(cfg settings.Config, logger *slog.Logger) *Listing {
 		if err := st.manifests.Save(def, tools); err != nil {
 			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 		}
-		host.CheckPins(st.manifests, st.audit, cfg.QuarantineNew, def.Name, tools, logger)
+		host.CheckPins(st.manifests, st.audit, cfg.QuarantineNew, settingName, def.Name, tools, logger)
 	}, OAuth: st.oauthHandlers(logger)})
 	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
 	return &Listing{cfg: cfg, logger: logger, conf: conf, state: st, pool: p}

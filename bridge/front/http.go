@@ -32,7 +32,6 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/inflight"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
@@ -57,6 +56,18 @@ type Options struct {
 	// Notice receives the address, and the token and how to use it, for the
 	// person starting codebridge; nil means os.Stderr.
 	Notice io.Writer
+	// Setting names, for messages that say which setting to change, the
+	// setting of key: http, http_auth, http_token, http_allowed_origins,
+	// max_mcp_sessions, state_dir. Nil names the key itself.
+	Setting func(key string) string
+}
+
+// setting names the setting key as opts.Setting does.
+func (opts Options) setting(key string) string {
+	if opts.Setting == nil {
+		return key
+	}
+	return opts.Setting(key)
 }
 
 // Health is what the health endpoint reports of what is behind the MCP
@@ -125,8 +136,8 @@ func Listen(opts Options) (*Front, error) {
 	f := &Front{opts: opts, logger: logger, loopback: isLoopbackAddr(opts.Addr), tracked: map[string]*tracked{}}
 	f.opts.Notice = notice
 	if !opts.Auth && !f.loopback {
-		return nil, fmt.Errorf("%sHTTP_AUTH=none is allowed only on a loopback address such as 127.0.0.1:8080, and %s is not one: anyone who reaches it could run code; remove %sHTTP_AUTH to require a token, or listen on 127.0.0.1",
-			settings.EnvPrefix, opts.Addr, settings.EnvPrefix)
+		return nil, fmt.Errorf("%s=none is allowed only on a loopback address such as 127.0.0.1:8080, and %s is not one: anyone who reaches it could run code; remove %[1]s to require a token, or listen on 127.0.0.1",
+			opts.setting("http_auth"), opts.Addr)
 	}
 	if opts.Auth {
 		_, statErr := os.Stat(filepath.Join(opts.StateDir, tokenFile))
@@ -139,7 +150,7 @@ func Listen(opts Options) (*Front, error) {
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w: choose another address with --http or %sHTTP", opts.Addr, err, settings.EnvPrefix)
+		return nil, fmt.Errorf("listening on %s: %w: choose another address with --http or %s", opts.Addr, err, opts.setting("http"))
 	}
 	f.ln, f.port, f.token = ln, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), tokenDigest(f.rawToken)
 	return f, nil
@@ -167,7 +178,7 @@ func (f *Front) Serve(srv *server.Server, health Health) error {
 	f.mu.Unlock()
 	endpoint := "http://" + displayAddr(f.ln.Addr().(*net.TCPAddr)) + MCPPath
 	f.logger.Info("serving MCP over HTTP", "url", endpoint, "auth", f.opts.Auth, "config_dir", f.opts.ConfigDir)
-	printUsage(f.opts.Notice, endpoint, f.opts.Auth, f.rawToken, f.tokenPath, f.showToken)
+	printUsage(f.opts.Notice, endpoint, f.opts.Auth, f.rawToken, f.tokenPath, f.showToken, f.opts.setting)
 	if err := hs.Serve(f.ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving HTTP on %s: %w", f.opts.Addr, err)
 	}
@@ -239,7 +250,7 @@ func (f *Front) localHost(hostport string) bool {
 func (f *Front) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !f.allowedOrigin(o) {
-			http.Error(w, fmt.Sprintf("Origin %q is not allowed: only pages on localhost, or origins listed in %sHTTP_ALLOWED_ORIGINS, may call codebridge", o, settings.EnvPrefix), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Origin %q is not allowed: only pages on localhost, or origins listed in %s, may call codebridge", o, f.opts.setting("http_allowed_origins")), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -276,7 +287,7 @@ func (f *Front) authenticate(next http.Handler) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if _, err := f.verify(r.Context(), strings.TrimSpace(got), r); !ok || err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="codebridge"`)
-			http.Error(w, "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the token codebridge printed when it started (or MCP_BRIDGE_HTTP_TOKEN)", http.StatusUnauthorized)
+			http.Error(w, "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the token codebridge printed when it started (or "+f.opts.setting("http_token")+")", http.StatusUnauthorized)
 			return
 		}
 		identified.ServeHTTP(w, r)
@@ -313,7 +324,7 @@ func (f *Front) limitSessions(next http.Handler) http.Handler {
 		if f.stopping.Load() {
 			msg = "codebridge is shutting down and opens no new sessions: try again when it is back"
 		} else if n := f.sessions(); n >= f.opts.MaxMCPSessions && !f.evictIdlest() {
-			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (MCP_BRIDGE_MAX_MCP_SESSIONS), and every one has a request in progress: try again when one finishes, or raise MCP_BRIDGE_MAX_MCP_SESSIONS", n)
+			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (%s), and every one has a request in progress: try again when one finishes, or raise %[2]s", n, f.opts.setting("max_mcp_sessions"))
 		}
 		if msg != "" {
 			w.Header().Set("Retry-After", "10")
@@ -509,8 +520,8 @@ func (s *statusRecorder) code() int {
 func bearerToken(opts Options) (token, path string, err error) {
 	if t := opts.Token.Reveal(); t != "" {
 		if len(t) < minTokenLen || strings.ContainsAny(t, " \t\r\n") {
-			return "", "", fmt.Errorf("%sHTTP_TOKEN is too weak: it must be at least %d characters without spaces; generate one with 'openssl rand -hex 32', or unset it to have codebridge generate one",
-				settings.EnvPrefix, minTokenLen)
+			return "", "", fmt.Errorf("%s is too weak: it must be at least %d characters without spaces; generate one with 'openssl rand -hex 32', or unset it to have codebridge generate one",
+				opts.setting("http_token"), minTokenLen)
 		}
 		return t, "", nil
 	}
@@ -527,14 +538,14 @@ func bearerToken(opts Options) (token, path string, err error) {
 		return "", "", fmt.Errorf("reading the HTTP token: %w", err)
 	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
+		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %s or %s", err, opts.setting("state_dir"), opts.setting("http_token"))
 	}
 	token = rand.Text() + rand.Text() // 256 bits
 	// Whole or not at all: replicas starting at once on a shared state
 	// folder must neither read a half-written token nor each make their own.
 	created, err := atomicfile.WriteNew(path, []byte(token+"\n"), 0o600)
 	if err != nil {
-		return "", "", fmt.Errorf("saving the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
+		return "", "", fmt.Errorf("saving the HTTP token: %w: set %s or %s", err, opts.setting("state_dir"), opts.setting("http_token"))
 	}
 	if !created { // another codebridge wrote it just now
 		return bearerToken(opts)
@@ -554,18 +565,18 @@ func tokenDigest(token string) [32]byte {
 // when show is set (codebridge made it just now and stderr is a terminal);
 // otherwise the file that holds it, so that the token does not end up in
 // journald or kubectl logs on every start.
-func printUsage(w io.Writer, endpoint string, auth bool, token, tokenPath string, show bool) {
+func printUsage(w io.Writer, endpoint string, auth bool, token, tokenPath string, show bool, setting func(string) string) {
 	var b strings.Builder
 	defer func() { io.WriteString(w, b.String()) }()
 	fmt.Fprintf(&b, "codebridge: serving MCP over streamable HTTP at %s\n", endpoint)
 	switch {
 	case !auth:
-		fmt.Fprintf(&b, "No token is required (%sHTTP_AUTH=none): any program on this machine can run code through it.\n", settings.EnvPrefix)
+		fmt.Fprintf(&b, "No token is required (%s=none): any program on this machine can run code through it.\n", setting("http_auth"))
 		fmt.Fprintf(&b, "Claude Code:  claude mcp add --transport http codebridge %s\n", endpoint)
 		return
 	case tokenPath == "":
-		token = "$" + settings.EnvPrefix + "HTTP_TOKEN"
-		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %sHTTP_TOKEN.\n", settings.EnvPrefix)
+		token = "$" + setting("http_token")
+		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %s.\n", setting("http_token"))
 	case !show:
 		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token kept in %s (delete that file and restart for a new one).\n", tokenPath)
 		token = "$(cat " + tokenPath + ")"

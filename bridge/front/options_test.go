@@ -2,6 +2,7 @@ package front
 
 import (
 	"log/slog"
+	"strings"
 
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
@@ -14,7 +15,7 @@ func testOptions(cfg settings.Config) Options {
 	return Options{
 		Addr: cfg.HTTP, Auth: cfg.HTTPAuth, Token: cfg.HTTPToken, StateDir: cfg.StateDir, Origins: cfg.HTTPOrigins,
 		ConfigDir: cfg.ConfigDir, MaxMCPSessions: cfg.MaxMCPSessions, SessionIdle: cfg.SessionIdle, Grace: cfg.ShutdownGrace,
-		Debug: cfg.LogLevel <= slog.LevelDebug,
+		Debug: cfg.LogLevel <= slog.LevelDebug, Setting: func(key string) string { return settings.EnvPrefix + strings.ToUpper(key) },
 	}
 }
 
@@ -27,5 +28,6 @@ func testServer(cfg settings.Config, opts server.Options) *server.Server {
 		Attachments: host.AttachLimits{Max: cfg.MaxAttachment, MaxN: cfg.MaxAttachN, MaxSum: cfg.MaxAttachSum},
 	}
 	opts.ConfigDir, opts.Debug = cfg.ConfigDir, cfg.LogLevel <= slog.LevelDebug
+	opts.Setting = func(key string) string { return settings.EnvPrefix + strings.ToUpper(key) }
 	return server.NewServer(opts)
 }

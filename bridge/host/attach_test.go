@@ -28,7 +28,7 @@ func (h *recordingHost) CallTool(_ context.Context, p protocol.CallToolParams) (
 
 func TestAttachmentLimits(t *testing.T) {
 	inner := &recordingHost{}
-	att := NewAttachments(AttachLimits{Max: 100, MaxN: 3, MaxSum: 150})
+	att := NewAttachments(AttachLimits{Max: 100, MaxN: 3, MaxSum: 150, Setting: envName})
 	h := att.Host(inner)
 	ctx := context.Background()
 	got, err := h.Call(ctx, protocol.MethodCallTool, json.RawMessage(`{"server":"s","tool":"t"}`))

@@ -42,9 +42,23 @@ type Options struct {
 	// once they signed in.
 	SignIn SignIn
 
+	// Setting names, for messages that say which setting to change, the
+	// setting of key: max_argument_size, quarantine_new,
+	// confirm_save_tool. Nil names the key itself.
+	Setting func(key string) string
+
 	// ResultBudget is how many bytes of encoded results the directory's
 	// tool calls hold at once; 0 means [DefaultResultBudget].
 	ResultBudget int64
+}
+
+// settingOf names the setting key as setting does; a nil setting names
+// the key itself.
+func settingOf(setting func(key string) string, key string) string {
+	if setting == nil {
+		return key
+	}
+	return setting(key)
 }
 
 // New returns a [Directory] with no servers in front of pool; [Directory.Update]
@@ -53,6 +67,7 @@ func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
 	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
 	d.quarantineNew, d.signIn, d.confirmSave = opts.QuarantineNew, opts.SignIn, opts.ConfirmSaveTool
+	d.setting = opts.Setting
 	if opts.ResultBudget > 0 {
 		d.inflight = newByteBudget(opts.ResultBudget)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"strings"
 
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
@@ -17,5 +18,6 @@ func testOptions(cfg settings.Config, opts Options) Options {
 	}
 	opts.ConfigDir = cfg.ConfigDir
 	opts.Debug = cfg.LogLevel <= slog.LevelDebug
+	opts.Setting = func(key string) string { return settings.EnvPrefix + strings.ToUpper(key) }
 	return opts
 }

@@ -49,6 +49,10 @@ type Options struct {
 	ConfigDir string
 	// Debug logs the SDK's session chatter.
 	Debug bool
+	// Setting names, for messages that say which setting to change, the
+	// setting of a limit by its key: max_queued, sessions, max_code_size,
+	// max_timeout. Nil names the key itself.
+	Setting func(key string) string
 }
 
 // Limits bound run_python's calls, filled in from the settings by the
@@ -194,6 +198,14 @@ func (s *Server) Drain(ctx context.Context) {
 	s.quit()
 }
 
+// setting names the setting of the limit key (see [Options.Setting]).
+func (s *Server) setting(key string) string {
+	if s.opts.Setting == nil {
+		return key
+	}
+	return s.opts.Setting(key)
+}
+
 // Runs is the number of run_python calls in progress or waiting their turn.
 func (s *Server) Runs() int { return s.runs.Count() }
 
@@ -209,9 +221,9 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ cont
 	case s.draining || s.quitting:
 		return nil, nil, toolError(protocol.FailBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
 	case s.lim.MaxQueued > 0 && n >= s.lim.MaxQueued:
-		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (MCP_BRIDGE_MAX_QUEUED): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_QUEUED.", n)
+		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (%s): try again when one finishes, or ask the operator to raise %[2]s.", n, s.setting("max_queued"))
 	case s.lim.MaxQueued > 1 && s.queued[req.Session] >= s.lim.MaxQueued/2:
-		return nil, nil, toolError(protocol.FailBusy, "this session has %d run_python calls in progress or waiting, half of what codebridge queues (MCP_BRIDGE_MAX_QUEUED), the most one session may have so that others are served too: wait for some to finish before sending more.", s.queued[req.Session])
+		return nil, nil, toolError(protocol.FailBusy, "this session has %d run_python calls in progress or waiting, half of what codebridge queues (%s), the most one session may have so that others are served too: wait for some to finish before sending more.", s.queued[req.Session], s.setting("max_queued"))
 	}
 	s.runs.Add(1)
 	s.queued[req.Session]++
@@ -267,15 +279,15 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 		return inputError("code is empty: pass the Python source to run in \"code\"."), nil
 	}
 	if in.Session != "" && !s.lim.Sessions {
-		return inputError("\"session\" continues a sandbox session, and sessions are off here (MCP_BRIDGE_SESSIONS=false): every call starts fresh, so call again without \"session\"."), nil
+		return inputError("\"session\" continues a sandbox session, and sessions are off here (%s=false): every call starts fresh, so call again without \"session\".", s.setting("sessions")), nil
 	}
 	if len(in.Code) > s.lim.MaxCodeSize {
-		return inputError("code is %d bytes, over the %d byte limit (MCP_BRIDGE_MAX_CODE_SIZE): send less code, or have it read data through an MCP tool.", len(in.Code), s.lim.MaxCodeSize), nil
+		return inputError("code is %d bytes, over the %d byte limit (%s): send less code, or have it read data through an MCP tool.", len(in.Code), s.lim.MaxCodeSize, s.setting("max_code_size")), nil
 	}
 	timeout := s.lim.Timeout
 	if in.Timeout != nil {
 		var err error
-		if timeout, err = runTimeout(*in.Timeout, s.lim.MaxTimeout); err != nil {
+		if timeout, err = runTimeout(*in.Timeout, s.lim.MaxTimeout, s.setting("max_timeout")); err != nil {
 			return inputError("%v", err), nil
 		}
 	}
@@ -415,11 +427,11 @@ func (s *Server) session(req *mcp.CallToolRequest) mcpSession {
 // than maxTimeout is capped to it, as the tool schema's maximum announces. The
 // range is checked before converting, since a float64 beyond time.Duration's
 // range (about 9.2e9 seconds) converts to a negative number.
-func runTimeout(seconds float64, maxTimeout time.Duration) (time.Duration, error) {
+func runTimeout(seconds float64, maxTimeout time.Duration, setting string) (time.Duration, error) {
 	switch {
 	case math.IsNaN(seconds) || math.IsInf(seconds, 0) || seconds <= 0:
-		return 0, fmt.Errorf("timeout must be a positive number of seconds, at most %g (MCP_BRIDGE_MAX_TIMEOUT; a larger one is capped to it); got %v",
-			maxTimeout.Seconds(), seconds)
+		return 0, fmt.Errorf("timeout must be a positive number of seconds, at most %g (%s; a larger one is capped to it); got %v",
+			maxTimeout.Seconds(), setting, seconds)
 	case seconds >= maxTimeout.Seconds():
 		return maxTimeout, nil
 	}

@@ -289,7 +289,7 @@ func TestTimeoutRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
-			got, err := runTimeout(tt.in, maxTimeout)
+			got, err := runTimeout(tt.in, maxTimeout, "MCP_BRIDGE_MAX_TIMEOUT")
 			if tt.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "at most 120 (MCP_BRIDGE_MAX_TIMEOUT") {
 					t.Fatalf("runTimeout(%v) = %v, %v; want an error naming the range", tt.in, got, err)
