@@ -52,8 +52,9 @@ type App struct {
 	stopWarm  context.CancelFunc // ends the sandbox's warm-up; nil if none was started
 	warmDone  chan struct{}      // closed when the warm-up has returned
 
-	mu    sync.Mutex   // protects following
-	front *front.Front // serving over HTTP; nil over stdio
+	mu       sync.Mutex   // protects following
+	front    *front.Front // serving over HTTP; nil over stdio
+	stopping bool         // Shutdown has begun: ServeHTTP serves nothing
 
 	shutdown    sync.Once
 	shutdownErr error
@@ -354,6 +355,10 @@ func FrontOptions(cfg settings.Config, logger *slog.Logger, notice io.Writer) fr
 // stops f first; it returns nil then, else the error that stopped it.
 func (a *App) ServeHTTP(f *front.Front) error {
 	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return nil
+	}
 	a.front = f
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
@@ -389,6 +394,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	a.shutdown.Do(func() {
 		a.mu.Lock()
 		f := a.front
+		a.stopping = true
 		a.mu.Unlock()
 		var errs []error
 		if f != nil {

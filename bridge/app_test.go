@@ -3,11 +3,13 @@ package bridge
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/codebridge-mcp/codebridge/bridge/front"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/runtime/podman"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -101,5 +103,44 @@ func TestAppWordsCause(t *testing.T) {
 		!strings.Contains(res.Error.Message, "cannot start a sandbox container: sandbox image localhost/x:1 (MCP_BRIDGE_IMAGE) does not exist") ||
 		!strings.HasSuffix(res.Error.Message, "or set MCP_BRIDGE_IMAGE to a local image with python3") {
 		t.Errorf("Run = %+v, %v; want the image's failure naming MCP_BRIDGE_IMAGE", res.Error, err)
+	}
+}
+
+// TestShutdownStopsFront: Shutdown stops a front that serves, after which
+// ServeHTTP returns nil, and a front handed to ServeHTTP after Shutdown
+// serves nothing.
+func TestShutdownStopsFront(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		serveFirst bool
+	}{{"serving", true}, {"shut down first", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := bridgetest.Config(t)
+			cfg.ConfigDir, cfg.WarmSandboxes, cfg.HTTP, cfg.HTTPAuth = t.TempDir(), 0, "127.0.0.1:0", false
+			a := newApp(t.Context(), cfg, &fakeEngine{warming: make(chan struct{})}, slog.New(slog.DiscardHandler), "test")
+			f, err := front.Listen(FrontOptions(cfg, nil, io.Discard))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			served := make(chan error, 1)
+			if tt.serveFirst {
+				go func() { served <- a.ServeHTTP(f) }()
+				testenv.Eventually(t, "ServeHTTP to take the front", func() bool {
+					a.mu.Lock()
+					defer a.mu.Unlock()
+					return a.front != nil
+				})
+			}
+			if err := a.Shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.serveFirst {
+				go func() { served <- a.ServeHTTP(f) }()
+			}
+			if err := <-served; err != nil {
+				t.Errorf("ServeHTTP = %v, want nil after Shutdown", err)
+			}
+		})
 	}
 }

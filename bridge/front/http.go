@@ -110,7 +110,6 @@ type Front struct {
 
 	srv    *server.Server
 	health Health
-	hs     *http.Server
 
 	creating sync.Mutex       // held while a request may create a session
 	stopping atomic.Bool      // shutting down: no new sessions
@@ -120,6 +119,8 @@ type Front struct {
 
 	mu      sync.Mutex          // protects following
 	tracked map[string]*tracked // MCP sessions seen, by id: when used, requests in progress
+	hs      *http.Server        // serving; nil before Serve
+	stopped bool                // Shutdown was called: Serve serves nothing
 }
 
 // Listen checks opts and binds opts.Addr, before anything behind the MCP
@@ -168,6 +169,10 @@ func (f *Front) Serve(srv *server.Server, health Health) error {
 	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.mcpHandler())))
 	mux.HandleFunc("GET "+HealthPath, f.healthz)
 	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return http.ErrServerClosed
+	}
 	f.hs = &http.Server{
 		Handler:           f.logRequests(f.checkHost(mux)),
 		ReadHeaderTimeout: 30 * time.Second,
@@ -193,6 +198,7 @@ func (f *Front) Serve(srv *server.Server, health Health) error {
 func (f *Front) Shutdown(ctx context.Context) error {
 	f.mu.Lock()
 	hs := f.hs
+	f.stopped = true
 	f.mu.Unlock()
 	if hs == nil {
 		return f.ln.Close()
