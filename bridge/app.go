@@ -1,50 +1,306 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
-	"sort"
 	"strings"
-	"text/tabwriter"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/front"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
-	"github.com/codebridge-mcp/codebridge/bridge/policy"
+	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/stdio"
-	"github.com/codebridge-mcp/codebridge/bridge/termtext"
-	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
-	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/rawio"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
-// ServeOptions configure [Serve].
-type ServeOptions struct {
-	Logger  *slog.Logger
-	Version string
-	In      io.ReadCloser // the client's messages; nil means os.Stdin
-	Out     io.Writer     // to the client; nil means os.Stdout
+// App is a running codebridge: every part built once from the settings by
+// [New], and stopped once, in order, by [App.Shutdown].
+type App struct {
+	cfg     settings.Config
+	logger  *slog.Logger
+	state   *state
+	engine  sandboxEngine
+	sandbox *sandbox.Manager
+	trim    *idleTrim
+	pool    *pool.Pool
+	dir     *host.Directory
+	server  *server.Server
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	stopWarm  context.CancelFunc // ends the sandbox's warm-up; nil if none was started
+	warmDone  chan struct{}      // closed when the warm-up has returned
+
+	mu       sync.Mutex   // protects following
+	front    *front.Front // serving over HTTP; nil over stdio
+	stopping bool         // Shutdown has begun: ServeHTTP serves nothing
+
+	shutdown    sync.Once
+	shutdownErr error
 }
 
-// Serve runs codebridge as an MCP server over stdio until the client closes its
-// end or ctx ends. It returns only after every container and downstream server
-// it started has stopped.
-func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
+// sandboxEngine is what the App needs of the container engine driver
+// newEngine returns: the sandbox manager's engine, a readiness check and a
+// shutdown.
+type sandboxEngine interface {
+	sandbox.Engine
+	// Ready connects to the engine and resolves the sandbox image, waiting
+	// for it as w says.
+	Ready(ctx context.Context, w sandbox.Wait) error
+	// Close ends every container of the engine and closes its connection
+	// (and a service codebridge started).
+	Close(ctx context.Context) error
+}
+
+// state is what codebridge keeps in its state folder, each store built once
+// over it.
+type state struct {
+	memory    *memory.Store   // memories and saved helpers
+	manifests *manifest.Store // each server's last tool list and its pins
+	oauth     *oauth.Store    // sign-ins
+	audit     *audit.Log      // nil when the audit is off
+}
+
+// newState opens the stores of cfg.StateDir.
+func newState(cfg settings.Config, logger *slog.Logger) *state {
+	st := &state{
+		memory:    memory.New(cfg.StateDir),
+		manifests: manifest.New(manifest.Dir(cfg.StateDir)),
+		oauth:     oauth.NewStore(cfg.StateDir),
+	}
+	if cfg.Audit {
+		st.audit = audit.New(audit.Dir(cfg.StateDir), audit.Options{
+			MaxSize: cfg.AuditMaxSize, Keep: cfg.AuditKeep, Contents: cfg.AuditContents, Logger: logger.With("component", "audit"),
+		})
+	}
+	return st
+}
+
+// oauthHandlers gives each streamable HTTP server's pool connection the
+// sign-in stored for it (codebridge login).
+func (st *state) oauthHandlers(logger *slog.Logger) func(*discovery.Server) auth.OAuthHandler {
+	// Refreshes have their own client and deadline, not http.DefaultClient's none.
+	return func(def *discovery.Server) auth.OAuthHandler {
+		return st.oauth.Handler(def, oauth.Client(def, oauth.DefaultRefreshTimeout), logger)
+	}
+}
+
+// signIn signs in to a server while code waits, as codebridge login does,
+// the person sent to the sign-in page through the agent's client.
+func (st *state) signIn() host.SignIn {
+	return func(ctx context.Context, def *discovery.Server, ask func(context.Context, string) error) error {
+		_, err := oauth.Login(ctx, def, oauth.LoginOptions{Store: st.oauth, Ask: ask})
+		return err
+	}
+}
+
+// Options configure [New].
+type Options struct {
+	Logger  *slog.Logger // nil discards
+	Version string       // codebridge's, reported to clients
+}
+
+// New builds codebridge's parts from cfg, each once: the stores of the
+// state folder, the container engine, the sandbox over it, the pool of
+// downstream servers, the directory of their tools, and the MCP server.
+// Nothing slow happens here: the config folder is read and watched, the
+// container engine is contacted in the background, and no downstream
+// server starts until a run needs it. Stop the App with [App.Shutdown].
+func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 	logger := orDiscard(opts.Logger)
-	in, out := opts.In, opts.Out
+	if err := confine.OwnDir(cfg.StateDir); err != nil {
+		return nil, fmt.Errorf("the state directory (MCP_BRIDGE_STATE_DIR): %w", err)
+	}
+	eng, err := newEngine(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	return newApp(ctx, cfg, eng, logger, opts.Version), nil
+}
+
+// newApp is [New] with the engine given.
+func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string) *App {
+	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
+	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger)
+	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
+		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { a.dir.SaveManifest(def, tools) },
+		OAuth:   a.state.oauthHandlers(logger)})
+	a.dir = host.New(a.pool, host.Options{
+		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: a.state.memory,
+		Manifests: a.state.manifests, Audit: a.state.audit, Logger: logger,
+		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
+	})
+	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
+		Servers: a.dir, OnClient: a.pool.SetClientCapabilities}))
+
+	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
+	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
+	a.apply(first)
+
+	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopWatch, a.watchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(a.watchDone)
+		err := discovery.Watch(watchCtx, cfg.ConfigDir, discovery.WatchOptions{Options: loadOpts, Initial: first}, a.apply)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			logger.Error("watching the config folder stopped; restart codebridge to pick up changes", "dir", cfg.ConfigDir, "err", err)
+		}
+	}()
+
+	if warm, _ := cfg.Warm(); warm > 0 {
+		warmCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopWarm, a.warmDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.warmDone)
+			_ = a.warm(warmCtx) // it logs its own failure; runs try again
+		}()
+	}
+	return a
+}
+
+// serverOptions is opts with the MCP server's limits from cfg.
+func serverOptions(cfg settings.Config, opts server.Options) server.Options {
+	opts.Limits = server.Limits{
+		Sessions: cfg.Sessions, MaxCodeSize: cfg.MaxCodeSize, Timeout: cfg.Timeout, MaxTimeout: cfg.MaxTimeout,
+		OutputLimit: cfg.OutputLimit, MaxQueued: cfg.MaxQueued, Attachments: attachLimits(cfg),
+	}
+	opts.ConfigDir = cfg.ConfigDir
+	opts.Debug = cfg.LogLevel <= slog.LevelDebug
+	opts.Setting = settingName
+	return opts
+}
+
+// settingName is the environment variable of the setting key, as messages
+// for the person running codebridge name it: MCP_BRIDGE_MAX_QUEUED.
+func settingName(key string) string { return settings.EnvPrefix + strings.ToUpper(key) }
+
+// attachLimits are the limits on a run's attachments in cfg.
+func attachLimits(cfg settings.Config) host.AttachLimits {
+	return host.AttachLimits{Max: cfg.MaxAttachment, MaxN: cfg.MaxAttachN, MaxSum: cfg.MaxAttachSum, Setting: settingName}
+}
+
+// newSandbox is the sandbox manager over eng, with the settings' sessions,
+// limits and preloads; saved helpers come from mem.
+func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger) *sandbox.Manager {
+	idle := cfg.SessionIdle
+	if idle == 0 {
+		idle = -1 // the setting's 0 means never
+	}
+	warm, spare := cfg.Warm()
+	return sandbox.New(eng, sandbox.Options{
+		Warm:        warm,
+		Spare:       spare,
+		Sessions:    cfg.Sessions,
+		MaxSessions: cfg.MaxSessions,
+		MaxRuns:     cfg.MaxRuns,
+		IdleTimeout: idle,
+		// Also in the environment; a pod claimed from a warm pool has none.
+		WaitLimit: waitLimit(cfg),
+		Memory:    cmp.Or(cfg.Memory, confine.DefaultMemory),
+		Prelude:   host.SavedHelpers(mem, logger),
+		Preload:   preload(cfg, logger),
+		// A request carries a tool call's arguments, or an image or file in
+		// base64, plus a small envelope.
+		Limits: python.Limits{
+			MaxRequest:    max(cfg.MaxArgSize, base64.StdEncoding.EncodedLen(cfg.MaxAttachment)) + 64<<10,
+			MaxAttachment: cfg.MaxAttachment,
+		},
+		Logger: logger.With("component", "sandbox"),
+	})
+}
+
+// preload is what a session's interpreter imports ahead of its first run.
+func preload(cfg settings.Config, logger *slog.Logger) []string {
+	if !cfg.Preloads() && len(cfg.Preload) > 0 {
+		logger.Info("not preloading modules: the container memory limit is under 384m", "memory", cfg.Memory, "preload", cfg.Preload)
+		return nil
+	}
+	return cfg.Preload
+}
+
+// apply publishes a configuration: the pool starts what is new and stops what
+// is gone, then runs see the new snapshot.
+func (a *App) apply(cfg *discovery.Config) {
+	for _, prob := range cfg.Problems {
+		a.logger.Warn("config problem", "problem", settings.ExplainProblem(prob).String())
+	}
+	a.pool.Update(cfg.Servers)
+	a.dir.Update(cfg)
+	a.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
+}
+
+// warm connects to the engine and starts the warm containers.
+func (a *App) warm(ctx context.Context) error {
+	if err := a.engine.Ready(ctx, sandbox.Wait{}); err != nil {
+		a.logger.Warn("sandbox not ready; run_python will explain and try again", "err", settings.Explain(err))
+		return err
+	}
+	a.sandbox.Warm(ctx)
+	return nil
+}
+
+// Server is the MCP server, for a transport to serve.
+func (a *App) Server() *server.Server { return a.server }
+
+// Run runs req.Program in the sandbox; when the sandbox could not run it,
+// the result's message names the setting that would help. It makes the
+// App the MCP server's [server.Runner].
+func (a *App) Run(ctx context.Context, req sandbox.Request) (*sandbox.Result, error) {
+	a.trim.begin()
+	defer a.trim.end()
+	return explainedRun(ctx, a.sandbox, req)
+}
+
+// explainedRun runs req in m, the result's message naming the setting that
+// would help when the sandbox could not run it.
+func explainedRun(ctx context.Context, m *sandbox.Manager, req sandbox.Request) (*sandbox.Result, error) {
+	res, err := m.Run(ctx, req)
+	if res != nil && res.Cause != nil && res.Error != nil {
+		res.Error.Message = settings.Explain(res.Cause)
+	}
+	return res, err
+}
+
+// End ends a sandbox session (see [server.Runner]).
+func (a *App) End(ctx context.Context, key string) { a.sandbox.End(ctx, key) }
+
+// Detach lets a sandbox session outlive its MCP session (see [server.Runner]).
+func (a *App) Detach(ctx context.Context, key string) { a.sandbox.Detach(ctx, key) }
+
+// Ready reports whether the engine answers and the image is there,
+// connecting first if needed; its error says what to do.
+func (a *App) Ready(ctx context.Context) error {
+	if err := a.engine.Ready(ctx, sandbox.Wait{}); err != nil {
+		return errors.New(settings.Explain(err))
+	}
+	return nil
+}
+
+// ServeStdio serves MCP over in and out (nil: os.Stdin and os.Stdout) until
+// the client closes its end or ctx ends; a closed input is no error. Then
+// call [App.Shutdown].
+func (a *App) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Writer) error {
 	if in == nil {
 		in = os.Stdin
 	}
@@ -59,22 +315,12 @@ func Serve(ctx context.Context, cfg settings.Config, opts ServeOptions) error {
 	pout, undo := pollable(out)
 	defer undo()
 	out = pout.(io.Writer)
-	rt, err := start(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer rt.close()
-	srv := server.NewServer(cfg, server.Options{Runner: rt.sandbox, Logger: logger, Version: opts.Version, Servers: rt.dir,
-		OnClient: rt.pool.SetClientCapabilities})
-	logger.Info("serving MCP on stdio", "config_dir", cfg.ConfigDir)
-	err = srv.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	a.logger.Info("serving MCP on stdio", "config_dir", a.cfg.ConfigDir)
+	err := a.server.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	// The client is gone: its sandbox session ends before the sandbox closes.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	return errors.Join(err, srv.Close(cctx))
+	return err
 }
 
 // pollable returns, for a pipe or socket file x, a file for its descriptor
@@ -95,72 +341,90 @@ func pollable(x any) (any, func()) {
 	}
 }
 
-// ExecOptions configure [Exec].
-type ExecOptions struct {
-	Logger  *slog.Logger
-	Timeout time.Duration
-	Stdout  io.Writer
-	Stderr  io.Writer
+// FrontOptions are the options of the HTTP front the settings ask for
+// (cfg.HTTP and the HTTP settings), for [front.Listen].
+func FrontOptions(cfg settings.Config, logger *slog.Logger, notice io.Writer) front.Options {
+	return front.Options{
+		Addr: cfg.HTTP, Auth: cfg.HTTPAuth, Token: cfg.HTTPToken, StateDir: cfg.StateDir, Origins: cfg.HTTPOrigins,
+		ConfigDir: cfg.ConfigDir, MaxMCPSessions: cfg.MaxMCPSessions, SessionIdle: cfg.SessionIdle, Grace: cfg.ShutdownGrace,
+		Logger: logger, Debug: cfg.LogLevel <= slog.LevelDebug, Notice: notice, Setting: settingName,
+	}
 }
 
-// Exec runs code once in the sandbox, as `codebridge exec` does, copying its
-// output to opts.Stdout and opts.Stderr. It returns the code's exit status, or
-// 1 when the code did not exit by itself (an exception, the time limit, a
-// crash without status); the error is for codebridge's own failures, such as a
-// sandbox that cannot start (the status is 1 then too).
-func Exec(ctx context.Context, cfg settings.Config, code string, opts ExecOptions) (int, error) {
-	logger := orDiscard(opts.Logger)
-	cfg.WarmSandboxes = 0 // one run: nothing to start ahead of time
-	cfg.Preload = nil
-	rt, err := start(ctx, cfg, logger)
-	if err != nil {
-		return 1, err
+// ServeHTTP serves the MCP server through f until [App.Shutdown], which
+// stops f first; it returns nil then, else the error that stopped it.
+func (a *App) ServeHTTP(f *front.Front) error {
+	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return nil
 	}
-	defer rt.close()
-	prog := python.Program{Code: code, OutputLimit: cfg.OutputLimit}
-	if prog.Servers, err = rt.dir.Prepare(ctx, nil); err != nil {
-		return 1, err
+	a.front = f
+	a.mu.Unlock()
+	name, _ := ChooseEngine(a.cfg)
+	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name,
+		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued})
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
 	}
-	att := host.NewAttachments(cfg)
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = cfg.Timeout
-	}
-	out, err := rt.sandbox.Run(ctx, sandbox.Request{Program: prog, Host: func(run sandbox.SessionInfo) python.Host {
-		return att.Host(rt.dir.Host(host.Run{Session: run.ID, Run: run.Run}))
-	}, Timeout: timeout})
-	if err != nil {
-		return 1, err
-	}
-	res := out.Result
-	io.WriteString(opts.Stdout, res.Stdout)
-	io.WriteString(opts.Stderr, res.Stderr)
-	if _, kept, dropped, more := att.Contents(); len(kept)+len(dropped) > 0 {
-		for _, a := range kept {
-			fmt.Fprintf(opts.Stderr, "codebridge: the run returned %s %q (%s, %s), which exec does not show: an MCP client receives it from run_python\n",
-				a.Kind, a.Name, a.MIMEType, host.ByteSize(a.Bytes))
+	return err
+}
+
+// Shutdown stops every part, once, in this order, and waits for each:
+//
+//  1. the HTTP front, if one serves: no new connections, runs in progress
+//     finish within the grace period, then every MCP session closes;
+//  2. the MCP server: runs still in progress are cancelled, and the
+//     sandbox sessions of ended MCP sessions end;
+//  3. the config watcher and the sandbox's warm-up;
+//  4. the pool: every downstream server stops;
+//  5. the sandbox: first the engine, which ends every container (closing a
+//     container's stream ends its run at once, so the manager then waits
+//     for nothing the engine must do, which takes seconds when many
+//     codebridge processes stop together) and closes its connection and a
+//     service codebridge started; then the sandbox manager's sessions;
+//  6. the audit log, last, so that it records everything before.
+//
+// ctx is the budget of all of it, as in net/http's Server.Shutdown: when it
+// ends, each part left is cut off. The front's error and the MCP server's
+// are returned; what fails after them is logged as a warning, not
+// returned: the session itself ended cleanly, and what is left behind is
+// removed by the next start.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.shutdown.Do(func() {
+		a.mu.Lock()
+		f := a.front
+		a.stopping = true
+		a.mu.Unlock()
+		var errs []error
+		if f != nil {
+			errs = append(errs, f.Shutdown(ctx))
 		}
-		for _, d := range dropped {
-			fmt.Fprintf(opts.Stderr, "codebridge: %s %q not returned: %s\n", d.Kind, d.Name, d.Reason)
+		// The client is gone: its sandbox session ends before the sandbox closes.
+		errs = append(errs, a.server.Close(ctx))
+		a.stopWatch()
+		<-a.watchDone
+		if a.stopWarm != nil {
+			a.stopWarm()
+			select {
+			case <-a.warmDone:
+			case <-ctx.Done():
+				a.logger.Warn("the sandbox's warm-up did not stop in time; closing the sandbox anyway")
+			}
 		}
-		if more > 0 {
-			fmt.Fprintf(opts.Stderr, "codebridge: and %d more not returned\n", more)
+		if err := a.pool.Close(ctx); err != nil {
+			a.logger.Warn("stopping MCP servers", "err", err)
 		}
-	}
-	if f := res.Error; f != nil {
-		if f.Kind == protocol.FailUnavailable {
-			return 1, errors.New(f.Message)
+		a.trim.close()
+		if err := errors.Join(a.engine.Close(ctx), a.sandbox.Close(ctx)); err != nil {
+			a.logger.Warn("closing the sandbox: containers may be left behind; the next codebridge start removes them", "err", err)
 		}
-		msg := f.Traceback
-		if msg == "" {
-			msg = f.Message + "\n"
+		if err := a.state.audit.Close(ctx); err != nil {
+			a.logger.Warn("closing the audit log", "err", err)
 		}
-		fmt.Fprint(opts.Stderr, msg)
-		if res.ExitCode <= 0 { // -1: no status of its own; not 255 from os.Exit(-1)
-			return 1, nil
-		}
-	}
-	return res.ExitCode, nil
+		a.shutdownErr = errors.Join(errs...)
+	})
+	return a.shutdownErr
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {
@@ -170,176 +434,21 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// HTTPOptions configure [ListenAndServe].
-type HTTPOptions = front.HTTPOptions
-
-// ListenAndServe serves MCP over streamable HTTP on cfg.HTTP until ctx ends
-// (see bridge/front). It returns only after every container and downstream
-// server it started has stopped.
-func ListenAndServe(ctx context.Context, cfg settings.Config, opts HTTPOptions) error {
-	logger := orDiscard(opts.Logger)
-	return front.ListenAndServe(ctx, cfg, func(ctx context.Context) (front.Backend, error) {
-		rt, err := start(ctx, cfg, logger)
-		if err != nil {
-			return front.Backend{}, err
-		}
-		name, _ := ChooseEngine(cfg)
-		return front.Backend{Runner: rt.sandbox, Servers: rt.dir, Close: rt.close, Ready: rt.sandbox.Ready, Engine: name,
-			OnClient: rt.pool.SetClientCapabilities}, nil
-	}, opts)
-}
-
-// ListOptions configure [ListServers].
-type ListOptions struct {
-	Logger *slog.Logger
-	Tools  bool // start every server and list its tools
-	Out    io.Writer
-}
-
-// ErrProblems is what [ListServers] returns, wrapped, when it listed problems:
-// a configuration file it could not use, or a server that failed to start.
-var ErrProblems = errors.New("problems listed")
-
-// ListServers prints the configured servers, as `codebridge servers` does: name,
-// transport, state and source file, then any configuration problems. With
-// opts.Tools it starts each server (in parallel) and lists its tools. When it
-// printed a problem, it returns an error matching [ErrProblems] that counts
-// them.
-func ListServers(ctx context.Context, cfg settings.Config, opts ListOptions) error {
-	logger := orDiscard(opts.Logger)
-	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
-	p, closePool := newListingPool(ctx, cfg, logger)
-	defer closePool()
-	p.Update(conf.Servers)
-
-	var tools map[string][]*mcp.Tool
-	if opts.Tools {
-		tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		tools, _ = p.AllTools(tctx, host.SearchParallelism)
-		cancel()
+// Exec runs code once in the sandbox, every configured server reachable
+// from it, as `codebridge exec` does; timeout 0 means the setting's. The
+// attachments are what the run returned.
+func (a *App) Exec(ctx context.Context, code string, timeout time.Duration) (*python.Result, *host.Attachments, error) {
+	prog := python.Program{Code: code, OutputLimit: a.cfg.OutputLimit}
+	var err error
+	if prog.Servers, err = a.dir.Prepare(ctx, nil); err != nil {
+		return nil, nil, err
 	}
-	status := p.Status()
-	// Server names and sources come from config files (perhaps imported from
-	// a project), tools and errors from the servers: every one escaped, so
-	// none can forge a line or send the terminal commands.
-	cell := termtext.Line
-	if len(conf.Servers) == 0 {
-		fmt.Fprintf(opts.Out, "no servers configured in %s: add a JSON file with an \"mcpServers\" object there\n", cfg.ConfigDir)
-	} else {
-		w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "SERVER\tTRANSPORT\tSTATE\tSOURCE\n")
-		for _, st := range status {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cell(st.Name), st.Transport, st.State, cell(st.Source))
-		}
-		w.Flush()
+	att := host.NewAttachments(attachLimits(a.cfg))
+	out, err := a.Run(ctx, sandbox.Request{Program: prog, Host: func(run sandbox.SessionInfo) python.Host {
+		return att.Host(a.dir.Host(host.Run{Session: run.ID, Run: run.Run}))
+	}, Timeout: cmp.Or(max(timeout, 0), a.cfg.Timeout)})
+	if err != nil {
+		return nil, nil, err
 	}
-	if states := signInStates(cfg, conf.Servers); len(states) > 0 {
-		fmt.Fprintf(opts.Out, "\nsign-in (OAuth; codebridge login NAME, codebridge logout NAME):\n")
-		w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-		for _, st := range status {
-			if state, ok := states[st.Name]; ok {
-				fmt.Fprintf(w, "  %s\t%s\n", cell(st.Name), cell(state))
-			}
-		}
-		w.Flush()
-	}
-	for _, st := range status {
-		if st.Err != "" {
-			fmt.Fprintf(opts.Out, "\n%s failed:\n  %s\n", cell(st.Name), strings.ReplaceAll(termtext.Lines(strings.TrimSpace(st.Err)), "\n", "\n  "))
-		}
-	}
-	fmt.Fprintf(opts.Out, "\nsandbox engine: %s\n", EngineChoice(cfg))
-	if opts.Tools {
-		policies := map[string]*policy.Policy{}
-		states := map[string][]manifest.State{}
-		store := manifest.New(manifest.Dir(cfg.StateDir))
-		for _, srv := range conf.Servers {
-			policies[srv.Name] = policy.New(cfg.Tools, srv)
-			pins, _, _ := store.LoadPins(srv.Name)
-			states[srv.Name] = pins.States(tools[srv.Name])
-		}
-		for _, st := range status {
-			if len(tools[st.Name]) == 0 {
-				continue
-			}
-			fmt.Fprintf(opts.Out, "\n%s:\n", cell(st.Name))
-			for i, t := range tools[st.Name] {
-				mark := ""
-				switch p := policies[st.Name]; {
-				case p.Blocked(st.Name, t) != "":
-					mark = "[blocked by policy] "
-				case p.Confirm(t) != "":
-					mark = "[asks first] "
-				}
-				if states[st.Name][i].Held(cfg.QuarantineNew) {
-					mark += "[quarantined: codebridge tools review " + shellWord(st.Name) + "] "
-				}
-				fmt.Fprintf(opts.Out, "  %-32s %s%s\n", cell(t.Name), mark, cell(typed.FirstLine(t.Description)))
-			}
-		}
-	}
-	if opts.Tools && len(conf.Problems) == 0 {
-		// Only when every file loaded: a server in a broken file keeps its
-		// manifest until the file is fixed.
-		removed, err := manifest.New(manifest.Dir(cfg.StateDir)).Prune(conf.Servers)
-		if err != nil {
-			logger.Warn("removing the saved tool lists of servers no longer configured", "err", err)
-		}
-		if len(removed) > 0 {
-			sort.Strings(removed)
-			fmt.Fprintf(opts.Out, "\nremoved the saved tool lists of servers no longer configured: %s\n", cell(strings.Join(removed, ", ")))
-		}
-	}
-	if len(conf.Problems) > 0 {
-		fmt.Fprintf(opts.Out, "\nproblems in %s:\n", cfg.ConfigDir)
-		for _, prob := range conf.Problems {
-			fmt.Fprintf(opts.Out, "  %s\n", cell(settings.ExplainProblem(prob).String()))
-		}
-	}
-	var found []string
-	if n := len(conf.Problems); n > 0 {
-		found = append(found, fmt.Sprintf("%s in the files of %s", plural(n, "problem"), cfg.ConfigDir))
-	}
-	failed := 0
-	for _, st := range status {
-		if st.Err != "" {
-			failed++
-		}
-	}
-	if failed > 0 {
-		found = append(found, fmt.Sprintf("%s failed to start", plural(failed, "server")))
-	}
-	if len(found) > 0 {
-		return fmt.Errorf("%w: %s; fix what is listed above and run it again", ErrProblems, strings.Join(found, ", "))
-	}
-	return nil
-}
-
-// newListingPool is the pool of a command that starts servers to list their
-// tools (servers --tools, doctor): every list is saved as the server's
-// manifest, for the next codebridge to answer docs and search from, and
-// checked against the server's pins (host.CheckPins). The returned func
-// stops the servers, giving them 10 s even after ctx ended.
-func newListingPool(ctx context.Context, cfg settings.Config, logger *slog.Logger) (*pool.Pool, func()) {
-	store := manifest.New(manifest.Dir(cfg.StateDir))
-	auditLog := newAuditLog(cfg, logger)
-	p := pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
-		if err := store.Save(def, tools); err != nil {
-			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
-		}
-		host.CheckPins(store, auditLog, cfg.QuarantineNew, def.Name, tools, logger)
-	}, OAuth: oauthHandlers(cfg, logger)})
-	return p, func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		p.Close(cctx)
-		auditLog.Close(cctx)
-	}
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return out.Result, att, nil
 }

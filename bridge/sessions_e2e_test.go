@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -22,12 +23,12 @@ func TestTwoSessionsOneServer(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.ConfigDir, cfg.StateDir, cfg.Image, cfg.Engine = t.TempDir(), t.TempDir(), testenv.Image(), testenv.Engine()
 	cfg.Runtime = testenv.Runtime()
-	p, err := start(t.Context(), cfg, orDiscard(nil))
+	app, err := New(t.Context(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.close)
-	srv := server.NewServer(cfg, server.Options{Runner: p.sandbox, Servers: p.dir})
+	t.Cleanup(func() { app.Shutdown(context.WithoutCancel(t.Context())) })
+	srv := app.Server()
 
 	connect := func() (*mcp.ClientSession, *mcp.ServerSession) {
 		ct, st := mcp.NewInMemoryTransports()

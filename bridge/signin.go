@@ -82,8 +82,8 @@ func signInServer(cfg settings.Config, name string) (*discovery.Server, error) {
 
 // signInStates is what servers and doctor say of each server codebridge
 // may sign in to, by name.
-func signInStates(cfg settings.Config, servers []*discovery.Server) map[string]string {
-	store := oauth.NewStore(cfg.StateDir)
+func signInStates(st *state, servers []*discovery.Server) map[string]string {
+	store := st.oauth
 	out := map[string]string{}
 	for _, s := range servers {
 		if st := store.State(s, time.Now()); st != "" {

@@ -30,20 +30,59 @@ import (
 	"golang.org/x/term"
 
 	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
+	"github.com/codebridge-mcp/codebridge/bridge/internal/inflight"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/discovery/secret"
 )
 
-// HTTPOptions configure [ListenAndServe].
-type HTTPOptions struct {
-	Logger  *slog.Logger
-	Version string
+// Options configure a [Front]: the settings of its listener, its checks
+// and its limits, filled in by the composition root.
+type Options struct {
+	Addr      string       // HOST:PORT to listen on
+	Auth      bool         // require the bearer token; false is allowed on loopback only
+	Token     secret.Value // the bearer token clients send; empty generates one in StateDir
+	StateDir  string       // where a generated token is kept
+	Origins   []string     // browser origins allowed besides loopback ones
+	ConfigDir string       // the config folder, for the log
+
+	MaxMCPSessions int           // MCP sessions open at once, at most
+	SessionIdle    time.Duration // an MCP session unused this long ends; 0 never
+	// Grace is how long runs in progress may finish at [Front.Shutdown],
+	// within the context's budget.
+	Grace time.Duration
+
+	Logger *slog.Logger // nil discards
+	Debug  bool         // log the SDK's session chatter
 	// Notice receives the address, and the token and how to use it, for the
 	// person starting codebridge; nil means os.Stderr.
 	Notice io.Writer
+	// Setting names, for messages that say which setting to change, the
+	// setting of key: http, http_auth, http_token, http_allowed_origins,
+	// max_mcp_sessions, state_dir. Nil names the key itself.
+	Setting func(key string) string
 }
 
-// MCPPath and HealthPath are where [ListenAndServe] serves MCP and its health.
+// setting names the setting key as opts.Setting does.
+func (opts Options) setting(key string) string {
+	if opts.Setting == nil {
+		return key
+	}
+	return opts.Setting(key)
+}
+
+// Health is what the health endpoint reports of what is behind the MCP
+// server.
+type Health struct {
+	// Ready reports whether the sandbox answers, its error saying what to
+	// do; nil leaves it out.
+	Ready func(ctx context.Context) error
+	// Engine names the container engine.
+	Engine string
+	// The sandbox's limits, as the endpoint shows them.
+	MaxSessions, MaxRuns, MaxQueued int
+}
+
+// MCPPath and HealthPath are where a [Front] serves MCP and its health.
 const (
 	MCPPath    = "/mcp"
 	HealthPath = "/healthz"
@@ -55,143 +94,146 @@ const tokenFile = "http-token"
 // minTokenLen is the shortest bearer token accepted from MCP_BRIDGE_HTTP_TOKEN.
 const minTokenLen = 16
 
-// ListenAndServe serves MCP over streamable HTTP on cfg.HTTP until ctx ends.
-// Every MCP session gets its own sandbox session. When ctx ends it stops
-// accepting, lets runs in progress finish for up to cfg.ShutdownGrace,
-// cancels the rest, closes every session, and returns only after every
-// container and downstream server it started has stopped.
-func ListenAndServe(ctx context.Context, cfg settings.Config, start Starter, opts HTTPOptions) error {
-	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
-	notice := opts.Notice
-	if notice == nil {
-		notice = os.Stderr
-	}
-	if _, _, err := net.SplitHostPort(cfg.HTTP); err != nil {
-		return fmt.Errorf("--http %q: want HOST:PORT such as 127.0.0.1:8080 (or :8080 for every interface)", cfg.HTTP)
-	}
-	loopback := isLoopbackAddr(cfg.HTTP)
-	if !cfg.HTTPAuth && !loopback {
-		return fmt.Errorf("%sHTTP_AUTH=none is allowed only on a loopback address such as 127.0.0.1:8080, and %s is not one: anyone who reaches it could run code; remove %sHTTP_AUTH to require a token, or listen on 127.0.0.1",
-			settings.EnvPrefix, cfg.HTTP, settings.EnvPrefix)
-	}
-	var token, tokenPath string
-	showToken := false // the token is shown once: when made, to a terminal
-	if cfg.HTTPAuth {
-		_, statErr := os.Stat(filepath.Join(cfg.StateDir, tokenFile))
-		var err error
-		if token, tokenPath, err = bearerToken(cfg); err != nil {
-			return err
-		}
-		f, isFile := notice.(*os.File)
-		showToken = tokenPath != "" && errors.Is(statErr, fs.ErrNotExist) && isFile && term.IsTerminal(int(f.Fd()))
-	}
-	ln, err := net.Listen("tcp", cfg.HTTP)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w: choose another address with --http or %sHTTP", cfg.HTTP, err, settings.EnvPrefix)
-	}
-	defer ln.Close()
+// Front is codebridge's streamable HTTP front: [Listen] binds its address,
+// [Front.Serve] serves an MCP server on it, and [Front.Shutdown] stops it,
+// as net/http's Server does.
+type Front struct {
+	opts      Options
+	logger    *slog.Logger
+	ln        net.Listener
+	loopback  bool     // listening on a loopback address: Host is checked
+	port      string   // the port listened on
+	token     [32]byte // SHA-256 of the bearer token; zero when none is required
+	rawToken  string   // shown in the usage notice
+	tokenPath string   // the token's file; "" for the setting's
+	showToken bool     // the token is shown once: when made, to a terminal
 
-	rt, err := start(ctx)
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	srv := server.NewServer(cfg, server.Options{Runner: rt.Runner, Logger: logger, Version: opts.Version, Servers: rt.Servers, OnClient: rt.OnClient})
-	f := &front{
-		srv: srv, rt: rt, cfg: cfg, logger: logger, loopback: loopback,
-		port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), token: tokenDigest(token),
-		tracked: map[string]*tracked{},
-	}
-	mux := http.NewServeMux()
-	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.mcpHandler())))
-	mux.HandleFunc("GET "+HealthPath, f.health)
-	hs := &http.Server{
-		Handler:           f.logRequests(f.checkHost(mux)),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(logger.With("component", "http").Handler(), slog.LevelDebug),
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	srv    *server.Server
+	health Health
 
-	endpoint := "http://" + displayAddr(ln.Addr().(*net.TCPAddr)) + MCPPath
-	logger.Info("serving MCP over HTTP", "url", endpoint, "auth", cfg.HTTPAuth, "config_dir", cfg.ConfigDir)
-	printUsage(notice, endpoint, cfg, token, tokenPath, showToken)
-
-	select {
-	case err = <-served:
-		err = fmt.Errorf("serving HTTP on %s: %w", cfg.HTTP, err)
-		f.shutdown(hs)
-	case <-ctx.Done():
-		f.shutdown(hs)
-		<-served
-	}
-	return err
-}
-
-// front is the HTTP side of [ListenAndServe]: checks and limits in front of
-// the SDK's streamable handler, the health endpoint, and the request log.
-type front struct {
-	srv      *server.Server
-	rt       Backend
-	cfg      settings.Config
-	logger   *slog.Logger
-	loopback bool     // listening on a loopback address: Host is checked
-	port     string   // the port listened on
-	token    [32]byte // SHA-256 of the bearer token; zero when none is required
-
-	creating sync.Mutex     // held while a request may create a session
-	stopping atomic.Bool    // shutting down: no new sessions
-	posts    server.Counter // POST requests to /mcp in progress: their answers are on the way
+	creating sync.Mutex       // held while a request may create a session
+	stopping atomic.Bool      // shutting down: no new sessions
+	posts    inflight.Counter // POST requests to /mcp in progress: their answers are on the way
 
 	engine engineCache // the container engine's last answer, for the health endpoint
 
 	mu      sync.Mutex          // protects following
 	tracked map[string]*tracked // MCP sessions seen, by id: when used, requests in progress
+	hs      *http.Server        // serving; nil before Serve
+	stopped bool                // Shutdown was called: Serve serves nothing
 }
 
-// shutdown stops hs: it stops accepting at once, lets runs finish up to the
-// grace period, cancels the rest, closes every MCP session (which ends their
-// sandbox sessions), and then closes the connections left.
-func (f *front) shutdown(hs *http.Server) {
+// Listen checks opts and binds opts.Addr, before anything behind the MCP
+// server is started, so that a port in use is reported at once.
+func Listen(opts Options) (*Front, error) {
+	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	notice := opts.Notice
+	if notice == nil {
+		notice = os.Stderr
+	}
+	if _, _, err := net.SplitHostPort(opts.Addr); err != nil {
+		return nil, fmt.Errorf("--http %q: want HOST:PORT such as 127.0.0.1:8080 (or :8080 for every interface)", opts.Addr)
+	}
+	f := &Front{opts: opts, logger: logger, loopback: isLoopbackAddr(opts.Addr), tracked: map[string]*tracked{}}
+	f.opts.Notice = notice
+	if !opts.Auth && !f.loopback {
+		return nil, fmt.Errorf("%s=none is allowed only on a loopback address such as 127.0.0.1:8080, and %s is not one: anyone who reaches it could run code; remove %[1]s to require a token, or listen on 127.0.0.1",
+			opts.setting("http_auth"), opts.Addr)
+	}
+	if opts.Auth {
+		_, statErr := os.Stat(filepath.Join(opts.StateDir, tokenFile))
+		var err error
+		if f.rawToken, f.tokenPath, err = bearerToken(opts); err != nil {
+			return nil, err
+		}
+		nf, isFile := notice.(*os.File)
+		f.showToken = f.tokenPath != "" && errors.Is(statErr, fs.ErrNotExist) && isFile && term.IsTerminal(int(nf.Fd()))
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w: choose another address with --http or %s", opts.Addr, err, opts.setting("http"))
+	}
+	f.ln, f.port, f.token = ln, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), tokenDigest(f.rawToken)
+	return f, nil
+}
+
+// Close closes the listener of a front that is not serving.
+func (f *Front) Close() error { return f.ln.Close() }
+
+// Serve serves srv over streamable HTTP on the address [Listen] bound, every
+// MCP session with its own sandbox session, until [Front.Shutdown]; then it
+// returns http.ErrServerClosed, else the error that stopped it.
+func (f *Front) Serve(srv *server.Server, health Health) error {
+	f.srv, f.health = srv, health
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.mcpHandler())))
+	mux.HandleFunc("GET "+HealthPath, f.healthz)
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	f.hs = &http.Server{
+		Handler:           f.logRequests(f.checkHost(mux)),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(f.logger.With("component", "http").Handler(), slog.LevelDebug),
+	}
+	hs := f.hs
+	f.mu.Unlock()
+	endpoint := "http://" + displayAddr(f.ln.Addr().(*net.TCPAddr)) + MCPPath
+	f.logger.Info("serving MCP over HTTP", "url", endpoint, "auth", f.opts.Auth, "config_dir", f.opts.ConfigDir)
+	printUsage(f.opts.Notice, endpoint, f.opts.Auth, f.rawToken, f.tokenPath, f.showToken, f.opts.setting)
+	if err := hs.Serve(f.ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving HTTP on %s: %w", f.opts.Addr, err)
+	}
+	return http.ErrServerClosed
+}
+
+// Shutdown stops the front: it stops accepting at once, lets runs finish
+// for up to the grace period, cancels the rest, closes every MCP session
+// (which ends their sandbox sessions), and then closes the connections
+// left. ctx is the budget of all of it: when it ends, what is left is cut
+// off.
+func (f *Front) Shutdown(ctx context.Context) error {
+	f.mu.Lock()
+	hs := f.hs
+	f.stopped = true
+	f.mu.Unlock()
+	if hs == nil {
+		return f.ln.Close()
+	}
 	f.stopping.Store(true)
-	f.logger.Info("stopping: no new connections; waiting for runs in progress", "runs", f.srv.Runs(), "grace", f.cfg.ShutdownGrace)
+	f.logger.Info("stopping: no new connections; waiting for runs in progress", "runs", f.srv.Runs(), "grace", f.opts.Grace)
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
-		ctx, cancel := context.WithTimeout(context.Background(), f.cfg.ShutdownGrace+10*time.Second)
-		defer cancel()
 		hs.Shutdown(ctx) // closes the listener at once, then waits for requests in progress
 	}()
-	grace, cancel := context.WithTimeout(context.Background(), f.cfg.ShutdownGrace)
+	grace, cancel := context.WithTimeout(ctx, f.opts.Grace)
 	f.srv.Drain(grace)
 	cancel()
 	// A finished run's answer is still being written to its POST: let
 	// those end before the sessions close under them.
-	answered, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	f.posts.Wait(answered)
-	cancel()
+	f.posts.Wait(ctx)
 	for ss := range f.srv.MCP().Sessions() {
 		ss.Close()
 	}
-	ended, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	if err := f.srv.Close(ended); err != nil {
-		f.logger.Warn("stopping", "err", err)
-	}
-	cancel()
+	err := f.srv.Close(ctx)
 	select {
 	case <-closed:
-	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
 		f.logger.Warn("closing HTTP connections still open")
 	}
 	hs.Close()
 	<-closed
+	return err
 }
 
 // checkHost refuses a request whose Host is not this server's loopback
 // address when it listens on loopback: a page on another site whose name
 // was rebound to 127.0.0.1 (DNS rebinding) sends its own name.
-func (f *front) checkHost(next http.Handler) http.Handler {
+func (f *Front) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.loopback && !f.localHost(r.Host) {
 			http.Error(w, fmt.Sprintf("Host %q is not this server's address: codebridge listens on loopback and answers only requests for localhost, 127.0.0.1 or [::1] on port %s", r.Host, f.port), http.StatusForbidden)
@@ -201,7 +243,7 @@ func (f *front) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-func (f *front) localHost(hostport string) bool {
+func (f *Front) localHost(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil { // no port: only right for port 80
 		host, port = hostport, "80"
@@ -211,17 +253,17 @@ func (f *front) localHost(hostport string) bool {
 
 // checkOrigin refuses a browser request from a page that is neither on a
 // loopback address nor in MCP_BRIDGE_HTTP_ALLOWED_ORIGINS.
-func (f *front) checkOrigin(next http.Handler) http.Handler {
+func (f *Front) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !f.allowedOrigin(o) {
-			http.Error(w, fmt.Sprintf("Origin %q is not allowed: only pages on localhost, or origins listed in %sHTTP_ALLOWED_ORIGINS, may call codebridge", o, settings.EnvPrefix), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Origin %q is not allowed: only pages on localhost, or origins listed in %s, may call codebridge", o, f.opts.setting("http_allowed_origins")), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (f *front) allowedOrigin(origin string) bool {
+func (f *Front) allowedOrigin(origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
@@ -230,7 +272,7 @@ func (f *front) allowedOrigin(origin string) bool {
 		return true
 	}
 	o := strings.ToLower(u.Scheme + "://" + u.Host)
-	for _, a := range f.cfg.HTTPOrigins {
+	for _, a := range f.opts.Origins {
 		if o == a {
 			return true
 		}
@@ -242,7 +284,7 @@ func (f *front) allowedOrigin(origin string) bool {
 // else looks at it. A request with it carries the token's identity (a hash,
 // never the token) as go-sdk's TokenInfo.UserID: go-sdk binds each MCP
 // session to it, and bridge/server binds session handles to it.
-func (f *front) authenticate(next http.Handler) http.Handler {
+func (f *Front) authenticate(next http.Handler) http.Handler {
 	if f.token == ([32]byte{}) {
 		return next
 	}
@@ -251,7 +293,7 @@ func (f *front) authenticate(next http.Handler) http.Handler {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if _, err := f.verify(r.Context(), strings.TrimSpace(got), r); !ok || err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="codebridge"`)
-			http.Error(w, "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the token codebridge printed when it started (or MCP_BRIDGE_HTTP_TOKEN)", http.StatusUnauthorized)
+			http.Error(w, "missing or wrong bearer token: send the header 'Authorization: Bearer TOKEN' with the token codebridge printed when it started (or "+f.opts.setting("http_token")+")", http.StatusUnauthorized)
 			return
 		}
 		identified.ServeHTTP(w, r)
@@ -260,7 +302,7 @@ func (f *front) authenticate(next http.Handler) http.Handler {
 
 // verify checks token in constant time and names its holder: a hash of
 // the token's own hash, so neither appears anywhere.
-func (f *front) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+func (f *Front) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	d := tokenDigest(token)
 	if subtle.ConstantTimeCompare(d[:], f.token[:]) != 1 {
 		return nil, auth.ErrInvalidToken
@@ -272,11 +314,11 @@ func (f *front) verify(_ context.Context, token string, _ *http.Request) (*auth.
 // limitSessions refuses a request that would open an MCP session (a POST
 // without a session id) while the server is stopping, and when
 // MaxMCPSessions are open it first closes the one used least recently that
-// has nothing in progress ([front.evictIdlest]). MCP sessions are capped
+// has nothing in progress ([Front.evictIdlest]). MCP sessions are capped
 // only as a safety bound: they cost little, and live sandboxes are bounded
 // (and the idlest ended) by the sandbox itself. Such requests go one at a
 // time, so the count cannot be passed.
-func (f *front) limitSessions(next http.Handler) http.Handler {
+func (f *Front) limitSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
 			next.ServeHTTP(w, r)
@@ -287,8 +329,8 @@ func (f *front) limitSessions(next http.Handler) http.Handler {
 		var msg string
 		if f.stopping.Load() {
 			msg = "codebridge is shutting down and opens no new sessions: try again when it is back"
-		} else if n := f.sessions(); n >= f.cfg.MaxMCPSessions && !f.evictIdlest() {
-			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (MCP_BRIDGE_MAX_MCP_SESSIONS), and every one has a request in progress: try again when one finishes, or raise MCP_BRIDGE_MAX_MCP_SESSIONS", n)
+		} else if n := f.sessions(); n >= f.opts.MaxMCPSessions && !f.evictIdlest() {
+			msg = fmt.Sprintf("codebridge has %d MCP sessions open, the most it allows (%s), and every one has a request in progress: try again when one finishes, or raise %[2]s", n, f.opts.setting("max_mcp_sessions"))
 		}
 		if msg != "" {
 			w.Header().Set("Retry-After", "10")
@@ -300,7 +342,7 @@ func (f *front) limitSessions(next http.Handler) http.Handler {
 }
 
 // countPosts counts the POST requests in progress, for shutdown.
-func (f *front) countPosts(next http.Handler) http.Handler {
+func (f *Front) countPosts(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			f.posts.Add(1)
@@ -312,7 +354,7 @@ func (f *front) countPosts(next http.Handler) http.Handler {
 
 // sessions is the number of MCP sessions open, not counting the ones of
 // sessionless requests in progress (which have no id).
-func (f *front) sessions() int {
+func (f *Front) sessions() int {
 	n := 0
 	for ss := range f.srv.MCP().Sessions() {
 		if ss.ID() != "" {
@@ -349,6 +391,11 @@ func writeRPCError(w http.ResponseWriter, r *http.Request, status int, msg strin
 // each cost a round trip to the engine.
 const engineStatusTTL = time.Second
 
+// engineProbeTimeout bounds one probe of the container engine for the
+// health endpoint: a supervisor's request is answered "unreachable" rather
+// than left waiting.
+const engineProbeTimeout = 5 * time.Second
+
 // engineCache holds the container engine's last answer for the health
 // endpoint; its zero value is ready to use.
 type engineCache struct {
@@ -361,8 +408,8 @@ type engineCache struct {
 
 // engineStatus reports whether the container engine answers, asking it at
 // most once per [engineStatusTTL].
-func (f *front) engineStatus(ctx context.Context) string {
-	if f.rt.Ready == nil {
+func (f *Front) engineStatus(ctx context.Context) string {
+	if f.health.Ready == nil {
 		return "ok"
 	}
 	c := &f.engine
@@ -374,12 +421,12 @@ func (f *front) engineStatus(ctx context.Context) string {
 	}
 	answer := c.probe.DoChan("", func() (any, error) {
 		// The probe outlives the request that started it: others share it.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineProbeTimeout)
 		defer cancel()
 		status := "ok"
-		if err := f.rt.Ready(ctx); err != nil {
+		if err := f.health.Ready(ctx); err != nil {
 			status = "unreachable"
-			f.logger.Warn("health: the container engine is not ready", "engine", f.rt.Engine, "err", settings.Explain(err))
+			f.logger.Warn("health: the container engine is not ready", "engine", f.health.Engine, "err", err)
 		}
 		c.mu.Lock()
 		c.status, c.at = status, time.Now()
@@ -394,10 +441,10 @@ func (f *front) engineStatus(ctx context.Context) string {
 	}
 }
 
-// health answers supervisors: 200 while serving, 503 while stopping, with
+// healthz answers supervisors: 200 while serving, 503 while stopping, with
 // counts, the container engine and whether it answers. It needs no token
 // and says nothing secret.
-func (f *front) health(w http.ResponseWriter, r *http.Request) {
+func (f *Front) healthz(w http.ResponseWriter, r *http.Request) {
 	engine := f.engineStatus(r.Context())
 	status, code := "ok", http.StatusOK
 	if f.stopping.Load() {
@@ -413,7 +460,7 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 		Runs           int    `json:"runs"`
 		MaxRuns        int    `json:"max_runs"`
 		MaxQueued      int    `json:"max_queued"`
-	}{status, f.rt.Engine, engine, f.sessions(), f.cfg.MaxMCPSessions, f.cfg.MaxSessions, f.srv.Runs(), f.cfg.MaxRuns, f.cfg.MaxQueued})
+	}{status, f.health.Engine, engine, f.sessions(), f.opts.MaxMCPSessions, f.health.MaxSessions, f.srv.Runs(), f.health.MaxRuns, f.health.MaxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
@@ -422,7 +469,7 @@ func (f *front) health(w http.ResponseWriter, r *http.Request) {
 
 // logRequests logs one line per request at info level: method, path,
 // status, duration and MCP session id. Never headers: they hold the token.
-func (f *front) logRequests(next http.Handler) http.Handler {
+func (f *Front) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -476,15 +523,15 @@ func (s *statusRecorder) code() int {
 // bearerToken is the token clients must send: MCP_BRIDGE_HTTP_TOKEN, else
 // the one kept in the state folder, generated on first use. path is the
 // file's, "" for the setting.
-func bearerToken(cfg settings.Config) (token, path string, err error) {
-	if t := cfg.HTTPToken.Reveal(); t != "" {
+func bearerToken(opts Options) (token, path string, err error) {
+	if t := opts.Token.Reveal(); t != "" {
 		if len(t) < minTokenLen || strings.ContainsAny(t, " \t\r\n") {
-			return "", "", fmt.Errorf("%sHTTP_TOKEN is too weak: it must be at least %d characters without spaces; generate one with 'openssl rand -hex 32', or unset it to have codebridge generate one",
-				settings.EnvPrefix, minTokenLen)
+			return "", "", fmt.Errorf("%s is too weak: it must be at least %d characters without spaces; generate one with 'openssl rand -hex 32', or unset it to have codebridge generate one",
+				opts.setting("http_token"), minTokenLen)
 		}
 		return t, "", nil
 	}
-	path = filepath.Join(cfg.StateDir, tokenFile)
+	path = filepath.Join(opts.StateDir, tokenFile)
 	if b, err := os.ReadFile(path); err == nil {
 		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
 			return "", "", fmt.Errorf("the token file %s can be read by other users (mode %04o): run 'chmod 600 %s', or delete it to have a new token generated", path, fi.Mode().Perm(), path)
@@ -496,18 +543,18 @@ func bearerToken(cfg settings.Config) (token, path string, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", "", fmt.Errorf("reading the HTTP token: %w", err)
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return "", "", fmt.Errorf("creating the state folder for the HTTP token: %w: set %s or %s", err, opts.setting("state_dir"), opts.setting("http_token"))
 	}
 	token = rand.Text() + rand.Text() // 256 bits
 	// Whole or not at all: replicas starting at once on a shared state
 	// folder must neither read a half-written token nor each make their own.
 	created, err := atomicfile.WriteNew(path, []byte(token+"\n"), 0o600)
 	if err != nil {
-		return "", "", fmt.Errorf("saving the HTTP token: %w: set %sSTATE_DIR or %sHTTP_TOKEN", err, settings.EnvPrefix, settings.EnvPrefix)
+		return "", "", fmt.Errorf("saving the HTTP token: %w: set %s or %s", err, opts.setting("state_dir"), opts.setting("http_token"))
 	}
 	if !created { // another codebridge wrote it just now
-		return bearerToken(cfg)
+		return bearerToken(opts)
 	}
 	return token, path, nil
 }
@@ -524,18 +571,18 @@ func tokenDigest(token string) [32]byte {
 // when show is set (codebridge made it just now and stderr is a terminal);
 // otherwise the file that holds it, so that the token does not end up in
 // journald or kubectl logs on every start.
-func printUsage(w io.Writer, endpoint string, cfg settings.Config, token, tokenPath string, show bool) {
+func printUsage(w io.Writer, endpoint string, auth bool, token, tokenPath string, show bool, setting func(string) string) {
 	var b strings.Builder
 	defer func() { io.WriteString(w, b.String()) }()
 	fmt.Fprintf(&b, "codebridge: serving MCP over streamable HTTP at %s\n", endpoint)
 	switch {
-	case !cfg.HTTPAuth:
-		fmt.Fprintf(&b, "No token is required (%sHTTP_AUTH=none): any program on this machine can run code through it.\n", settings.EnvPrefix)
+	case !auth:
+		fmt.Fprintf(&b, "No token is required (%s=none): any program on this machine can run code through it.\n", setting("http_auth"))
 		fmt.Fprintf(&b, "Claude Code:  claude mcp add --transport http codebridge %s\n", endpoint)
 		return
 	case tokenPath == "":
-		token = "$" + settings.EnvPrefix + "HTTP_TOKEN"
-		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %sHTTP_TOKEN.\n", settings.EnvPrefix)
+		token = "$" + setting("http_token")
+		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token in %s.\n", setting("http_token"))
 	case !show:
 		fmt.Fprintf(&b, "Clients must send 'Authorization: Bearer TOKEN' with the token kept in %s (delete that file and restart for a new one).\n", tokenPath)
 		token = "$(cat " + tokenPath + ")"

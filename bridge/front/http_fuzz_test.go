@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 // loopbackLiteral reports whether host, with or without brackets, is
@@ -50,7 +48,7 @@ func FuzzLocalHost(f *testing.F) {
 			t.Fatalf("isLoopbackHost(%q) = %v; per net/netip it is %v", host, got, want)
 		}
 		for _, port := range []string{"8080", "80"} {
-			fr := &front{port: port}
+			fr := &Front{port: port}
 			if !fr.localHost(host) {
 				continue
 			}
@@ -64,7 +62,7 @@ func FuzzLocalHost(f *testing.F) {
 		}
 
 		allowed := "https://allowed.example"
-		fr := &front{cfg: settings.Config{HTTPOrigins: []string{allowed}}}
+		fr := &Front{opts: Options{Origins: []string{allowed}}}
 		if !fr.allowedOrigin(origin) {
 			return
 		}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 func TestIsLoopbackAddr(t *testing.T) {
@@ -34,18 +33,18 @@ func TestIsLoopbackAddr(t *testing.T) {
 
 func TestBearerToken(t *testing.T) {
 	t.Run("setting", func(t *testing.T) {
-		tok, path, err := bearerToken(settings.Config{HTTPToken: secret.New("0123456789abcdef"), StateDir: t.TempDir()})
+		tok, path, err := bearerToken(Options{Token: secret.New("0123456789abcdef"), StateDir: t.TempDir()})
 		if err != nil || tok != "0123456789abcdef" || path != "" {
 			t.Errorf("got %q %q %v", tok, path, err)
 		}
 		for _, weak := range []string{"short", "0123456789 abcdef"} {
-			if _, _, err := bearerToken(settings.Config{HTTPToken: secret.New(weak)}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
+			if _, _, err := bearerToken(Options{Token: secret.New(weak)}); err == nil || !strings.Contains(err.Error(), "openssl rand") || strings.Contains(err.Error(), weak) {
 				t.Errorf("token %q: %v, want a refusal that does not repeat it", weak, err)
 			}
 		}
 	})
 	t.Run("generated and kept", func(t *testing.T) {
-		cfg := settings.Config{StateDir: filepath.Join(t.TempDir(), "state")}
+		cfg := Options{StateDir: filepath.Join(t.TempDir(), "state")}
 		tok, path, err := bearerToken(cfg)
 		if err != nil || len(tok) < 32 || path != filepath.Join(cfg.StateDir, tokenFile) {
 			t.Fatalf("got %q %q %v", tok, path, err)
@@ -64,14 +63,13 @@ func TestBearerToken(t *testing.T) {
 	})
 }
 
-func TestListenAndServeRefusesOpenNetworkAddress(t *testing.T) {
+func TestListenRefusesOpenNetworkAddress(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.HTTP, cfg.HTTPAuth = "0.0.0.0:0", false
-	start := func(context.Context) (Backend, error) {
-		t.Error("the backend was started for a refused address")
-		return Backend{}, errors.New("not started")
+	f, err := Listen(testOptions(cfg))
+	if err == nil {
+		f.Close()
 	}
-	err := ListenAndServe(t.Context(), cfg, start, HTTPOptions{})
 	if err == nil || !strings.Contains(err.Error(), "loopback") || !strings.Contains(err.Error(), "MCP_BRIDGE_HTTP_AUTH") {
 		t.Errorf("got %v, want a refusal naming loopback and MCP_BRIDGE_HTTP_AUTH", err)
 	}
@@ -83,7 +81,7 @@ func TestFrontChecks(t *testing.T) {
 	const token = "0123456789abcdef0123"
 	cfg := bridgetest.Config(t)
 	cfg.HTTPOrigins = []string{"https://agent.example.com"}
-	f := &front{cfg: cfg, loopback: true, port: "8080", token: tokenDigest(token)}
+	f := &Front{opts: testOptions(cfg), loopback: true, port: "8080", token: tokenDigest(token)}
 	reached := false
 	h := f.checkHost(f.checkOrigin(f.authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))))
 	tests := []struct {
@@ -128,7 +126,7 @@ func TestFrontChecks(t *testing.T) {
 }
 
 // TestHealthReady: the health endpoint reports whether the sandbox answers
-// through Backend.Ready, and leaves the check out without one.
+// through Health.Ready, and leaves the check out without one.
 func TestHealthReady(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	for _, tt := range []struct {
@@ -141,9 +139,9 @@ func TestHealthReady(t *testing.T) {
 		{"no check", nil, `"engine":"docker","engine_status":"ok"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: tt.ready, Engine: "docker"}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+			f := &Front{srv: testServer(cfg, server.Options{}), health: Health{Ready: tt.ready, Engine: "docker"}, opts: testOptions(cfg), logger: slog.New(slog.DiscardHandler)}
 			rec := httptest.NewRecorder()
-			f.health(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
+			f.healthz(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
 			if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), tt.want) {
 				t.Errorf("health = %d %s, want 200 with %s", rec.Code, rec.Body, tt.want)
 			}
@@ -156,7 +154,7 @@ func TestHealthReady(t *testing.T) {
 // token file half-written.
 func TestBearerTokenReplicasAtOnce(t *testing.T) {
 	for range 200 {
-		cfg := settings.Config{StateDir: filepath.Join(t.TempDir(), "state")}
+		cfg := Options{StateDir: filepath.Join(t.TempDir(), "state")}
 		toks := make([]string, 6)
 		errs := make([]error, len(toks))
 		var wg sync.WaitGroup
@@ -185,10 +183,10 @@ func TestHealthProbesEngineOncePerSecond(t *testing.T) {
 			<-release
 			return nil
 		}
-		f := &front{srv: server.NewServer(cfg, server.Options{}), rt: Backend{Ready: ready, Engine: "docker"}, cfg: cfg, logger: slog.New(slog.DiscardHandler)}
+		f := &Front{srv: testServer(cfg, server.Options{}), health: Health{Ready: ready, Engine: "docker"}, opts: testOptions(cfg), logger: slog.New(slog.DiscardHandler)}
 		get := func() string {
 			rec := httptest.NewRecorder()
-			f.health(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
+			f.healthz(rec, httptest.NewRequest(http.MethodGet, HealthPath, nil))
 			return rec.Body.String()
 		}
 		var wg sync.WaitGroup

@@ -47,15 +47,15 @@ const retryAfter = time.Second
 
 // mcpHandler serves /mcp: sessionless requests statelessly, the others in
 // their MCP sessions, with resumable streams.
-func (f *front) mcpHandler() http.Handler {
+func (f *Front) mcpHandler() http.Handler {
 	var sdkLogger *slog.Logger
-	if f.cfg.LogLevel <= slog.LevelDebug {
+	if f.opts.Debug {
 		sdkLogger = f.logger.With("component", "mcp-http")
 	}
 	events := newEventStore(eventStoreBytes, streamsKept)
 	server := func(*http.Request) *mcp.Server { return f.srv.MCP() }
 	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
-		SessionTimeout: f.cfg.SessionIdle, Logger: sdkLogger, EventStore: events,
+		SessionTimeout: f.opts.SessionIdle, Logger: sdkLogger, EventStore: events,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{Stateless: true, Logger: sdkLogger})
 	withSessions := f.limitSessions(f.track(f.countPosts(announceRetry(stateful))))
@@ -82,7 +82,7 @@ type tracked struct {
 // session negotiated as that version (the conformance suite's raw requests
 // send 2025-03-26 on a 2025-11-25 session), so that its stream is primed
 // and resumable too.
-func (f *front) track(next http.Handler) http.Handler {
+func (f *Front) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Only POSTs are use, from when they come: a client's standing GET
 		// stream, which it opens and reopens by itself, says nothing of
@@ -113,7 +113,7 @@ func (f *front) track(next http.Handler) http.Handler {
 
 // forget drops the record of the MCP session id, or, with id "", of every
 // session that has ended.
-func (f *front) forget(id string) {
+func (f *Front) forget(id string) {
 	live := map[string]bool{}
 	if id == "" {
 		for ss := range f.srv.MCP().Sessions() {
@@ -132,12 +132,12 @@ func (f *front) forget(id string) {
 // use notes a POST of the MCP session id starting (delta 1: the session is
 // used now) or ending (-1), or the session beginning (0: used now), and
 // returns the session (nil when it is not open).
-func (f *front) use(id string, delta int) *mcp.ServerSession {
+func (f *Front) use(id string, delta int) *mcp.ServerSession {
 	f.mu.Lock()
 	_, known := f.tracked[id]
 	n := len(f.tracked)
 	f.mu.Unlock()
-	if !known && n >= 2*f.cfg.MaxMCPSessions {
+	if !known && n >= 2*f.opts.MaxMCPSessions {
 		f.forget("") // sessions that ended by idling out left their records
 	}
 	f.mu.Lock()
@@ -173,7 +173,7 @@ func initParams(ss *mcp.ServerSession) *mcp.InitializeParams {
 // POST in progress and no run in progress or waiting for its client, to
 // make room for a new one; its sandbox session stays, reachable by handle.
 // It reports false when every session is busy.
-func (f *front) evictIdlest() bool {
+func (f *Front) evictIdlest() bool {
 	f.mu.Lock()
 	live := map[string]*mcp.ServerSession{}
 	for ss := range f.srv.MCP().Sessions() {
@@ -206,7 +206,7 @@ func (f *front) evictIdlest() bool {
 		return false
 	}
 	f.logger.Info("closing the MCP session used least recently to make room (MCP_BRIDGE_MAX_MCP_SESSIONS); its sandbox session stays for its handle",
-		"session", victim.ID(), "idle", time.Since(oldest).Round(time.Second), "max_mcp_sessions", f.cfg.MaxMCPSessions)
+		"session", victim.ID(), "idle", time.Since(oldest).Round(time.Second), "max_mcp_sessions", f.opts.MaxMCPSessions)
 	f.srv.Evict(victim)
 	return true
 }

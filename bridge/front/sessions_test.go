@@ -29,11 +29,11 @@ func (echoRunner) End(context.Context, string)    {}
 func (echoRunner) Detach(context.Context, string) {}
 
 // serveFront serves f's /mcp handler on a loopback test server.
-func serveFront(t *testing.T, maxSessions int) (*front, string) {
+func serveFront(t *testing.T, maxSessions int) (*Front, string) {
 	t.Helper()
 	cfg := bridgetest.Config(t)
 	cfg.MaxMCPSessions = maxSessions
-	f := &front{srv: server.NewServer(cfg, server.Options{Runner: echoRunner{}}), cfg: cfg, logger: slog.New(slog.DiscardHandler), tracked: map[string]*tracked{}}
+	f := &Front{srv: testServer(cfg, server.Options{Runner: echoRunner{}}), opts: testOptions(cfg), logger: slog.New(slog.DiscardHandler), tracked: map[string]*tracked{}}
 	ts := httptest.NewServer(f.mcpHandler())
 	t.Cleanup(ts.Close)
 	return f, ts.URL
@@ -152,7 +152,7 @@ func TestRetryField(t *testing.T) {
 // token names nobody.
 func TestTokenIdentity(t *testing.T) {
 	const token = "0123456789abcdef0123"
-	f := &front{token: tokenDigest(token)}
+	f := &Front{token: tokenDigest(token)}
 	info, err := f.verify(t.Context(), token, nil)
 	d := tokenDigest(token)
 	if err != nil || info.UserID == "" || strings.Contains(info.UserID, token) || strings.Contains(hex.EncodeToString(d[:]), info.UserID) {

@@ -1,10 +1,9 @@
 package front
 
 import (
+	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
 	"strings"
 	"testing"
-
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 // TestPrintUsageHidesKeptToken: on a start that did not make the token (or
@@ -13,7 +12,7 @@ import (
 func TestPrintUsageHidesKeptToken(t *testing.T) {
 	const token, path = "TOKEN-abcdefghijklmnopqrstuvwxyz", "/state/http-token"
 	var b strings.Builder
-	printUsage(&b, "http://127.0.0.1:8080/mcp", settings.Config{HTTPAuth: true}, token, path, false)
+	printUsage(&b, "http://127.0.0.1:8080/mcp", true, token, path, false, testOptions(bridgetest.Config(t)).Setting)
 	if strings.Contains(b.String(), token) || !strings.Contains(b.String(), path) {
 		t.Errorf("usage:\n%s\nwant the file %s named and the token not shown", b.String(), path)
 	}
@@ -23,7 +22,7 @@ func TestPrintUsageHidesKeptToken(t *testing.T) {
 func TestPrintUsageShowsNewToken(t *testing.T) {
 	const token, path = "TOKEN-abcdefghijklmnopqrstuvwxyz", "/state/http-token"
 	var b strings.Builder
-	printUsage(&b, "http://127.0.0.1:8080/mcp", settings.Config{HTTPAuth: true}, token, path, true)
+	printUsage(&b, "http://127.0.0.1:8080/mcp", true, token, path, true, testOptions(bridgetest.Config(t)).Setting)
 	if !strings.Contains(b.String(), token) {
 		t.Errorf("usage:\n%s\nwant the new token shown", b.String())
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -37,6 +36,7 @@ type AttachmentInfo struct {
 // run's limits. The sandbox's requests arrive concurrently.
 type Attachments struct {
 	max, maxN, maxSum int
+	setting           func(key string) string // nil names the key
 
 	mu      sync.Mutex // protects following
 	kept    []attachment
@@ -55,9 +55,19 @@ type attachment struct {
 	data []byte
 }
 
-// NewAttachments returns a run's empty collection, with the limits of cfg.
-func NewAttachments(cfg settings.Config) *Attachments {
-	return &Attachments{max: cfg.MaxAttachment, maxN: cfg.MaxAttachN, maxSum: cfg.MaxAttachSum}
+// AttachLimits bound what a run returns as attachments.
+type AttachLimits struct {
+	Max    int // bytes of one attachment
+	MaxN   int // attachments of one run
+	MaxSum int // bytes of a run's attachments together
+	// Setting names a limit's setting for messages (see [Options.Setting]):
+	// max_attachment_size, max_attachments, max_attachments_total.
+	Setting func(key string) string
+}
+
+// NewAttachments returns a run's empty collection, with the limits l.
+func NewAttachments(l AttachLimits) *Attachments {
+	return &Attachments{max: l.Max, maxN: l.MaxN, maxSum: l.MaxSum, setting: l.Setting}
 }
 
 // add keeps p, or records it as dropped and returns an error the sandbox
@@ -81,12 +91,12 @@ func (a *Attachments) add(p protocol.AttachParams) error {
 	var why string
 	switch {
 	case p.Bytes > a.max:
-		why = fmt.Sprintf("%s is over the %s limit per image or file (MCP_BRIDGE_MAX_ATTACHMENT_SIZE)", ByteSize(p.Bytes), ByteSize(a.max))
+		why = fmt.Sprintf("%s is over the %s limit per image or file (%s)", ByteSize(p.Bytes), ByteSize(a.max), settingOf(a.setting, "max_attachment_size"))
 	case len(a.kept) >= a.maxN:
-		why = fmt.Sprintf("this run already returned %d images and files, the most one run may (MCP_BRIDGE_MAX_ATTACHMENTS)", len(a.kept))
+		why = fmt.Sprintf("this run already returned %d images and files, the most one run may (%s)", len(a.kept), settingOf(a.setting, "max_attachments"))
 	case a.sum+p.Bytes > a.maxSum:
-		why = fmt.Sprintf("with it this run would return %s of images and files, over the %s limit per run (MCP_BRIDGE_MAX_ATTACHMENTS_TOTAL)",
-			ByteSize(a.sum+p.Bytes), ByteSize(a.maxSum))
+		why = fmt.Sprintf("with it this run would return %s of images and files, over the %s limit per run (%s)",
+			ByteSize(a.sum+p.Bytes), ByteSize(a.maxSum), settingOf(a.setting, "max_attachments_total"))
 	}
 	if why == "" {
 		info.Name = a.unique(info.Name)

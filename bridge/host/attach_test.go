@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
@@ -29,7 +28,7 @@ func (h *recordingHost) CallTool(_ context.Context, p protocol.CallToolParams) (
 
 func TestAttachmentLimits(t *testing.T) {
 	inner := &recordingHost{}
-	att := NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
+	att := NewAttachments(AttachLimits{Max: 100, MaxN: 3, MaxSum: 150, Setting: envName})
 	h := att.Host(inner)
 	ctx := context.Background()
 	got, err := h.Call(ctx, protocol.MethodCallTool, json.RawMessage(`{"server":"s","tool":"t"}`))
@@ -107,7 +106,7 @@ func TestIsText(t *testing.T) {
 // TestAttachmentDropsBounded: code that sends endless oversized attachments
 // makes the result list the first maxDropped and count the rest.
 func TestAttachmentDropsBounded(t *testing.T) {
-	att := NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
+	att := NewAttachments(AttachLimits{Max: 10, MaxN: 2, MaxSum: 100})
 	h := att.Host(&recordingHost{})
 	for range 1000 {
 		if _, err := h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11)); err == nil {

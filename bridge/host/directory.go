@@ -47,10 +47,11 @@ type Downstream interface {
 // pool of downstream clients.
 type Directory struct {
 	pool    Downstream
-	maxArgs int                  // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
-	store   *memory.Store        // memories and saved helpers; nil means none
-	tools   discovery.ToolPolicy // the global tool policy, which each server's entry refines; set before the first update
-	audit   *audit.Log           // records every tool call; nil records none
+	maxArgs int                     // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
+	setting func(key string) string // names a setting for messages; nil names the key
+	store   *memory.Store           // memories and saved helpers; nil means none
+	tools   discovery.ToolPolicy    // the global tool policy, which each server's entry refines; set before the first update
+	audit   *audit.Log              // records every tool call; nil records none
 	// manifests holds each server's last tool list, from which docs and
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store
@@ -334,20 +335,21 @@ func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool) {
 	if err := d.manifests.Save(def, tools); err != nil {
 		d.logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 	}
-	CheckPins(d.manifests, d.audit, d.quarantineNew, def.Name, tools, d.logger)
+	CheckPins(d.manifests, d.audit, d.quarantineNew, d.setting, def.Name, tools, d.logger)
 }
 
 // CheckPins checks a fresh listing of server's tools against its pins in
 // store ([manifest.Store.Check]): new tools are pinned, unless quarantineNew
 // holds them back, and each newly quarantined tool is logged as a warning and
-// recorded in log (nil records none).
-func CheckPins(store *manifest.Store, log *audit.Log, quarantineNew bool, server string, tools []*mcp.Tool, logger *slog.Logger) {
+// recorded in log (nil records none). setting names the settings its
+// messages mention (see [Options.Setting]).
+func CheckPins(store *manifest.Store, log *audit.Log, quarantineNew bool, setting func(key string) string, server string, tools []*mcp.Tool, logger *slog.Logger) {
 	held, err := store.Check(server, tools, quarantineNew)
 	if err != nil {
 		logger.Warn("pinning a server's tool definitions", "server", server, "err", err)
 	}
 	for _, q := range held {
-		why := "new, and MCP_BRIDGE_QUARANTINE_NEW holds new tools until approved"
+		why := "new, and " + settingOf(setting, "quarantine_new") + " holds new tools until approved"
 		switch q.State {
 		case manifest.Changed:
 			why = "changed since pinned: " + strings.Join(q.Changed, ", ")

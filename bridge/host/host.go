@@ -141,7 +141,7 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 			if len(l.repeated) > 0 {
 				return srv, held, l.saved, repeatedListing(srv.Name, held.Name, l.repeated)
 			}
-			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name])
+			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name], h.dir.setting)
 		}
 		if missing := h.ask.Undeclared(); len(missing) > 0 {
 			var perr *protocol.Error
@@ -165,10 +165,10 @@ func misspelt(err *protocol.Error) bool {
 
 // quarantined is the refusal of a quarantined tool; unvetted says it is new
 // rather than changed.
-func quarantined(server, tool string, unvetted bool) *protocol.Error {
+func quarantined(server, tool string, unvetted bool, setting func(key string) string) *protocol.Error {
 	why := "its definition changed since it was pinned"
 	if unvetted {
-		why = "it is new, and MCP_BRIDGE_QUARANTINE_NEW=1 holds new tools back"
+		why = "it is new, and " + settingOf(setting, "quarantine_new") + "=1 holds new tools back"
 	}
 	return &protocol.Error{Code: protocol.CodeQuarantined, Message: fmt.Sprintf(
 		"tool %s.%s is quarantined: %s, so it is hidden and refused until a person approves it. "+
@@ -515,9 +515,9 @@ func (h *host) checkSize(server, tool string, args json.RawMessage) error {
 		return nil
 	}
 	return &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf(
-		"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (MCP_BRIDGE_MAX_ARGUMENT_SIZE): "+
+		"arguments for %s.%s are %d bytes (%s), over the %d byte limit (%s) on one tool call (%s): "+
 			"pass the data another way, e.g. a file path or URL the tool can read, or split it over several calls",
-		server, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs))}
+		server, tool, len(args), ByteSize(len(args)), h.dir.maxArgs, ByteSize(h.dir.maxArgs), settingOf(h.dir.setting, "max_argument_size"))}
 }
 
 // savedServer is the server name search results give saved helpers.

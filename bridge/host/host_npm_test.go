@@ -29,6 +29,7 @@ func TestArgumentLimitKeepsServerAlive(t *testing.T) {
 	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "everything", Transport: discovery.Stdio, Command: testenv.NPMBin(t, "mcp-server-everything")}}}
 	p.Update(cfg.Servers)
 	d := newDirectory(p, 4<<20, nil)
+	d.setting = envName
 	d.Update(cfg)
 	h := d.host(Run{})
 

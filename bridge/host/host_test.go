@@ -318,6 +318,7 @@ func (f *recordingPool) callSizes() []int {
 func TestCallToolArgumentLimit(t *testing.T) {
 	fp := &recordingPool{}
 	d := newDirectory(fp, 1000, nil)
+	d.setting = envName
 	d.Update(&discovery.Config{Servers: []*discovery.Server{{Name: "big", Transport: discovery.Streamable, URL: "http://127.0.0.1:1/mcp"}}})
 	h := d.host(Run{})
 

@@ -110,7 +110,9 @@ func (h *host) ToolSave(ctx context.Context, p protocol.ToolSaveParams) (protoco
 }
 
 // confirmSaveWhy is why a save of a helper asks the person.
-const confirmSaveWhy = "the setting confirm_save_tool (MCP_BRIDGE_CONFIRM_SAVE_TOOL) is on: a saved helper runs in every later session"
+func (h *host) confirmSaveWhy() string {
+	return "the setting confirm_save_tool (" + settingOf(h.dir.setting, "confirm_save_tool") + ") is on: a saved helper runs in every later session"
+}
 
 // askSave asks the person whether code may save helper p, once the store
 // would take it, and returns their answer and, unless they allowed it, the
@@ -120,17 +122,17 @@ func (h *host) askSave(ctx context.Context, p protocol.ToolSaveParams) (elicit.A
 		return elicit.NotAsked, h.storeError("save_tool", err)
 	}
 	actx, cancel := h.questionContext(ctx)
-	answer, err := h.ask.ConfirmSave(actx, p.Name, p.Description, p.Source, confirmSaveWhy)
+	answer, err := h.ask.ConfirmSave(actx, p.Name, p.Description, p.Source, h.confirmSaveWhy())
 	cancel()
 	what := fmt.Sprintf("saving helper %q", p.Name)
 	if errors.Is(err, elicit.ErrCannotShow) {
 		return answer, &protocol.Error{Code: protocol.CodeTooLarge, Message: fmt.Sprintf(
-			"%s needs the person's approval (%s), and %v: save a shorter helper (split it into several), or the user can turn confirm_save_tool off", what, confirmSaveWhy, err)}
+			"%s needs the person's approval (%s), and %v: save a shorter helper (split it into several), or the user can turn confirm_save_tool off", what, h.confirmSaveWhy(), err)}
 	}
 	if answer.Allowed() {
 		return answer, nil
 	}
-	return answer, declined(what, confirmSaveWhy, "To save helpers, the user can turn confirm_save_tool off", answer, h.ask.WhyNot(), err)
+	return answer, declined(what, h.confirmSaveWhy(), "To save helpers, the user can turn confirm_save_tool off", answer, h.ask.WhyNot(), err)
 }
 
 // ToolList implements [protocol.Handler].

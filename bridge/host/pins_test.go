@@ -47,7 +47,7 @@ func (p *changingPool) Tools(ctx context.Context, server string) ([]*mcp.Tool, e
 
 func pinsDirectory(t *testing.T, state string, quarantineNew bool) (*Directory, *changingPool) {
 	fp := &changingPool{}
-	d := New(fp, Options{MaxArgs: 1 << 20, Manifests: manifest.New(manifest.Dir(state)), Audit: audit.New(audit.Dir(state), audit.Options{}),
+	d := New(fp, Options{MaxArgs: 1 << 20, Manifests: manifest.New(manifest.Dir(state)), Audit: audit.New(audit.Dir(state), audit.Options{}), Setting: envName,
 		QuarantineNew: quarantineNew})
 	fp.dir = d
 	d.Update(policyConfig(discovery.ToolPolicy{}))

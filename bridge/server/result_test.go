@@ -9,7 +9,6 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/bridgetest"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -18,7 +17,7 @@ import (
 // and files it kept, in order, a note for each dropped one, and both lists in
 // structuredContent. (The host's tests check which are kept and why.)
 func TestResultAttachments(t *testing.T) {
-	att := host.NewAttachments(settings.Config{MaxAttachment: 100, MaxAttachN: 3, MaxAttachSum: 150})
+	att := host.NewAttachments(host.AttachLimits{Max: 100, MaxN: 3, MaxSum: 150})
 	h := att.Host(host.NoServers)
 	for _, p := range []struct {
 		kind, name, mime string
@@ -56,7 +55,7 @@ func TestResultAttachments(t *testing.T) {
 // TestResultDropsBounded: code that sends endless oversized attachments gets
 // a result that lists the first ones dropped and counts the rest.
 func TestResultDropsBounded(t *testing.T) {
-	att := host.NewAttachments(settings.Config{MaxAttachment: 10, MaxAttachN: 2, MaxAttachSum: 100})
+	att := host.NewAttachments(host.AttachLimits{Max: 10, MaxN: 2, MaxSum: 100})
 	h := att.Host(host.NoServers)
 	for range 1000 {
 		h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11))

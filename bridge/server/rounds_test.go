@@ -110,7 +110,7 @@ func askClient(t *testing.T, s *Server, version string, opts *mcp.ClientOptions)
 func TestQuestionsBothWays(t *testing.T) {
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run(cmp.Or(version, "newest"), func(t *testing.T) {
-			s := NewServer(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}})
+			s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}}))
 			var mu sync.Mutex
 			var asked []string
 			note := func(q string) {
@@ -147,7 +147,7 @@ func TestQuestionsBothWays(t *testing.T) {
 // back as input_required with a requestState, which only this session may
 // use and only once; the last retry gets the run's result.
 func TestInputRequiredRounds(t *testing.T) {
-	s := NewServer(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}}))
 	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			t.Error("the server sent a request of its own to a 2026-07-28 client")
@@ -201,7 +201,7 @@ func TestInputRequiredRounds(t *testing.T) {
 // TestSuspendedRunEndsWithSession: a run waiting for answers ends when its
 // MCP session does, without waiting for its time limit.
 func TestSuspendedRunEndsWithSession(t *testing.T) {
-	s := NewServer(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: askRunner{}, Servers: askDirectory{}}))
 	cs := askClient(t, s, "", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }})
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolName, Arguments: map[string]any{"code": "confirm"}})

@@ -19,7 +19,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
+	"github.com/codebridge-mcp/codebridge/bridge/internal/inflight"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -43,6 +43,28 @@ type Options struct {
 	// SetClientCapabilities, so downstream servers are told what can pass
 	// through).
 	OnClient func(*mcp.ClientCapabilities)
+	// Limits bound what run_python takes.
+	Limits Limits
+	// ConfigDir is the config folder, named when no server is configured.
+	ConfigDir string
+	// Debug logs the SDK's session chatter.
+	Debug bool
+	// Setting names, for messages that say which setting to change, the
+	// setting of a limit by its key: max_queued, sessions, max_code_size,
+	// max_timeout. Nil names the key itself.
+	Setting func(key string) string
+}
+
+// Limits bound run_python's calls, filled in from the settings by the
+// composition root.
+type Limits struct {
+	Sessions    bool          // sandbox sessions are kept between calls
+	MaxCodeSize int           // bytes of code, at most
+	Timeout     time.Duration // a run's, unless the call asks
+	MaxTimeout  time.Duration // the most a call may ask
+	OutputLimit int           // bytes of output kept
+	MaxQueued   int           // calls in progress or waiting, at most; 0 unbounded
+	Attachments host.AttachLimits
 }
 
 // Directory is what run_python needs from the configured MCP servers.
@@ -56,7 +78,7 @@ type Directory interface {
 
 // Server is codebridge's MCP server.
 type Server struct {
-	cfg    settings.Config
+	lim    Limits
 	opts   Options
 	logger *slog.Logger
 	mcp    *mcp.Server
@@ -78,63 +100,24 @@ type Server struct {
 	// requestState of the input_required result that asked (rounds.go).
 	suspended map[string]*suspended
 
-	runs Counter // run_python calls in progress or waiting their turn
+	runs inflight.Counter // run_python calls in progress or waiting their turn
 }
 
-// Counter counts work in progress and lets one wait until there is none.
-type Counter struct {
-	mu   sync.Mutex // protects following
-	n    int
-	zero chan struct{} // closed when n reaches 0; nil while no one waits
-}
-
-// Add adds delta to the count.
-func (c *Counter) Add(delta int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n += delta
-	if c.n == 0 && c.zero != nil {
-		close(c.zero)
-		c.zero = nil
-	}
-}
-
-// Count is the work in progress.
-func (c *Counter) Count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-// Wait waits until the count is 0 and reports true, or until ctx ends.
-func (c *Counter) Wait(ctx context.Context) bool {
-	c.mu.Lock()
-	if c.n == 0 {
-		c.mu.Unlock()
-		return true
-	}
-	if c.zero == nil {
-		c.zero = make(chan struct{})
-	}
-	zero := c.zero
-	c.mu.Unlock()
-	select {
-	case <-zero:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// sessionEndTimeout bounds ending (or detaching) the sandbox session of an
+// MCP session that ended: a call to the engine made when the client went
+// away, with no caller whose context could carry its deadline. A shutdown
+// waits for these calls within its own budget ([Server.Close]).
+const sessionEndTimeout = 30 * time.Second
 
 // NewServer builds the MCP server with its one tool and the manual resource.
-func NewServer(cfg settings.Config, opts Options) *Server {
+func NewServer(opts Options) *Server {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{}}
+	s := &Server{lim: opts.Limits, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{}}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
-	if cfg.LogLevel <= slog.LevelDebug {
+	if opts.Debug {
 		sdkLogger = logger.With("component", "mcp")
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
@@ -142,7 +125,7 @@ func NewServer(cfg settings.Config, opts Options) *Server {
 			// Downstream servers' log messages pass through (bridge/pool).
 			Logging: &mcp.LoggingCapabilities{},
 		}})
-	s.mcp.AddTool(newTool(cfg), s.runPython)
+	s.mcp.AddTool(newTool(opts.Limits), s.runPython)
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         ManualURI,
 		Name:        "codebridge-manual",
@@ -215,6 +198,14 @@ func (s *Server) Drain(ctx context.Context) {
 	s.quit()
 }
 
+// setting names the setting of the limit key (see [Options.Setting]).
+func (s *Server) setting(key string) string {
+	if s.opts.Setting == nil {
+		return key
+	}
+	return s.opts.Setting(key)
+}
+
 // Runs is the number of run_python calls in progress or waiting their turn.
 func (s *Server) Runs() int { return s.runs.Count() }
 
@@ -229,10 +220,10 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ cont
 	switch n := s.runs.Count(); {
 	case s.draining || s.quitting:
 		return nil, nil, toolError(protocol.FailBusy, "codebridge is shutting down and takes no new runs: try again when it is back.")
-	case s.cfg.MaxQueued > 0 && n >= s.cfg.MaxQueued:
-		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (MCP_BRIDGE_MAX_QUEUED): try again when one finishes, or ask the operator to raise MCP_BRIDGE_MAX_QUEUED.", n)
-	case s.cfg.MaxQueued > 1 && s.queued[req.Session] >= s.cfg.MaxQueued/2:
-		return nil, nil, toolError(protocol.FailBusy, "this session has %d run_python calls in progress or waiting, half of what codebridge queues (MCP_BRIDGE_MAX_QUEUED), the most one session may have so that others are served too: wait for some to finish before sending more.", s.queued[req.Session])
+	case s.lim.MaxQueued > 0 && n >= s.lim.MaxQueued:
+		return nil, nil, toolError(protocol.FailBusy, "%d run_python calls are already in progress or waiting, the most codebridge queues (%s): try again when one finishes, or ask the operator to raise %[2]s.", n, s.setting("max_queued"))
+	case s.lim.MaxQueued > 1 && s.queued[req.Session] >= s.lim.MaxQueued/2:
+		return nil, nil, toolError(protocol.FailBusy, "this session has %d run_python calls in progress or waiting, half of what codebridge queues (%s), the most one session may have so that others are served too: wait for some to finish before sending more.", s.queued[req.Session], s.setting("max_queued"))
 	}
 	s.runs.Add(1)
 	s.queued[req.Session]++
@@ -287,22 +278,22 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 	if strings.TrimSpace(in.Code) == "" {
 		return inputError("code is empty: pass the Python source to run in \"code\"."), nil
 	}
-	if in.Session != "" && !s.cfg.Sessions {
-		return inputError("\"session\" continues a sandbox session, and sessions are off here (MCP_BRIDGE_SESSIONS=false): every call starts fresh, so call again without \"session\"."), nil
+	if in.Session != "" && !s.lim.Sessions {
+		return inputError("\"session\" continues a sandbox session, and sessions are off here (%s=false): every call starts fresh, so call again without \"session\".", s.setting("sessions")), nil
 	}
-	if len(in.Code) > s.cfg.MaxCodeSize {
-		return inputError("code is %d bytes, over the %d byte limit (MCP_BRIDGE_MAX_CODE_SIZE): send less code, or have it read data through an MCP tool.", len(in.Code), s.cfg.MaxCodeSize), nil
+	if len(in.Code) > s.lim.MaxCodeSize {
+		return inputError("code is %d bytes, over the %d byte limit (%s): send less code, or have it read data through an MCP tool.", len(in.Code), s.lim.MaxCodeSize, s.setting("max_code_size")), nil
 	}
-	timeout := s.cfg.Timeout
+	timeout := s.lim.Timeout
 	if in.Timeout != nil {
 		var err error
-		if timeout, err = runTimeout(*in.Timeout, s.cfg.MaxTimeout); err != nil {
+		if timeout, err = runTimeout(*in.Timeout, s.lim.MaxTimeout, s.setting("max_timeout")); err != nil {
 			return inputError("%v", err), nil
 		}
 	}
 
-	prog := python.Program{Code: in.Code, OutputLimit: s.cfg.OutputLimit}
-	att := host.NewAttachments(s.cfg)
+	prog := python.Program{Code: in.Code, OutputLimit: s.lim.OutputLimit}
+	att := host.NewAttachments(s.lim.Attachments)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
 	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
@@ -321,7 +312,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ch
 			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress, Ask: sess.ask, Deadline: time.Now().Add(timeout)}))
 		}
 	} else if len(in.Servers) > 0 {
-		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.cfg.ConfigDir), nil
+		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.opts.ConfigDir), nil
 	}
 
 	// The first run may wait while Podman pulls the sandbox image: it sees the
@@ -421,7 +412,7 @@ func (s *Server) session(req *mcp.CallToolRequest) mcpSession {
 		gone := s.sessions[ss]
 		delete(s.sessions, ss)
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), sessionEndTimeout)
 		defer cancel()
 		if gone.evicted {
 			s.opts.Runner.Detach(ctx, gone.key)
@@ -436,11 +427,11 @@ func (s *Server) session(req *mcp.CallToolRequest) mcpSession {
 // than maxTimeout is capped to it, as the tool schema's maximum announces. The
 // range is checked before converting, since a float64 beyond time.Duration's
 // range (about 9.2e9 seconds) converts to a negative number.
-func runTimeout(seconds float64, maxTimeout time.Duration) (time.Duration, error) {
+func runTimeout(seconds float64, maxTimeout time.Duration, setting string) (time.Duration, error) {
 	switch {
 	case math.IsNaN(seconds) || math.IsInf(seconds, 0) || seconds <= 0:
-		return 0, fmt.Errorf("timeout must be a positive number of seconds, at most %g (MCP_BRIDGE_MAX_TIMEOUT; a larger one is capped to it); got %v",
-			maxTimeout.Seconds(), seconds)
+		return 0, fmt.Errorf("timeout must be a positive number of seconds, at most %g (%s; a larger one is capped to it); got %v",
+			maxTimeout.Seconds(), setting, seconds)
 	case seconds >= maxTimeout.Seconds():
 		return maxTimeout, nil
 	}

@@ -86,7 +86,7 @@ func connectClient(t *testing.T, s *Server, client *mcp.Client, opts *mcp.Client
 }
 
 func TestListedToolGolden(t *testing.T) {
-	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: &fakeRunner{}}))
+	cs := connect(t, NewServer(testOptions(bridgetest.Config(t), Options{Runner: &fakeRunner{}})))
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestListedToolGolden(t *testing.T) {
 }
 
 func TestManualResource(t *testing.T) {
-	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: &fakeRunner{}}))
+	cs := connect(t, NewServer(testOptions(bridgetest.Config(t), Options{Runner: &fakeRunner{}})))
 	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: ManualURI})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestRunPythonResults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: &fakeRunner{result: tt.result}}))
+			cs := connect(t, NewServer(testOptions(bridgetest.Config(t), Options{Runner: &fakeRunner{result: tt.result}})))
 			res, structured := call(t, cs, map[string]any{"code": "print('x')"})
 			got := text(res)
 			for _, w := range tt.wantText {
@@ -239,7 +239,7 @@ func TestRunPythonInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fr := &fakeRunner{}
-			cs := connect(t, NewServer(cfg, Options{Runner: fr}))
+			cs := connect(t, NewServer(testOptions(cfg, Options{Runner: fr})))
 			res, structured := call(t, cs, tt.args)
 			if tt.wantErrText != "" {
 				if !res.IsError || !strings.Contains(text(res), tt.wantErrText) {
@@ -289,7 +289,7 @@ func TestTimeoutRange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.in), func(t *testing.T) {
-			got, err := runTimeout(tt.in, maxTimeout)
+			got, err := runTimeout(tt.in, maxTimeout, "MCP_BRIDGE_MAX_TIMEOUT")
 			if tt.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "at most 120 (MCP_BRIDGE_MAX_TIMEOUT") {
 					t.Fatalf("runTimeout(%v) = %v, %v; want an error naming the range", tt.in, got, err)
@@ -358,7 +358,7 @@ func (r concurrentProgressRunner) Run(ctx context.Context, req sandbox.Request) 
 // notification must carry its own progress value, 1 to n.
 func TestProgressFromConcurrentCalls(t *testing.T) {
 	const n = 50
-	s := NewServer(bridgetest.Config(t), Options{Runner: concurrentProgressRunner{n}, Servers: progressDirectory{}})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: concurrentProgressRunner{n}, Servers: progressDirectory{}}))
 	got := make(chan float64, n)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.MCP().Connect(t.Context(), st, nil)
@@ -428,7 +428,7 @@ func (r blockingRunner) Run(ctx context.Context, _ sandbox.Request) (*sandbox.Re
 // is cancelled, instead of the shutdown waiting for its time limit.
 func TestShutdownCancelsRuns(t *testing.T) {
 	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
-	s := NewServer(bridgetest.Config(t), Options{Runner: r})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: r}))
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
@@ -460,7 +460,7 @@ func TestRunLimitAndDrain(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.MaxQueued = 1
 	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
-	s := NewServer(cfg, Options{Runner: r})
+	s := NewServer(testOptions(cfg, Options{Runner: r}))
 	cs := connect(t, s)
 	first := make(chan *mcp.CallToolResult, 1)
 	go func() {
@@ -500,7 +500,7 @@ func TestRunLimitAndDrain(t *testing.T) {
 // session's sandbox session is the server's: Close returns after it did.
 func TestCloseWaitsForSessionEnds(t *testing.T) {
 	r := &fakeRunner{}
-	s := NewServer(bridgetest.Config(t), Options{Runner: r})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: r}))
 	ct, st := mcp.NewInMemoryTransports()
 	served := make(chan error, 1)
 	go func() { served <- s.Run(t.Context(), st) }()
@@ -538,7 +538,7 @@ func (p *pullRunner) Run(ctx context.Context, req sandbox.Request) (*sandbox.Res
 // long, and waits no longer than its time limit.
 func TestRunPythonImageWait(t *testing.T) {
 	r := &pullRunner{}
-	cs := connect(t, NewServer(bridgetest.Config(t), Options{Runner: r}))
+	cs := connect(t, NewServer(testOptions(bridgetest.Config(t), Options{Runner: r})))
 	res, _ := call(t, cs, map[string]any{"code": "print('x')", "timeout": 7})
 	if got := text(res); !strings.HasPrefix(got, "[sandbox] this run first waited 1.5s for Podman to pull the sandbox image") {
 		t.Errorf("text %q does not say how long the run waited", got)
@@ -555,7 +555,7 @@ func TestQueueShareOfOneSession(t *testing.T) {
 	cfg := bridgetest.Config(t)
 	cfg.MaxQueued = 4
 	r := blockingRunner{started: make(chan struct{}), release: make(chan struct{})}
-	s := NewServer(cfg, Options{Runner: r})
+	s := NewServer(testOptions(cfg, Options{Runner: r}))
 	a, b := connect(t, s), connect(t, s)
 	var wg sync.WaitGroup
 	for range 2 {

@@ -67,7 +67,7 @@ func (r *handleRunner) last() sandbox.Request {
 // unless the call asked (in _meta) to continue only, when nothing runs.
 func TestSessionArgument(t *testing.T) {
 	r := &handleRunner{}
-	s := NewServer(bridgetest.Config(t), Options{Runner: r})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: r}))
 	a, b := connect(t, s), connect(t, s)
 	_, first := call(t, a, map[string]any{"code": "x = 1"})
 	handle := first["session"].(map[string]any)["handle"].(string)
@@ -97,7 +97,7 @@ func TestSessionArgument(t *testing.T) {
 
 	cfg := bridgetest.Config(t)
 	cfg.Sessions = false
-	off := connect(t, NewServer(cfg, Options{Runner: r}))
+	off := connect(t, NewServer(testOptions(cfg, Options{Runner: r})))
 	if res, _ := call(t, off, map[string]any{"code": "1", "session": handle}); !res.IsError || !strings.Contains(text(res), "sessions are off") {
 		t.Errorf("a handle with sessions off: %q", text(res))
 	}
@@ -107,7 +107,7 @@ func TestSessionArgument(t *testing.T) {
 // its sandbox session to its handle instead of ending it.
 func TestEvictLeavesSandboxToHandle(t *testing.T) {
 	r := &handleRunner{}
-	s := NewServer(bridgetest.Config(t), Options{Runner: r})
+	s := NewServer(testOptions(bridgetest.Config(t), Options{Runner: r}))
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.MCP().Connect(t.Context(), st, nil)
 	if err != nil {

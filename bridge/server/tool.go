@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/codebridge-mcp/codebridge/bridge/settings"
 )
 
 // ToolName is the one tool codebridge offers.
@@ -39,7 +37,7 @@ type toolInput struct {
 }
 
 // newTool builds the listed tool. Its JSON is kept in testdata/run_python.golden.json.
-func newTool(c settings.Config) *mcp.Tool {
+func newTool(c Limits) *mcp.Tool {
 	session := `,"session":{"type":"string","description":"structuredContent.session.handle to continue"}`
 	desc := toolDescription
 	if !c.Sessions {

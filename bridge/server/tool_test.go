@@ -17,7 +17,7 @@ import (
 // TestDescriptionNamesExist: every function the description tells a model to
 // call is defined by the sandbox's helper module.
 func TestDescriptionNamesExist(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "runtime", "python", "sandbox", "mcp", "*.py"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "runtime", "python", "pyfiles", "mcp", "*.py"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the sandbox's helper module: %v %v", files, err)
 	}
@@ -58,7 +58,7 @@ func TestListedToolTokens(t *testing.T) {
 	for _, sessions := range []bool{true, false} {
 		cfg := bridgetest.Config(t)
 		cfg.Sessions = sessions
-		tool, err := json.Marshal(newTool(cfg))
+		tool, err := json.Marshal(newTool(testOptions(cfg, Options{}).Limits))
 		if err != nil {
 			t.Fatal(err)
 		}

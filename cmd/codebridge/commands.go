@@ -77,14 +77,14 @@ func serveCommand(fs *flag.FlagSet) runFunc {
 	return func(ctx context.Context, c *call) int {
 		if c.cfg.HTTP != "" {
 			useServerGC()
-			return c.exit(bridge.ListenAndServe(ctx, c.cfg, bridge.HTTPOptions{Logger: c.logger, Version: version(), Notice: c.stderr}))
+			return c.exit(serveHTTP(ctx, c))
 		}
 		if isTerminal(c.stdin) {
 			fmt.Fprint(c.stderr, usage(c.pin))
 			fmt.Fprintln(c.stderr, "\nstdin is a terminal, so there is no MCP client to talk to: exiting.")
 			return 0
 		}
-		return c.exit(bridge.Serve(ctx, c.cfg, bridge.ServeOptions{Logger: c.logger, Version: version(), In: c.stdin, Out: c.stdout}))
+		return c.exit(serveStdio(ctx, c))
 	}
 }
 
@@ -156,9 +156,7 @@ func execCmd(ctx context.Context, c *call, timeout time.Duration) int {
 		fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)
 		return 2
 	}
-	status, err := bridge.Exec(ctx, c.cfg, string(code), bridge.ExecOptions{
-		Logger: c.logger, Timeout: timeout, Stdout: c.stdout, Stderr: c.stderr,
-	})
+	status, err := runExec(ctx, c, string(code), timeout)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "codebridge exec: %v\n", err)
 		return 1
@@ -187,7 +185,9 @@ line is wrong.
 func serversCommand(fs *flag.FlagSet) runFunc {
 	tools := fs.Bool("tools", false, "start each server and list its tools")
 	return func(ctx context.Context, c *call) int {
-		return c.exit(bridge.ListServers(ctx, c.cfg, bridge.ListOptions{Logger: c.logger, Tools: *tools, Out: c.stdout}))
+		return c.exit(c.withListing(ctx, func(l *bridge.Listing) error {
+			return listServers(ctx, c.cfg, l, listOptions{logger: c.logger, tools: *tools, out: c.stdout})
+		}))
 	}
 }
 
@@ -216,7 +216,7 @@ Exit status: 0 when nothing failed (warnings allowed); 1 when a check failed;
 `
 
 func doctorCmd(ctx context.Context, c *call) int {
-	return c.exit(bridge.Doctor(ctx, c.cfg, bridge.DoctorOptions{Logger: c.logger, Out: c.stdout}))
+	return c.exit(c.withListing(ctx, func(l *bridge.Listing) error { return doctor(ctx, l, c.stdout) }))
 }
 
 const versionHelp = `Usage: codebridge version

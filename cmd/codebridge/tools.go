@@ -48,12 +48,16 @@ var toolsVerbs = []toolsVerb{
 	{name: "review", args: "[SERVER]", min: 0, max: 1,
 		summary: "what changed in each quarantined tool: a line\ndiff of its pinned and current description and schemas",
 		run: func(ctx context.Context, c *call, args []string) error {
-			return bridge.ReviewTools(ctx, c.cfg, strings.Join(args, ""), bridge.ToolsOptions{Logger: c.logger, Out: c.stdout})
+			return c.withListing(ctx, func(l *bridge.Listing) error {
+				return reviewTools(ctx, c.cfg, l, strings.Join(args, ""), c.stdout)
+			})
 		}},
 	{name: "approve", args: "SERVER [TOOL...]", min: 1, max: -1,
 		summary: "accept the current definitions of the tools\nnamed, or of every quarantined tool of SERVER",
 		run: func(ctx context.Context, c *call, args []string) error {
-			return bridge.ApproveTools(ctx, c.cfg, args[0], args[1:], bridge.ToolsOptions{Logger: c.logger, Out: c.stdout})
+			return c.withListing(ctx, func(l *bridge.Listing) error {
+				return approveTools(ctx, c.cfg, l, args[0], args[1:], c.stdout)
+			})
 		}},
 }
 
@@ -79,7 +83,7 @@ func toolsCmd(ctx context.Context, c *call) int {
 		return 2
 	}
 	err := verb.run(ctx, c, args)
-	if errors.Is(err, bridge.ErrQuarantined) {
+	if errors.Is(err, errQuarantined) {
 		return 1 // shown on stdout
 	}
 	return c.exit(err)

@@ -434,6 +434,11 @@ func (m *Manager) runOnce(ctx context.Context, req Request) (*Result, error) {
 	return &Result{Result: res, Session: info}, nil
 }
 
+// exitTimeout bounds asking the engine how a container whose interpreter
+// died ended: the run is over, its caller may have gone, and the answer
+// only words the result.
+const exitTimeout = 10 * time.Second
+
 // explain fills res.Error for a run whose interpreter died and returns the
 // reason its session ended.
 func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result, err error) string {
@@ -446,7 +451,7 @@ func (m *Manager) explain(ctx context.Context, ct Container, res *python.Result,
 		return ReasonProtocol
 	}
 	// The process died: ask the container why.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitTimeout)
 	defer cancel()
 	code, oom, werr := ct.Exit(wctx)
 	switch {

@@ -1,4 +1,4 @@
-package bridge
+package main
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
@@ -22,15 +22,9 @@ import (
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
-// ToolsOptions configure [ReviewTools] and [ApproveTools].
-type ToolsOptions struct {
-	Logger *slog.Logger
-	Out    io.Writer
-}
-
-// ErrQuarantined is what [ReviewTools] returns, wrapped, when it showed a
+// errQuarantined is what [reviewTools] returns, wrapped, when it showed a
 // quarantined tool.
-var ErrQuarantined = errors.New("quarantined tools")
+var errQuarantined = errors.New("quarantined tools")
 
 // heldTool is a quarantined tool: its current definition and its pin, if
 // it has one (none for a tool held as new).
@@ -44,8 +38,8 @@ type heldTool struct {
 // quarantinedTools starts the servers named (every enabled one when names
 // is empty) through a listing pool, as servers --tools does, and returns
 // each one's quarantined tools by server name, in the order listed.
-func quarantinedTools(ctx context.Context, cfg settings.Config, names []string, logger *slog.Logger) (map[string][]heldTool, *manifest.Store, error) {
-	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
+func quarantinedTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, names []string) (map[string][]heldTool, *manifest.Store, error) {
+	conf := l.Config()
 	var servers []*discovery.Server
 	for _, srv := range conf.Servers {
 		if !srv.Disabled && (len(names) == 0 || slices.Contains(names, srv.Name)) {
@@ -57,11 +51,10 @@ func quarantinedTools(ctx context.Context, cfg settings.Config, names []string, 
 			return nil, nil, fmt.Errorf("no enabled MCP server %q in %s ('codebridge servers' lists them)", n, cfg.ConfigDir)
 		}
 	}
-	p, closePool := newListingPool(ctx, cfg, logger)
-	defer closePool()
+	p := l.Pool()
 	p.Update(servers)
-	store := manifest.New(manifest.Dir(cfg.StateDir))
-	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	store := l.Manifests()
+	tctx, cancel := context.WithTimeout(ctx, bridge.ListTimeout)
 	defer cancel()
 	out := map[string][]heldTool{}
 	var errs []error
@@ -87,23 +80,23 @@ func quarantinedTools(ctx context.Context, cfg settings.Config, names []string, 
 	return out, store, errors.Join(errs...)
 }
 
-// ReviewTools prints what changed in each quarantined tool of server (of
+// reviewTools prints what changed in each quarantined tool of server (of
 // every enabled server when server is ""), as `codebridge tools review`
 // does: a line diff of its pinned and current definitions. It returns an
-// error matching [ErrQuarantined] when it showed one and every server
+// error matching [errQuarantined] when it showed one and every server
 // listed its tools; otherwise the listing's error.
-func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts ToolsOptions) error {
+func reviewTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, server string, out io.Writer) error {
 	var names []string
 	if server != "" {
 		names = []string{server}
 	}
-	held, _, err := quarantinedTools(ctx, cfg, names, orDiscard(opts.Logger))
+	held, _, err := quarantinedTools(ctx, cfg, l, names)
 	n := 0
 	for _, srv := range slices.Sorted(maps.Keys(held)) {
 		repeats := repeatedNames(held[srv])
 		if len(repeats) > 0 {
 			n += len(held[srv])
-			fmt.Fprintf(opts.Out, "%s: lists %s more than once, so which definition code would get is the server's choice: "+
+			fmt.Fprintf(out, "%s: lists %s more than once, so which definition code would get is the server's choice: "+
 				"all %d of its tools are held until it lists each name once (they cannot be approved; fix or remove the server)\n",
 				termtext.Line(srv), termtext.Line(strings.Join(repeats, ", ")), len(held[srv]))
 		}
@@ -120,26 +113,26 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 			var was []string
 			switch {
 			case h.state == manifest.Repeated && h.pinned:
-				fmt.Fprintf(opts.Out, "%s: one of its listed definitions, against the one pinned on %s\n", name,
+				fmt.Fprintf(out, "%s: one of its listed definitions, against the one pinned on %s\n", name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"))
 				was = definitionLines(h.pin.Tool)
 			case h.state == manifest.Repeated:
-				fmt.Fprintf(opts.Out, "%s: one of its listed definitions (never pinned)\n", name)
+				fmt.Fprintf(out, "%s: one of its listed definitions (never pinned)\n", name)
 			case h.pinned:
-				fmt.Fprintf(opts.Out, "%s: changed since it was pinned on %s (%s)\n", name,
+				fmt.Fprintf(out, "%s: changed since it was pinned on %s (%s)\n", name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"), strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
 				was = definitionLines(h.pin.Tool)
 			default:
-				fmt.Fprintf(opts.Out, "%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", name)
+				fmt.Fprintf(out, "%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", name)
 			}
-			fmt.Fprintln(opts.Out, "--- pinned\n+++ now")
+			fmt.Fprintln(out, "--- pinned\n+++ now")
 			for _, line := range lineDiff(was, definitionLines(h.now)) {
-				fmt.Fprintln(opts.Out, termtext.Line(line))
+				fmt.Fprintln(out, termtext.Line(line))
 			}
 			if h.state != manifest.Repeated {
-				fmt.Fprintf(opts.Out, "approve it with: codebridge tools approve %s %s\n", shellWord(srv), shellWord(h.now.Name))
+				fmt.Fprintf(out, "approve it with: codebridge tools approve %s %s\n", shellWord(srv), shellWord(h.now.Name))
 			}
-			fmt.Fprintln(opts.Out)
+			fmt.Fprintln(out)
 		}
 	}
 	if n == 0 && err == nil {
@@ -147,20 +140,19 @@ func ReviewTools(ctx context.Context, cfg settings.Config, server string, opts T
 		if server != "" {
 			what = server
 		}
-		fmt.Fprintf(opts.Out, "no quarantined tools: every tool of %s matches its pinned definition\n", what)
+		fmt.Fprintf(out, "no quarantined tools: every tool of %s matches its pinned definition\n", what)
 	}
 	if n > 0 && err == nil {
-		err = fmt.Errorf("%w: %d shown above", ErrQuarantined, n)
+		err = fmt.Errorf("%w: %d shown above", errQuarantined, n)
 	}
 	return err
 }
 
-// ApproveTools pins the current definitions of server's tools named, or of
+// approveTools pins the current definitions of server's tools named, or of
 // all its quarantined tools when none is named, as `codebridge tools
 // approve` does, and audits each approval.
-func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools []string, opts ToolsOptions) error {
-	logger := orDiscard(opts.Logger)
-	held, store, err := quarantinedTools(ctx, cfg, []string{server}, logger)
+func approveTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, server string, tools []string, out io.Writer) error {
+	held, store, err := quarantinedTools(ctx, cfg, l, []string{server})
 	if err != nil {
 		return err
 	}
@@ -182,19 +174,18 @@ func ApproveTools(ctx context.Context, cfg settings.Config, server string, tools
 		}
 	}
 	if len(approve) == 0 {
-		fmt.Fprintf(opts.Out, "no quarantined tools of %s: nothing to approve\n", server)
+		fmt.Fprintf(out, "no quarantined tools of %s: nothing to approve\n", server)
 		return nil
 	}
 	if err := store.Approve(server, approve); err != nil {
 		return err
 	}
-	log := newAuditLog(cfg, logger)
-	defer log.Close(ctx)
+	log := l.Audit()
 	for _, t := range approve {
 		if log != nil {
 			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: audit.OutcomeApproved})
 		}
-		fmt.Fprintf(opts.Out, "approved %s.%s\n", termtext.Line(server), termtext.Line(t.Name))
+		fmt.Fprintf(out, "approved %s.%s\n", termtext.Line(server), termtext.Line(t.Name))
 	}
 	return nil
 }
