@@ -9,11 +9,9 @@ import (
 // idleTrimAfter is how long codebridge is idle, with no run in progress,
 // before it gives the memory its heap freed back to the system. An agent
 // pauses between runs while its model writes the next one, for seconds;
-// a session left open is idle for minutes. In use, a stdio codebridge's
-// heap grows to its floor (8 MB; cmd/codebridge/heapfloor.go), about 11 MB
-// of anonymous memory in all; trimmed, about 4 MB, and the next run takes
-// a few tenths of a millisecond more to fault pages back
-// (docs/performance.md).
+// a session left open is idle for minutes. Trimmed, a stdio codebridge
+// holds about 4 MB of anonymous memory, and the next run takes a few tenths
+// of a millisecond more to fault pages back (docs/performance.md).
 const idleTrimAfter = 5 * time.Second
 
 // idleTrim gives the heap's free memory back to the system once no run has

@@ -23,6 +23,13 @@
 #                             how cost grows with live sessions (BenchmarkSessions,
 #                             docs/performance.md), alone; FLAGS go to it, e.g.
 #                             -sessions.http 1,10,100,1000.
+#   scripts/bench.sh ab DIR_A DIR_B latency|memory [ROUNDS]
+#                             an A/B of two checkouts of this repository (a
+#                             tuning and its plain fallback, docs/performance.md
+#                             "Tuning kept and removed"), in turn A B A B, ROUNDS
+#                             rounds (5): latency is paced print(1) and
+#                             BenchmarkToolCallGap, memory 100 stdio sessions
+#                             idle 6 s (MB per session, runs/s).
 #
 # Figures vary with the machine's load: run it on a quiet machine.
 set -euo pipefail
@@ -67,6 +74,25 @@ end_sessions() {
     while read -r id owner; do
       case "$owners" in *" $owner "*) podman rm -f -t 0 "$id" >/dev/null || true ;; esac
     done
+}
+
+# ab runs the figures of one kind from two checkouts in turn, each from its
+# own folder (the test builds codebridge from there); compare the medians
+# and the ratios round by round.
+ab() {
+  local a=$1 b=$2 kind=$3 rounds=${4:-5} r d
+  for r in $(seq "$rounds"); do
+    for d in "$a" "$b"; do
+      echo "## $d, round $r, $(date -u '+%Y-%m-%d %H:%M'), load $(cut -d' ' -f1 /proc/loadavg)"
+      case $kind in
+        latency)
+          (cd "$d" && bench ./cmd/codebridge 'RunPythonPrint/live-session/agent-paced' 60x &&
+            bench ./cmd/codebridge 'ToolCallGap' 20x) ;;
+        memory) (cd "$d" && sessions -sessions.http "" -sessions.data "" -sessions.stdio 100 -sessions.idle 6s) ;;
+        *) echo "ab: latency or memory, not $kind" >&2; return 2 ;;
+      esac
+    done
+  done
 }
 
 bench() { # package, pattern, benchtime; a failure's reasons are kept
@@ -135,8 +161,9 @@ case "${1:-}" in
   tokens) tokens; exit ;;
   sessions) shift; sessions "$@"; exit ;;
   engines) engines; exit ;;
+  ab) shift; npm_trees servers clients; ab "$@"; exit ;;
   "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS]]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS] | ab DIR_A DIR_B latency|memory [ROUNDS]]" >&2; exit 2 ;;
 esac
 
 echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"

@@ -271,8 +271,7 @@ func benchToolCall(b *testing.B, call string, env ...string) {
 		sandboxCPU = append(sandboxCPU, time.Duration(cpuUS*1e3))
 		sandboxWaits = append(sandboxWaits, w)
 	}
-	// What codebridge's heap grew to with the calls' garbage: its collector's
-	// goal (cmd/codebridge/heapfloor.go) and the runtime's own.
+	// What codebridge's heap grew to with the calls' garbage.
 	b.ReportMetric(float64(testenv.ProcessMemory(cmd.Process.Pid, "Pss_Anon"))/1e6, "bridge-anon-MB")
 	reportMedian(b, perCall, "us/call")
 	reportMedian(b, sandboxCPU, "sandbox-cpu-us/call")

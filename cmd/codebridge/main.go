@@ -18,7 +18,6 @@ import (
 )
 
 func main() {
-	keepHeapFloor(heapFloor)
 	// SIGHUP too: a closed terminal stops codebridge as cleanly as Ctrl-C.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

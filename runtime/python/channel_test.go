@@ -93,7 +93,7 @@ func TestChannelReaders(t *testing.T) {
 			}
 			res := run(`
 import asyncio, threading, mcp
-print(mcp.runtime._channel.signals)
+print(mcp._channel.channel.signals)
 print(call_tool_sync("mem", "echo", {"message": "main"}))
 got = []
 def worker(i):

@@ -62,9 +62,9 @@ var sandboxCodes = []string{"tool_error"}
 // host sends or one the sandbox makes itself.
 func TestCodesMatchPython(t *testing.T) {
 	srcs := pythonSources(t)
-	doc := regexp.MustCompile(`(?s)class MCPError\(Exception\):\s*"""(.*?)"""`).FindStringSubmatch(srcs["pyfiles/mcp/runtime.py"])
+	doc := regexp.MustCompile(`(?s)class MCPError\(Exception\):\s*"""(.*?)"""`).FindStringSubmatch(srcs["pyfiles/mcp/_channel.py"])
 	if doc == nil {
-		t.Fatal("no MCPError docstring in pyfiles/mcp/runtime.py")
+		t.Fatal("no MCPError docstring in pyfiles/mcp/_channel.py")
 	}
 	documented := regexp.MustCompile(`[a-z]+(?:_[a-z]+)+|internal|timeout|conflict|declined|quarantined|unsupported`).FindAllString(doc[1], -1)
 	var known []string

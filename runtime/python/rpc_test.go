@@ -502,7 +502,7 @@ print(sync_s, async_s)`, h)
 func TestRequestSendFails(t *testing.T) {
 	out := runOK(t, `
 import mcp
-ch = mcp.runtime._channel
+ch = mcp._channel.channel
 real = ch.send
 def broken(kind, payload):
     if kind == b"Q":

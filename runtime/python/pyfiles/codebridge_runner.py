@@ -956,7 +956,7 @@ def _check_saved(name, source):
 def _send_figures(mcp):
     """Returns the figures the run left open with its result."""
     try:
-        mcp.runtime._results._send_open_figures()
+        mcp.results._send_open_figures()
     except BaseException as e:
         sys.stderr.write("codebridge: returning the open matplotlib figures failed: %s: %s\n" % (type(e).__name__, _str(e)))
 

@@ -8,18 +8,20 @@ This is codebridge's own module, served from memory: it shadows any installed
 package named mcp inside the sandbox.
 """
 
-from . import runtime
+from . import _channel, memory, results, runtime
 from .runtime import *  # noqa: F401,F403
-from .runtime import MCPError, ServerProxy
+from .runtime import ServerProxy
 
+# runtime's names hold those of memory and results too.
 __all__ = list(runtime.__all__) + ["runtime", "mcp_servers"]
+memory._helpers = frozenset(__all__) | {"mcp"}
 
 mcp_servers = {}  # server name -> ServerProxy
 
 
 def _install(channel, servers):
     """Connects the helpers to codebridge; called by the runner before user code."""
-    runtime._channel = channel
+    _channel.channel = channel
     runtime._servers = []
     for s in servers:
         info = {"name": s["name"], "alias": s.get("alias") or s["name"], "description": s.get("description") or ""}
@@ -45,7 +47,7 @@ def _refresh(servers, namespace):
     if servers == _installed:
         return
     old = {"mcp_" + p.alias: p for p in mcp_servers.values()}
-    _install(runtime._channel, servers)
+    _install(_channel.channel, servers)
     _installed = servers
     for name, proxy in old.items():
         if namespace.get(name) is proxy:

@@ -23,8 +23,7 @@ import time
 # inspect, random and textwrap are imported where they are used: an idle
 # session holds only what its code used (inspect alone is half a megabyte).
 
-from . import runtime
-from .runtime import MCPError
+from ._channel import MCPError, _call
 
 __all__ = [
     "save_memory",
@@ -45,9 +44,9 @@ __all__ = [
 _MAX_VALUE = 1 << 20
 _UPDATE_TRIES = 100  # with backoff, some seconds of another run writing the key constantly
 
-
-def _call(method, params):
-    return runtime._call(method, params)
+# The names of codebridge's helpers in every session, which a saved helper
+# must not hide: the package's __all__ and its own name, set by mcp.
+_helpers = frozenset()
 
 
 def _key(key):
@@ -204,7 +203,7 @@ def _check_name(name):
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or keyword.iskeyword(name):
         raise MCPError("a saved helper's name must be a Python identifier (ASCII letters, digits, _), not %r"
                        % (name,), code="bad_arguments")
-    if name in runtime.__all__ or name in ("mcp", "runtime", "mcp_servers") or name.startswith("mcp_"):
+    if name in _helpers or name.startswith("mcp_"):
         raise MCPError("%r is the name of a codebridge helper, which a saved helper must not hide: "
                        "save it under another name, e.g. save_tool(f, name=%r)" % (name, "my_" + name),
                        code="bad_arguments")
@@ -235,7 +234,7 @@ def _unsaved_globals(func, name):
         used = inspect.getclosurevars(func).globals
     except (TypeError, ValueError):
         return []
-    helpers = set(runtime.__all__) | {"mcp", "runtime", "mcp_servers", name}
+    helpers = _helpers | {name}
     names = [n for n in used if n not in helpers and not n.startswith("mcp_")]
     if names:
         try:

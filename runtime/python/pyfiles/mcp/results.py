@@ -14,8 +14,8 @@ import io
 import os
 import sys
 
-from . import runtime
-from .runtime import MCPError
+from . import _channel
+from ._channel import MCPError, _call
 
 __all__ = ["show_image", "return_file"]
 
@@ -38,9 +38,9 @@ def _sniff(data):
 
 
 def _limit():
-    if runtime._channel is None:
+    if _channel.channel is None:
         raise MCPError("not connected to codebridge (only available inside run_python)", code="internal")
-    return runtime._channel.max_attachment
+    return _channel.channel.max_attachment
 
 
 def _attach(kind, mime_type, name, data, size=None):
@@ -52,7 +52,7 @@ def _attach(kind, mime_type, name, data, size=None):
         import base64
 
         params["data"] = base64.b64encode(data).decode("ascii")
-    runtime._call("attach", params)
+    _call("attach", params)
 
 
 def _figure_png(fig):

@@ -16,6 +16,12 @@ import sys
 # session holds only what its code used (with the runner's and the other
 # modules' imports made lazy alike, 1.9 of an idle session's 9.4 MB).
 
+from . import memory as _memory
+from . import results as _results
+from ._channel import MCPError, _await, _call, _request
+from .memory import *  # noqa: F401,F403
+from .results import *  # noqa: F401,F403
+
 __all__ = [
     "MCPError",
     "discovered_servers",
@@ -43,56 +49,11 @@ __all__ = [
     "get_prompt_sync",
     "capability_summary",
 ]
+# Memories, saved helpers, images and files live in modules of their own;
+# they are part of this one's API too (from mcp import runtime).
+__all__ += _memory.__all__ + _results.__all__
 
-_channel = None  # set by mcp._install
 _servers = []  # [{"name", "alias", "description"}] from the start frame
-
-
-class MCPError(Exception):
-    """A failed request or tool call.
-
-    code is one of unknown_server, unknown_tool, policy_denied, declined (the
-    call needed the person's approval and did not get it), bad_arguments,
-    server_failed, timeout, internal, too_large, conflict, too_many_requests,
-    quarantined, unsupported (the server offers no resources or prompts),
-    auth_required (the server needs a sign-in: the message names the command,
-    codebridge login NAME, for the user to run)
-    (from codebridge) or tool_error (the tool reported an error); message is codebridge's or the tool's text;
-    data holds details such as suggestions for a misspelt name, or the tool's
-    raw result.
-    """
-
-    def __init__(self, message, code="internal", data=None):
-        super().__init__(message)
-        self.message = message
-        self.code = code
-        self.data = data
-
-    def __str__(self):
-        return self.message
-
-    def __repr__(self):
-        return "MCPError(code=%r, message=%r)" % (self.code, self.message)
-
-
-def _request(method, params):
-    """Sends a request; returns its call, for _await."""
-    if _channel is None:
-        raise MCPError("not connected to codebridge (only available inside run_python)", code="internal")
-    return _channel.request(method, params)
-
-
-def _call(method, params, convert=None):
-    """Sends a request and blocks for its result."""
-    if _channel is None:
-        raise MCPError("not connected to codebridge (only available inside run_python)", code="internal")
-    result = _channel.call(method, params)
-    return convert(result) if convert is not None else result
-
-
-async def _await(call, convert=None):
-    result = await _channel.wait_async(call)
-    return convert(result) if convert is not None else result
 
 
 def _server_info(name):
@@ -686,16 +647,3 @@ tool_error, unsupported (no resources/prompts), internal;
 .message; .data with details such as suggestions).
 """
 
-
-# Memories and saved helpers live in their own module, which uses the helpers
-# above; they are part of this one's API (from mcp import runtime).
-from . import memory as _memory  # noqa: E402
-from .memory import *  # noqa: E402,F401,F403
-
-__all__ += _memory.__all__
-
-# Images and files for the result live in their own module too.
-from . import results as _results  # noqa: E402
-from .results import *  # noqa: E402,F401,F403
-
-__all__ += _results.__all__
