@@ -20,17 +20,11 @@ import (
 )
 
 // driver is a container engine driver (runtime/podman's, runtime/docker's or
-// runtime/kube's Engine) as codebridge uses it: the sandbox manager's
-// [sandbox.Engine] (and, for Kubernetes, its [sandbox.Adopter]), and what
-// the composition root needs around it. [newEngine] chooses one by name.
+// runtime/kube's Engine) as codebridge uses it: what the App runs sandboxes
+// on ([sandboxEngine]; for Kubernetes also a [sandbox.Adopter]), and what
+// doctor and the listing ask of it. [newEngine] chooses one by name.
 type driver interface {
-	sandbox.Engine
-	// Ready connects to the engine and resolves the sandbox image, waiting
-	// for it as w says.
-	Ready(ctx context.Context, w sandbox.Wait) error
-	// Close ends every container of the engine and closes its connection
-	// (and a service codebridge started).
-	Close(ctx context.Context) error
+	sandboxEngine
 	// Describe connects to the engine if needed, without resolving the
 	// image, and says what answered. Name, Fix and Setup are set even with
 	// an error.
