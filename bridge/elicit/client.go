@@ -157,7 +157,7 @@ func urlAsker(ss *mcp.ServerSession) URLAsker {
 	return ss
 }
 
-// urlVia asks through a run's call ([Channel]) and sends the notification
+// urlVia asks through a run's call ([Route]) and sends the notification
 // that the interaction is over through the session, as notifications may
 // still go from the server in every protocol version.
 type urlVia struct {

@@ -10,5 +10,5 @@
 // session: it asks one question at a time and remembers what was allowed for
 // the session. A client speaking MCP 2026-07-28 or later takes no requests
 // from the server, so each run's questions go through its tool call instead
-// ([Session.Via], a [Channel]).
+// ([Session.Via], a [Route]).
 package elicit

@@ -59,10 +59,10 @@ func MultiRoundTrip(ss *mcp.ServerSession) bool {
 	return ip != nil && ip.ProtocolVersion >= multiRoundTrip
 }
 
-// Channel carries every kind of question to the client, each as an
+// Route carries every kind of question to the client, each as an
 // [mcp.InputRequest] (elicitation, sampling, roots): one run's tool call
 // (bridge/server) for a client speaking MCP 2026-07-28 or later.
-type Channel interface {
+type Route interface {
 	Asker
 	Sampler
 	RootsLister
@@ -71,7 +71,7 @@ type Channel interface {
 // Via returns s for one run whose questions go through ch instead of
 // requests of the server's own: what the client declared, the one question
 // at a time and what was allowed for the session stay shared with s.
-func (s *Session) Via(ch Channel) *Session {
+func (s *Session) Via(ch Route) *Session {
 	if s == nil {
 		return nil
 	}

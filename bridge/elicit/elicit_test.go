@@ -287,7 +287,7 @@ func connect(t *testing.T, version string, handler func(context.Context, *mcp.El
 	return ss
 }
 
-// viaCall is a [Channel] that answers every form question with answer, as
+// viaCall is a [Route] that answers every form question with answer, as
 // a run's tool call does for a client speaking MCP 2026-07-28.
 type viaCall struct {
 	Sampler

@@ -28,7 +28,7 @@ import (
 // asked directly (bridge/elicit).
 
 // inbox is one run's questions on their way to its client: an
-// [elicit.Channel].
+// [elicit.Route].
 type inbox struct {
 	asks chan *question // to whoever waits on the run's call
 }
@@ -76,12 +76,12 @@ func answerOf[T mcp.InputResponse](ctx context.Context, b *inbox, kind string, r
 	return zero, fmt.Errorf("%s: %w (%T)", kind, errWrongAnswer, a)
 }
 
-// Elicit implements [elicit.Channel].
+// Elicit implements [elicit.Route].
 func (b *inbox) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	return answerOf[*mcp.ElicitResult](ctx, b, "elicitation", p)
 }
 
-// CreateMessage implements [elicit.Channel].
+// CreateMessage implements [elicit.Route].
 func (b *inbox) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	a, err := b.ask(ctx, p)
 	if err != nil {
@@ -100,12 +100,12 @@ func (b *inbox) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (
 	return nil, fmt.Errorf("sampling: %w (%T)", errWrongAnswer, a)
 }
 
-// ListRoots implements [elicit.Channel].
+// ListRoots implements [elicit.Route].
 func (b *inbox) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
 	return answerOf[*mcp.ListRootsResult](ctx, b, "roots", p)
 }
 
-var _ elicit.Channel = (*inbox)(nil)
+var _ elicit.Route = (*inbox)(nil)
 
 // suspended is a run whose call went back to its client with questions.
 type suspended struct {
@@ -212,7 +212,7 @@ func unknownState() *mcp.CallToolResult {
 // background starts the run of req in the background for a client that is
 // asked through input_required results, and waits on it. run runs the code
 // with the run's questions going through ch.
-func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run func(ctx context.Context, ch elicit.Channel) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run func(ctx context.Context, ch elicit.Route) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	// The run outlives this call when it asks: its own time limit, the
 	// client cancelling a call waiting on it, or the server quitting end it.
 	s.mu.Lock()

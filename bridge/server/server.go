@@ -254,7 +254,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return s.wait(ctx, r)
 	}
 	if req.Session != nil && elicit.MultiRoundTrip(req.Session) {
-		return s.background(ctx, req, func(ctx context.Context, ch elicit.Channel) (*mcp.CallToolResult, error) {
+		return s.background(ctx, req, func(ctx context.Context, ch elicit.Route) (*mcp.CallToolResult, error) {
 			return s.run(ctx, req, ch)
 		})
 	}
@@ -263,7 +263,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 
 // run runs the code of req; its questions go through ch, or, when ch is
 // nil, as requests of the server's own.
-func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Channel) (*mcp.CallToolResult, error) {
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Route) (*mcp.CallToolResult, error) {
 	ctx, done, refused := s.startRun(ctx, req)
 	if refused != nil {
 		return refused, nil
