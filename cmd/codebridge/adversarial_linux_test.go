@@ -489,6 +489,7 @@ print("severed")`, // the socket of the stream is read and written through two f
 // TestAdversarialDownstream: downstream servers that crash or hang in the
 // middle of a call, and time limits past the largest allowed.
 func TestAdversarialDownstream(t *testing.T) {
+	t.Parallel() // its cases wait for servers that crash or never answer
 	requirePodman(t)
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -76,6 +76,7 @@ var conformanceSuiteBugs = map[string]struct{ why, want string }{
 // conformanceUnsupported (skipped) and conformanceSuiteBugs (which must fail
 // as described there).
 func TestConformanceClientAuth(t *testing.T) {
+	t.Parallel() // each scenario waits on the suite's node process, which listens on a port of its own
 	requirePodman(t)
 	conformance := conformanceSuite(t)
 	self, err := os.Executable()

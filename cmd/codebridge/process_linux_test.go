@@ -190,6 +190,7 @@ func descendants(pid int) []int {
 // (downstream servers, a Podman service) are left. How long it takes is only
 // logged.
 func TestNoOrphans(t *testing.T) {
+	t.Parallel() // it waits, mostly: for servers to start and Podman services to idle out
 	requirePodman(t)
 	for _, end := range []struct {
 		name string
@@ -200,6 +201,7 @@ func TestNoOrphans(t *testing.T) {
 		{"SIGTERM", func(_ *mcp.ClientSession, p *os.Process) error { return p.Signal(syscall.SIGTERM) }},
 	} {
 		t.Run(end.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			writeServers(t, dir, "servers.json", npmServers(t))
 			cmd := exec.Command(binary(t))

@@ -168,6 +168,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // TestSIGHUPStopsCleanly: a hang-up (the terminal closed) stops codebridge
 // as SIGTERM does, leaving no container or process behind.
 func TestSIGHUPStopsCleanly(t *testing.T) {
+	t.Parallel()
 	requirePodman(t)
 	dir := t.TempDir()
 	writeServers(t, dir, "echo.json", map[string]any{})
