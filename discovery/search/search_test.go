@@ -30,6 +30,9 @@ func TestTokenize(t *testing.T) {
 		{"  ", nil},
 		{"the of a", nil},
 		{"Größe ändern", []string{"größe", "ändern"}},
+		{"查询12306中转余票", []string{"查询", "12306", "中转", "转余", "余票"}},
+		{"Ant Design 组件的 API属性", []string{"ant", "design", "组件", "件的", "api", "属性"}},
+		{"汤", []string{"汤"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
