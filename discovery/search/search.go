@@ -98,9 +98,7 @@ func (ix *Index) Len() int { return len(ix.docs) }
 // returned. Equal scores are ordered by server name, then tool name, then
 // the order given to [NewIndex].
 func (ix *Index) Search(query string, k int) []Hit {
-	terms := Tokenize(query)
-	slices.Sort(terms)
-	terms = slices.Compact(terms)
+	terms, weight := queryTerms(query)
 
 	scores := make([]float64, len(ix.docs))
 	var matched []int32
@@ -118,7 +116,7 @@ func (ix *Index) Search(query string, k int) []Hit {
 			if scores[p.doc] == 0 {
 				matched = append(matched, p.doc)
 			}
-			scores[p.doc] += idf * tf * (k1 + 1) / (tf + norm)
+			scores[p.doc] += weight[t] * idf * tf * (k1 + 1) / (tf + norm)
 		}
 	}
 

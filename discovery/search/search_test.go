@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,6 +217,35 @@ func TestSearchTopKMatchesFullRanking(t *testing.T) {
 			if diff := cmp.Diff(want, ix.Search(q, k)); diff != "" {
 				t.Fatalf("Search(%q, %d) differs from the first %d of all hits (-want +got):\n%s", q, k, k, diff)
 			}
+		}
+	}
+}
+
+func TestSearchRelatedWords(t *testing.T) {
+	docs := []Doc{
+		{Server: "fs", Tool: "unlink", Description: "Remove a file"},
+		{Server: "fs", Tool: "erase_all", Description: "Delete every file"},
+		{Server: "img", Tool: "shot", Description: "Take a picture of the screen"},
+		{Server: "misc", Tool: "other", Description: "Something unrelated"},
+	}
+	ix := NewIndex(docs)
+	var got []string
+	for _, h := range ix.Search("delete a file", 0) {
+		got = append(got, h.Doc.Tool)
+	}
+	// The word itself ranks before its related word ("remove").
+	if diff := cmp.Diff([]string{"erase_all", "unlink"}, got); diff != "" {
+		t.Errorf("Search(delete a file) (-want +got):\n%s", diff)
+	}
+	if hits := ix.Search("photo", 0); len(hits) != 1 || hits[0].Doc.Tool != "shot" {
+		t.Errorf("Search(photo) = %v, want the tool that takes a picture", hits)
+	}
+	if related["photo"] == nil || !slices.Contains(related["photo"], "image") {
+		t.Errorf("related[photo] = %v, want it to hold image", related["photo"])
+	}
+	for t0, us := range related {
+		if slices.Contains(us, t0) {
+			t.Errorf("%s is related to itself", t0)
 		}
 	}
 }
