@@ -6,7 +6,8 @@ import (
 )
 
 // stopWords are dropped from documents and queries: they match nearly every
-// description and carry no meaning for finding a tool.
+// description, or only say how a request is worded, and carry no meaning for
+// finding a tool.
 var stopWords = map[string]bool{
 	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true,
 	"be": true, "by": true, "can": true, "do": true, "does": true, "for": true,
@@ -15,6 +16,12 @@ var stopWords = map[string]bool{
 	"of": true, "on": true, "or": true, "that": true, "the": true, "their": true,
 	"them": true, "this": true, "to": true, "was": true, "what": true,
 	"which": true, "will": true, "with": true, "you": true, "your": true,
+	// how people ask: "I'd need to know", "could we", "let's"
+	"want": true, "need": true, "know": true, "please": true, "would": true,
+	"could": true, "should": true, "just": true, "we": true, "us": true,
+	"our": true, "so": true,
+	// what is left of contractions once the apostrophe splits them
+	"m": true, "s": true, "t": true, "ll": true, "re": true, "ve": true,
 }
 
 // Tokenize splits s into lower-case search terms. Words break at anything that
