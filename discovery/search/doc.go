@@ -20,6 +20,12 @@
 // with the common Chinese translations), each counting 0.4 of a word the
 // query holds, so the query's own words rank first.
 //
+// Then the documents that matched are ranked again with the five rarest
+// terms of the best one added at 0.3 (pseudo-relevance feedback from the
+// first hit): tools that do the same thing describe it with the same words,
+// and a server's tools share its name, so the best match lifts the tools the
+// query's wording missed. Feedback reorders; it adds no documents.
+//
 // Quality is measured, not guessed: TestRetrieval scores the search on a
 // golden set of graded queries over the 527 tools of LiveMCPTool
 // (testdata/golden; metrics in package [searcheval]):
