@@ -63,7 +63,7 @@ var relatedGroups = []string{
 	"repo repository project codebase 仓库 项目",
 	"commit change revision history log 提交",
 	"branch fork",
-	"code source script program snippet 代码",
+	"code coding programming source script program snippet 代码 编程",
 	"package library dependency module lib 依赖 库",
 	"version release 版本",
 	"vulnerability security cve vuln vulnerable safe 安全 漏洞",
@@ -88,12 +88,12 @@ var relatedGroups = []string{
 	"price cost quote value worth 价格",
 	"stock share ticker equity 股票",
 	"crypto cryptocurrency bitcoin btc ethereum eth token coin 加密货币",
-	"currency money exchange fx forex 货币 汇率",
+	"currency money exchange fx forex euro eur dollar usd yen pound 货币 汇率",
 	"earnings revenue profit income financial financials 财务 收入",
 	"dividend payout 股息",
 	"market trading exchange 市场",
 	"news headline article story 新闻 资讯",
-	"trending popular hot top rank ranking trend viral 热门 热榜 排行",
+	"trending popular hot hottest top rank ranking trend viral 热门 热榜 排行",
 	"paper article preprint publication study research literature 论文 文章",
 	"book novel reading 书 图书",
 	"movie film 电影",
@@ -131,8 +131,8 @@ var relatedGroups = []string{
 	"paragraph text 段落",
 	"style font formatting 样式 字体",
 	"tree hierarchy structure recursive",
-	"size big large biggest 大小",
-	"current now latest today recent 当前 最新",
+	"size big large biggest largest 大小",
+	"current now latest newest today recent 当前 最新",
 	"history historical past previous 历史",
 	"detail details info information 详细 信息",
 
@@ -209,7 +209,7 @@ var relatedGroups = []string{
 	"league team 联赛 队伍",
 	"upcoming fixture schedule 赛程",
 	"museum art painting artwork collection gallery 博物馆 艺术",
-	"category categories department section topic 分类 类别",
+	"category categories department section topic subject taxonomy 分类 类别",
 	"tag label keyword 标签 关键词",
 	"government gov federal public 政府",
 	"license licence 许可",
@@ -237,6 +237,15 @@ var relatedGroups = []string{
 	"genome dna 基因组",
 	"pubmed medline",
 	"stack services multi",
+
+	"props property properties attribute attributes 属性",
+
+	// markets
+	"gold silver metal metals precious commodity commodities 黄金",
+	"earnings results eps estimate estimates quarterly 财报",
+	"insider executive executives director officer 高管",
+	"ohlcv candle candles candlestick 行情",
+	"sentiment mood fear greed 情绪",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
