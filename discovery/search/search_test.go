@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,9 @@ func TestTokenize(t *testing.T) {
 		{"  ", nil},
 		{"the of a", nil},
 		{"Größe ändern", []string{"größe", "ändern"}},
+		{"查询12306中转余票", []string{"查询", "12306", "中转", "转余", "余票"}},
+		{"Ant Design 组件的 API属性", []string{"ant", "design", "组件", "件的", "api", "属性"}},
+		{"汤", []string{"汤"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -214,5 +218,54 @@ func TestSearchTopKMatchesFullRanking(t *testing.T) {
 				t.Fatalf("Search(%q, %d) differs from the first %d of all hits (-want +got):\n%s", q, k, k, diff)
 			}
 		}
+	}
+}
+
+func TestSearchRelatedWords(t *testing.T) {
+	docs := []Doc{
+		{Server: "fs", Tool: "unlink", Description: "Remove a file"},
+		{Server: "fs", Tool: "erase_all", Description: "Delete every file"},
+		{Server: "img", Tool: "shot", Description: "Take a picture of the screen"},
+		{Server: "misc", Tool: "other", Description: "Something unrelated"},
+	}
+	ix := NewIndex(docs)
+	var got []string
+	for _, h := range ix.Search("delete a file", 0) {
+		got = append(got, h.Doc.Tool)
+	}
+	// The word itself ranks before its related word ("remove").
+	if diff := cmp.Diff([]string{"erase_all", "unlink"}, got); diff != "" {
+		t.Errorf("Search(delete a file) (-want +got):\n%s", diff)
+	}
+	if hits := ix.Search("photo", 0); len(hits) != 1 || hits[0].Doc.Tool != "shot" {
+		t.Errorf("Search(photo) = %v, want the tool that takes a picture", hits)
+	}
+	if related["photo"] == nil || !slices.Contains(related["photo"], "image") {
+		t.Errorf("related[photo] = %v, want it to hold image", related["photo"])
+	}
+	for t0, us := range related {
+		if slices.Contains(us, t0) {
+			t.Errorf("%s is related to itself", t0)
+		}
+	}
+}
+
+func TestSearchFeedbackFromTheFirstHit(t *testing.T) {
+	docs := []Doc{
+		{Server: "meteo", Tool: "forecast", Description: "Weather forecast by city name"},
+		{Server: "meteo", Tool: "alerts", Description: "Severe weather alerts for a region"},
+		{Server: "news", Tool: "headlines", Description: "Weather headlines"},
+		{Server: "geo", Tool: "city_lookup", Description: "Find a city by name"},
+	}
+	var got []string
+	for _, h := range NewIndex(docs).Search("weather forecast", 0) {
+		got = append(got, h.Doc.Server+"/"+h.Doc.Tool)
+	}
+	// news/headlines, shorter, would rank before meteo/alerts on "weather"
+	// alone; the first hit's terms (meteo) lift its sibling. geo/city_lookup
+	// shares only feedback terms (city, name) and is not returned.
+	want := []string{"meteo/forecast", "meteo/alerts", "news/headlines"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Search(weather forecast) (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,304 @@
+package search
+
+import (
+	"slices"
+	"strings"
+)
+
+// relatedGroups are words that tools and the people looking for them use for
+// the same thing. A query word also looks for the other words of its groups,
+// at [relatedWeight] (see [Index.Search]). The groups are general tool
+// vocabulary, written from what MCP tools do (files, the web, documents,
+// code, data, media, finance, maps), not from the names of particular tools;
+// the Chinese words are the common translations of the English ones, for the
+// servers whose descriptions are written in Chinese.
+var relatedGroups = []string{
+	// actions
+	"fetch get retrieve download grab pull obtain 获取",
+	"search find look lookup query locate discover seek 搜索 查询 查找",
+	"create make new generate build produce 创建 生成",
+	"add insert append put attach 添加 插入",
+	"remove delete erase drop forget clear discard 删除",
+	"edit modify change update alter revise tweak 修改 编辑 更新",
+	"replace substitute swap",
+	"read open view show display see 读取 查看",
+	"write save store record 保存 写入",
+	"list enumerate all 列出 列表",
+	"run execute launch start invoke 运行 执行",
+	"stop kill terminate end halt abort cancel",
+	"convert transform turn export translate 转换",
+	"merge combine join concatenate 合并",
+	"split divide separate chunk 拆分",
+	"compare versus vs comparison 比较",
+	"diff difference",
+	"move rename relocate 移动 重命名",
+	"copy duplicate clone 复制",
+	"analyze analyse analysis inspect examine evaluate assess 分析",
+	"summary summarize summarise overview brief abstract gist 摘要 总结",
+	"check validate verify test 检查 验证",
+	"recommend suggest advise recommendation suggestion 推荐",
+	"plan schedule organize 计划",
+	"extract parse scrape 提取",
+	"format beautify prettify indent 格式",
+	"compute calculate evaluate math arithmetic 计算",
+	"predict forecast estimate 预测",
+	"track follow monitor watch 跟踪",
+	"click press tap",
+	"fill type enter input",
+
+	// things
+	"file document doc 文件 文档",
+	"folder directory dir 目录 文件夹",
+	"picture image photo photograph pic screenshot artwork png jpg jpeg 图片 图像",
+	"slide presentation deck ppt pptx powerpoint 幻灯片 演示",
+	"word docx document",
+	"spreadsheet excel xlsx sheet workbook worksheet tab 表格",
+	"table grid",
+	"pdf 文档",
+	"text content body 文本 内容",
+	"note memo notebook jot 笔记",
+	"page webpage website site web url link 网页 网站 链接",
+	"web internet online 网络 互联网",
+	"browser chrome tab",
+	"repo repository project codebase 仓库 项目",
+	"commit change revision history log 提交",
+	"branch fork",
+	"code coding programming source script program snippet 代码 编程",
+	"package library dependency module lib 依赖 库",
+	"version release 版本",
+	"vulnerability security cve vuln vulnerable safe 安全 漏洞",
+	"component widget element ui 组件",
+	"icon symbol 图标",
+	"animation animated effect motion 动画",
+	"container docker",
+	"process program pid task",
+	"terminal shell console command cli 终端 命令",
+	"log output logs 日志",
+	"config configuration setting settings option preference 配置 设置",
+	"task todo job item 任务",
+	"chart graph plot diagram visualize visualise visualization 图表",
+	"map geographic geocode 地图",
+	"location place spot venue 地点 位置",
+	"route direction navigate navigation directions commute 路线 导航",
+	"nearby near around close 附近",
+	"weather forecast temperature rain umbrella climate 天气",
+	"time clock timezone hour 时间 时区",
+	"date day calendar today tomorrow 日期 日历",
+	"random chance roll dice shuffle 随机",
+	"price cost quote value worth 价格",
+	"stock share ticker equity 股票",
+	"crypto cryptocurrency bitcoin btc ethereum eth token coin 加密货币",
+	"currency money exchange fx forex euro eur dollar usd yen pound 货币 汇率",
+	"earnings revenue profit income financial financials 财务 收入",
+	"dividend payout 股息",
+	"market trading exchange 市场",
+	"news headline article story 新闻 资讯",
+	"trending popular hot hottest top rank ranking trend viral 热门 热榜 排行",
+	"paper article preprint publication study research literature 论文 文章",
+	"book novel reading 书 图书",
+	"movie film 电影",
+	"video clip 视频",
+	"song music audio track sound 音乐 音频",
+	"transcript subtitle caption captions 字幕",
+	"recipe cook cooking meal dish food eat 菜谱 食谱 做法",
+	"train railway rail 列车 火车",
+	"ticket seat booking 车票 余票",
+	"station stop 车站",
+	"game match play 游戏 比赛",
+	"player user account profile 玩家 用户",
+	"card 卡牌",
+	"character hero champion agent 角色",
+	"question problem puzzle challenge exercise 题目",
+	"contest competition tournament 竞赛",
+	"dataset data 数据",
+	"domain hostname dns",
+	"ip address",
+	"email mail",
+	"http request api endpoint 接口",
+	"markdown md",
+	"html markup",
+	"json",
+	"svg vector",
+	"mindmap mind outline",
+	"thinking reasoning thought think reflect step 思考",
+	"memory knowledge remember graph 记忆 知识",
+	"wiki encyclopedia wikipedia 百科",
+	"trial clinical 临床",
+	"gene variant mutation genetic 基因 变异",
+	"password protect lock encrypt 密码",
+	"footnote endnote note",
+	"heading title header 标题",
+	"paragraph text 段落",
+	"style font formatting 样式 字体",
+	"tree hierarchy structure recursive",
+	"size big large biggest largest 大小",
+	"current now latest newest today recent 当前 最新",
+	"history historical past previous 历史",
+	"detail details info information 详细 信息",
+
+	// more things people ask tools about
+	"translate translation language 翻译 语言",
+	"email mail inbox 邮件",
+	"message chat conversation 消息",
+	"calendar event meeting appointment 日程 会议",
+	"company business firm corporation enterprise 公司 企业",
+	"database db sql 数据库",
+	"upload attach 上传",
+	"install setup 安装",
+	"deploy deployment publish ship 部署 发布",
+	"docs documentation manual reference guide readme 文档 说明",
+	"example sample demo usage 示例 例子",
+	"tutorial guide howto instructions walkthrough 教程 攻略",
+	"review rating opinion feedback 评分 评价 评测",
+	"score metric metrics stats statistics 统计 指标",
+	"tempo bpm beat rhythm pace 节奏",
+	"length duration long seconds 时长",
+	"coordinates coordinate latitude longitude lat lon lng gps 经纬度 坐标",
+	"city town 城市",
+	"country nation 国家",
+	"hotel lodging accommodation stay rental listing 住宿 酒店",
+	"flight airline airport 航班",
+	"restaurant dining cafe 餐厅",
+	"school university college education 学校 教育",
+	"hospital clinic doctor medical health 医院 医疗 健康",
+	"drug medicine medication chemical 药物",
+	"disease condition illness 疾病",
+	"parking garage 停车",
+	"charging charger ev electric 充电",
+	"fund etf 基金",
+	"sector industry 行业",
+	"comment reply discussion thread 评论",
+	"post story submission submit 帖子",
+	"keyboard key press",
+	"hover mouse",
+	"selector element css",
+	"dropdown select choose pick 选择",
+	"login signin sign auth authentication credential 登录",
+	"form field input 表单",
+	"javascript js script console",
+	"screenshot capture snapshot screen 截图",
+	"render draw paint sketch 绘制",
+	"canvas board drawing 画布",
+	"color colour 颜色",
+	"rectangle square box shape 形状",
+	"theme design style template layout 模板 布局 主题",
+	"mockup frame device phone iphone android 手机",
+	"row column cell",
+	"bullet point",
+	"encoding charset utf gbk 编码",
+	"compress zip gzip archive 压缩",
+	"crawl scrape spider 爬取",
+	"whois registrant registrar owner registered registration 注册",
+	"timezone zone utc 时区",
+	"lunar almanac 农历 黄历",
+	"birth birthday born 出生 生日",
+	"horoscope fortune astrology zodiac destiny 八字 命理",
+	"dinner lunch breakfast supper 晚餐 午餐 早餐",
+	"ingredient 食材",
+	"allergy allergen 过敏",
+	"shopping grocery buy purchase 购物",
+	"deal discount sale coupon 优惠",
+	"tech technology 科技",
+	"startup venture funding investment 创业 投资",
+	"finance financial economy economic 财经 经济",
+	"entertainment celebrity gossip 娱乐",
+	"sport sports 体育",
+	"politics political 时政 政治",
+	"question answer qa 问答",
+	"leaderboard standings ranking ranked 排名 排行榜",
+	"league team 联赛 队伍",
+	"upcoming fixture schedule 赛程",
+	"museum art painting artwork collection gallery 博物馆 艺术",
+	"category categories department section topic subject taxonomy 分类 类别",
+	"tag label keyword 标签 关键词",
+	"government gov federal public 政府",
+	"license licence 许可",
+	"maintainer author owner 作者",
+	"alternative replacement similar substitute 替代",
+	"deprecated obsolete outdated 废弃",
+	"typescript types typing",
+	"changelog 更新日志",
+	"stage staged staging",
+	"unstage reset undo revert 撤销",
+	"checkout switch",
+	"status state 状态",
+	"legal valid allowed permitted 合法",
+	"number integer int digit float 数字",
+	"secret token key password hex",
+	"uuid id identifier 编号",
+	"project workspace notebook 项目",
+	"active current default 默认",
+	"link relation relationship connection edge connect 关系",
+	"entity node object 实体 节点",
+	"observation fact facts 事实",
+	"chapter part heading section 章节",
+	"contents toc outline structure 目录 结构",
+	"podcast episode",
+	"genome dna 基因组",
+	"pubmed medline",
+	"stack services multi",
+
+	"props property properties attribute attributes 属性",
+
+	// markets
+	"gold silver metal metals precious commodity commodities 黄金",
+	"earnings results eps estimate estimates quarterly 财报",
+	"insider executive executives director officer 高管",
+	"ohlcv candle candles candlestick 行情",
+	"sentiment mood fear greed 情绪",
+}
+
+// relatedWeight is how much a related word counts next to a word of the
+// query itself.
+const relatedWeight = 0.4
+
+// related maps a term to the terms related to it; built from relatedGroups.
+var related = buildRelated(relatedGroups)
+
+func buildRelated(groups []string) map[string][]string {
+	m := map[string][]string{}
+	for _, g := range groups {
+		var terms []string
+		for _, w := range strings.Fields(g) {
+			terms = append(terms, Tokenize(w)...)
+		}
+		slices.Sort(terms)
+		terms = slices.Compact(terms)
+		for _, t := range terms {
+			for _, u := range terms {
+				if u != t {
+					m[t] = append(m[t], u)
+				}
+			}
+		}
+	}
+	for t, us := range m {
+		slices.Sort(us)
+		m[t] = slices.Compact(us)
+	}
+	return m
+}
+
+// queryTerms returns the terms of query, each with its weight: 1 for the
+// query's own terms, relatedWeight for the terms related to them. The
+// terms are sorted, so scores add up in the same order every time.
+func queryTerms(query string) ([]string, map[string]float64) {
+	w := map[string]float64{}
+	for _, t := range Tokenize(query) {
+		w[t] = 1
+	}
+	for t := range w {
+		if w[t] < 1 {
+			continue
+		}
+		for _, u := range related[t] {
+			w[u] = max(w[u], relatedWeight)
+		}
+	}
+	terms := make([]string, 0, len(w))
+	for t := range w {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	return terms, w
+}
