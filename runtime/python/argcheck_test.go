@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -60,6 +61,9 @@ func (h *checkHost) Call(ctx context.Context, method string, params json.RawMess
 	var p struct {
 		Server string  `json:"server"`
 		Tool   *string `json:"tool"`
+	}
+	if err := json.Unmarshal(params, &p); err == nil && method == protocol.MethodListTools && p.Server == "db" {
+		return []any{checkTools["note"], checkTools["query"]}, nil
 	}
 	if err := json.Unmarshal(params, &p); err != nil || p.Tool == nil {
 		return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s %s: want a server and a tool", method, params)}
@@ -221,5 +225,32 @@ func TestArgumentCheckAsksOnce(t *testing.T) {
 	}
 	if res.Stdout != "done\n" || h.docs != 2 || len(h.calls) != 3 {
 		t.Errorf("stdout %q, %d docs requests (want 2), calls %q", res.Stdout, h.docs, h.calls)
+	}
+}
+
+// TestArgumentCheckSession: names bound by an earlier run of the session
+// are read from its namespace (an alias of a proxy is followed), objects
+// that compare strangely do not upset the check, and problems are listed
+// by line.
+func TestArgumentCheckSession(t *testing.T) {
+	it := startInterp(t, protocol.Init{}, Limits{})
+	h := &checkHost{}
+	define := "class Weird:\n    def __eq__(self, other):\n        raise ValueError('no truth')\n    def x(self, **kw):\n        pass\nw = Weird()\ngh = mcp_db\nfrom mcp.servers.db import note as jot"
+	if res, err := it.Run(t.Context(), Program{Code: define, Servers: checkServers, CheckArgs: true}, h, time.Minute); err != nil || res.Error != nil {
+		t.Fatalf("defining: %v %+v", err, res.Error)
+	}
+	code := "w.x(a=1)\nif True:\n    gh.sync.query(sql='x', limit='2')\ngh.sync.note(text=1)\njot.sync(txt='a')"
+	res, err := it.Run(t.Context(), Program{Code: code, Servers: checkServers, CheckArgs: true}, h, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Kind != protocol.FailArgumentCheck {
+		t.Fatalf("want argument_check; got %+v, stderr %q", res.Error, res.Stderr)
+	}
+	msg := res.Error.Message
+	three, four := strings.Index(msg, "line 3: gh.sync.query(limit='2')"), strings.Index(msg, "line 4: gh.sync.note(text=1)")
+	five := strings.Index(msg, `line 5: jot.sync(txt='a'): no argument "txt"; did you mean "text"?`)
+	if three < 0 || four < three || five < four || res.Stderr != "" || len(h.calls) > 0 {
+		t.Errorf("want lines 3, 4 and 5 in order, no stderr, no calls; got %q, stderr %q, calls %q", msg, res.Stderr, h.calls)
 	}
 }

@@ -17,7 +17,6 @@ Runs on Python 3.9+.
 """
 
 import ast
-import difflib
 import json
 import sys
 
@@ -52,13 +51,23 @@ class _ToolModule:
         self.key = key
 
 
+class _Method:
+    """A helper method of a proxy, such as call or call_sync."""
+
+    def __init__(self, proxy, name):
+        self.proxy = proxy
+        self.name = name
+
+
 _UNKNOWN = object()
+_SERVERS = object()  # the package mcp.servers, not imported
 
 
 def check(src, tree, namespace):
     """Raises ArgumentCheckError if a call in tree (the run's module AST)
     does not match its tool's schema; returns the number of calls checked."""
-    calls = list(_calls(tree, _bindings(tree, namespace), namespace))
+    calls = sorted(_calls(tree, _bindings(tree, namespace), namespace),
+                   key=lambda c: (c[0].lineno, c[0].col_offset))
     if not calls:
         return 0
     docs = _fetch({(c[1], c[2]) for c in calls})
@@ -179,6 +188,17 @@ def _from(module, name):
     return _UNKNOWN
 
 
+def _function(obj):
+    """A tool function an earlier run imported from mcp.servers.<alias> as
+    the tool it calls; any other object as it is."""
+    module = getattr(obj, "__module__", None)
+    if callable(obj) and isinstance(module, str) and module.startswith("mcp.servers."):
+        tool, server = getattr(obj, "tool", None), getattr(sys.modules.get(module), "SERVER", None)
+        if isinstance(tool, dict) and isinstance(server, dict) and "name" in tool:
+            return _Tool(server.get("name"), tool["name"], function=True)
+    return obj
+
+
 def _is_proxy(obj):
     return isinstance(obj, (runtime.ServerProxy, runtime._SyncTools))
 
@@ -188,7 +208,7 @@ def _resolve(node, names, namespace):
     if isinstance(node, ast.Name):
         if node.id in names:
             return names[node.id]
-        return namespace.get(node.id, _UNKNOWN)
+        return _function(namespace.get(node.id, _UNKNOWN))
     if isinstance(node, ast.Attribute):
         base = _resolve(node.value, names, namespace)
         if base is _UNKNOWN:
@@ -197,7 +217,7 @@ def _resolve(node, names, namespace):
             if node.attr == "sync":
                 return base.sync
             if node.attr in _PROXY_ATTRS:
-                return ("method", base, node.attr)
+                return _Method(base, node.attr)
             return _Tool(base.name, node.attr)
         if isinstance(base, runtime._SyncTools):
             return _Tool(base._server, node.attr)
@@ -208,9 +228,9 @@ def _resolve(node, names, namespace):
             return _Tool(info["name"], node.attr, function=True) if info else _UNKNOWN
         if isinstance(base, type(sys)) and (base.__name__ == "mcp" or base.__name__.startswith("mcp.")):
             if base.__name__ == "mcp" and node.attr == "servers":
-                return ("servers",)
+                return _SERVERS
             return getattr(base, node.attr, _UNKNOWN)
-        if base == ("servers",):
+        if base is _SERVERS:
             return _ToolModule(node.attr)
         return _UNKNOWN
     if isinstance(node, ast.Subscript):
@@ -257,12 +277,12 @@ def _calls(tree, names, namespace):
                 continue  # positional arguments: the call itself says what is wrong
             args, complete = _keywords(node.keywords)
             yield node, target.server, target.tool, args, complete, func + "(%s)"
-        elif isinstance(target, tuple) and target[0] == "method" and target[2] in ("call", "call_sync"):
+        elif isinstance(target, _Method) and target.name in ("call", "call_sync"):
             tool = _string(node.args[0]) if len(node.args) == 1 else None
             if tool is None:
                 continue
             args, complete = _keywords(node.keywords)
-            yield node, target[1].name, tool, args, complete, "%s(%s, %%s)" % (func, json.dumps(tool).replace("%", "%%"))
+            yield node, target.proxy.name, tool, args, complete, "%s(%s, %%s)" % (func, json.dumps(tool).replace("%", "%%"))
         elif any(target is f for f in call_tools):
             pos = list(node.args)
             kw = {k.arg: k.value for k in node.keywords if k.arg}
@@ -356,6 +376,8 @@ def _problems(doc, args, complete):
         real = by_name.get(name)
         if real is None:
             if closed:
+                import difflib
+
                 close = difflib.get_close_matches(name, [p["alias"] for p in params], n=1)
                 hint = '; did you mean "%s"?' % close[0] if close else ""
                 out.append((shown, 'no argument "%s"%s' % (name, hint)))
