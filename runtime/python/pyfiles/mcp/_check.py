@@ -447,6 +447,10 @@ def _mismatch(value, s, root, depth):
         if isinstance(branches, list) and branches:
             whys = [_mismatch(value, b, root, depth) for b in branches]
             if all(whys):
+                # One branch of the value's type: its reason says more.
+                typed = [w for b, w in zip(branches, whys) if _type_fits(have, _deref(b, root))]
+                if len(typed) == 1:
+                    return typed[0]
                 return "is %s, which fits none of %s" % (_describe(value), _union(branches, root))
     if "const" in s and not _same(value, s["const"]):
         return "is %s; the tool takes only %s" % (_describe(value), json.dumps(s["const"]))
@@ -471,6 +475,13 @@ def _mismatch(value, s, root, depth):
                 if why:
                     return '["%s"] %s' % (k, why)
     return ""
+
+
+def _type_fits(have, s):
+    """Whether schema s names one of the JSON types in have."""
+    want = s.get("type") if isinstance(s, dict) else None
+    wants = {want} if isinstance(want, str) else set(want) if isinstance(want, list) else set()
+    return bool(have & wants)
 
 
 def _name(t):
