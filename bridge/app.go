@@ -183,7 +183,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 func serverOptions(cfg settings.Config, opts server.Options) server.Options {
 	opts.Limits = server.Limits{
 		Sessions: cfg.Sessions, MaxCodeSize: cfg.MaxCodeSize, Timeout: cfg.Timeout, MaxTimeout: cfg.MaxTimeout,
-		OutputLimit: cfg.OutputLimit, MaxQueued: cfg.MaxQueued, Attachments: attachLimits(cfg),
+		OutputLimit: cfg.OutputLimit, MaxQueued: cfg.MaxQueued, CheckArgs: cfg.CheckArgs, Attachments: attachLimits(cfg),
 	}
 	opts.ConfigDir = cfg.ConfigDir
 	opts.Debug = cfg.LogLevel <= slog.LevelDebug
@@ -438,7 +438,7 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 // from it, as `codebridge exec` does; timeout 0 means the setting's. The
 // attachments are what the run returned.
 func (a *App) Exec(ctx context.Context, code string, timeout time.Duration) (*python.Result, *host.Attachments, error) {
-	prog := python.Program{Code: code, OutputLimit: a.cfg.OutputLimit}
+	prog := python.Program{Code: code, OutputLimit: a.cfg.OutputLimit, CheckArgs: a.cfg.CheckArgs}
 	var err error
 	if prog.Servers, err = a.dir.Prepare(ctx, nil); err != nil {
 		return nil, nil, err

@@ -64,6 +64,7 @@ type Limits struct {
 	MaxTimeout  time.Duration // the most a call may ask
 	OutputLimit int           // bytes of output kept
 	MaxQueued   int           // calls in progress or waiting, at most; 0 unbounded
+	CheckArgs   bool          // a run's tool calls are checked against their schemas before it runs
 	Attachments host.AttachLimits
 }
 
@@ -292,7 +293,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ro
 		}
 	}
 
-	prog := python.Program{Code: in.Code, OutputLimit: s.lim.OutputLimit}
+	prog := python.Program{Code: in.Code, OutputLimit: s.lim.OutputLimit, CheckArgs: s.lim.CheckArgs}
 	att := host.NewAttachments(s.lim.Attachments)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()

@@ -55,6 +55,7 @@ type Config struct {
 	MaxAttachment  int           `koanf:"max_attachment_size"`   // largest image or file one run returns, in bytes
 	MaxAttachN     int           `koanf:"max_attachments"`       // images and files one run returns, at most
 	MaxAttachSum   int           `koanf:"max_attachments_total"` // bytes of images and files one run returns, at most
+	CheckArgs      bool          `koanf:"check_args"`            // check a run's tool calls against their schemas before it runs
 	AllowSelf      bool          `koanf:"allow_self_server"`     // allow configs that launch codebridge itself
 	ServerIdle     time.Duration `koanf:"server_idle_timeout"`   // stop a downstream server unused this long; 0 never
 	WarmSandboxes  int           `koanf:"warm_containers"`       // containers kept started ahead of time; WarmAuto lets [Config.Warm] decide
@@ -190,6 +191,8 @@ var settings = []setting{
 		parse: count(0, 100)},
 	{key: "max_attachments_total", def: "8m", help: "Bytes of images and files one run returns, at most (before base64); at most 64m.",
 		parse: sizeAtMost(64 << 20)},
+	{key: "check_args", def: "1", help: "1 checks a run's tool calls against the tools' schemas before any of its lines runs: calls whose tool and argument names are written out (`mcp_<alias>.<tool>(...)`, `call_tool(\"server\", \"tool\", {...})`, ...) are checked for unknown tools and arguments, missing required ones, and literal values of the wrong JSON type or outside an enum; a mismatch fails the run (`argument_check`) with the line, the argument and the signature, and nothing runs. 0 leaves it to each call's own check when it is made. See [Arguments checked before a run](sandbox-api.md#arguments-checked-before-a-run).",
+		parse: boolean},
 	{key: "preload", def: "numpy,pandas,matplotlib.pyplot", help: "Modules a session's Python imports in the background while it waits for its first run (comma-separated; empty for none). Makes a session's first data import instant; costs each session about 75 MiB, so it is skipped when MCP_BRIDGE_MEMORY is under 384m. Missing ones are skipped.",
 		parse: func(v string) (any, error) {
 			var modules []string

@@ -37,7 +37,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
-		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
+		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, CheckArgs: true, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,

@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 		runPinServer()
 		return
 	}
+	if os.Getenv(argServerEnv) != "" {
+		runArgServer()
+		return
+	}
 	if os.Getenv(conformanceBrowserEnv) != "" {
 		os.Exit(runConformanceBrowser())
 	}

@@ -156,11 +156,14 @@ print(sorted(raw)[:1])
 			t.Errorf("got %q", out)
 		}
 	})
+	// The calls' own errors, when they are made: the names and arguments
+	// come from variables, which the check before a run does not follow
+	// (TestArgumentCheckEndToEnd tests that check).
 	errCases := []struct{ name, code, want string }{
 		{"unknown server", `await call_tool("everythin", "echo", {"message": "x"})`, `did you mean "everything"`},
-		{"unknown tool", `await mcp_everything.ecko(message="x")`, `did you mean "echo"`},
-		{"bad arguments", `await call_tool("everything", "get-sum", {"a": "two", "b": 1})`, "expected number"},
-		{"missing argument, caught in the sandbox", `await call_tool("everything", "get-sum", {"a": 1})`, "is missing the required argument 'b'; nothing was sent. Its signature:\n    get_sum(*, a: float, b: float) -> Any"},
+		{"unknown tool", `await getattr(mcp_everything, "ecko")(message="x")`, `did you mean "echo"`},
+		{"bad arguments", "args = {\"a\": \"two\", \"b\": 1}\nawait call_tool(\"everything\", \"get-sum\", args)", "expected number"},
+		{"missing argument, caught in the sandbox", "args = {\"a\": 1}\nawait call_tool(\"everything\", \"get-sum\", args)", "is missing the required argument 'b'; nothing was sent. Its signature:\n    get_sum(*, a: float, b: float) -> Any"},
 		{"tool error", `await call_tool("files", "read_text_file", {"path": "/definitely/not/here"})`, "path outside allowed directories"},
 	}
 	for _, tt := range errCases {

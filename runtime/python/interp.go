@@ -247,7 +247,7 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 	background := it.stray.take()
 	it.mu.Unlock()
 
-	it.send(protocol.KindRun, protocol.RunFrame{Run: r.n, Code: p.Code, Servers: p.Servers, Prelude: p.Prelude})
+	it.send(protocol.KindRun, protocol.RunFrame{Run: r.n, Code: p.Code, Servers: p.Servers, Prelude: p.Prelude, CheckArgs: p.CheckArgs})
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

@@ -49,6 +49,9 @@ type Program struct {
 	// Prelude is defined before the code (saved helpers); a session sends it
 	// with its first run.
 	Prelude []protocol.Source
+	// CheckArgs checks the code's tool calls against the tools' schemas
+	// before any of it runs (the check_args setting).
+	CheckArgs bool
 }
 
 // DefaultOutputLimit is the per-stream output cap when [Program.OutputLimit] is 0.

@@ -81,6 +81,10 @@ type RunFrame struct {
 	// Prelude is defined in the namespace before the code: saved helpers,
 	// each under its own file name. Sent with a session's first run.
 	Prelude []Source `json:"prelude,omitempty"`
+	// CheckArgs checks the code's tool calls against the tools' schemas
+	// before any of it runs: a mismatch fails the run with
+	// [FailArgumentCheck] (see docs/sandbox-api.md).
+	CheckArgs bool `json:"check_args,omitempty"`
 }
 
 // Interrupt is the payload of an 'I' frame: raise KeyboardInterrupt in the

@@ -32,3 +32,10 @@ const (
 	FailProtocol    FailureKind = "protocol"            // the sandbox broke the framing
 	FailBusy        FailureKind = "busy"                // refused: codebridge is at its limit of runs, or stopping
 )
+
+// FailArgumentCheck: a tool call written in the code does not match its
+// tool's schema (an unknown tool or argument, a missing required one, a
+// literal of the wrong type or outside an enum), found before the run
+// started, so none of its lines ran. Its Message names each call's line,
+// argument and signature (the check_args setting; see docs/sandbox-api.md).
+const FailArgumentCheck FailureKind = "argument_check"

@@ -953,6 +953,41 @@ def _check_saved(name, source):
         raise ValueError("it has decorators")
 
 
+def _names_tools(src, namespace):
+    """Whether src may call a tool: it names a helper, or a name an earlier
+    run bound to a proxy or a tool function."""
+    if "mcp" in src or "call_tool" in src:
+        return True
+    runtime = sys.modules.get("mcp.runtime")
+    if runtime is None:
+        return False
+    kinds = (runtime.ServerProxy, runtime._SyncTools)
+    for name, value in namespace.items():
+        if (isinstance(value, kinds) or getattr(value, "tool", None) is not None
+                and str(getattr(value, "__module__", "")).startswith("mcp.servers.")) and name in src:
+            return True
+    return False
+
+
+def _check_args(src, filename, namespace):
+    """The failure of a run whose tool calls do not match their tools'
+    signatures (mcp._check), before any of its lines runs; else None. Code
+    that names no helper is not parsed (nor ast imported). A fault of the
+    check itself skips it, with a note on stderr: the run goes on."""
+    if not _names_tools(src, namespace):
+        return None
+    from mcp import _check
+
+    try:
+        tree = compile(src, filename, "exec", flags=_ast.PyCF_ONLY_AST | _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        _check.check(src, tree, namespace)
+    except Exception as e:
+        if isinstance(e, _check.ArgumentCheckError):
+            return {"kind": _check.KIND, "type": type(e).__name__, "message": _clip(_str(e))}
+        sys.stderr.write("codebridge: the argument check before the run was skipped: %s: %s\n" % (type(e).__name__, _str(e)))
+    return None
+
+
 def _send_figures(mcp):
     """Returns the figures the run left open with its result."""
     try:
@@ -972,12 +1007,18 @@ def _run(msg, namespace, mcp, pumps, channel):
     exit_code, failure = 0, None
     try:
         try:
-            code = _compile(msg.get("code") or "", "%s #%d>" % (FILE_PREFIX, n))
+            src = msg.get("code") or ""
+            code = _compile(src, "%s #%d>" % (FILE_PREFIX, n))
             _running = n  # set before checking _interrupted: see _interrupt
             try:
                 if _interrupted >= n:
                     raise KeyboardInterrupt
-                _run_code(code, namespace, channel)
+                if msg.get("check_args") and mcp is not None:
+                    failure = _check_args(src, code.co_filename, namespace)
+                if failure is not None:
+                    exit_code = 1
+                else:
+                    _run_code(code, namespace, channel)
             finally:
                 _running = 0
         except SystemExit as e:
