@@ -77,7 +77,7 @@ func (c *Config) Equal(o *Config) bool {
 // empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
 	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools) &&
-		s.NoElicitation == o.NoElicitation && s.NoSampling == o.NoSampling)
+		s.NoElicitation == o.NoElicitation && s.NoSampling == o.NoSampling && s.Trusted == o.Trusted)
 }
 
 // SameEndpoint reports whether s and o reach the same server in the same way:
