@@ -70,7 +70,7 @@ func (s *scanner) text(field, raw string, name bool) {
 	s.blobs(field, raw)
 }
 
-// normalize is text as the rules read it: lower case, without the
+// normalize is text as the rules read it (they ignore case): without the
 // characters that do not print (tag characters become the ASCII they
 // encode, so smuggled text is read too), every run of space one space; a
 // name's separators and case changes are spaces.
@@ -98,7 +98,7 @@ func normalize(text string, name bool) string {
 			continue
 		}
 		space = false
-		b.WriteRune(unicode.ToLower(r))
+		b.WriteRune(r)
 	}
 	return b.String()
 }
@@ -218,7 +218,7 @@ type rule struct {
 // negated reports whether before, the text before a match, ends in a
 // negation.
 func negated(before string) bool {
-	before = strings.TrimRight(before, " ")
+	before = strings.ToLower(strings.TrimRight(before, " "))
 	for _, w := range []string{" not", "n't", " never", " no"} {
 		if strings.HasSuffix(before, w) {
 			return true
@@ -241,47 +241,51 @@ const (
 )
 
 var rules = []rule{
-	{"markup", Threshold, regexp.MustCompile(`<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|critical|override|sys|system[ _-]?prompt|assistant[ _-]?instructions?)\b[^<>]{0,20}>|\[/?(?:inst|system|sys)\]|<\|im_(?:start|end)\|>|<<\s*/?sys\s*>>|(?:^|\s)#{2,}\s*(?:system|instructions?)\b`), false},
-	{"override", Threshold, regexp.MustCompile(`\b(?:ignore|disregard|forget|override|bypass|overrule)\s+(?:(?:all|any|the|your|of|these|those)\s+)*(?:previous|prior|above|earlier|preceding|existing|original|system|safety|other|initial)\s+(?:instructions?|rules|prompts?|directions|guidelines|messages|directives|context|constraints)`), false},
-	{"override", 2, regexp.MustCompile(`\b(?:this(?: tool| description)?|these instructions?)\s+(?:overrides?|supersedes?|takes? precedence over)\b|\bignore (?:its|their|the other) (?:instructions|descriptions)\b|\bnew instructions\s*:|\bsystem (?:override|directive)\b`), false},
-	{"secrecy", Threshold, regexp.MustCompile(`\b(?:do not|don't|dont|never|must not|should not|shouldn't|without)\s+(?:ever\s+)?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|alert(?:ing)?|let(?:ting)?|report(?:ing)? (?:this )?to|explain(?:ing)? (?:this )?to|show(?:ing)? (?:this )?to)\s+(?:this\s+|that\s+|it\s+)?(?:to\s+)?(?:the\s+)?(?:user|human|person|customer|operator)s?\b`), false},
-	{"secrecy", Threshold, regexp.MustCompile(`\b(?:user|human)s?\s+(?:must|should|need) not\s+(?:know|see|notice|find out|be (?:told|informed|aware|notified))|\bkeep (?:this|it|these|that) (?:a )?(?:secret|hidden|confidential)\b|\bwithout (?:the )?user'?s? (?:knowledge|knowing|consent|noticing|awareness)|\b(?:secretly|covertly|discreetly|quietly|silently|invisibly)\s+(?:read|send|forward|include|add|call|copy|upload|bcc|cc|pass|append|exfiltrate|collect|transmit|attach|redirect|change|replace|use)\b`), false},
-	{"secrecy", Threshold, regexp.MustCompile(`\b(?:should|must|need|is) not (?:be )?(?:mentioned|shown|revealed|disclosed|told|reported|explained|visible) to the (?:user|human)\b`), false},
-	{"secrecy", 2, regexp.MustCompile(`\b(?:upset|alarm|scare|worry|confuse) the user\b|\b(?:hide|conceal) (?:this|it|that) from\b|\bdo not (?:mention|reveal|disclose|say|explain) (?:that|this|it|these|any)\b`), false},
-	{"model-instruction", 2, regexp.MustCompile(`\b(?:before|prior to|after)\s+(?:using|calling|invoking|running|executing|you use|you call)\s+(?:this|the|any)\s+(?:tool|function)\b|\b(?:otherwise|or else)\s+(?:the|this)\s+tool\s+(?:will not|won't|cannot|can't|will fail|does not|doesn't)|\bif you are an? (?:ai|llm|language model|assistant|agent)\b|\bnote (?:to|for) (?:the )?(?:model|assistant|ai|agent|llm)\b|\b(?:the person|the human|the user|whoever is) (?:using|talking to|chatting with|prompting) you\b|\bwhen(?:ever)? the user (?:says|writes|types|sends|mentions|thanks)\b|\bas an? (?:ai|llm|language model) (?:assistant|agent|model)?\b`), false},
-	{"model-instruction", 1, regexp.MustCompile(`\b` + toModel + `\s+(?:must|shall|are required to|is required to|have to|has to|need to|needs to|are instructed to|will now|are now)\b|\b(?:always|first|immediately)\s+(?:call|invoke|run|use|read|execute)\b|\bimportant\s*[:!]`), false},
-	{"context-leak", 2, regexp.MustCompile(`\b(?:system prompt|(?:full|entire|complete|whole) (?:conversation|chat|transcript)|(?:all|every) (?:previous|prior|earlier) (?:messages?|prompts?|turns?)|conversation (?:so far|up to now)|your context window|everything (?:said|discussed|written|typed|shared) (?:in|during|so far in) (?:this|the) (?:session|conversation|chat|thread))\b`), false},
-	{"context-leak", 1, regexp.MustCompile(`\b(?:conversation|chat) history\b`), false},
-	{"credential-path", 2, regexp.MustCompile(privatePath), false},
-	{"credential", 1, regexp.MustCompile(`\b` + secretWord + `\b`), false},
-	{"credential", 2, regexp.MustCompile(`\b(?:the )?users?'?s? (?:own |bank |master |account |brokerage )?` + secretWord + `\b`), false},
-	{"pass-along", 2, regexp.MustCompile(`\b(?:` + verbsPass + `|with)\b[^.]{0,60}?\b(?:as|in|into|inside|within|to)\s+(?:the\s+|a\s+)?['"\x60]?[a-z_]+['"\x60]?\s+(?:parameter|param|argument|field|arg)\b|\b` + verbsPass + `\s+(?:its|their|the|this|that|his|her|your)\s+(?:full\s+|entire\s+|complete\s+|whole\s+|raw\s+|chat\s+|conversation\s+)?(?:content|contents|value|values|output|text|results?|history|conversation|transcript)\b|\b(?:fill|set|populate)\s+(?:the\s+)?['"\x60]?[a-z_]+['"\x60]?\s+(?:parameter|param|field|argument)\s+with\b`), true},
-	{"send-to", 2, regexp.MustCompile(`\b(?:send|forward|post|upload|report|transmit|exfiltrate|bcc|cc|copy|redirect|mail|submit|leak|route|deliver|relay|sync|navigate)\b[^.\n]{0,80}?\b(?:to|at|into)\s+['"\x60<(]?` + hostRE), false},
-	{"send-to", 2, regexp.MustCompile(`\b(?:bcc|cc)\s*:?\s*['"\x60<]?` + emailRE + `|\brecipients?\s+(?:must|should|shall) (?:always )?be\b|\bchange the (?:recipient|destination|address|account|url|endpoint)\b`), false},
-	{"parameter-tampering", 2, regexp.MustCompile(`\b(?:set|change|replace|switch|overwrite) the (?:account|recipient|destination|address|iban|wallet|payee|amount|url|endpoint|path|to field|sender)\b[^.]{0,30}?\b(?:to|with)\b`), false},
-	{"email-address", 1, regexp.MustCompile(`\b` + emailRE + `\b`), false},
-	{"shadowing", 2, regexp.MustCompile(`\b(?:when(?:ever)?|each time|every time|any time)\s+(?:the\s+|a\s+|any\s+)?['"\x60]?[a-z0-9_.-]+['"\x60]?\s+(?:tool|function)\s+is\s+(?:used|called|invoked|available|present|run)|\bside effects? on (?:the )?(?:also present|other|another)\b|\b(?:all|any|every) (?:other )?tools?\s+(?:must|should|need to)\b|\bthis tool (?:must|should) (?:always )?be (?:called|used|run|invoked) (?:before|after|instead of)\b|\binstead of (?:using|calling) (?:the )?\S+ tool\b|\b(?:from|of) (?:any|every|all|another|other) (?:mcp )?servers?\b`), false},
+	{"markup", Threshold, ci(`<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|critical|override|sys|system[ _-]?prompt|assistant[ _-]?instructions?)\b[^<>]{0,20}>|\[/?(?:inst|system|sys)\]|<\|im_(?:start|end)\|>|<<\s*/?sys\s*>>|(?:^|\s)#{2,}\s*(?:system|instructions?)\b`), false},
+	{"override", Threshold, ci(`\b(?:ignore|disregard|forget|override|bypass|overrule)\s+(?:(?:all|any|the|your|of|these|those)\s+)*(?:previous|prior|above|earlier|preceding|existing|original|system|safety|other|initial)\s+(?:instructions?|rules|prompts?|directions|guidelines|messages|directives|context|constraints)`), false},
+	{"override", 2, ci(`\b(?:this(?: tool| description)?|these instructions?)\s+(?:overrides?|supersedes?|takes? precedence over)\b|\bignore (?:its|their|the other) (?:instructions|descriptions)\b|\bnew instructions\s*:|\bsystem (?:override|directive)\b`), false},
+	{"secrecy", Threshold, ci(`\b(?:do not|don't|dont|never|must not|should not|shouldn't|without)\s+(?:ever\s+)?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|alert(?:ing)?|let(?:ting)?|report(?:ing)? (?:this )?to|explain(?:ing)? (?:this )?to|show(?:ing)? (?:this )?to)\s+(?:this\s+|that\s+|it\s+)?(?:to\s+)?(?:the\s+)?(?:user|human|person|customer|operator)s?\b`), false},
+	{"secrecy", Threshold, ci(`\b(?:user|human)s?\s+(?:must|should|need) not\s+(?:know|see|notice|find out|be (?:told|informed|aware|notified))|\bkeep (?:this|it|these|that) (?:a )?(?:secret|hidden|confidential)\b|\bwithout (?:the )?user'?s? (?:knowledge|knowing|consent|noticing|awareness)|\b(?:secretly|covertly|discreetly|quietly|silently|invisibly)\s+(?:read|send|forward|include|add|call|copy|upload|bcc|cc|pass|append|exfiltrate|collect|transmit|attach|redirect|change|replace|use)\b`), false},
+	{"secrecy", Threshold, ci(`\b(?:should|must|need|is) not (?:be )?(?:mentioned|shown|revealed|disclosed|told|reported|explained|visible) to the (?:user|human)\b`), false},
+	{"secrecy", 2, ci(`\b(?:upset|alarm|scare|worry|confuse) the user\b|\b(?:hide|conceal) (?:this|it|that) from\b|\bdo not (?:mention|reveal|disclose|say|explain) (?:that|this|it|these|any)\b`), false},
+	{"model-instruction", 2, ci(`\b(?:before|prior to|after)\s+(?:using|calling|invoking|running|executing|you use|you call)\s+(?:this|the|any)\s+(?:tool|function)\b|\b(?:otherwise|or else)\s+(?:the|this)\s+tool\s+(?:will not|won't|cannot|can't|will fail|does not|doesn't)|\bif you are an? (?:ai|llm|language model|assistant|agent)\b|\bnote (?:to|for) (?:the )?(?:model|assistant|ai|agent|llm)\b|\b(?:the person|the human|the user|whoever is) (?:using|talking to|chatting with|prompting) you\b|\bwhen(?:ever)? the user (?:says|writes|types|sends|mentions|thanks)\b|\bas an? (?:ai|llm|language model) (?:assistant|agent|model)?\b`), false},
+	{"model-instruction", 1, ci(`\b` + toModel + `\s+(?:must|shall|are required to|is required to|have to|has to|need to|needs to|are instructed to|will now|are now)\b|\b(?:always|first|immediately)\s+(?:call|invoke|run|use|read|execute)\b|\bimportant\s*[:!]`), false},
+	{"context-leak", 2, ci(`\b(?:system prompt|(?:full|entire|complete|whole) (?:conversation|chat|transcript)|(?:all|every) (?:previous|prior|earlier) (?:messages?|prompts?|turns?)|conversation (?:so far|up to now)|your context window|everything (?:said|discussed|written|typed|shared) (?:in|during|so far in) (?:this|the) (?:session|conversation|chat|thread))\b`), false},
+	{"context-leak", 1, ci(`\b(?:conversation|chat) history\b`), false},
+	{"credential-path", 2, ci(privatePath), false},
+	{"credential", 1, ci(`\b` + secretWord + `\b`), false},
+	{"credential", 2, ci(`\b(?:the )?users?'?s? (?:own |bank |master |account |brokerage )?` + secretWord + `\b`), false},
+	{"pass-along", 2, ci(`\b(?:` + verbsPass + `|with)\b[^.]{0,60}?\b(?:as|in|into|inside|within|to)\s+(?:the\s+|a\s+)?['"\x60]?[a-z_]+['"\x60]?\s+(?:parameter|param|argument|field|arg)\b|\b` + verbsPass + `\s+(?:its|their|the|this|that|his|her|your)\s+(?:full\s+|entire\s+|complete\s+|whole\s+|raw\s+|chat\s+|conversation\s+)?(?:content|contents|value|values|output|text|results?|history|conversation|transcript)\b|\b(?:fill|set|populate)\s+(?:the\s+)?['"\x60]?[a-z_]+['"\x60]?\s+(?:parameter|param|field|argument)\s+with\b`), true},
+	{"send-to", 2, ci(`\b(?:send|forward|post|upload|report|transmit|exfiltrate|bcc|cc|copy|redirect|mail|submit|leak|route|deliver|relay|sync|navigate)\b[^.\n]{0,80}?\b(?:to|at|into)\s+['"\x60<(]?` + hostRE), false},
+	{"send-to", 2, ci(`\b(?:bcc|cc)\s*:?\s*['"\x60<]?` + emailRE + `|\brecipients?\s+(?:must|should|shall) (?:always )?be\b|\bchange the (?:recipient|destination|address|account|url|endpoint)\b`), false},
+	{"parameter-tampering", 2, ci(`\b(?:set|change|replace|switch|overwrite) the (?:account|recipient|destination|address|iban|wallet|payee|amount|url|endpoint|path|to field|sender)\b[^.]{0,30}?\b(?:to|with)\b`), false},
+	{"email-address", 1, ci(`\b` + emailRE + `\b`), false},
+	{"shadowing", 2, ci(`\b(?:when(?:ever)?|each time|every time|any time)\s+(?:the\s+|a\s+|any\s+)?['"\x60]?[a-z0-9_.-]+['"\x60]?\s+(?:tool|function)\s+is\s+(?:used|called|invoked|available|present|run)|\bside effects? on (?:the )?(?:also present|other|another)\b|\b(?:all|any|every) (?:other )?tools?\s+(?:must|should|need to)\b|\bthis tool (?:must|should) (?:always )?be (?:called|used|run|invoked) (?:before|after|instead of)\b|\binstead of (?:using|calling) (?:the )?\S+ tool\b|\b(?:from|of) (?:any|every|all|another|other) (?:mcp )?servers?\b`), false},
 }
 
 // secretName is a name that asks for a secret's contents
 // (content_from_reading_ssh_key, aws_credentials_file_contents).
-var secretName = regexp.MustCompile(`\b(?:contents?|reading|read|value) (?:of |from )?(?:the )?(?:\w+ ){0,2}` + secretWord + `|` + secretWord + ` (?:file )?contents?\b`)
+var secretName = ci(`\b(?:contents?|reading|read|value) (?:of |from )?(?:the )?(?:\w+ ){0,2}` + secretWord + `|` + secretWord + ` (?:file )?contents?\b`)
 
 // whenCalled is "when X is called" of some tool X: shadowing unless X is
 // a tool of the same server.
-var whenCalled = regexp.MustCompile(`\b(?:when(?:ever)?|each time|every time|any time)\s+(?:the\s+)?['"\x60]?([a-z0-9]+[_.-][a-z0-9_.-]+)['"\x60]?\s+(?:is\s+)?(?:used|called|invoked|runs|is run|executes|starts)\b`)
+var whenCalled = ci(`\b(?:when(?:ever)?|each time|every time|any time)\s+(?:the\s+)?['"\x60]?([a-z0-9]+[_.-][a-z0-9_.-]+)['"\x60]?\s+(?:is\s+)?(?:used|called|invoked|runs|is run|executes|starts)\b`)
+
+// ci compiles a pattern that ignores case.
+func ci(pattern string) *regexp.Regexp { return regexp.MustCompile(`(?i)` + pattern) }
 
 // behaviour is language that tells how something acts.
-var behaviour = regexp.MustCompile(`\b(?:must|should|always|never|instead|whenever|when|before|after|redirect|change|replace|override|only|also)\b`)
+var behaviour = ci(`\b(?:must|should|always|never|instead|whenever|when|before|after|redirect|change|replace|override|only|also)\b`)
 
 // shadowing reports another server's tool named in t, with behavioural
 // language in the same sentence.
 func (s *scanner) shadowing(field, t string) {
 	for _, m := range whenCalled.FindAllStringSubmatchIndex(t, 2) {
-		if !s.own[t[m[2]:m[3]]] {
+		if !s.own[strings.ToLower(t[m[2]:m[3]])] {
 			s.add("shadowing", field, excerptAt(t, m[0], m[1]), 2)
 		}
 	}
+	t = strings.ToLower(t) // names compare without case; excerpts are of this
 	for _, o := range s.others {
 		name := strings.ToLower(o.Tool)
 		i := wordIndex(t, name)
