@@ -77,7 +77,7 @@ func (c *Config) Equal(o *Config) bool {
 // empty Args, Env and Headers are equal.
 func (s *Server) Equal(o *Server) bool {
 	return s.SameEndpoint(o) && (s == nil || s.Description == o.Description && s.Tools.Equal(o.Tools) &&
-		s.NoElicitation == o.NoElicitation && s.NoSampling == o.NoSampling && s.Trusted == o.Trusted)
+		s.NoElicitation == o.NoElicitation && s.NoSampling == o.NoSampling)
 }
 
 // SameEndpoint reports whether s and o reach the same server in the same way:
@@ -96,7 +96,10 @@ func (s *Server) SameEndpoint(o *Server) bool {
 		s.Cwd == o.Cwd &&
 		s.URL == o.URL &&
 		maps.Equal(s.Headers, o.Headers) &&
-		s.OAuth.Equal(o.OAuth)
+		s.OAuth.Equal(o.OAuth) &&
+		// A change of trust restarts the server, whose fresh listing is
+		// then checked under it.
+		s.Trusted == o.Trusted
 }
 
 // Diff compares two snapshots by server name: added are in newCfg only,
