@@ -152,6 +152,8 @@ func newScanner(server string, others []Name) *scanner {
 			mine = append(mine, o)
 		}
 	}
+	// A name the server's own tools have too means its own tool.
+	mine = slices.DeleteFunc(mine, func(o Name) bool { return own[strings.ToLower(o.Tool)] })
 	return &scanner{server: server, others: mine, own: own, count: map[string]int{}}
 }
 
