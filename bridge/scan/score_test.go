@@ -122,7 +122,7 @@ func TestCorpusScore(t *testing.T) {
 	t.Logf("corpus: %d poisoned, %d benign; held %d of the poisoned and %d of the benign", poisoned, benign, tp, fp)
 	t.Logf("| precision | recall | false-positive rate |\n| %.3f (%d/%d) | %.3f (%d/%d) | %.3f (%d/%d) |",
 		precision, tp, tp+fp, recall, tp, tp+fn, fpr, fp, fp+tn)
-	t.Logf("held out (round 2, written after the last rule change and not tuned on): %d of %d poisoned held (recall %.3f), %d of %d benign passed",
+	t.Logf("held out (round 3, written after the last rule change and not tuned on): %d of %d poisoned held (recall %.3f), %d of %d benign passed",
 		hoHeld, hoPoisoned, ratio(hoHeld, hoPoisoned), hoPassed, hoBenign)
 	if recall < minRecall {
 		t.Errorf("recall %.3f on the corpus, below the goal %.2f", recall, minRecall)
