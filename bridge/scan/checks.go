@@ -242,7 +242,7 @@ const (
 )
 
 var rules = []rule{
-	{"markup", Threshold, ci(`<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|critical|override|sys|system[ _-]?prompt|assistant[ _-]?instructions?)\b[^<>]{0,20}>|\[/?(?:inst|system|sys)\]|<\|im_(?:start|end)\|>|<<\s*/?sys\s*>>|(?:^|\s)#{2,}\s*(?:system|instructions?)\b`), false},
+	{"markup", Threshold, ci(`<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|critical|override|sys|system[ _-]?prompt|assistant[ _-]?instructions?)\b[^<>]{0,20}>|\[/?(?:inst|system|sys)\]|\[(?:user|system|admin|developer|assistant) (?:message|note|instructions?)\]|<\|im_(?:start|end)\|>|<<\s*/?sys\s*>>|(?:^|\s)#{2,}\s*(?:system|instructions?)\b`), false},
 	{"override", Threshold, ci(`\b(?:ignore|disregard|forget|override|bypass|overrule)\s+(?:(?:all|any|the|your|of|these|those)\s+)*(?:previous|prior|above|earlier|preceding|existing|original|system|safety|other|initial)\s+(?:instructions?|rules|prompts?|directions|guidelines|messages|directives|context|constraints)`), false},
 	{"override", 2, ci(`\b(?:this(?: tool| description)?|these instructions?)\s+(?:overrides?|supersedes?|takes? precedence over)\b|\bignore (?:its|their|the other) (?:instructions|descriptions)\b|\bnew instructions\s*:|\bsystem (?:override|directive)\b`), false},
 	{"secrecy", Threshold, ci(`\b(?:do not|don't|dont|never|must not|should not|shouldn't|without)\s+(?:ever\s+)?(?:tell(?:ing)?|mention(?:ing)?|inform(?:ing)?|notify(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|alert(?:ing)?|let(?:ting)?|report(?:ing)? (?:this )?to|explain(?:ing)? (?:this )?to|show(?:ing)? (?:this )?to)\s+(?:this\s+|that\s+|it\s+)?(?:to\s+)?(?:the\s+)?(?:user|human|person|customer|operator)s?\b`), false},
@@ -250,13 +250,14 @@ var rules = []rule{
 	{"secrecy", Threshold, ci(`\b(?:should|must|need|is) not (?:be )?(?:mentioned|shown|revealed|disclosed|told|reported|explained|visible) to the (?:user|human)\b`), false},
 	{"secrecy", Threshold, ci(`,\s*(?:silently|secretly|covertly|quietly|discreetly)\s*(?:[.!]|$)`), false},
 	{"secrecy", 2, ci(`\b(?:upset|alarm|scare|worry|confuse) the user\b|\b(?:hide|conceal) (?:this|it|that) from\b|\bdo not (?:mention|reveal|disclose|say|explain) (?:that|this|it|these|any)\b`), false},
-	{"model-instruction", 2, ci(`\b(?:before|prior to|after)\s+(?:using|calling|invoking|running|executing|you use|you call)\s+(?:this|the|any)\s+(?:tool|function)\b|\b(?:otherwise|or else)\s+(?:the|this)\s+tool\s+(?:will not|won't|cannot|can't|will fail|does not|doesn't)|\bif you are an? (?:ai|llm|language model|assistant|agent)\b|\bnote (?:to|for) (?:the )?(?:model|assistant|ai|agent|llm)\b|\b(?:the person|the human|the user|whoever is) (?:using|talking to|chatting with|prompting) you\b|\bwhen(?:ever)? the user (?:says|writes|types|sends|mentions|thanks)\b|\bfrom now on\b|\bfor the rest of (?:this|the) (?:session|conversation|chat)\b|\b(?:every|each|any|all) (?:terminal |shell |bash )?commands? (?:you run )?[^.]{0,40}\bmust (?:start|begin|be prefixed|end)\b|(?:^|[.!?]\s+)(?:assistant|claude|ai|agent|model)\s*[,:]\s|\bas an? (?:ai|llm|language model) (?:assistant|agent|model)?\b`), false},
+	{"model-instruction", 2, ci(`\b(?:before|prior to|after)\s+(?:using|calling|invoking|running|executing|you use|you call)\s+(?:this|the|any)\s+(?:tool|function)\b|\b(?:otherwise|or else)\s+(?:the|this)\s+tool\s+(?:will not|won't|cannot|can't|will fail|does not|doesn't)|\bif you are an? (?:ai|llm|language model|assistant|agent)\b|\bnote (?:to|for) (?:the )?(?:model|assistant|ai|agent|llm)\b|\b(?:the person|the human|the user|whoever is) (?:using|talking to|chatting with|prompting) you\b|\bwhen(?:ever)? the user (?:says|writes|types|sends|mentions|thanks)\b|\bfrom now on\b|\bfor the rest of (?:this|the) (?:session|conversation|chat)\b|\b(?:every|each|any|all) (?:terminal |shell |bash )?commands? (?:you run )?[^.]{0,40}\bmust (?:start|begin|be prefixed|end)\b|(?:^|[.!?]\s+)(?:assistant|claude|ai|agent|model)\s*[,:]\s|\bas an? (?:ai|llm|language model) (?:assistant|agent|model)?\b|\bi (?:authorize|allow|permit|instruct) you to\b|\bno need to (?:confirm|tell)\b`), false},
 	{"model-instruction", 1, ci(`\b` + toModel + `\s+(?:must|shall|are required to|is required to|have to|has to|need to|needs to|are instructed to|will now|are now)\b|\b(?:always|first|immediately)\s+(?:call|invoke|run|use|read|execute)\b|\bimportant\s*[:!]`), false},
 	{"context-leak", 2, ci(`\b(?:system prompt|(?:full|entire|complete|whole) (?:conversation|chat|transcript)|(?:all|every) (?:previous|prior|earlier) (?:messages?|prompts?|turns?)|conversation (?:so far|up to now)|your context window|everything (?:said|discussed|written|typed|shared) (?:in|during|so far in) (?:this|the) (?:session|conversation|chat|thread))\b`), false},
 	{"remote-code", 2, ci(`\b(?:curl|wget)\b[^|\n]{0,120}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|\bnc\s+-e\b|/dev/tcp/`), false},
 	{"context-leak", 1, ci(`\b(?:conversation|chat) history\b`), false},
 	{"credential-path", 2, ci(privatePath), false},
 	{"credential", 1, ci(`\b` + secretWord + `\b`), false},
+	{"credential", 1, regexp.MustCompile(`\b[A-Z][A-Z0-9]*_(?:TOKEN|API_KEY|APIKEY|SECRET|SECRET_KEY|PASSWORD|PASS|ACCESS_KEY|PRIVATE_KEY)\b`), false},
 	{"credential", 2, ci(`\b(?:the )?users?'?s? (?:own |bank |master |account |brokerage )?` + secretWord + `\b`), false},
 	{"pass-along", 2, ci(`\b(?:` + verbsPass + `|with)\b[^.]{0,60}?\b(?:as|in|into|inside|within|to)\s+(?:the\s+|a\s+)?['"\x60]?[a-z_]+['"\x60]?\s+(?:parameter|param|argument|field|arg)\b|\b` + verbsPass + `\s+(?:its|their|the|this|that|his|her|your)\s+(?:full\s+|entire\s+|complete\s+|whole\s+|raw\s+|chat\s+|conversation\s+)?(?:content|contents|value|values|output|text|results?|history|conversation|transcript)\b|\bcall\s+\S+\s+with\s+(?:the|its|their|all|every|any|full|entire)\b[^.]{0,40}\b(?:contents?|text|history|conversation|tokens?|keys?|passwords?|credentials?|secrets?)\b|\b(?:fill|set|populate)\s+(?:the\s+)?['"\x60]?[a-z_]+['"\x60]?\s+(?:parameter|param|field|argument)\s+with\b`), true},
 	{"send-to", 2, ci(`\b(?:send|forward|post|upload|report|transmit|exfiltrate|bcc|cc|copy|redirect|mail|submit|leak|route|deliver|relay|sync|navigate)\b[^.\n]{0,80}?\b(?:to|at|into)\s+['"\x60<(]?` + hostRE), false},
@@ -302,9 +303,11 @@ func (s *scanner) shadowing(field, t string) {
 		} else {
 			b += i
 		}
+		// Another server's tool named alongside how it is to behave is
+		// what shadowing is; named alone, it is a hint.
 		w := 1
 		if behaviour.MatchString(t[a:b]) {
-			w = 2
+			w = Threshold
 		}
 		s.add("shadowing", field, excerptAt(t, i, i+len(name)), w)
 	}

@@ -81,6 +81,12 @@ func Tool(server string, t *mcp.Tool, others ...Name) []Finding {
 		return nil
 	}
 	s := newScanner(server, others)
+	s.tool(t)
+	return s.result()
+}
+
+// tool reads every string of t.
+func (s *scanner) tool(t *mcp.Tool) {
 	s.text("name", t.Name, true)
 	s.text("title", t.Title, false)
 	s.text("description", t.Description, false)
@@ -89,7 +95,6 @@ func Tool(server string, t *mcp.Tool, others ...Name) []Finding {
 	}
 	s.schema("inputSchema", t.InputSchema)
 	s.schema("outputSchema", t.OutputSchema)
-	return s.result()
 }
 
 // Instructions scans the instructions a server gave in its initialize

@@ -122,7 +122,7 @@ func TestCorpusScore(t *testing.T) {
 	t.Logf("corpus: %d poisoned, %d benign; held %d of the poisoned and %d of the benign", poisoned, benign, tp, fp)
 	t.Logf("| precision | recall | false-positive rate |\n| %.3f (%d/%d) | %.3f (%d/%d) | %.3f (%d/%d) |",
 		precision, tp, tp+fp, recall, tp, tp+fn, fpr, fp, fp+tn)
-	t.Logf("held out (round 3, written after the last rule change and not tuned on): %d of %d poisoned held (recall %.3f), %d of %d benign passed",
+	t.Logf("held out (round 4, written after the last rule change and not tuned on): %d of %d poisoned held (recall %.3f), %d of %d benign passed",
 		hoHeld, hoPoisoned, ratio(hoHeld, hoPoisoned), hoPassed, hoBenign)
 	if recall < minRecall {
 		t.Errorf("recall %.3f on the corpus, below the goal %.2f", recall, minRecall)
@@ -133,12 +133,62 @@ func TestCorpusScore(t *testing.T) {
 }
 
 // partial is what fired in a missed entry, under the threshold.
-func partial(e entry) []Finding {
-	s := newScanner(e.Server, e.Others)
-	s.text("name", e.Tool.Name, true)
-	s.text("description", e.Tool.Description, false)
-	s.schema("inputSchema", e.Tool.InputSchema)
+func partial(e entry) []Finding { return everything(e.Server, e.Tool, e.Others) }
+
+// everything is every finding in t, whatever their weight.
+func everything(server string, t *mcp.Tool, others []Name) []Finding {
+	s := newScanner(server, others)
+	s.tool(t)
 	return s.found
+}
+
+// TestThresholdSweep prints what other thresholds would give: recall on
+// the corpus and on its held-out round, and the false-positive rate on the
+// corpus's benign entries and on LiveMCPTool.
+func TestThresholdSweep(t *testing.T) {
+	corpus := readCorpus(t)
+	live := readLive(t)
+	var names []Name
+	for _, lt := range live {
+		names = append(names, Name{Server: lt.Server, Tool: lt.Tool})
+	}
+	liveTotals := make([]int, len(live))
+	for i, lt := range live {
+		liveTotals[i] = Total(everything(lt.Server, &mcp.Tool{Name: lt.Tool, Description: lt.Description, InputSchema: lt.InputSchema}, names))
+	}
+	t.Log("| threshold | recall, corpus | recall, held out | FPR, corpus benign | FPR, LiveMCPTool |")
+	for th := 1; th <= 5; th++ {
+		var tp, p, hoTP, hoP, fp, n int
+		for _, e := range corpus {
+			held := Total(everything(e.Server, e.Tool, e.Others)) >= th
+			switch {
+			case e.Label == "poisoned":
+				p++
+				if held {
+					tp++
+				}
+				if e.Holdout {
+					hoP++
+					if held {
+						hoTP++
+					}
+				}
+			default:
+				n++
+				if held {
+					fp++
+				}
+			}
+		}
+		liveFP := 0
+		for _, total := range liveTotals {
+			if total >= th {
+				liveFP++
+			}
+		}
+		t.Logf("| %d | %.3f (%d/%d) | %.3f (%d/%d) | %.3f (%d/%d) | %.3f (%d/%d) |", th,
+			ratio(tp, p), tp, p, ratio(hoTP, hoP), hoTP, hoP, ratio(fp, n), fp, n, ratio(liveFP, len(live)), liveFP, len(live))
+	}
 }
 
 func ratio(a, b int) float64 {
@@ -161,19 +211,8 @@ type liveTool struct {
 // text; it fails above the goal's false-positive rate, and -v lists every
 // tool held with the findings that held it.
 func TestLiveMCPToolFalsePositives(t *testing.T) {
-	raw, err := os.ReadFile("../../discovery/search/testdata/livemcptool/tools.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Tools []liveTool `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	if len(file.Tools) < 500 {
-		t.Fatalf("LiveMCPTool has %d tools, want its 527", len(file.Tools))
-	}
+	var file struct{ Tools []liveTool }
+	file.Tools = readLive(t)
 	var names []Name
 	for _, lt := range file.Tools {
 		names = append(names, Name{Server: lt.Server, Tool: lt.Tool})
@@ -186,13 +225,9 @@ func TestLiveMCPToolFalsePositives(t *testing.T) {
 			held++
 			lines = append(lines, fmt.Sprintf("%s.%s: %s", lt.Server, lt.Tool, describe(fs)))
 		}
-		s := newScanner(lt.Server, names)
-		s.text("name", tool.Name, true)
-		s.text("description", tool.Description, false)
-		s.schema("inputSchema", tool.InputSchema)
-		if Total(s.found) == Threshold-1 {
+		if all := everything(lt.Server, tool, names); Total(all) == Threshold-1 {
 			near++
-			nearLines = append(nearLines, fmt.Sprintf("%s.%s: %s", lt.Server, lt.Tool, describe(s.found)))
+			nearLines = append(nearLines, fmt.Sprintf("%s.%s: %s", lt.Server, lt.Tool, describe(all)))
 		}
 	}
 	fpr := ratio(held, len(file.Tools))
@@ -207,6 +242,25 @@ func TestLiveMCPToolFalsePositives(t *testing.T) {
 	if fpr > maxFPR {
 		t.Errorf("false-positive rate %.3f on LiveMCPTool, above the goal %.2f", fpr, maxFPR)
 	}
+}
+
+// readLive reads LiveMCPTool's tools, as discovery/search's test data has them.
+func readLive(t *testing.T) []liveTool {
+	t.Helper()
+	raw, err := os.ReadFile("../../discovery/search/testdata/livemcptool/tools.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Tools []liveTool `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Tools) < 500 {
+		t.Fatalf("LiveMCPTool has %d tools, want its 527", len(file.Tools))
+	}
+	return file.Tools
 }
 
 func describe(fs []Finding) string {
