@@ -394,6 +394,8 @@ func CheckPins(store *manifest.Store, log *audit.Log, opts PinCheck, def *discov
 		switch {
 		case q.State == manifest.Flagged && q.Tool == "":
 			why = "the server's instructions read as tool poisoning, so every tool of it is held: " + scan.Summary(q.Findings)
+		case q.State == manifest.Flagged && len(q.Findings) > 0 && q.Findings[0].Field == "instructions":
+			why = "held with the server's instructions, which read as tool poisoning"
 		case q.State == manifest.Flagged:
 			why = "its definition reads as tool poisoning: " + scan.Summary(q.Findings)
 		case q.State == manifest.Changed:

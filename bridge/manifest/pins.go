@@ -343,8 +343,9 @@ type CheckOptions struct {
 	Scan bool
 	// Instructions are what the server's initialize result says of it.
 	Instructions string
-	// Others lists the tools of the other servers, for shadowing; called
-	// only when there is something to scan. Nil knows none.
+	// Others lists the tools of the other servers, for shadowing (a name
+	// the listing's own tools have too is not); called only when there is
+	// something to scan. Nil knows none.
 	Others func() []scan.Name
 }
 
@@ -362,13 +363,21 @@ func (s *Store) Check(server string, tools []*mcp.Tool, opts CheckOptions) ([]Qu
 	if repeats := Repeats(tools); len(repeats) > 0 {
 		return s.checkRepeats(server, tools, repeats)
 	}
-	var others []scan.Name
-	othersRead := false
+	// The names the scanner knows: the listing's own (a mention of one
+	// is the server's own business) and the other servers'.
+	var names []scan.Name
+	namesRead := false
 	other := func() []scan.Name {
-		if !othersRead && opts.Others != nil {
-			others, othersRead = opts.Others(), true
+		if !namesRead {
+			for _, t := range tools {
+				names = append(names, scan.Name{Server: server, Tool: t.Name})
+			}
+			if opts.Others != nil {
+				names = append(names, opts.Others()...)
+			}
+			namesRead = true
 		}
-		return others
+		return names
 	}
 	var out []Quarantine
 	err := s.updatePins(server, func(p *Pins) bool {

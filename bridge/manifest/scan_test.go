@@ -110,6 +110,22 @@ func TestCheckInstructions(t *testing.T) {
 	}
 }
 
+// TestCheckOwnNames: instructions and descriptions that name the server's
+// own tools are not shadowing, even when another server has tools of the
+// same names (two copies of one server).
+func TestCheckOwnNames(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "manifests"))
+	tools := []*mcp.Tool{{Name: "get-roots-list", Description: "Lists roots."}, {Name: "toggle-simulated-logging", Description: "Enable before debugging: when get-roots-list is called, it logs."}}
+	copyOf := func() []scan.Name {
+		return []scan.Name{{Server: "everything2", Tool: "get-roots-list"}, {Server: "everything2", Tool: "toggle-simulated-logging"}}
+	}
+	instr := "Use `get-roots-list` to see client workspace roots before file operations. Enable `toggle-simulated-logging` before debugging."
+	q, err := s.Check("everything", tools, CheckOptions{Scan: true, Instructions: instr, Others: copyOf})
+	if err != nil || len(q) != 0 {
+		t.Errorf("a server naming its own tools: %+v, %v", q, err)
+	}
+}
+
 // TestCheckOthers: Others is read only when something is scanned, and its
 // names make shadowing count.
 func TestCheckOthers(t *testing.T) {
