@@ -144,8 +144,10 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
 	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger)
 	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
-		OnTools: func(def *discovery.Server, tools []*mcp.Tool) { a.dir.SaveManifest(def, tools) },
-		OAuth:   a.state.oauthHandlers(logger)})
+		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
+			a.dir.SaveManifest(def, tools, instructions)
+		},
+		OAuth: a.state.oauthHandlers(logger)})
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Logger: logger,

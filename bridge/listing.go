@@ -45,13 +45,14 @@ type Listing struct {
 func NewListing(cfg settings.Config, logger *slog.Logger) *Listing {
 	logger = orDiscard(logger)
 	st := newState(cfg, logger)
-	p := pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
+	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
+	p := pool.New(pool.Options{Logger: logger, OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 		if err := st.manifests.Save(def, tools); err != nil {
 			logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 		}
-		host.CheckPins(st.manifests, st.audit, cfg.QuarantineNew, settingName, def.Name, tools, logger)
+		host.CheckPins(st.manifests, st.audit, host.PinCheck{QuarantineNew: cfg.QuarantineNew, Setting: settingName, Servers: conf.Servers},
+			def, tools, instructions, logger)
 	}, OAuth: st.oauthHandlers(logger)})
-	conf := discovery.Load(cfg.ConfigDir, nil, discovery.Options{AllowSelf: cfg.AllowSelf})
 	return &Listing{cfg: cfg, logger: logger, conf: conf, state: st, pool: p}
 }
 

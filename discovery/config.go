@@ -96,7 +96,10 @@ func (s *Server) SameEndpoint(o *Server) bool {
 		s.Cwd == o.Cwd &&
 		s.URL == o.URL &&
 		maps.Equal(s.Headers, o.Headers) &&
-		s.OAuth.Equal(o.OAuth)
+		s.OAuth.Equal(o.OAuth) &&
+		// A change of trust restarts the server, whose fresh listing is
+		// then checked under it.
+		s.Trusted == o.Trusted
 }
 
 // Diff compares two snapshots by server name: added are in newCfg only,

@@ -576,6 +576,15 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 			*refuse = !b
 		}
 	}
+	if v, present := m["trust"]; present {
+		switch t, _ := v.(string); t {
+		case "scan":
+		case "trusted":
+			s.Trusted = true
+		default:
+			bad("trust", fmt.Sprintf(`"trust" must be "scan" (the default: each new or changed tool definition is scanned for tool poisoning before it is pinned) or "trusted" (not scanned), found %s`, kind(v)))
+		}
+	}
 	if v, present := m["args"]; present {
 		arr, isArr := v.([]any)
 		if !isArr {

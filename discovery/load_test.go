@@ -53,8 +53,8 @@ func TestLoadFormats(t *testing.T) {
   "servers": {
     "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
     "bare": {"url": "https://example.com/bare"},
-    "legacy": {"type": "sse", "url": "https://example.com/sse"},
-    "explicit": {"type": "stdio", "command": "node", "args": ["server.js", "--token=${TOKEN}"]},
+    "legacy": {"type": "sse", "url": "https://example.com/sse", "trust": "scan"},
+    "explicit": {"type": "stdio", "command": "node", "args": ["server.js", "--token=${TOKEN}"], "trust": "trusted"},
     "camel": {"type": "streamableHttp", "url": "https://example.com/c", "elicitation": false, "sampling": false}
   }
 }`,
@@ -72,7 +72,7 @@ func TestLoadFormats(t *testing.T) {
 		{Name: "camel", Source: vscode, Transport: Streamable, URL: "https://example.com/c", NoElicitation: true, NoSampling: true},
 		{Name: "everything", Source: claude, Description: "from Claude Desktop", Transport: Stdio, Command: "npx",
 			Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
-		{Name: "explicit", Source: vscode, Transport: Stdio, Command: "node", Args: []string{"server.js", "--token=s3cret"}},
+		{Name: "explicit", Source: vscode, Transport: Stdio, Command: "node", Args: []string{"server.js", "--token=s3cret"}, Trusted: true},
 		{Name: "legacy", Source: vscode, Transport: SSE, URL: "https://example.com/sse"},
 		{Name: "memory", Source: claude, Description: "a knowledge graph", Transport: Stdio,
 			Command: "/home/u/bin/mcp-server-memory", Cwd: "/tmp",
@@ -163,7 +163,8 @@ func TestLoadProblems(t *testing.T) {
   "unclosed": {"command": "x", "args": ["${TOKEN"]},
   "disabled": {"command": "x", "disabled": "yes"},
   "desc": {"command": "x", "description": 3},
-  "sampling": {"command": "x", "sampling": "no"}
+  "sampling": {"command": "x", "sampling": "no"},
+  "trust": {"command": "x", "trust": "yes"}
 }}`,
 			servers: []string{"good"},
 			want: []Problem{
@@ -183,6 +184,7 @@ func TestLoadProblems(t *testing.T) {
 				{Server: "disabled", Line: 16, Column: 32, Message: `"disabled" must be true or false`},
 				{Server: "desc", Line: 17, Column: 28, Message: `"description" must be a string`},
 				{Server: "sampling", Line: 18, Column: 32, Message: `"sampling" must be true or false`},
+				{Server: "trust", Line: 19, Column: 29, Message: `"trust" must be "scan" (the default: each new or changed tool definition is scanned for tool poisoning before it is pinned) or "trusted" (not scanned), found string "yes"`},
 			},
 		},
 		{

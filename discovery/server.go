@@ -40,6 +40,10 @@ type Server struct {
 	// codebridge otherwise passes to the agent's client.
 	NoElicitation bool
 	NoSampling    bool
+	// Trusted ("trust": "trusted") skips the tool-poisoning scanner
+	// (bridge/scan) for the server's definitions; the default, "trust":
+	// "scan", scans each new or changed one before it is pinned.
+	Trusted bool
 
 	// Secrets are the values that ${keyring:...} and ${cmd:...} references
 	// resolved to, already written into Command, Args, Env, Cwd, URL and

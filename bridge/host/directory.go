@@ -20,6 +20,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/scan"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
@@ -245,9 +246,11 @@ type listing struct {
 	tools []*mcp.Tool
 	saved time.Time // when the manifest they came from was written; zero when the running server listed them
 	// held are the tools quarantined, left out of tools: changed since
-	// pinned, or without a pin under quarantineNew (those also in unvetted).
+	// pinned, or without a pin under quarantineNew (those also in unvetted),
+	// or flagged by the tool-poisoning scanner (those also in flagged).
 	held     []*mcp.Tool
 	unvetted map[string]bool
+	flagged  map[string]manifest.Flag
 	// repeated are the names the server listed more than once; when there
 	// are any, every tool of the listing is held.
 	repeated []string
@@ -288,6 +291,14 @@ func (d *Directory) hold(server string, l listing) listing {
 			l.held = append(l.held, t)
 		case manifest.Changed:
 			l.held = append(l.held, t)
+		case manifest.Flagged:
+			l.held = append(l.held, t)
+			if f, ok := pins.Flag(t); ok {
+				if l.flagged == nil {
+					l.flagged = map[string]manifest.Flag{}
+				}
+				l.flagged[t.Name] = f
+			}
 		case manifest.Unpinned:
 			if !d.quarantineNew {
 				use = append(use, t) // pinned as it is listed (SaveManifest)
@@ -328,34 +339,70 @@ func (d *Directory) pinStates(server string, pins *manifest.Pins, tools []*mcp.T
 }
 
 // SaveManifest records a server's fresh tool list, the pool calls it; and
-// checks it against the server's pins, pinning new tools and auditing each
-// newly quarantined one.
-func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool) {
+// checks it against the server's pins, scanning and pinning new tools and
+// auditing each newly quarantined one.
+func (d *Directory) SaveManifest(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 	if d.manifests == nil {
 		return
 	}
 	if err := d.manifests.Save(def, tools); err != nil {
 		d.logger.Warn("saving a server's tool list", "server", def.Name, "err", err)
 	}
-	CheckPins(d.manifests, d.audit, d.quarantineNew, d.setting, def.Name, tools, d.logger)
+	var servers []*discovery.Server
+	if snap := d.snap.Load(); snap != nil {
+		servers = snap.servers
+	}
+	CheckPins(d.manifests, d.audit, PinCheck{QuarantineNew: d.quarantineNew, Setting: d.setting, Servers: servers},
+		def, tools, instructions, d.logger)
 }
 
-// CheckPins checks a fresh listing of server's tools against its pins in
-// store ([manifest.Store.Check]): new tools are pinned, unless quarantineNew
-// holds them back, and each newly quarantined tool is logged as a warning and
-// recorded in log (nil records none). setting names the settings its
-// messages mention (see [Options.Setting]).
-func CheckPins(store *manifest.Store, log *audit.Log, quarantineNew bool, setting func(key string) string, server string, tools []*mcp.Tool, logger *slog.Logger) {
-	held, err := store.Check(server, tools, quarantineNew)
+// PinCheck is how [CheckPins] treats a listing.
+type PinCheck struct {
+	QuarantineNew bool                    // MCP_BRIDGE_QUARANTINE_NEW
+	Setting       func(key string) string // names the settings messages mention (see [Options.Setting])
+	// Servers are the configured servers: the tools of the others, from
+	// their saved manifests, are what a definition may shadow.
+	Servers []*discovery.Server
+}
+
+// CheckPins checks a fresh listing of def's tools against its pins in
+// store ([manifest.Store.Check]): unless def is trusted, new and changed
+// definitions and the server's instructions are scanned for tool poisoning
+// first; new tools are pinned, unless a finding or opts.QuarantineNew
+// holds them back, and each newly quarantined tool is logged as a warning
+// and recorded in log (nil records none).
+func CheckPins(store *manifest.Store, log *audit.Log, opts PinCheck, def *discovery.Server, tools []*mcp.Tool, instructions string, logger *slog.Logger) {
+	server := def.Name
+	others := func() []scan.Name {
+		var out []scan.Name
+		for _, srv := range opts.Servers {
+			if srv.Name == server {
+				continue
+			}
+			if m, ok := store.Load(srv); ok {
+				for _, t := range m.Tools {
+					out = append(out, scan.Name{Server: srv.Name, Tool: t.Name})
+				}
+			}
+		}
+		return out
+	}
+	held, err := store.Check(server, tools, manifest.CheckOptions{QuarantineNew: opts.QuarantineNew, Scan: !def.Trusted, Instructions: instructions, Others: others})
 	if err != nil {
 		logger.Warn("pinning a server's tool definitions", "server", server, "err", err)
 	}
 	for _, q := range held {
-		why := "new, and " + settingOf(setting, "quarantine_new") + " holds new tools until approved"
-		switch q.State {
-		case manifest.Changed:
+		why := "new, and " + settingOf(opts.Setting, "quarantine_new") + " holds new tools until approved"
+		switch {
+		case q.State == manifest.Flagged && q.Tool == "":
+			why = "the server's instructions read as tool poisoning, so every tool of it is held: " + scan.Summary(q.Findings)
+		case q.State == manifest.Flagged && len(q.Findings) > 0 && q.Findings[0].Field == "instructions":
+			why = "held with the server's instructions, which read as tool poisoning"
+		case q.State == manifest.Flagged:
+			why = "its definition reads as tool poisoning: " + scan.Summary(q.Findings)
+		case q.State == manifest.Changed:
 			why = "changed since pinned: " + strings.Join(q.Changed, ", ")
-		case manifest.Repeated:
+		case q.State == manifest.Repeated:
 			why = fmt.Sprintf("the server lists it %d times, so every tool of the server is held until it lists each name once", q.Times)
 		}
 		logger.Warn("quarantined a tool: 'codebridge tools review' shows it", "server", server, "tool", q.Tool, "why", why)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
@@ -140,6 +142,9 @@ func (h *host) tool(ctx context.Context, key, name string, docs bool) (*discover
 			if len(l.repeated) > 0 {
 				return srv, held, l.saved, repeatedListing(srv.Name, held.Name, l.repeated)
 			}
+			if f, ok := l.flagged[held.Name]; ok {
+				return srv, held, l.saved, flaggedTool(srv.Name, held.Name, f)
+			}
 			return srv, held, l.saved, quarantined(srv.Name, held.Name, l.unvetted[held.Name], h.dir.setting)
 		}
 		if missing := h.ask.Undeclared(); len(missing) > 0 {
@@ -173,6 +178,32 @@ func quarantined(server, tool string, unvetted bool, setting func(key string) st
 		"tool %s.%s is quarantined: %s, so it is hidden and refused until a person approves it. "+
 			"Ask them to run 'codebridge tools review %s' to see the change, then 'codebridge tools approve %s %s' if it is expected.",
 		server, tool, why, server, server, tool)}
+}
+
+// flaggedTool is the refusal of a tool the tool-poisoning scanner holds. It
+// names what fired and where, not the text itself: that text is what the
+// server meant the model to read.
+func flaggedTool(server, tool string, f manifest.Flag) *protocol.Error {
+	what := "its definition reads"
+	if len(f.Findings) > 0 && f.Findings[0].Field == "instructions" {
+		what = fmt.Sprintf("the instructions of MCP server %s read", server)
+	}
+	// Only the part of the definition: a property's name is the server's
+	// text too.
+	reasons := make([]map[string]string, len(f.Findings))
+	var says []string
+	for i, x := range f.Findings {
+		part, _, _ := strings.Cut(x.Field, ".")
+		part, _, _ = strings.Cut(part, " ")
+		reasons[i] = map[string]string{"code": x.Code, "part": part}
+		if s := x.Code + " in " + part; !slices.Contains(says, s) {
+			says = append(says, s)
+		}
+	}
+	return &protocol.Error{Code: protocol.CodeQuarantined, Message: fmt.Sprintf(
+		"tool %s.%s is quarantined: %s as tool poisoning (%s), so it is hidden and refused until a person approves it. "+
+			"Ask them to run 'codebridge tools review %s' to see what was found, then 'codebridge tools approve %s %s' if it is expected.",
+		server, tool, what, strings.Join(says, ", "), server, server, tool), Data: map[string]any{"findings": reasons}}
 }
 
 // repeatedListing is the refusal of a tool of a server whose listing names

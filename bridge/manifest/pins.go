@@ -16,6 +16,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/atomicfile"
 	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
+	"github.com/codebridge-mcp/codebridge/bridge/scan"
 )
 
 // Pins are the tool definitions of one server as a person last accepted
@@ -30,6 +31,29 @@ type Pins struct {
 	// Quarantined is the hash of each tool's definition last found
 	// different from its pin, so each change is reported once.
 	Quarantined map[string]string `json:"quarantined,omitempty"`
+	// Flagged are the new or changed definitions the tool-poisoning
+	// scanner held ([scan.Tool]), by tool name, until a person approves
+	// them.
+	Flagged map[string]Flag `json:"flagged,omitempty"`
+	// Instructions, when the scanner held the server's instructions
+	// ([scan.Instructions]), holds every tool of the server until a person
+	// approves them; InstructionsApproved is the hash of the instructions
+	// last approved, which are not scanned again.
+	Instructions         *Flag  `json:"instructions,omitempty"`
+	InstructionsApproved string `json:"instructionsApproved,omitempty"`
+}
+
+// Flag is a definition the scanner held, with why.
+type Flag struct {
+	Hash     string         `json:"hash"` // of the tool ([Hash]) or of the instructions ([InstructionsHash])
+	Findings []scan.Finding `json:"findings"`
+	Found    time.Time      `json:"found"`
+}
+
+// InstructionsHash is the SHA-256 of a server's instructions, in hex.
+func InstructionsHash(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
 }
 
 // Pin is one tool's accepted definition.
@@ -90,12 +114,33 @@ const (
 	// definition code would get is the server's choice; every tool of such
 	// a listing is held, whatever its pin.
 	Repeated
+	// Flagged: new or changed, and the tool-poisoning scanner found its
+	// definition, or the server's instructions, suspicious ([Pins.Flagged],
+	// [Pins.Instructions]).
+	Flagged
 )
 
 // Held reports whether a tool in state s is kept from code: changed,
-// repeated, or new under quarantineNew.
+// repeated, flagged, or new under quarantineNew.
 func (s State) Held(quarantineNew bool) bool {
-	return s == Changed || s == Repeated || s == Unpinned && quarantineNew
+	return s == Changed || s == Repeated || s == Flagged || s == Unpinned && quarantineNew
+}
+
+// Flag returns why the scanner holds tool t, if it does: the server's
+// instructions first (they hold every tool), then t's own definition as it
+// is now.
+func (p *Pins) Flag(t *mcp.Tool) (Flag, bool) {
+	if p == nil {
+		return Flag{}, false
+	}
+	if p.Instructions != nil {
+		return *p.Instructions, true
+	}
+	f, ok := p.Flagged[t.Name]
+	if !ok || f.Hash != Hash(t) {
+		return Flag{}, false
+	}
+	return f, true
 }
 
 // Repeats returns the names that tools lists more than once, sorted.
@@ -217,7 +262,8 @@ func readPins(path, name string) (*Pins, error) {
 
 // States says where each of tools stands against p, entry by entry: out[i]
 // is the state of tools[i]. A listing that names a tool more than once has
-// every entry Repeated; nil p (no pins) has every other tool Unpinned.
+// every entry Repeated; held instructions make every other tool Flagged;
+// nil p (no pins) has every other tool Unpinned.
 func (p *Pins) States(tools []*mcp.Tool) []State {
 	out := make([]State, len(tools))
 	if len(Repeats(tools)) > 0 {
@@ -227,13 +273,19 @@ func (p *Pins) States(tools []*mcp.Tool) []State {
 		return out
 	}
 	for i, t := range tools {
+		if p != nil && p.Instructions != nil {
+			out[i] = Flagged
+			continue
+		}
 		switch pin, ok := p.Lookup(t.Name); {
+		case ok && pin.Hash == Hash(t):
+			out[i] = Pinned
+		case p != nil && p.Flagged[t.Name].Hash == Hash(t):
+			out[i] = Flagged
 		case !ok:
 			out[i] = Unpinned
-		case pin.Hash != Hash(t):
-			out[i] = Changed
 		default:
-			out[i] = Pinned
+			out[i] = Changed
 		}
 	}
 	return out
@@ -250,10 +302,12 @@ func (p *Pins) Lookup(tool string) (Pin, bool) {
 
 // Quarantine is a tool held back by [Store.Check].
 type Quarantine struct {
-	Tool    string
-	State   State    // Changed, Repeated, or Unpinned under quarantineNew
-	Changed []string // for Changed, the parts that differ ([Differences])
+	Tool    string   // "" for the server's instructions, which hold every tool
+	State   State    // Changed, Repeated, Flagged, or Unpinned under quarantineNew
+	Changed []string // for Changed, and Flagged with a pin, the parts that differ ([Differences])
 	Times   int      // for Repeated, how many times the listing names the tool
+	// Findings are, for Flagged, what the scanner found.
+	Findings []scan.Finding
 }
 
 // Differences names the parts of the definition that differ between was
@@ -279,28 +333,86 @@ func Differences(was, now *mcp.Tool) []string {
 	return out
 }
 
+// CheckOptions are how [Store.Check] treats a listing.
+type CheckOptions struct {
+	// QuarantineNew holds tools without a pin until approved.
+	QuarantineNew bool
+	// Scan scans each new or changed definition, and Instructions, for
+	// tool poisoning ([scan.Tool]) before it is pinned; false (a server
+	// with "trust": "trusted") scans nothing and forgets what was flagged.
+	Scan bool
+	// Instructions are what the server's initialize result says of it.
+	Instructions string
+	// Others lists the tools of the other servers, for shadowing (a name
+	// the listing's own tools have too is not); called only when there is
+	// something to scan. Nil knows none.
+	Others func() []scan.Name
+}
+
 // Check compares a fresh listing of server's tools with its pins, under the
-// pins' lock: tools without a pin are pinned now, unless quarantineNew holds
-// them back until approved. It returns the tools newly quarantined, each
-// change once: a definition found different again with the same hash is
-// not returned again. A listing that names a tool more than once pins
-// nothing: each repeated name is returned, as Repeated.
-func (s *Store) Check(server string, tools []*mcp.Tool, quarantineNew bool) ([]Quarantine, error) {
+// pins' lock. Under opts.Scan each new or changed definition is scanned
+// first, and the server's instructions when they changed: a finding holds
+// the tool (Flagged), and one in the instructions holds every tool, until
+// approved. Other tools without a pin are pinned now, unless
+// opts.QuarantineNew holds them back until approved. It returns the tools
+// newly quarantined, each change once: a definition found different again
+// with the same hash is not returned again; held instructions are returned
+// once as a Quarantine with no Tool. A listing that names a tool more than
+// once pins nothing: each repeated name is returned, as Repeated.
+func (s *Store) Check(server string, tools []*mcp.Tool, opts CheckOptions) ([]Quarantine, error) {
 	if repeats := Repeats(tools); len(repeats) > 0 {
 		return s.checkRepeats(server, tools, repeats)
+	}
+	// The names the scanner knows: the listing's own (a mention of one
+	// is the server's own business) and the other servers'.
+	var names []scan.Name
+	namesRead := false
+	other := func() []scan.Name {
+		if !namesRead {
+			for _, t := range tools {
+				names = append(names, scan.Name{Server: server, Tool: t.Name})
+			}
+			if opts.Others != nil {
+				names = append(names, opts.Others()...)
+			}
+			namesRead = true
+		}
+		return names
 	}
 	var out []Quarantine
 	err := s.updatePins(server, func(p *Pins) bool {
 		now := time.Now().UTC()
 		dirty := false
+		if !opts.Scan {
+			dirty = p.Flagged != nil || p.Instructions != nil
+			p.Flagged, p.Instructions = nil, nil
+		} else if q, changed := p.checkInstructions(server, opts.Instructions, other, now); changed {
+			dirty = true
+			if q != nil {
+				out = append(out, *q)
+			}
+		}
 		for _, t := range tools {
 			h := Hash(t)
 			pin, ok := p.Tools[t.Name]
-			switch {
-			case ok && pin.Hash == h:
+			if ok && pin.Hash == h {
 				continue
-			case !ok && !quarantineNew:
+			}
+			var findings []scan.Finding
+			if opts.Scan {
+				if f, seen := p.Flagged[t.Name]; seen && f.Hash == h {
+					findings = f.Findings
+				} else if findings = scan.Tool(server, t, other()...); len(findings) > 0 {
+					if p.Flagged == nil {
+						p.Flagged = map[string]Flag{}
+					}
+					p.Flagged[t.Name] = Flag{Hash: h, Findings: findings, Found: now}
+					dirty = true
+				}
+			}
+			if !ok && !opts.QuarantineNew && len(findings) == 0 && p.Instructions == nil {
 				p.Tools[t.Name] = Pin{Hash: h, Tool: t, Pinned: now}
+				delete(p.Flagged, t.Name)
 				dirty = true
 				continue
 			}
@@ -316,11 +428,41 @@ func (s *Store) Check(server string, tools []*mcp.Tool, quarantineNew bool) ([]Q
 			if ok {
 				q.State, q.Changed = Changed, Differences(pin.Tool, t)
 			}
+			switch {
+			case len(findings) > 0:
+				q.State, q.Findings = Flagged, findings
+			case p.Instructions != nil:
+				q.State, q.Findings = Flagged, p.Instructions.Findings
+			}
 			out = append(out, q)
 		}
 		return dirty
 	})
 	return out, err
+}
+
+// checkInstructions scans the server's instructions when they differ from
+// those last scanned or approved, and records a finding in p.Instructions.
+// It reports whether p changed, and the quarantine to report when the
+// instructions are newly held.
+func (p *Pins) checkInstructions(server, text string, others func() []scan.Name, now time.Time) (*Quarantine, bool) {
+	h := InstructionsHash(text)
+	switch {
+	case text == "" || h == p.InstructionsApproved:
+		changed := p.Instructions != nil
+		p.Instructions = nil
+		return nil, changed
+	case p.Instructions != nil && p.Instructions.Hash == h:
+		return nil, false
+	}
+	findings := scan.Instructions(server, text, others()...)
+	if len(findings) == 0 {
+		changed := p.Instructions != nil
+		p.Instructions = nil
+		return nil, changed
+	}
+	p.Instructions = &Flag{Hash: h, Findings: findings, Found: now}
+	return &Quarantine{State: Flagged, Findings: findings}, true
 }
 
 // checkRepeats records the repeated names of a listing as quarantined,
@@ -358,9 +500,10 @@ func (s *Store) checkRepeats(server string, tools []*mcp.Tool, repeats []string)
 // than once.
 var ErrRepeated = errors.New("the server lists a tool name more than once")
 
-// Approve pins the definitions in tools, as a person accepted them. Tools
-// that name one tool twice are refused with [ErrRepeated]: which of the two
-// would be pinned is not the person's choice.
+// Approve pins the definitions in tools, as a person accepted them, and
+// the server's held instructions with them. Tools that name one tool twice
+// are refused with [ErrRepeated]: which of the two would be pinned is not
+// the person's choice.
 func (s *Store) Approve(server string, tools []*mcp.Tool) error {
 	if repeats := Repeats(tools); len(repeats) > 0 {
 		return fmt.Errorf("%w: %s lists %s more than once; nothing approved", ErrRepeated, server, strings.Join(repeats, ", "))
@@ -370,6 +513,10 @@ func (s *Store) Approve(server string, tools []*mcp.Tool) error {
 		for _, t := range tools {
 			p.Tools[t.Name] = Pin{Hash: Hash(t), Tool: t, Pinned: now}
 			delete(p.Quarantined, t.Name)
+			delete(p.Flagged, t.Name)
+		}
+		if p.Instructions != nil && len(tools) > 0 {
+			p.InstructionsApproved, p.Instructions = p.Instructions.Hash, nil
 		}
 		return len(tools) > 0
 	})

@@ -59,7 +59,7 @@ func TestPins(t *testing.T) {
 	if p, ok, err := s.LoadPins("files"); p != nil || ok || err != nil {
 		t.Fatalf("pins before any listing: %v %v %v", p, ok, err)
 	}
-	q, err := s.Check("files", tools("read", "write"), false)
+	q, err := s.Check("files", tools("read", "write"), CheckOptions{})
 	if err != nil || len(q) != 0 {
 		t.Fatalf("first Check = %v, %v; want all pinned", q, err)
 	}
@@ -71,7 +71,7 @@ func TestPins(t *testing.T) {
 	changed := tools("read", "write", "delete")
 	changed[1].Description = "writes, and mails the file elsewhere"
 	for i := range 2 {
-		q, err = s.Check("files", changed, false)
+		q, err = s.Check("files", changed, CheckOptions{})
 		want := []Quarantine{{Tool: "write", State: Changed, Changed: []string{"description"}}}
 		if i == 1 {
 			want = nil // reported once
@@ -105,7 +105,7 @@ func TestPins(t *testing.T) {
 	if _, _, err := s.LoadPins("files"); err == nil {
 		t.Error("a corrupt pin file loaded")
 	}
-	if _, err := s.Check("files", changed, false); err == nil {
+	if _, err := s.Check("files", changed, CheckOptions{}); err == nil {
 		t.Error("Check over a corrupt pin file succeeded")
 	}
 }
@@ -114,7 +114,7 @@ func TestPins(t *testing.T) {
 // until approved, for a new server and for a new tool of a known one.
 func TestQuarantineNew(t *testing.T) {
 	s := New(filepath.Join(t.TempDir(), "manifests"))
-	q, err := s.Check("new", tools("a", "b"), true)
+	q, err := s.Check("new", tools("a", "b"), CheckOptions{QuarantineNew: true})
 	if err != nil || len(q) != 2 || q[0].State != Unpinned {
 		t.Fatalf("Check of a new server = %v, %v", q, err)
 	}
@@ -137,7 +137,7 @@ func TestQuarantineNew(t *testing.T) {
 func TestLoadPinsSeesChanges(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "manifests")
 	s, other := New(dir), New(dir)
-	if _, err := s.Check("files", tools("read"), false); err != nil {
+	if _, err := s.Check("files", tools("read"), CheckOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	has := func(tool string) bool {
@@ -207,13 +207,13 @@ func TestLoadPinsSeesChanges(t *testing.T) {
 // tool beside it) and reports the repeated name once; Approve refuses it.
 func TestRepeatedNamesPinNothing(t *testing.T) {
 	s := New(filepath.Join(t.TempDir(), "manifests"))
-	if _, err := s.Check("files", tools("read", "write"), false); err != nil {
+	if _, err := s.Check("files", tools("read", "write"), CheckOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	listing := tools("write", "read", "write", "new")
 	listing[0].Description = "writes, and mails the file elsewhere"
 	for i := range 2 {
-		q, err := s.Check("files", listing, false)
+		q, err := s.Check("files", listing, CheckOptions{})
 		want := 1
 		if i == 1 {
 			want = 0 // reported once

@@ -61,8 +61,8 @@ type conn struct {
 	listed  bool   // a listing has completed: the session is set up
 	toolGen uint64 // bumped by notifications/tools/list_changed
 
-	onTools   func(*discovery.Server, []*mcp.Tool) // Options.OnTools
-	relisting atomic.Bool                          // a background listing after list_changed is under way
+	onTools   func(*discovery.Server, []*mcp.Tool, string) // Options.OnTools
+	relisting atomic.Bool                                  // a background listing after list_changed is under way
 }
 
 func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn {
@@ -215,7 +215,11 @@ func (c *conn) listTools(ctx context.Context, timeout time.Duration) ([]*mcp.Too
 			continue
 		}
 		if c.onTools != nil {
-			c.onTools(c.def, tools)
+			var instructions string
+			if r := c.session.InitializeResult(); r != nil {
+				instructions = r.Instructions
+			}
+			c.onTools(c.def, tools, instructions)
 		}
 		return tools, nil
 	}

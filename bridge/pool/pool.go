@@ -58,9 +58,10 @@ type Options struct {
 	Client *mcp.Implementation
 	// OnTools, if set, receives every fresh tool list: a server's first
 	// listing after it starts, and each after it reports tools/list_changed,
-	// with the definition it was started from. It runs on the caller's
-	// goroutine, outside the pool's locks; it must not block for long.
-	OnTools func(def *discovery.Server, tools []*mcp.Tool)
+	// with the definition it was started from and the instructions of its
+	// initialize result. It runs on the caller's goroutine, outside the
+	// pool's locks; it must not block for long.
+	OnTools func(def *discovery.Server, tools []*mcp.Tool, instructions string)
 	// OAuth, if set, gives the OAuth handler of a streamable HTTP server
 	// that sends no Authorization header of its own: it adds the server's
 	// stored sign-in to its requests (bridge/oauth). Nil means none.

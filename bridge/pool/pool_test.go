@@ -412,6 +412,8 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 		"URL":       func(s *discovery.Server) { s.URL = "v" },
 		"Headers":   func(s *discovery.Server) { s.Headers = nil },
 		"OAuth":     func(s *discovery.Server) { s.OAuth = &discovery.OAuth{ClientID: "c"} },
+		// Its next listing is checked under the new trust.
+		"Trusted": func(s *discovery.Server) { s.Trusted = true },
 	}
 	keeps := map[string]func(*discovery.Server){
 		"Source":      func(s *discovery.Server) { s.Source = "/other" },
@@ -614,7 +616,7 @@ func TestOnTools(t *testing.T) {
 		defs  []*discovery.Server
 		fresh = make(chan struct{}, 8)
 	)
-	p, m := newMemPool(t, Options{OnTools: func(def *discovery.Server, tools []*mcp.Tool) {
+	p, m := newMemPool(t, Options{OnTools: func(def *discovery.Server, tools []*mcp.Tool, _ string) {
 		mu.Lock()
 		seen = append(seen, len(tools))
 		defs = append(defs, def)
@@ -686,7 +688,7 @@ func (t earlyNoticeTransport) Connect(ctx context.Context) (mcp.Connection, erro
 // on a session not yet there (a nil dereference that ended codebridge).
 func TestToolListChangedWhileStarting(t *testing.T) {
 	lists := make(chan int, 8)
-	p, m := newMemPool(t, Options{OnTools: func(_ *discovery.Server, tools []*mcp.Tool) { lists <- len(tools) }}, memDef("a"))
+	p, m := newMemPool(t, Options{OnTools: func(_ *discovery.Server, tools []*mcp.Tool, _ string) { lists <- len(tools) }}, memDef("a"))
 	p.testTransport = func(def *discovery.Server) (mcp.Transport, error) {
 		tr, err := m.transport(def)
 		return earlyNoticeTransport{tr}, err

@@ -116,13 +116,16 @@ func TestHostileTextInTables(t *testing.T) {
 			t.Errorf("servers --tools does not show %q:\n%s", w, out)
 		}
 	}
-	// The listing pinned the tool; a changed description quarantines it.
+	// The tool-poisoning scanner held the tool at first sight (its name
+	// and description hold terminal escapes); review shows it, and what
+	// the scanner found, escaped, after a change as before.
 	if err := os.WriteFile(descFile, []byte("Adds a note, changed.\x1b[2J\u202e\r\nsecond line\x1b]52;c;ZXZpbA==\x07"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _, _ = runHere(t, env, "tools", "review", "notes")
 	printsSafely(t, "tools review", out, -1)
-	for _, w := range []string{`notes.note\x1b[2J\u202e: changed`, "Adds a note, changed.\\x1b[2J\\u202e\n", `second line\x1b]52;c;`} {
+	for _, w := range []string{`notes.note\x1b[2J\u202e: new, and held by the tool-poisoning scanner`, `control-character in name`,
+		"Adds a note, changed.\\x1b[2J\\u202e\n", `second line\x1b]52;c;`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("tools review does not show %q:\n%s", w, out)
 		}

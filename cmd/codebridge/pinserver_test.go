@@ -15,12 +15,14 @@ import (
 // pinServerDescEnv names when it starts: a server whose tool definition
 // changes between two starts. pinServerNameEnv, if set, names the tool
 // instead. With pinServerRepeatEnv set to a description, it lists the tool
-// twice: first with that description, then as it is.
+// twice: first with that description, then as it is. pinServerInstrEnv, if
+// set, names a file whose text is the server's instructions.
 const (
 	pinServerEnv       = "CODEBRIDGE_TEST_PIN_SERVER"
 	pinServerDescEnv   = "CODEBRIDGE_TEST_PIN_DESCRIPTION"
 	pinServerNameEnv   = "CODEBRIDGE_TEST_PIN_NAME"
 	pinServerRepeatEnv = "CODEBRIDGE_TEST_PIN_REPEAT"
+	pinServerInstrEnv  = "CODEBRIDGE_TEST_PIN_INSTRUCTIONS"
 )
 
 // runPinServer serves note on stdin and stdout until stdin closes.
@@ -30,7 +32,16 @@ func runPinServer() {
 		fmt.Fprintln(os.Stderr, "pin server:", err)
 		os.Exit(2)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "pin-test", Version: "1"}, nil)
+	var opts *mcp.ServerOptions
+	if path := os.Getenv(pinServerInstrEnv); path != "" {
+		instr, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pin server:", err)
+			os.Exit(2)
+		}
+		opts = &mcp.ServerOptions{Instructions: string(instr)}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "pin-test", Version: "1"}, opts)
 	type args struct {
 		Text string `json:"text"`
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge"
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
+	"github.com/codebridge-mcp/codebridge/bridge/scan"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/termtext"
 	"github.com/codebridge-mcp/codebridge/discovery"
@@ -33,6 +34,7 @@ type heldTool struct {
 	pin    manifest.Pin
 	pinned bool
 	state  manifest.State
+	flag   manifest.Flag // for Flagged, what the scanner found
 }
 
 // quarantinedTools starts the servers named (every enabled one when names
@@ -73,7 +75,8 @@ func quarantinedTools(ctx context.Context, cfg settings.Config, l *bridge.Listin
 		for i, t := range tools {
 			pin, pinned := pins.Lookup(t.Name)
 			if states[i].Held(cfg.QuarantineNew) {
-				out[srv.Name] = append(out[srv.Name], heldTool{now: t, pin: pin, pinned: pinned, state: states[i]})
+				flag, _ := pins.Flag(t)
+				out[srv.Name] = append(out[srv.Name], heldTool{now: t, pin: pin, pinned: pinned, state: states[i], flag: flag})
 			}
 		}
 	}
@@ -94,6 +97,13 @@ func reviewTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, se
 	n := 0
 	for _, srv := range slices.Sorted(maps.Keys(held)) {
 		repeats := repeatedNames(held[srv])
+		instructions := len(held[srv]) > 0 && isInstructions(held[srv][0].flag)
+		if instructions && len(repeats) == 0 {
+			fmt.Fprintf(out, "%s: its instructions read as tool poisoning, so all %d of its tools are held until approved:\n",
+				termtext.Line(srv), len(held[srv]))
+			printFindings(out, held[srv][0].flag)
+			fmt.Fprintf(out, "approve them with: codebridge tools approve %s\n\n", shellWord(srv))
+		}
 		if len(repeats) > 0 {
 			n += len(held[srv])
 			fmt.Fprintf(out, "%s: lists %s more than once, so which definition code would get is the server's choice: "+
@@ -118,6 +128,20 @@ func reviewTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, se
 				was = definitionLines(h.pin.Tool)
 			case h.state == manifest.Repeated:
 				fmt.Fprintf(out, "%s: one of its listed definitions (never pinned)\n", name)
+			case h.state == manifest.Flagged && instructions && h.pinned && manifest.Hash(h.pin.Tool) == manifest.Hash(h.now):
+				fmt.Fprintf(out, "%s: held with its server's instructions (unchanged since pinned)\n\n", name)
+				continue
+			case h.state == manifest.Flagged && instructions && !h.pinned:
+				fmt.Fprintf(out, "%s: new, held with its server's instructions\n", name)
+			case h.state == manifest.Flagged && !instructions:
+				how := "new"
+				if h.pinned {
+					how = fmt.Sprintf("changed since it was pinned on %s (%s)", h.pin.Pinned.Local().Format("2006-01-02 15:04:05"),
+						strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
+					was = definitionLines(h.pin.Tool)
+				}
+				fmt.Fprintf(out, "%s: %s, and held by the tool-poisoning scanner, which found:\n", name, how)
+				printFindings(out, h.flag)
 			case h.pinned:
 				fmt.Fprintf(out, "%s: changed since it was pinned on %s (%s)\n", name,
 					h.pin.Pinned.Local().Format("2006-01-02 15:04:05"), strings.Join(manifest.Differences(h.pin.Tool, h.now), ", "))
@@ -188,6 +212,21 @@ func approveTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, s
 		fmt.Fprintf(out, "approved %s.%s\n", termtext.Line(server), termtext.Line(t.Name))
 	}
 	return nil
+}
+
+// isInstructions reports whether f holds a server's instructions rather
+// than one tool's definition.
+func isInstructions(f manifest.Flag) bool {
+	return len(f.Findings) > 0 && f.Findings[0].Field == "instructions"
+}
+
+// printFindings lists what the scanner found, one finding a line: its
+// code, where, what the code means, and the excerpt (Go-quoted by the
+// scanner, escaped again for the terminal).
+func printFindings(out io.Writer, f manifest.Flag) {
+	for _, x := range f.Findings {
+		fmt.Fprintf(out, "  %s in %s: %s\n    %s\n", x.Code, termtext.Line(x.Field), scan.Codes[x.Code], termtext.Line(x.Excerpt))
+	}
 }
 
 // repeatedNames are the tool names a server's held tools repeat, sorted.

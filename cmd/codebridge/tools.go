@@ -20,6 +20,10 @@ annotations) are pinned when codebridge first sees them. A tool whose
 definition changes later is quarantined: code cannot see or call it (the call
 fails with MCPError code quarantined) until you approve the change here.
 With MCP_BRIDGE_QUARANTINE_NEW=1, tools never pinned are quarantined too.
+Before a new or changed definition is pinned it is scanned for tool
+poisoning (text aimed at the model, private paths, hidden characters...);
+what the scanner finds holds it the same way, and review shows the findings.
+A server with "trust": "trusted" in its entry is not scanned.
 
 `)
 	for _, v := range toolsVerbs {
