@@ -73,6 +73,8 @@ type Directory struct {
 
 	statesMu sync.Mutex             // protects following
 	states   map[string]pinnedState // by server: the last listing's states, so a call hashes nothing
+
+	search searchIndex // the last search's index, while the tools are the same
 }
 
 // pinnedState is where the tools of one listing stand against one version

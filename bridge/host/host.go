@@ -26,7 +26,6 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
-	"github.com/codebridge-mcp/codebridge/discovery/search"
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -233,7 +232,7 @@ func (h *host) SearchToolDocs(ctx context.Context, p protocol.SearchToolDocsPara
 	sctx, cancel := context.WithTimeout(ctx, searchStartTimeout)
 	all, failed := h.everyServer(sctx)
 	cancel()
-	var docs []search.Doc
+	var keys []searchKey
 	type ref struct {
 		srv   *discovery.Server
 		tool  *mcp.Tool
@@ -248,7 +247,7 @@ func (h *host) SearchToolDocs(ctx context.Context, p protocol.SearchToolDocsPara
 		}
 		l := all[srv.Name]
 		for _, t := range h.snap.admitted(srv.Name, l.tools) {
-			docs = append(docs, search.Doc{Server: srv.Name, Tool: t.Name, Description: t.Description, Params: typed.ParamNames(t)})
+			keys = append(keys, searchKey{server: srv.Name, tool: t})
 			refs[[2]string{srv.Name, t.Name}] = ref{srv, t, l.saved}
 		}
 	}
@@ -256,11 +255,11 @@ func (h *host) SearchToolDocs(ctx context.Context, p protocol.SearchToolDocsPara
 	if h.dir.store != nil {
 		tools, _ := h.dir.store.Tools()
 		for _, t := range tools {
-			docs = append(docs, search.Doc{Server: savedServer, Tool: t.Name, Description: t.Description})
+			keys = append(keys, searchKey{server: savedServer, name: t.Name, description: t.Description})
 			saved[t.Name] = t
 		}
 	}
-	hits := search.NewIndex(docs).Search(query, limit)
+	hits := h.dir.search.index(keys).Search(query, limit)
 	for _, hit := range hits {
 		if t, ok := saved[hit.Doc.Tool]; ok && hit.Doc.Server == savedServer {
 			out.Results = append(out.Results, savedDoc(t, &hit.Score))

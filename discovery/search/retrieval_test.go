@@ -21,7 +21,7 @@ var showMisses = flag.Bool("misses", false, "TestRetrieval: list the dev queries
 
 // retrievalFloor is what the search must keep on the dev half: a little
 // under what it scores, so a change that breaks ranking fails here.
-var retrievalFloor = struct{ recall5, mrr float64 }{0.55, 0.55} // measured: 0.579, 0.578
+var retrievalFloor = struct{ recall5, mrr float64 }{0.74, 0.71} // measured: 0.781, 0.749
 
 // corpusDocs indexes the LiveMCPTool corpus the way bridge/host's
 // SearchToolDocs indexes a listing.

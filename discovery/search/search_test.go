@@ -249,3 +249,23 @@ func TestSearchRelatedWords(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchFeedbackFromTheFirstHit(t *testing.T) {
+	docs := []Doc{
+		{Server: "meteo", Tool: "forecast", Description: "Weather forecast by city name"},
+		{Server: "meteo", Tool: "alerts", Description: "Severe weather alerts for a region"},
+		{Server: "news", Tool: "headlines", Description: "Weather headlines"},
+		{Server: "geo", Tool: "city_lookup", Description: "Find a city by name"},
+	}
+	var got []string
+	for _, h := range NewIndex(docs).Search("weather forecast", 0) {
+		got = append(got, h.Doc.Server+"/"+h.Doc.Tool)
+	}
+	// news/headlines, shorter, would rank before meteo/alerts on "weather"
+	// alone; the first hit's terms (meteo) lift its sibling. geo/city_lookup
+	// shares only feedback terms (city, name) and is not returned.
+	want := []string{"meteo/forecast", "meteo/alerts", "news/headlines"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Search(weather forecast) (-want +got):\n%s", diff)
+	}
+}
