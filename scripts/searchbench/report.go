@@ -80,6 +80,7 @@ type record struct {
 	Name    string             `json:"name"`
 	Command string             `json:"command"`
 	Golden  string             `json:"golden"`
+	SHA256  string             `json:"golden_sha256"` // of the golden file, which may not be committed yet
 	Queries int                `json:"queries"`
 	Tools   int                `json:"tools"`
 	Servers int                `json:"servers"`
@@ -99,7 +100,7 @@ func (rep report) records() []record {
 		m := searcheval.Evaluate(h.queries, h.ranks).Mean
 		l := percentiles(h.took)
 		r := record{Date: rep.date.Format(time.RFC3339), Commit: rep.cfg.commit, Name: rep.cfg.name, Command: rep.cfg.command,
-			Golden: filepath.ToSlash(h.path), Queries: len(h.queries), Tools: rep.tools, Servers: rep.servers, Limit: rep.cfg.limit,
+			Golden: filepath.ToSlash(h.path), SHA256: h.sha256, Queries: len(h.queries), Tools: rep.tools, Servers: rep.servers, Limit: rep.cfg.limit,
 			Recall: map[string]float64{}, Hit: map[string]float64{}, MRR: round(m.MRR), NDCG10: round(m.NDCG10),
 			P50MS: float64(l.P50.Microseconds()) / 1000, P95MS: float64(l.P95.Microseconds()) / 1000, Machine: rep.machine}
 		for i, k := range searcheval.Cutoffs {

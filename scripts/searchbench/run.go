@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ type config struct {
 type half struct {
 	name    string // the file's name without .jsonl: dev, test
 	path    string
+	sha256  string // of the file, hex
 	queries []searcheval.Query
 	ranks   map[string][]string // query id -> "server:tool" keys, best first
 	took    []time.Duration     // each search as the code timed it, in query order
@@ -56,7 +58,12 @@ func runBench(ctx context.Context, cfg config) error {
 		if err != nil {
 			return err
 		}
-		halves = append(halves, &half{name: strings.TrimSuffix(filepath.Base(path), ".jsonl"), path: path, queries: qs, ranks: map[string][]string{}})
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		halves = append(halves, &half{name: strings.TrimSuffix(filepath.Base(path), ".jsonl"), path: path,
+			sha256: fmt.Sprintf("%x", sha256.Sum256(data)), queries: qs, ranks: map[string][]string{}})
 	}
 	if len(halves) == 0 {
 		return fmt.Errorf("none of the golden files %v exists: pass -golden scripts/searchbench/testdata/golden.jsonl to try the harness", cfg.golden)
