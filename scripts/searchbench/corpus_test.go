@@ -3,12 +3,14 @@ package main
 import (
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/search/searcheval"
 )
 
@@ -110,4 +112,37 @@ func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// TestWriteConfig checks that the config folder the benchmark writes loads
+// in codebridge's discovery as one stdio server per corpus server, each
+// starting this program's serve form for itself.
+func TestWriteConfig(t *testing.T) {
+	corpus, err := searcheval.LoadCorpus(corpusFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	names, err := writeConfig(dir, "/bin/searchbench", "/corpus.json", corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := discovery.Load(dir, nil, discovery.Options{})
+	if len(cfg.Problems) > 0 {
+		t.Fatalf("the config folder has problems: %+v", cfg.Problems)
+	}
+	if len(names) != 70 || len(cfg.Servers) != len(names) {
+		t.Fatalf("wrote %d servers, discovery loaded %d, want 70", len(names), len(cfg.Servers))
+	}
+	for _, name := range names {
+		s := cfg.Server(name)
+		if s == nil {
+			t.Errorf("server %q not loaded", name)
+			continue
+		}
+		want := []string{"serve", "-corpus", "/corpus.json", "-server", name}
+		if s.Transport != discovery.Stdio || s.Command != "/bin/searchbench" || !slices.Equal(s.Args, want) {
+			t.Errorf("server %q: %s %s %q, want stdio /bin/searchbench %q", name, s.Transport, s.Command, s.Args, want)
+		}
+	}
 }
