@@ -116,14 +116,15 @@ func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
 
 // TestWriteConfig checks that the config folder the benchmark writes loads
 // in codebridge's discovery as one stdio server per corpus server, each
-// starting this program's serve form for itself.
+// starting this program's serve form for itself; with -copies 2 each
+// server again as NAME-2, serving NAME's tools.
 func TestWriteConfig(t *testing.T) {
 	corpus, err := searcheval.LoadCorpus(corpusFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	names, err := writeConfig(dir, "/bin/searchbench", "/corpus.json", corpus)
+	want, err := writeConfig(dir, "/bin/searchbench", "/corpus.json", corpus, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,18 +132,22 @@ func TestWriteConfig(t *testing.T) {
 	if len(cfg.Problems) > 0 {
 		t.Fatalf("the config folder has problems: %+v", cfg.Problems)
 	}
-	if len(names) != 70 || len(cfg.Servers) != len(names) {
-		t.Fatalf("wrote %d servers, discovery loaded %d, want 70", len(names), len(cfg.Servers))
+	if len(want) != 140 || len(cfg.Servers) != len(want) {
+		t.Fatalf("wrote %d servers, discovery loaded %d, want 140 (70, twice)", len(want), len(cfg.Servers))
 	}
-	for _, name := range names {
-		s := cfg.Server(name)
-		if s == nil {
-			t.Errorf("server %q not loaded", name)
-			continue
-		}
-		want := []string{"serve", "-corpus", "/corpus.json", "-server", name}
-		if s.Transport != discovery.Stdio || s.Command != "/bin/searchbench" || !slices.Equal(s.Args, want) {
-			t.Errorf("server %q: %s %s %q, want stdio /bin/searchbench %q", name, s.Transport, s.Command, s.Args, want)
+	for _, tool := range corpus {
+		for _, name := range []string{tool.Server, tool.Server + "-2"} {
+			s := cfg.Server(name)
+			if s == nil {
+				t.Fatalf("server %q not loaded", name)
+			}
+			args := []string{"serve", "-corpus", "/corpus.json", "-server", tool.Server}
+			if s.Transport != discovery.Stdio || s.Command != "/bin/searchbench" || !slices.Equal(s.Args, args) {
+				t.Errorf("server %q: %s %s %q, want stdio /bin/searchbench %q", name, s.Transport, s.Command, s.Args, args)
+			}
+			if !slices.Contains(want[name], tool.Tool) {
+				t.Errorf("server %q: want lists %v, not its tool %q", name, want[name], tool.Tool)
+			}
 		}
 	}
 }

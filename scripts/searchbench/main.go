@@ -7,7 +7,7 @@
 // it, and writes the table into docs/search.md and a record into
 // docs/search.jsonl. It is run by scripts/bench.sh search.
 //
-//	searchbench -codebridge BIN [-golden FILE,...] [-docs DIR]
+//	searchbench -codebridge BIN [-golden FILE,...] [-docs DIR] [-copies N]
 //	searchbench serve -corpus FILE -server NAME
 //
 // The serve form is the stand-in MCP server for one server of the corpus
@@ -64,6 +64,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.name, "name", "search_tool_docs", "the name of this run in the table, e.g. the search's version")
 	fs.StringVar(&cfg.commit, "commit", "", "the commit codebridge was built from (default: git describe of this folder)")
 	fs.IntVar(&cfg.limit, "limit", 10, "the limit passed to search_tool_docs")
+	fs.IntVar(&cfg.copies, "copies", 1, "serve the corpus this many times (servers NAME-2, ...) to time search over more tools; latency only, no -docs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -51,25 +51,52 @@ func (rep report) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "`%s`, %s, codebridge %s, on %s: %d tools of %d servers, each query run as `search_tool_docs(query, limit=%d)` by code in the sandbox.\n\n",
 		rep.cfg.command, rep.date.Format("2006-01-02 15:04 UTC"), rep.cfg.commit, rep.machine, rep.tools, rep.servers, rep.cfg.limit)
-	var rows []searcheval.Row
-	for _, h := range rep.halves {
-		rows = append(rows, searcheval.Row{Name: rep.cfg.name + ", " + h.name, Report: searcheval.Evaluate(h.queries, h.ranks)})
+	if rep.cfg.copies == 1 {
+		var rows []searcheval.Row
+		for _, h := range rep.halves {
+			rows = append(rows, searcheval.Row{Name: rep.cfg.name + ", " + h.name, Report: searcheval.Evaluate(h.queries, h.ranks)})
+		}
+		searcheval.WriteTable(&b, rows...)
+		b.WriteString("\n")
+	} else {
+		fmt.Fprintf(&b, "The corpus served %d times (servers NAME-2 to NAME-%d beside the originals): latency only, the rankings are not scored.\n\n", rep.cfg.copies, rep.cfg.copies)
 	}
-	searcheval.WriteTable(&b, rows...)
-	fmt.Fprintf(&b, "\nEach search as the code timed it (`time.perf_counter_ns()` around the `await`), through the sandbox's bridge to codebridge and back:\n\n")
-	b.WriteString("| golden set | searches | p50 | p95 | max |\n|---|---:|---:|---:|---:|\n")
-	var all []time.Duration
+	b.WriteString("Each search as the code timed it (`time.perf_counter_ns()` around the `await`), through the sandbox's bridge to codebridge and back: ")
+	if rep.cfg.copies == 1 {
+		b.WriteString("with every server running (as after any call), and ")
+	}
+	b.WriteString("from the saved tool lists, in a new codebridge over the same state folder where no server runs:\n\n")
+	b.WriteString("| golden set | searches | running p50 | p95 | saved lists p50 | p95 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	row := func(name string, took, saved []time.Duration) {
+		r, s := percentiles(took), percentiles(saved)
+		run50, run95 := "-", "-"
+		if len(took) > 0 {
+			run50, run95 = ms(r.P50), ms(r.P95)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", name, len(saved), run50, run95, ms(s.P50), ms(s.P95), ms(max(r.Max, s.Max)))
+	}
+	var all, allSaved []time.Duration
 	for _, h := range rep.halves {
-		l := percentiles(h.took)
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", h.name, len(h.took), ms(l.P50), ms(l.P95), ms(l.Max))
-		all = append(all, h.took...)
+		row(h.name, h.took, h.savedTook)
+		all, allSaved = append(all, h.took...), append(allSaved, h.savedTook...)
 	}
 	if len(rep.halves) > 1 {
-		l := percentiles(all)
-		fmt.Fprintf(&b, "| all | %d | %s | %s | %s |\n", len(all), ms(l.P50), ms(l.P95), ms(l.Max))
+		row("all", all, allSaved)
 	}
-	fmt.Fprintf(&b, "\nBefore the searches: listing every server's tools from code, which started the %d servers, %.2f s; the first search after that %s. The whole run %.0f s.\n",
-		rep.servers, rep.start.listed.Seconds(), ms(rep.start.firstSearch), rep.elapsed.Seconds())
+	if rep.cfg.copies == 1 {
+		differ, n := 0, 0
+		for _, h := range rep.halves {
+			for _, q := range h.queries {
+				n++
+				if !slices.Equal(h.ranks[q.ID], h.savedRanks[q.ID]) {
+					differ++
+				}
+			}
+		}
+		fmt.Fprintf(&b, "\nThe rankings from the saved lists equal those with the servers running for %d of %d queries.", n-differ, n)
+	}
+	fmt.Fprintf(&b, "\nBefore the searches: listing every server's tools from code, which started the %d servers, %.2f s; the first search after that %s, the first of the second codebridge %s. The whole run %.0f s.\n",
+		rep.servers, rep.start.listed.Seconds(), ms(rep.start.firstSearch), ms(rep.start.firstSaved), rep.elapsed.Seconds())
 	return b.String()
 }
 
@@ -91,18 +118,22 @@ type record struct {
 	NDCG10  float64            `json:"ndcg10"`
 	P50MS   float64            `json:"p50_ms"`
 	P95MS   float64            `json:"p95_ms"`
-	Machine string             `json:"machine"`
+	// From the saved tool lists, no server running.
+	SavedP50MS float64 `json:"saved_p50_ms"`
+	SavedP95MS float64 `json:"saved_p95_ms"`
+	Machine    string  `json:"machine"`
 }
 
 func (rep report) records() []record {
 	var rs []record
 	for _, h := range rep.halves {
 		m := searcheval.Evaluate(h.queries, h.ranks).Mean
-		l := percentiles(h.took)
+		l, sl := percentiles(h.took), percentiles(h.savedTook)
 		r := record{Date: rep.date.Format(time.RFC3339), Commit: rep.cfg.commit, Name: rep.cfg.name, Command: rep.cfg.command,
 			Golden: filepath.ToSlash(h.path), SHA256: h.sha256, Queries: len(h.queries), Tools: rep.tools, Servers: rep.servers, Limit: rep.cfg.limit,
 			Recall: map[string]float64{}, Hit: map[string]float64{}, MRR: round(m.MRR), NDCG10: round(m.NDCG10),
-			P50MS: float64(l.P50.Microseconds()) / 1000, P95MS: float64(l.P95.Microseconds()) / 1000, Machine: rep.machine}
+			P50MS: float64(l.P50.Microseconds()) / 1000, P95MS: float64(l.P95.Microseconds()) / 1000, Machine: rep.machine,
+			SavedP50MS: float64(sl.P50.Microseconds()) / 1000, SavedP95MS: float64(sl.P95.Microseconds()) / 1000}
 		for i, k := range searcheval.Cutoffs {
 			r.Recall[strconv.Itoa(k)] = round(m.Recall[i])
 			r.Hit[strconv.Itoa(k)] = round(m.Hit[i])

@@ -34,8 +34,9 @@ func TestReportWrite(t *testing.T) {
 	}
 	q := searcheval.Query{ID: "q1", Query: "weather in Lyon", Relevant: map[string]int{"weather:get_weather": 2}}
 	h := &half{name: "dev", path: "dev.jsonl", queries: []searcheval.Query{q},
-		ranks: map[string][]string{"q1": {"time:now", "weather:get_weather"}}, took: []time.Duration{time.Millisecond}}
-	rep := report{cfg: config{command: "bench", name: "search", commit: "abc", limit: 10}, date: time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC),
+		ranks: map[string][]string{"q1": {"time:now", "weather:get_weather"}}, took: []time.Duration{time.Millisecond},
+		savedRanks: map[string][]string{"q1": {"time:now", "weather:get_weather"}}, savedTook: []time.Duration{2 * time.Millisecond}}
+	rep := report{cfg: config{command: "bench", name: "search", commit: "abc", limit: 10, copies: 1}, date: time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC),
 		halves: []*half{h}, tools: 2, servers: 2, machine: "m"}
 	for range 2 {
 		if err := rep.write(dir); err != nil {

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,7 @@ type config struct {
 	binary, corpus, docs, command, name, commit string
 	golden                                      []string
 	limit                                       int
+	copies                                      int // the corpus served this many times, copies' servers renamed
 }
 
 // half is one golden file and what the search made of it.
@@ -34,19 +37,40 @@ type half struct {
 	path    string
 	sha256  string // of the file, hex
 	queries []searcheval.Query
-	ranks   map[string][]string // query id -> "server:tool" keys, best first
-	took    []time.Duration     // each search as the code timed it, in query order
+	// By the codebridge that started every server: what the search ranked
+	// (query id -> "server:tool" keys, best first) and each search's time
+	// as the code measured it, in query order. Empty with copies.
+	ranks map[string][]string
+	took  []time.Duration
+	// By a new codebridge over the same state folder, no server running:
+	// every search answered from the saved tool lists.
+	savedRanks map[string][]string
+	savedTook  []time.Duration
 }
 
 // batch is how many queries one run_python call searches: its printed
 // results stay well under the default output limit (64k).
 const batch = 40
 
+// listBatch is how many servers the code lists at once with copies; the
+// servers stop after copiesIdle, so at most about two batches run at once
+// (the stand-ins take some 12 MB each).
+const (
+	listBatch  = 70
+	copiesIdle = 3 * time.Second
+)
+
 func runBench(ctx context.Context, cfg config) error {
 	start := time.Now()
 	corpus, err := searcheval.LoadCorpus(cfg.corpus)
 	if err != nil {
 		return err
+	}
+	if cfg.copies < 1 {
+		return fmt.Errorf("-copies %d: want 1 or more", cfg.copies)
+	}
+	if cfg.copies > 1 && cfg.docs != "" {
+		return fmt.Errorf("-copies %d measures latency only (every tool is there %d times, so the rankings score nothing): leave out -docs", cfg.copies, cfg.copies)
 	}
 	var halves []*half
 	for _, path := range cfg.golden {
@@ -63,7 +87,7 @@ func runBench(ctx context.Context, cfg config) error {
 			return err
 		}
 		halves = append(halves, &half{name: strings.TrimSuffix(filepath.Base(path), ".jsonl"), path: path,
-			sha256: fmt.Sprintf("%x", sha256.Sum256(data)), queries: qs, ranks: map[string][]string{}})
+			sha256: fmt.Sprintf("%x", sha256.Sum256(data)), queries: qs, ranks: map[string][]string{}, savedRanks: map[string][]string{}})
 	}
 	if len(halves) == 0 {
 		return fmt.Errorf("none of the golden files %v exists: pass -golden scripts/searchbench/testdata/golden.jsonl to try the harness", cfg.golden)
@@ -81,28 +105,55 @@ func runBench(ctx context.Context, cfg config) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	servers, err := writeConfig(filepath.Join(root, "config"), self, corpusPath, corpus)
+	want, err := writeConfig(filepath.Join(root, "config"), self, corpusPath, corpus, cfg.copies)
 	if err != nil {
 		return err
 	}
-	cs, stderr, err := startCodebridge(ctx, cfg.binary, root)
+	tools := len(corpus) * cfg.copies
+
+	// The first codebridge starts every server (which saves its tool list)
+	// and, without copies, runs the searches that are scored.
+	var env []string
+	if cfg.copies > 1 {
+		env = append(env, settings.EnvPrefix+"SERVER_IDLE_TIMEOUT="+strconv.Itoa(int(copiesIdle.Seconds())))
+	}
+	cs, stderr, err := startCodebridge(ctx, cfg.binary, root, env...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "searchbench: %d tools of %d servers behind codebridge; checking that every tool is listed\n", tools, len(want))
+	st, err := checkListed(ctx, cs, corpus, want, cfg.copies > 1)
+	if err == nil && cfg.copies == 1 {
+		for _, h := range halves {
+			fmt.Fprintf(os.Stderr, "searchbench: %d queries of %s through search_tool_docs, every server running\n", len(h.queries), h.path)
+			if err = searchAll(ctx, cs, h.queries, cfg.limit, h.ranks, &h.took); err != nil {
+				err = fmt.Errorf("%s: %w", h.path, err)
+				break
+			}
+		}
+	}
+	cs.Close()
+	if err != nil {
+		return fmt.Errorf("%w\ncodebridge's stderr:\n%s", err, stderr)
+	}
+
+	// A second codebridge over the same state folder has no server running:
+	// search_tool_docs answers from the saved lists.
+	cs, stderr, err = startCodebridge(ctx, cfg.binary, root)
 	if err != nil {
 		return err
 	}
 	defer cs.Close()
-
-	fmt.Fprintf(os.Stderr, "searchbench: %d tools of %d servers behind codebridge; checking that every tool is listed\n", len(corpus), len(servers))
-	st, err := checkListed(ctx, cs, corpus, servers)
-	if err != nil {
+	if st.firstSaved, err = firstSearch(ctx, cs); err != nil {
 		return fmt.Errorf("%w\ncodebridge's stderr:\n%s", err, stderr)
 	}
 	for _, h := range halves {
-		fmt.Fprintf(os.Stderr, "searchbench: %d queries of %s through search_tool_docs\n", len(h.queries), h.path)
-		if err := searchAll(ctx, cs, h, cfg.limit); err != nil {
+		fmt.Fprintf(os.Stderr, "searchbench: %d queries of %s through search_tool_docs, from the saved tool lists\n", len(h.queries), h.path)
+		if err := searchAll(ctx, cs, h.queries, cfg.limit, h.savedRanks, &h.savedTook); err != nil {
 			return fmt.Errorf("%s: %w\ncodebridge's stderr:\n%s", h.path, err, stderr)
 		}
 	}
-	rep := report{cfg: cfg, date: start.UTC(), halves: halves, tools: len(corpus), servers: len(servers), start: st,
+	rep := report{cfg: cfg, date: start.UTC(), halves: halves, tools: tools, servers: len(want), start: st,
 		machine: machine(), elapsed: time.Since(start)}
 	if rep.cfg.commit == "" {
 		rep.cfg.commit = gitDescribe()
@@ -112,31 +163,46 @@ func runBench(ctx context.Context, cfg config) error {
 }
 
 // writeConfig writes codebridge's config folder: one NAME.json per server of
-// the corpus, whose command is this program's serve form for that server.
-// It returns the servers' names in the corpus's order.
-func writeConfig(dir, self, corpusPath string, corpus []searcheval.Tool) ([]string, error) {
+// the corpus, whose command is this program's serve form for that server;
+// with copies > 1, the k-th copy's servers are named NAME-k (k from 2) and
+// serve NAME's tools. It returns every configured server's tool names.
+func writeConfig(dir, self, corpusPath string, corpus []searcheval.Tool, copies int) (map[string][]string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	var names []string
+	tools := map[string][]string{}
 	for _, t := range corpus {
-		if slices.Contains(names, t.Server) {
-			continue
+		if tools[t.Server] == nil {
+			names = append(names, t.Server)
 		}
-		if strings.ContainsAny(t.Server, `/\`) || strings.HasPrefix(t.Server, ".") {
-			return nil, fmt.Errorf("corpus server %q cannot name a config file: rename it in the corpus", t.Server)
-		}
-		names = append(names, t.Server)
-		def := map[string]any{"command": self, "args": []string{"serve", "-corpus", corpusPath, "-server", t.Server}}
-		b, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{t.Server: def}}, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, t.Server+".json"), b, 0o600); err != nil {
-			return nil, err
+		tools[t.Server] = append(tools[t.Server], t.Tool)
+	}
+	want := map[string][]string{}
+	for c := 1; c <= copies; c++ {
+		for _, server := range names {
+			name := server
+			if c > 1 {
+				name = fmt.Sprintf("%s-%d", server, c)
+			}
+			if strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+				return nil, fmt.Errorf("corpus server %q cannot name a config file: rename it in the corpus", name)
+			}
+			if want[name] != nil {
+				return nil, fmt.Errorf("server %q twice: the corpus has a server named as another's copy; use -copies 1", name)
+			}
+			want[name] = tools[server]
+			def := map[string]any{"command": self, "args": []string{"serve", "-corpus", corpusPath, "-server", server}}
+			b, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{name: def}}, "", "  ")
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o600); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return names, nil
+	return want, nil
 }
 
 // lockedBuffer is codebridge's stderr, written by the exec package's copier
@@ -161,7 +227,7 @@ func (b *lockedBuffer) String() string {
 // startCodebridge starts the binary over stdio with root's config folder and
 // a state folder and settings file of its own, so nothing of the user's
 // (servers, saved tool lists, pins, settings) is used.
-func startCodebridge(ctx context.Context, binary, root string) (*mcp.ClientSession, *lockedBuffer, error) {
+func startCodebridge(ctx context.Context, binary, root string, env ...string) (*mcp.ClientSession, *lockedBuffer, error) {
 	stateDir := filepath.Join(root, "state")
 	settingsFile := filepath.Join(root, "settings.toml")
 	for _, err := range []error{os.MkdirAll(stateDir, 0o700), os.WriteFile(settingsFile, nil, 0o600)} {
@@ -175,7 +241,10 @@ func startCodebridge(ctx context.Context, binary, root string) (*mcp.ClientSessi
 			!strings.HasPrefix(kv, settings.EnvPrefix+"ENGINE=")
 	})
 	cmd.Env = append(cmd.Env, settings.FileEnv+"="+settingsFile, settings.EnvPrefix+"CONFIG_DIR="+filepath.Join(root, "config"),
-		settings.EnvPrefix+"STATE_DIR="+stateDir, settings.EnvPrefix+"TIMEOUT=120")
+		settings.EnvPrefix+"STATE_DIR="+stateDir, settings.EnvPrefix+"TIMEOUT=120",
+		// The listing of -copies 10 prints some 100 KB.
+		settings.EnvPrefix+"OUTPUT_LIMIT=4m")
+	cmd.Env = append(cmd.Env, env...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "searchbench", Version: "1"}, nil)
@@ -190,19 +259,18 @@ func startCodebridge(ctx context.Context, binary, root string) (*mcp.ClientSessi
 
 // started is what getting the servers going cost, as the code timed it.
 type started struct {
-	listed      time.Duration // every server listed (and so started), concurrently
+	listed      time.Duration // every server listed (and so started)
 	firstSearch time.Duration // the first search after that, not scored
+	firstSaved  time.Duration // the first search of the second codebridge, from the saved lists
 }
 
 // checkListed has the code list every server's tools (which starts each
-// server) and checks that codebridge shows exactly the corpus's tools, that a
-// call reaches a stand-in server, and runs a first search; the rankings are
-// only trusted after this.
-func checkListed(ctx context.Context, cs *mcp.ClientSession, corpus []searcheval.Tool, servers []string) (started, error) {
-	want := map[string][]string{}
-	for _, t := range corpus {
-		want[t.Server] = append(want[t.Server], t.Tool)
-	}
+// server and saves its list) and checks that codebridge shows exactly the
+// tools of want, that a call reaches a stand-in server, and runs a first
+// search; the rankings are only trusted after this. With pause, the servers
+// are listed listBatch at a time, waiting for the last batch to stop
+// (copiesIdle) before the next.
+func checkListed(ctx context.Context, cs *mcp.ClientSession, corpus []searcheval.Tool, want map[string][]string, pause bool) (started, error) {
 	// A tool without required arguments, so the sandbox's own check lets
 	// the call through.
 	callServer, callTool := "", ""
@@ -215,17 +283,27 @@ func checkListed(ctx context.Context, cs *mcp.ClientSession, corpus []searcheval
 			break
 		}
 	}
+	wait := 0.0
+	if pause {
+		wait = (copiesIdle + 2*time.Second).Seconds()
+	}
 	code := fmt.Sprintf(`import asyncio, json, time
 t0 = time.perf_counter_ns()
 names = discovered_servers()
-lists = await asyncio.gather(*(list_tools(n) for n in names))
-listed = time.perf_counter_ns() - t0
+listed = {}
+for i in range(0, len(names), %d):
+    part = names[i:i + %d]
+    for n, l in zip(part, await asyncio.gather(*(list_tools(n) for n in part))):
+        listed[n] = [t["name"] for t in l]
+    if %g and i + %d < len(names):
+        await asyncio.sleep(%g)
+took = time.perf_counter_ns() - t0
 called = await call_tool(%s, %s, {})
 t0 = time.perf_counter_ns()
 await search_tool_docs("find a tool", limit=10)
 first = time.perf_counter_ns() - t0
-print(%q + json.dumps({"servers": {n: [t["name"] for t in l] for n, l in zip(names, lists)}, "called": called, "listed": listed, "first": first}))
-`, mustJSON(callServer), mustJSON(callTool), marker)
+print(%q + json.dumps({"servers": listed, "called": called, "listed": took, "first": first}))
+`, listBatch, listBatch, wait, listBatch, wait, mustJSON(callServer), mustJSON(callTool), marker)
 	var got struct {
 		Servers map[string][]string `json:"servers"`
 		Called  string              `json:"called"`
@@ -236,7 +314,7 @@ print(%q + json.dumps({"servers": {n: [t["name"] for t in l] for n, l in zip(nam
 		return started{}, fmt.Errorf("listing every server's tools from code: %w", err)
 	}
 	var problems []string
-	for _, s := range servers {
+	for _, s := range slices.Sorted(maps.Keys(want)) {
 		w, g := slices.Sorted(slices.Values(want[s])), slices.Sorted(slices.Values(got.Servers[s]))
 		if !slices.Equal(w, g) {
 			problems = append(problems, fmt.Sprintf("server %q: codebridge lists %d tools %v, the corpus has %d %v", s, len(g), g, len(w), w))
@@ -256,15 +334,31 @@ print(%q + json.dumps({"servers": {n: [t["name"] for t in l] for n, l in zip(nam
 	return started{listed: time.Duration(got.Listed), firstSearch: time.Duration(got.First)}, nil
 }
 
+// firstSearch runs one search, not scored, and returns its time as the code
+// measured it.
+func firstSearch(ctx context.Context, cs *mcp.ClientSession) (time.Duration, error) {
+	code := fmt.Sprintf(`import json, time
+t0 = time.perf_counter_ns()
+await search_tool_docs("find a tool", limit=10)
+print(%q + json.dumps(time.perf_counter_ns() - t0))
+`, marker)
+	var took int64
+	if err := runPython(ctx, cs, code, &took); err != nil {
+		return 0, fmt.Errorf("a first search: %w", err)
+	}
+	return time.Duration(took), nil
+}
+
 // marker starts the line the code prints its JSON on, so that nothing else
 // the run prints (a server's note on stderr, say) is taken for it.
 const marker = "SEARCHBENCH "
 
-// searchAll runs h's queries through search_tool_docs, batch by batch in
-// one session, and keeps each ranking and how long its search took.
-func searchAll(ctx context.Context, cs *mcp.ClientSession, h *half, limit int) error {
-	for from := 0; from < len(h.queries); from += batch {
-		qs := h.queries[from:min(from+batch, len(h.queries))]
+// searchAll runs queries through search_tool_docs, batch by batch in one
+// session, and keeps each ranking in ranks (by query id) and how long its
+// search took in took (in query order).
+func searchAll(ctx context.Context, cs *mcp.ClientSession, queries []searcheval.Query, limit int, ranks map[string][]string, took *[]time.Duration) error {
+	for from := 0; from < len(queries); from += batch {
+		qs := queries[from:min(from+batch, len(queries))]
 		var texts []string
 		for _, q := range qs {
 			texts = append(texts, q.Query)
@@ -290,8 +384,8 @@ print(%q + json.dumps(out))
 			return fmt.Errorf("the code answered %d searches for %d queries", len(got), len(qs))
 		}
 		for i, q := range qs {
-			h.ranks[q.ID] = got[i].Keys
-			h.took = append(h.took, time.Duration(got[i].Took))
+			ranks[q.ID] = got[i].Keys
+			*took = append(*took, time.Duration(got[i].Took))
 		}
 	}
 	return nil
