@@ -26,7 +26,7 @@
 //   - Hit@k = 1 if top(k) holds at least one relevant tool, else 0 (often
 //     called success@k).
 //   - MRR: 1/rank of the first relevant tool anywhere in the ranking, 0 if
-//     none is.
+//     none is; rankings cut at 10 (as TestRetrieval's are) make it MRR@10.
 //   - nDCG@10: DCG@10 / IDCG@10 with gain 2^grade − 1 and discount
 //     log2(rank+1); IDCG is the DCG of the grades sorted best first.
 //
