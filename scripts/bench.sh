@@ -8,6 +8,15 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
+#   scripts/bench.sh search [FLAGS]
+#                             tool search's quality and latency (docs/search.md):
+#                             LiveMCPTool's 527 tools of 70 servers served as MCP
+#                             servers behind a codebridge built from here, every
+#                             golden query (discovery/search/testdata/golden) run
+#                             through search_tool_docs in the sandbox. It installs
+#                             what it needs, rewrites the table in docs/search.md
+#                             and appends to docs/search.jsonl; FLAGS go to
+#                             scripts/searchbench, e.g. -golden FILE,FILE.
 #   scripts/bench.sh engines  per engine (Podman; Docker on a private dockerd that
 #                             scripts/dockerd.sh starts and stops; Kubernetes on the
 #                             single-node cluster of scripts/kube.sh, started and
@@ -44,6 +53,18 @@ tokens() {
   trap "rm -rf '$bin'" EXIT
   go build -o "$bin/codebridge" ./cmd/codebridge
   go run ./scripts/tokenbench -npm "$CODEBRIDGE_TEST_NPM_DIR" -codebridge "$bin/codebridge" -docs docs
+}
+
+# search runs scripts/searchbench with FLAGS against a codebridge built from
+# this checkout.
+search() {
+  scripts/setup.sh >&2 # Podman and the sandbox (data) image, when missing
+  local bin
+  bin=$(mktemp -d)
+  trap "rm -rf '$bin'" EXIT
+  go build -o "$bin/codebridge" ./cmd/codebridge
+  go build -o "$bin/searchbench" ./scripts/searchbench
+  "$bin/searchbench" -codebridge "$bin/codebridge" -docs docs "$@"
 }
 
 # sessions runs BenchmarkSessions with FLAGS: -sessions.http, -sessions.data and
@@ -159,11 +180,12 @@ bench ./cmd/codebridge 'RunPythonAfterIdle' 8x
 
 case "${1:-}" in
   tokens) tokens; exit ;;
+  search) shift; search "$@"; exit ;;
   sessions) shift; sessions "$@"; exit ;;
   engines) engines; exit ;;
   ab) shift; npm_trees servers clients; ab "$@"; exit ;;
   "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | engines | sessions [FLAGS] | ab DIR_A DIR_B latency|memory [ROUNDS]]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [tokens | search [FLAGS] | engines | sessions [FLAGS] | ab DIR_A DIR_B latency|memory [ROUNDS]]" >&2; exit 2 ;;
 esac
 
 echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"
