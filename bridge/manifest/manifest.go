@@ -45,6 +45,7 @@ type Store struct {
 	mu      sync.Mutex
 	secret  []byte                // the HMAC key, once read or made
 	pins    map[string]cachedPins // pin files read, by server name
+	lists   map[string]cachedList // manifests read, by path
 	watch   *dirWatch             // the pins folder's, once it exists
 	noWatch bool                  // a watch could not be made: every use looks at the file
 	gen     int                   // bumped when watch reports a change
@@ -142,18 +143,54 @@ func (s *Store) path(name string) string {
 
 // Load returns the manifest of srv's current definition, if there is one.
 func (s *Store) Load(srv *discovery.Server) (*Manifest, bool) {
-	raw, err := os.ReadFile(s.path(srv.Name))
-	if err != nil {
-		return nil, false
-	}
-	var m Manifest
-	if json.Unmarshal(raw, &m) != nil || m.Server != srv.Name || m.Tools == nil {
+	m, err := s.read(s.path(srv.Name))
+	if err != nil || m.Server != srv.Name || m.Tools == nil {
 		return nil, false
 	}
 	if key, err := s.key(srv, false); err != nil || key == "" || m.Key != key {
 		return nil, false
 	}
-	return &m, true
+	return m, true
+}
+
+// cachedList is a manifest as decoded, with what tells that its file
+// changed.
+type cachedList struct {
+	m    *Manifest
+	info os.FileInfo
+}
+
+// read decodes the manifest at path, or returns the one decoded last time
+// if the file is the same: every write renames a new file over the old, so
+// another file, size or time is a change. A search over saved lists reads
+// every server's; decoding 5,000 tools' schemas on each would cost more
+// than the search. The manifest returned is shared: callers only read it.
+func (s *Store) read(path string) (*Manifest, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	c, hit := s.lists[path]
+	s.mu.Unlock()
+	if hit && os.SameFile(c.info, info) && c.info.ModTime().Equal(info.ModTime()) && c.info.Size() == info.Size() {
+		return c.m, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.lists == nil {
+		s.lists = map[string]cachedList{}
+	}
+	s.lists[path] = cachedList{m: &m, info: info}
+	s.mu.Unlock()
+	return &m, nil
 }
 
 // Save records tools as srv's tool list, listed now. Callers save each fresh

@@ -221,3 +221,35 @@ func TestPrune(t *testing.T) {
 		t.Errorf("an hour-old temporary file is still there: %v", err)
 	}
 }
+
+// A manifest read once is decoded once while its file stays the same, and
+// read again when a Save replaces it, even within the file system's time
+// granularity.
+func TestLoadKeepsDecodedList(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "manifests"))
+	srv := server("files", "server.js")
+	if err := s.Save(srv, tools("read")); err != nil {
+		t.Fatal(err)
+	}
+	first, ok := s.Load(srv)
+	if !ok {
+		t.Fatal("no manifest after Save")
+	}
+	again, _ := s.Load(srv)
+	if again != first {
+		t.Error("the same file was decoded again")
+	}
+	if err := s.Save(srv, tools("read", "write")); err != nil {
+		t.Fatal(err)
+	}
+	now, ok := s.Load(srv)
+	if !ok || len(now.Tools) != 2 || now == first {
+		t.Fatalf("Load after a second Save = %+v, %v; want the new list of 2 tools", now, ok)
+	}
+	if err := os.Remove(s.path(srv.Name)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Load(srv); ok {
+		t.Error("a removed manifest still loads from the cache")
+	}
+}
