@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
@@ -229,12 +230,14 @@ func TestCallBusy(t *testing.T) {
 }
 
 // TestConcurrencyDefault: a server whose definition sets no
-// MaxConcurrency takes Options.Concurrency; one that sets it, its own.
+// MaxConcurrency takes Options.Concurrency; one that sets it, its own; and
+// a reload that changes it restarts the server with the new one.
 func TestConcurrencyDefault(t *testing.T) {
 	own := memDef("own")
 	own.MaxConcurrency = 3
-	p, _ := newMemPool(t, Options{Concurrency: 5}, memDef("dflt"), own)
-	for name, want := range map[string]int{"dflt": 5, "own": 3} {
+	p, m := newMemPool(t, Options{Concurrency: 5}, memDef("dflt"), own)
+	slots := func(name string, want int) {
+		t.Helper()
 		if _, err := p.Call(t.Context(), name, "echo", echoIn{}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -244,5 +247,15 @@ func TestConcurrencyDefault(t *testing.T) {
 		if got != want {
 			t.Errorf("%s has %d slots, want %d", name, got, want)
 		}
+	}
+	slots("dflt", 5)
+	slots("own", 3)
+
+	changed := *own
+	changed.MaxConcurrency = 1
+	p.Update([]*discovery.Server{memDef("dflt"), &changed})
+	slots("own", 1)
+	if n := m.starts.Load(); n != 3 {
+		t.Errorf("%d starts, want 3: own restarted with its new limit", n)
 	}
 }
