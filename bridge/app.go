@@ -144,12 +144,13 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
 	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger)
 	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
+		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 			a.dir.SaveManifest(def, tools, instructions)
 		},
 		OAuth: a.state.oauthHandlers(logger)})
 	a.dir = host.New(a.pool, host.Options{
-		MaxArgs: cfg.MaxArgSize, Tools: cfg.Tools, Store: a.state.memory,
+		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
 	})

@@ -99,7 +99,9 @@ func (s *Server) SameEndpoint(o *Server) bool {
 		s.OAuth.Equal(o.OAuth) &&
 		// A change of trust restarts the server, whose fresh listing is
 		// then checked under it.
-		s.Trusted == o.Trusted
+		s.Trusted == o.Trusted &&
+		// The limit is the running session's: a new one restarts it.
+		s.MaxConcurrency == o.MaxConcurrency
 }
 
 // Diff compares two snapshots by server name: added are in newCfg only,

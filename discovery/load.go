@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -603,6 +604,7 @@ func (l *fileLoader) server(section, name string, v any, fileDesc string) (s *Se
 	s.Headers = strMap("headers")
 	oauth = l.oauth(name, m, at)
 	s.Tools = l.toolPolicy(name, m, at)
+	s.MaxConcurrency = l.maxConcurrency(name, m, at)
 
 	hasCmd = hasCmd && strings.TrimSpace(command) != ""
 	hasURL = hasURL && strings.TrimSpace(url) != ""
@@ -780,6 +782,38 @@ func nilIfEmpty(s []string) []string {
 	return s
 }
 
+// MaxConcurrencyLimit is the largest "maxConcurrency" an entry may set.
+const MaxConcurrencyLimit = 1 << 16
+
+// maxConcurrency reads an entry's "maxConcurrency": how many tool calls the
+// server is given at once, a whole number from 1 to [MaxConcurrencyLimit];
+// 0 when absent. A wrong value makes the entry invalid, so a server meant
+// to take one call at a time is never sent many.
+func (l *fileLoader) maxConcurrency(name string, m map[string]any, at func(...string) []string) int {
+	const key = "maxConcurrency"
+	l.misspelt(name, m, at, key)
+	v, present := m[key]
+	if !present {
+		return 0
+	}
+	if f, isNum := v.(float64); isNum && f == math.Trunc(f) && f >= 1 && f <= MaxConcurrencyLimit {
+		return int(f)
+	}
+	l.problem(name, at(key), fmt.Sprintf(`%q must be a whole number from 1 to %d, the tool calls the server is given at once, found %s`,
+		key, MaxConcurrencyLimit, kind(v)), false)
+	return 0
+}
+
+// misspelt reports, as a problem of the entry, each key of m that is key
+// spelt another way (maxconcurrency, max_concurrency, read-only).
+func (l *fileLoader) misspelt(name string, m map[string]any, at func(...string) []string, key string) {
+	for _, k := range sortedKeys(m) {
+		if k != key && strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(k), key) {
+			l.problem(name, at(k), fmt.Sprintf(`unknown key %q: write %q (this spelling)`, k, key), false)
+		}
+	}
+}
+
 // toolPolicy reads an entry's "tools", "readOnly" and "confirmWrites"; a
 // problem with them makes the entry invalid, so a mistyped policy never
 // silently admits every tool or calls one without asking.
@@ -787,11 +821,7 @@ func (l *fileLoader) toolPolicy(name string, m map[string]any, at func(...string
 	var p ToolPolicy
 	bad := func(msg string, keys ...string) { l.problem(name, at(keys...), msg, false) }
 	flag := func(key string) *bool {
-		for _, k := range sortedKeys(m) {
-			if k != key && strings.EqualFold(strings.NewReplacer("_", "", "-", "").Replace(k), key) {
-				bad(fmt.Sprintf(`unknown key %q: write %q (this spelling)`, k, key), k)
-			}
-		}
+		l.misspelt(name, m, at, key)
 		v, present := m[key]
 		if !present {
 			return nil

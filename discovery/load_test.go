@@ -53,7 +53,7 @@ func TestLoadFormats(t *testing.T) {
   "servers": {
     "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
     "bare": {"url": "https://example.com/bare"},
-    "legacy": {"type": "sse", "url": "https://example.com/sse", "trust": "scan"},
+    "legacy": {"type": "sse", "url": "https://example.com/sse", "trust": "scan", "maxConcurrency": 2},
     "explicit": {"type": "stdio", "command": "node", "args": ["server.js", "--token=${TOKEN}"], "trust": "trusted"},
     "camel": {"type": "streamableHttp", "url": "https://example.com/c", "elicitation": false, "sampling": false}
   }
@@ -73,7 +73,7 @@ func TestLoadFormats(t *testing.T) {
 		{Name: "everything", Source: claude, Description: "from Claude Desktop", Transport: Stdio, Command: "npx",
 			Args: []string{"-y", "@modelcontextprotocol/server-everything"}},
 		{Name: "explicit", Source: vscode, Transport: Stdio, Command: "node", Args: []string{"server.js", "--token=s3cret"}, Trusted: true},
-		{Name: "legacy", Source: vscode, Transport: SSE, URL: "https://example.com/sse"},
+		{Name: "legacy", Source: vscode, Transport: SSE, URL: "https://example.com/sse", MaxConcurrency: 2},
 		{Name: "memory", Source: claude, Description: "a knowledge graph", Transport: Stdio,
 			Command: "/home/u/bin/mcp-server-memory", Cwd: "/tmp",
 			Env: map[string]string{"MEMORY_FILE": "/home/u/memory.json", "T": "s3cret", "D": "fallback", "E": ""}},
@@ -164,7 +164,11 @@ func TestLoadProblems(t *testing.T) {
   "disabled": {"command": "x", "disabled": "yes"},
   "desc": {"command": "x", "description": 3},
   "sampling": {"command": "x", "sampling": "no"},
-  "trust": {"command": "x", "trust": "yes"}
+  "trust": {"command": "x", "trust": "yes"},
+  "conc0": {"command": "x", "maxConcurrency": 0},
+  "conchalf": {"command": "x", "maxConcurrency": 1.5},
+  "concstr": {"command": "x", "maxConcurrency": "2"},
+  "concsnake": {"command": "x", "max_concurrency": 2}
 }}`,
 			servers: []string{"good"},
 			want: []Problem{
@@ -185,6 +189,10 @@ func TestLoadProblems(t *testing.T) {
 				{Server: "desc", Line: 17, Column: 28, Message: `"description" must be a string`},
 				{Server: "sampling", Line: 18, Column: 32, Message: `"sampling" must be true or false`},
 				{Server: "trust", Line: 19, Column: 29, Message: `"trust" must be "scan" (the default: each new or changed tool definition is scanned for tool poisoning before it is pinned) or "trusted" (not scanned), found string "yes"`},
+				{Server: "conc0", Line: 20, Column: 29, Message: `"maxConcurrency" must be a whole number from 1 to 65536, the tool calls the server is given at once, found number 0`},
+				{Server: "conchalf", Line: 21, Column: 32, Message: `found number 1.5`},
+				{Server: "concstr", Line: 22, Column: 31, Message: `found string "2"`},
+				{Server: "concsnake", Line: 23, Column: 33, Message: `unknown key "max_concurrency": write "maxConcurrency" (this spelling)`},
 			},
 		},
 		{

@@ -44,6 +44,10 @@ type Server struct {
 	// (bridge/scan) for the server's definitions; the default, "trust":
 	// "scan", scans each new or changed one before it is pinned.
 	Trusted bool
+	// MaxConcurrency ("maxConcurrency") is how many tool calls the server
+	// is given at once, across every run and session; more wait in line
+	// in codebridge. 0 leaves it to codebridge's server_concurrency setting.
+	MaxConcurrency int
 
 	// Secrets are the values that ${keyring:...} and ${cmd:...} references
 	// resolved to, already written into Command, Args, Env, Cwd, URL and

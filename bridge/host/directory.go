@@ -47,12 +47,13 @@ type Downstream interface {
 // snapshot of the configuration, swapped whole on every reload, in front of the
 // pool of downstream clients.
 type Directory struct {
-	pool    Downstream
-	maxArgs int                     // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
-	setting func(key string) string // names a setting for messages; nil names the key
-	store   *memory.Store           // memories and saved helpers; nil means none
-	tools   discovery.ToolPolicy    // the global tool policy, which each server's entry refines; set before the first update
-	audit   *audit.Log              // records every tool call; nil records none
+	pool     Downstream
+	maxArgs  int                     // largest arguments of one tool call, in bytes (MCP_BRIDGE_MAX_ARGUMENT_SIZE)
+	maxCalls int                     // tool calls one run may make (MCP_BRIDGE_MAX_CALLS_PER_RUN); 0 no cap
+	setting  func(key string) string // names a setting for messages; nil names the key
+	store    *memory.Store           // memories and saved helpers; nil means none
+	tools    discovery.ToolPolicy    // the global tool policy, which each server's entry refines; set before the first update
+	audit    *audit.Log              // records every tool call; nil records none
 	// manifests holds each server's last tool list, from which docs and
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store

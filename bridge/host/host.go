@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,6 +43,8 @@ type host struct {
 	progress func(message string, progress, total float64)
 	ask      *elicit.Session // nil cannot ask
 	deadline time.Time       // when the run's time limit ends; zero if unknown
+
+	calls atomic.Int64 // the call_tool requests the run has sent
 }
 
 // SearchParallelism bounds how many servers a search starts at once, and
@@ -343,9 +346,13 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	// so made-up ones cannot fill the log.
 	rec := audit.Record{Time: time.Now(), Server: auditName(p.Server), Tool: auditName(*p.Tool), ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
-	c, err := withSignIn(ctx, h, p.Server, func(again bool) (called, error) {
-		return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
-	})
+	var c called
+	err := h.countCall()
+	if err == nil {
+		c, err = withSignIn(ctx, h, p.Server, func(again bool) (called, error) {
+			return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
+		})
+	}
 	if c.release != nil {
 		defer c.release()
 	}
@@ -363,6 +370,22 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 		return protocol.CallToolResult{}, err
 	}
 	return protocol.CallToolResult{RawMessage: c.raw}, nil
+}
+
+// countCall counts a call_tool request of the run, and refuses the one
+// past the cap on a run's calls. Every request counts, those then refused
+// (policy, quarantine, an unknown tool) too: a loop that keeps failing is
+// as much a runaway as one that succeeds.
+func (h *host) countCall() error {
+	n := h.dir.maxCalls
+	if n <= 0 || h.calls.Add(1) <= int64(n) {
+		return nil
+	}
+	setting := settingOf(h.dir.setting, "max_calls_per_run")
+	return &protocol.Error{Code: protocol.CodeTooManyCalls, Message: fmt.Sprintf(
+		"this run has made %d tool calls, the most a run may make (%s), so this one was not sent: "+
+			"batch the work into fewer calls (a tool that takes many items at once), or go on in the next run; "+
+			"the person running codebridge can raise %s", n, setting, setting)}
 }
 
 // called is the result of one tool call: encoded once, with secrets
@@ -509,6 +532,9 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		return called{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: fmt.Sprintf("%s.%s rejected the arguments: %s. query_tool_docs(%q, %q, detail=\"full\") shows its input schema.",
 			srv.Name, t.Name, werr.Message, srv.Name, t.Name)}
 	}
+	if be, ok := errors.AsType[*pool.BusyError](err); ok {
+		return called{}, h.busy(be)
+	}
 	if err != nil {
 		return called{}, poolError(srv, err)
 	}
@@ -534,6 +560,30 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 		h.dir.results.Observe(srv.Name, t.Name, res.StructuredContent)
 	}
 	return c, nil
+}
+
+// busy is the refusal of a call that found its server's call slots
+// taken and its queue full, naming both limits and the settings that set
+// them.
+func (h *host) busy(e *pool.BusyError) error {
+	where := "its entry"
+	if e.Source != "" {
+		where = "its entry in " + e.Source
+	}
+	field := fmt.Sprintf(`"maxConcurrency" in %s`, where)
+	limit, raise := field, field
+	if !e.Configured {
+		global := settingOf(h.dir.setting, "server_concurrency")
+		limit = fmt.Sprintf(`%s, as %s sets no "maxConcurrency"`, global, where)
+		raise = fmt.Sprintf("%s, or %s for this server alone", global, field)
+	}
+	queue := settingOf(h.dir.setting, "server_queue")
+	return &protocol.Error{Code: protocol.CodeBusy, Message: fmt.Sprintf(
+		"MCP server %q is busy, so this call was not sent: %d tool calls are in flight on it, the most it is given at once (%s), "+
+			"and %d more are waiting, the most that may wait (%s). Await some of the calls before sending more "+
+			"(e.g. an asyncio.Semaphore around them), or try again later; the person running codebridge can raise %s, or %s",
+		e.Server, e.Concurrency, limit, e.Queue, queue, queue, raise),
+		Data: map[string]any{"concurrency": e.Concurrency, "queue": e.Queue}}
 }
 
 // checkSize refuses arguments of server's tool over the limit on one call

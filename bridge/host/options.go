@@ -15,6 +15,10 @@ type Options struct {
 	// MaxArgs is the largest arguments of one tool call, in bytes
 	// (MCP_BRIDGE_MAX_ARGUMENT_SIZE); 0 means no limit.
 	MaxArgs int
+	// MaxCallsPerRun is how many tool calls one run may make
+	// (MCP_BRIDGE_MAX_CALLS_PER_RUN); the call past it is refused with
+	// too_many_calls. 0 means no cap.
+	MaxCallsPerRun int
 	// Tools is the global tool policy, which each server's entry refines.
 	Tools discovery.ToolPolicy
 	// Store holds memories and saved helpers.
@@ -43,8 +47,9 @@ type Options struct {
 	SignIn SignIn
 
 	// Setting names, for messages that say which setting to change, the
-	// setting of key: max_argument_size, quarantine_new,
-	// confirm_save_tool. Nil names the key itself.
+	// setting of key: max_argument_size, max_calls_per_run,
+	// server_concurrency, server_queue, quarantine_new, confirm_save_tool.
+	// Nil names the key itself.
 	Setting func(key string) string
 
 	// ResultBudget is how many bytes of encoded results the directory's
@@ -67,7 +72,7 @@ func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
 	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
 	d.quarantineNew, d.signIn, d.confirmSave = opts.QuarantineNew, opts.SignIn, opts.ConfirmSaveTool
-	d.setting = opts.Setting
+	d.setting, d.maxCalls = opts.Setting, opts.MaxCallsPerRun
 	if opts.ResultBudget > 0 {
 		d.inflight = newByteBudget(opts.ResultBudget)
 	}

@@ -51,6 +51,7 @@ type conn struct {
 	calls    calls                   // the peers of the tool calls in flight
 	caps     *mcp.ClientCapabilities // what its client declared: Pool.clientCaps when it started
 
+	slots    *limiter      // the tool calls in flight and waiting
 	toolsSem chan struct{} // one slot: held while listing tools
 	token    tokenHolder   // streamable HTTP with OAuth only: its sign-in, set before the session starts
 
@@ -65,11 +66,14 @@ type conn struct {
 	relisting atomic.Bool                                  // a background listing after list_changed is under way
 }
 
-func newConn(def *discovery.Server, stderrLines int, logger *slog.Logger) *conn {
+// newConn returns the conn of def, whose tool calls take one of
+// concurrency slots, waiting in a queue of at most queue for one.
+func newConn(def *discovery.Server, concurrency, queue, stderrLines int, logger *slog.Logger) *conn {
 	c := &conn{
 		name:     def.Name,
 		def:      def,
 		done:     make(chan struct{}),
+		slots:    newLimiter(cmp.Or(def.MaxConcurrency, concurrency), queue),
 		toolsSem: make(chan struct{}, 1),
 	}
 	c.calls.name, c.calls.logger = def.Name, logger
@@ -284,7 +288,7 @@ func (c *conn) kill() {
 // dial starts def and initializes an MCP session with it within ctx's deadline.
 // The session itself outlives ctx.
 func (p *Pool) dial(ctx context.Context, def *discovery.Server) (*conn, error) {
-	c := newConn(def, p.opts.StderrLines, p.logger)
+	c := newConn(def, p.opts.Concurrency, p.opts.Queue, p.opts.StderrLines, p.logger)
 	c.onTools = p.opts.OnTools
 	longCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.life, c.cancel = longCtx, cancel

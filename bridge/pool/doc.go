@@ -27,6 +27,12 @@
 // capabilities downstream only as [Pool.SetClientCapabilities] says the
 // agent's client did.
 //
+// A server's session is sent at most its definition's MaxConcurrency tool
+// calls at once (else [Options.Concurrency]), whoever makes them: the rest
+// wait for a slot in the order they came, for as long as their context
+// allows, and past [Options.Queue] of them waiting a call fails at once,
+// unsent, with a [BusyError].
+//
 // A server that exits while idle is noticed at once and started again on its
 // next use. A request that was in flight when it exited fails with
 // [ErrServerExited]; the pool does not repeat tool calls, which may not be

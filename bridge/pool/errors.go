@@ -26,7 +26,31 @@ var (
 	ErrUnsupported = errors.New("capability not declared by the server")
 	// ErrClosed: the pool has been closed.
 	ErrClosed = errors.New("server pool is closed")
+	// ErrBusy: a tool call found every call slot of its server taken and
+	// as many calls waiting as may wait ([BusyError] says how many), so it
+	// was not sent.
+	ErrBusy = errors.New("MCP server is busy")
 )
+
+// A BusyError reports that a tool call was refused at once, unsent: its
+// server had Concurrency calls in flight, the most it is given at once,
+// and Queue more waiting for a slot, the most that may wait.
+type BusyError struct {
+	Server      string
+	Source      string // the file that defines the server, if known
+	Concurrency int
+	// Configured says Concurrency is the server's own "maxConcurrency",
+	// not [Options.Concurrency].
+	Configured bool
+	Queue      int
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("MCP server %q is busy: %d tool calls are in flight on it, the most it is given at once, and %d more are waiting, the most that may wait; the call was not sent",
+		e.Server, e.Concurrency, e.Queue)
+}
+
+func (e *BusyError) Unwrap() error { return ErrBusy }
 
 // A StartError reports that a server could not be started: its command did
 // not run, it exited, it did not answer initialize in time, or its URL did not

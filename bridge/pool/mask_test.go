@@ -22,7 +22,7 @@ func TestMaskServerSecrets(t *testing.T) {
 		Secrets: secret.List{secret.New(token)}}
 
 	var logged []string
-	c := newConn(def, 3, nil)
+	c := newConn(def, 1, 1, 3, nil)
 	c.stderr.onLine = func(l string) { logged = append(logged, l) }
 	fmt.Fprint(c.stderr, "using "+token+"\nhalf "+token)
 	if diff := cmp.Diff([]string{"using [secret]", "half [secret]"}, c.stderr.Tail()); diff != "" {

@@ -30,6 +30,8 @@ const (
 	DefaultCallTimeout    = 5 * time.Minute
 	DefaultIdleTimeout    = 10 * time.Minute
 	DefaultStderrLines    = 50
+	DefaultConcurrency    = 16
+	DefaultQueue          = 256
 )
 
 // Options configures a [Pool]. Zero values select the defaults.
@@ -50,6 +52,14 @@ type Options struct {
 	// other fields, zero is not the default, because users configure "0" to
 	// keep servers running. [DefaultIdleTimeout] is the recommended value.
 	IdleTimeout time.Duration
+	// Concurrency is how many tool calls a server whose definition sets
+	// no MaxConcurrency is given at once, across every caller; more wait
+	// in line. Default [DefaultConcurrency].
+	Concurrency int
+	// Queue is how many tool calls may wait for a slot on one server;
+	// past it a call fails at once with a [BusyError]. Default
+	// [DefaultQueue].
+	Queue int
 	// StderrLines is how many of a server's last stderr lines are kept for
 	// error messages. Default [DefaultStderrLines].
 	StderrLines int
@@ -124,6 +134,8 @@ func New(opts Options) *Pool {
 	opts.ListTimeout = cmp.Or(opts.ListTimeout, DefaultListTimeout)
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, DefaultCallTimeout)
 	opts.StderrLines = cmp.Or(opts.StderrLines, DefaultStderrLines)
+	opts.Concurrency = cmp.Or(opts.Concurrency, DefaultConcurrency)
+	opts.Queue = cmp.Or(opts.Queue, DefaultQueue)
 	if opts.Client == nil {
 		opts.Client = &mcp.Implementation{Name: "codebridge", Version: "dev"}
 	}
@@ -435,6 +447,12 @@ func (p *Pool) Tools(ctx context.Context, server string) ([]*mcp.Tool, error) {
 //
 // A server that exits during the call makes Call fail with [ErrServerExited]
 // and the tail of its stderr; the next use starts it again.
+//
+// A server's session is sent at most its definition's MaxConcurrency tool
+// calls at once, else [Options.Concurrency]: the calls past that wait for
+// a slot in the order they came, until ctx is done, and past
+// [Options.Queue] of them waiting a call fails at once with a [BusyError].
+// Every caller of the pool shares a server's slots.
 func (p *Pool) Call(ctx context.Context, server, tool string, args any, progress func(*mcp.ProgressNotificationParams)) (*mcp.CallToolResult, error) {
 	return p.CallFor(ctx, nil, server, tool, args, progress)
 }
@@ -475,6 +493,13 @@ func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args
 		c.progress.Store(tok, progress)
 		defer c.progress.Delete(tok)
 	}
+	if err := c.slots.acquire(ctx); err != nil {
+		if errors.Is(err, errQueueFull) {
+			return nil, &BusyError{Server: server, Source: c.def.Source, Concurrency: c.slots.size, Configured: c.def.MaxConcurrency > 0, Queue: c.slots.queue}
+		}
+		return nil, fmt.Errorf("calling tool %q of MCP server %q: waiting for one of its %d call slots: %w", tool, server, c.slots.size, err)
+	}
+	defer c.slots.release()
 	defer c.calls.begin(peer)()
 	cctx, cancel := context.WithTimeout(withCall(ctx, peer), p.opts.CallTimeout)
 	defer cancel()

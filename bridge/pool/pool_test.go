@@ -414,6 +414,8 @@ func TestSameProcessCoversAllFields(t *testing.T) {
 		"OAuth":     func(s *discovery.Server) { s.OAuth = &discovery.OAuth{ClientID: "c"} },
 		// Its next listing is checked under the new trust.
 		"Trusted": func(s *discovery.Server) { s.Trusted = true },
+		// The limit is the running session's: the new one takes the new limit.
+		"MaxConcurrency": func(s *discovery.Server) { s.MaxConcurrency = 2 },
 	}
 	keeps := map[string]func(*discovery.Server){
 		"Source":      func(s *discovery.Server) { s.Source = "/other" },

@@ -15,6 +15,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
+	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	OutputLimit    int           `koanf:"output_limit"`          // per-stream output cap in bytes
 	MaxCodeSize    int           `koanf:"max_code_size"`         // largest accepted code, in bytes
 	MaxArgSize     int           `koanf:"max_argument_size"`     // largest arguments of one downstream tool call, in bytes
+	MaxCalls       int           `koanf:"max_calls_per_run"`     // tool calls one run may make, at most; 0 no cap
+	ServerConc     int           `koanf:"server_concurrency"`    // tool calls a downstream server is given at once, unless its entry says
+	ServerQueue    int           `koanf:"server_queue"`          // tool calls that may wait for a slot on one server, at most
 	MaxAttachment  int           `koanf:"max_attachment_size"`   // largest image or file one run returns, in bytes
 	MaxAttachN     int           `koanf:"max_attachments"`       // images and files one run returns, at most
 	MaxAttachSum   int           `koanf:"max_attachments_total"` // bytes of images and files one run returns, at most
@@ -185,6 +189,8 @@ var settings = []setting{
 		parse: size},
 	{key: "max_argument_size", def: "4m", help: "Largest arguments of one MCP tool call from the sandbox; bigger calls fail with bad_arguments before reaching the server (stdio servers often crash on messages over about 10 MiB).",
 		parse: size},
+	{key: "max_calls_per_run", def: "1000", help: "Tool calls one run_python call may make, at most; the call past it fails at once, unsent, with `MCPError` `too_many_calls` naming this setting. Every `call_tool` the run sends counts (the `mcp_<alias>` proxies and tool functions send one each), refused ones too (policy, quarantine, unknown tool), so a loop that keeps failing stops as well; reading resources and prompts does not count. 1000 is five times a 200-call fan-out, and stops a runaway loop before it has sent a server more than that; work that needs more calls should batch them (a tool that takes many items) or go on in the next run. 0: no cap.",
+		parse: count(0, 1<<20)},
 	{key: "max_attachment_size", def: "2m", help: "Largest image or file one run returns (show_image, return_file, figures); at most 16m.",
 		parse: sizeAtMost(16 << 20)},
 	{key: "max_attachments", def: "10", help: "Images and files one run returns, at most; later ones are dropped with a note.",
@@ -248,6 +254,11 @@ var settings = []setting{
 		unset: func(c Config) string { return strconv.Itoa(max(256, c.MaxSessions+c.MaxRuns)) },
 		parse: count(1, 65536)},
 	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more closes the MCP session used least recently that has nothing in progress (its sandbox session stays, reachable by its handle), and is refused (503) only when every one has a request in progress. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
+		parse: count(1, 1<<20)},
+	{key: "server_concurrency", def: "16", help: "Tool calls one downstream MCP server is given at once, across every run and MCP session, unless its entry sets `\"maxConcurrency\"` ([Servers](servers.md#the-server-files)); the calls past it wait in line (server_queue), in the order they came. 16 is a quarter of the 64 requests a run's sandbox has served at once: enough for one `asyncio.gather` to keep a server that waits on a network API busy, without sending all 64 to a server written for one client at a time. Tools listings are not counted.",
+		parse: count(1, discovery.MaxConcurrencyLimit)},
+	{key: "server_queue", def: "", help: "Tool calls that may wait for a slot on one downstream server, at most; past it a call fails at once, unsent, with `MCPError` `busy`, naming the server and its limits. A waiting call gives up at its run's time limit. Unset: 64 per run slot (max_runs times the 64 requests a run's sandbox has served at once), at least 256, so the runs alone fill it only when every one is waiting on the same server (512 on the build machine).",
+		unset: func(c Config) string { return strconv.Itoa(max(256, c.MaxRuns*python.MaxRequests)) },
 		parse: count(1, 1<<20)},
 	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
 		parse: text(func(v string) error {

@@ -36,7 +36,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		Timeout: 30 * time.Second, MaxTimeout: 120 * time.Second, Memory: 512 << 20, Pids: 128,
 		ContainerUser: "65534:65534", StateDir: "/home/u/.local/state/codebridge", ConfigDir: "/home/u/MCPs",
-		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20,
+		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20, MaxCalls: 1000, ServerConc: 16, ServerQueue: max(256, bounds.Runs*64),
 		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, CheckArgs: true, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
@@ -287,5 +287,27 @@ func TestFieldsHaveSettings(t *testing.T) {
 		if !fieldOf(&Config{}, s).IsValid() {
 			t.Errorf("setting %s has no field", s.key)
 		}
+	}
+}
+
+// TestServerQueueFollowsRuns: unset, server_queue holds the 64 requests
+// each run slot's sandbox has served at once, at least 256; set, it is what
+// it says.
+func TestServerQueueFollowsRuns(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want int
+	}{
+		{[]string{"MCP_BRIDGE_MAX_RUNS=2"}, 256},
+		{[]string{"MCP_BRIDGE_MAX_RUNS=10"}, 640},
+		{[]string{"MCP_BRIDGE_MAX_RUNS=10", "MCP_BRIDGE_SERVER_QUEUE=7"}, 7},
+	} {
+		c, err := LoadConfig(tt.env, nil)
+		if err != nil || c.ServerQueue != tt.want {
+			t.Errorf("%v: server_queue %d, %v; want %d", tt.env, c.ServerQueue, err, tt.want)
+		}
+	}
+	if _, err := LoadConfig([]string{"MCP_BRIDGE_SERVER_CONCURRENCY=0"}, nil); err == nil || !strings.Contains(err.Error(), "want a whole number from 1 to 65536") {
+		t.Errorf("server_concurrency 0: %v", err)
 	}
 }

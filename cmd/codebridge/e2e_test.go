@@ -42,6 +42,10 @@ func TestMain(m *testing.M) {
 		runArgServer()
 		return
 	}
+	if os.Getenv(fanoutServerEnv) != "" {
+		runFanoutServer()
+		return
+	}
 	if os.Getenv(conformanceBrowserEnv) != "" {
 		os.Exit(runConformanceBrowser())
 	}

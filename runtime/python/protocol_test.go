@@ -66,7 +66,7 @@ func TestCodesMatchPython(t *testing.T) {
 	if doc == nil {
 		t.Fatal("no MCPError docstring in pyfiles/mcp/_channel.py")
 	}
-	documented := regexp.MustCompile(`[a-z]+(?:_[a-z]+)+|internal|timeout|conflict|declined|quarantined|unsupported`).FindAllString(doc[1], -1)
+	documented := regexp.MustCompile(`[a-z]+(?:_[a-z]+)+|internal|timeout|conflict|declined|quarantined|unsupported|busy`).FindAllString(doc[1], -1)
 	var known []string
 	for _, c := range protocol.Codes {
 		known = append(known, string(c))

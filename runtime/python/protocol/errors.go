@@ -20,6 +20,8 @@ const (
 	CodeServerFailed    Code = "server_failed"     // the server did not start, or exited
 	CodeTimeout         Code = "timeout"           // the server did not answer in time
 	CodeTooManyRequests Code = "too_many_requests" // the run has too many requests waiting
+	CodeTooManyCalls    Code = "too_many_calls"    // the run has made the most tool calls a run may make (max_calls_per_run)
+	CodeBusy            Code = "busy"              // the server has its most calls in flight and waiting (maxConcurrency, server_queue)
 	CodeQuarantined     Code = "quarantined"       // the tool's definition changed since it was pinned (bridge/manifest)
 	CodeUnsupported     Code = "unsupported"       // the server does not offer what was asked (resources, prompts)
 	CodeAuthRequired    Code = "auth_required"     // the server needs the user to sign in: codebridge login NAME (bridge/oauth)
@@ -29,8 +31,8 @@ const (
 // Codes lists every code the host sends.
 var Codes = []Code{
 	CodeUnknownServer, CodeUnknownTool, CodePolicyDenied, CodeDeclined, CodeBadArguments, CodeTooLarge,
-	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeQuarantined, CodeUnsupported,
-	CodeAuthRequired, CodeInternal,
+	CodeConflict, CodeServerFailed, CodeTimeout, CodeTooManyRequests, CodeTooManyCalls, CodeBusy, CodeQuarantined,
+	CodeUnsupported, CodeAuthRequired, CodeInternal,
 }
 
 // CodedError is an error that carries the [Code] the sandbox sees. An error

@@ -13,6 +13,8 @@ class MCPError(Exception):
     code is one of unknown_server, unknown_tool, policy_denied, declined (the
     call needed the person's approval and did not get it), bad_arguments,
     server_failed, timeout, internal, too_large, conflict, too_many_requests,
+    too_many_calls (the run made the most tool calls a run may make), busy
+    (the server has as many calls in flight and waiting as it takes),
     quarantined, unsupported (the server offers no resources or prompts),
     auth_required (the server needs a sign-in: the message names the command,
     codebridge login NAME, for the user to run)
