@@ -246,6 +246,43 @@ var relatedGroups = []string{
 	"insider executive executives director officer 高管",
 	"ohlcv candle candles candlestick 行情",
 	"sentiment mood fear greed 情绪",
+
+	// weather and climate: what people say when they mean the forecast
+	"rainy raining drizzle downpour precipitation rainfall storm thunderstorm 降雨 下雨 暴雨 降水",
+	"snow snowy snowfall blizzard frost sleet 下雪 降雪",
+	"wind windy gust breeze 风力 风速",
+	"cold warm chilly degree celsius fahrenheit 气温 温度",
+	"humidity humid muggy dew 湿度",
+	"sunny sunshine cloudy overcast fog foggy 晴天 多云 雾",
+	"umbrella jacket coat raincoat picnic outdoor weather 天气",
+	"uv sunscreen sunburn 紫外线",
+	"pollution smog aqi haze pollen 空气 污染 雾霾",
+	"alert warning severe hurricane typhoon tornado cyclone 预警 台风",
+	"sunrise sunset dawn dusk daylight 日出 日落",
+	"earthquake seismic quake tremor 地震",
+	"tide tidal surf 潮汐",
+
+	// places, routes and getting around
+	"address street postcode postal 地址 邮编",
+	"distance far km mile kilometer kilometre 距离 公里",
+	"drive driving car walk walking bike bicycle cycling 驾车 步行 骑行",
+	"bus subway metro underground tram transit 公交 地铁",
+	"railway railroad amtrak 高铁 动车 铁路 火车",
+	"reserve reservation fare 预订 订票 票价",
+	"timetable departure arrival depart arrive 时刻表 出发 到达",
+	"transfer layover stopover 中转 换乘",
+	"plane airplane fly flying aviation 机票 飞机 航班",
+	"hostel motel inn bnb airbnb resort 民宿 酒店",
+	"travel trip vacation tourism tourist itinerary journey 旅行 旅游 行程",
+	"attraction sightseeing landmark scenic poi 景点 景区",
+	"visa passport customs 签证 护照",
+	"rent lease apartment flat housing landlord tenant 租房 房租",
+	"car vehicle auto automobile 汽车 车辆",
+	"taxi cab uber ride rideshare 打车 出租车",
+	"traffic congestion jam 交通 路况",
+	"fuel petrol gasoline diesel 加油 油价",
+	"elevation altitude terrain mountain 海拔",
+	"province region county district prefecture 省份 地区",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
