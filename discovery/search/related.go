@@ -283,6 +283,33 @@ var relatedGroups = []string{
 	"fuel petrol gasoline diesel 加油 油价",
 	"elevation altitude terrain mountain 海拔",
 	"province region county district prefecture 省份 地区",
+
+	// money: payments, accounts, markets and crypto
+	"invoice bill billing receipt payment pay 发票 账单 支付",
+	"accounting bookkeeping ledger expense expenses budget 会计 记账 预算",
+	"tax taxes vat 税务 纳税",
+	"loan mortgage interest apr 贷款 利息 利率",
+	"bank banking 银行",
+	"inflation cpi gdp unemployment macroeconomic 通胀 宏观",
+	"portfolio holding holdings allocation 持仓 投资组合",
+	"futures derivative derivatives 期货",
+	"nasdaq nyse dow index indices 指数 大盘 美股 港股",
+	"wallet blockchain onchain defi nft web3 钱包 区块链",
+	"solana dogecoin altcoin stablecoin usdt binance 币价",
+	"bull bullish bear bearish rally crash 牛市 熊市",
+	"salary wage paycheck 工资 薪资",
+
+	// news, social media and video sites
+	"tweet twitter retweet 推特",
+	"social media 社交 媒体",
+	"follower subscriber fan audience 粉丝",
+	"reddit subreddit forum community 论坛 社区",
+	"weibo douyin tiktok bilibili zhihu xiaohongshu 微博 抖音 知乎 小红书",
+	"youtube youtuber channel vlog 频道",
+	"influencer creator blogger 博主",
+	"hashtag 话题",
+	"meme funny joke humor 笑话 段子",
+	"breaking headline headlines 头条 快讯",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
