@@ -151,7 +151,7 @@ var relatedGroups = []string{
 	"tutorial guide howto instructions walkthrough 教程 攻略",
 	"review rating opinion feedback 评分 评价 评测",
 	"score metric metrics stats statistics 统计 指标",
-	"tempo bpm beat rhythm pace 节奏",
+	"tempo bpm beat rhythm pace fast slow speed 节奏 速度",
 	"length duration long seconds 时长",
 	"coordinates coordinate latitude longitude lat lon lng gps 经纬度 坐标",
 	"city town 城市",
@@ -310,6 +310,43 @@ var relatedGroups = []string{
 	"hashtag 话题",
 	"meme funny joke humor 笑话 段子",
 	"breaking headline headlines 头条 快讯",
+
+	// music, audio, video and pictures
+	"lyrics lyric verse chorus 歌词",
+	"playlist album artist singer band 歌单 专辑 歌手",
+	"spotify soundcloud 音乐",
+	"chord melody harmony pitch 和弦 旋律",
+	"speech voice tts narrate speak 语音 朗读",
+	"transcribe transcription dictation asr 转录 语音识别",
+	"stream streaming livestream broadcast 直播",
+	"resize crop thumbnail scale 裁剪 缩放",
+	"filter blur sharpen contrast brightness 滤镜",
+	"logo brand branding 标志 商标",
+	"illustration cartoon anime comic 插画 动漫 漫画",
+	"palette hue gradient 配色 渐变",
+	"wallpaper background 壁纸 背景",
+	"watermark 水印",
+	"ocr recognize recognition 识别 文字识别",
+	"gif sticker emoji 表情",
+
+	// design and user interfaces
+	"button modal navbar sidebar menu dialog popup 按钮 菜单 弹窗",
+	"frontend react vue tailwind 前端",
+	"wireframe prototype figma mockup 原型",
+
+	// documents, office, notes and memory
+	"resume cv 简历",
+	"report essay letter 报告",
+	"csv formula pivot 公式",
+	"keynote lecture slideshow 演讲 课件 幻灯片",
+	"signature esign 签名 签字",
+	"print printing printer 打印",
+	"highlight annotate annotation 批注 注释",
+	"ebook epub kindle 电子书",
+	"bookmark favorite favourite starred 收藏",
+	"journal diary 日记",
+	"reminder remind alarm 提醒 闹钟",
+	"notion obsidian evernote onenote 笔记",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
