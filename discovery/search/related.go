@@ -347,6 +347,47 @@ var relatedGroups = []string{
 	"journal diary 日记",
 	"reminder remind alarm 提醒 闹钟",
 	"notion obsidian evernote onenote 笔记",
+
+	// code, repositories, packages and machines
+	"bug error exception crash traceback stacktrace 错误 异常 报错",
+	"issue jira tracker 议题",
+	"github gitlab bitbucket git",
+	"npm pip pypi cargo crate maven 包管理",
+	"lint linter eslint 代码检查",
+	"unittest pytest jest coverage 单元测试 测试",
+	"debug debugger breakpoint 调试",
+	"refactor cleanup 重构",
+	"kubernetes kubectl pod cluster helm 集群",
+	"cloud aws azure gcp serverless 云服务",
+	"server host hosting vps 服务器",
+	"cpu ram disk cores 内存 磁盘",
+	"ping latency uptime 延迟",
+	"cron scheduled recurring periodic 定时",
+	"env environment variable 环境变量",
+	"regex regexp pattern wildcard glob 正则",
+	"postgres postgresql mysql sqlite mongodb redis 数据库",
+	"schema migration ddl 表结构",
+	"rest graphql webhook api",
+	"hash md5 sha checksum 哈希 校验",
+	"decode encode base64 编码 解码",
+	"timestamp epoch unix 时间戳",
+	"ssh remote sftp ftp 远程",
+
+	// browsers, web pages and search engines
+	"firefox safari playwright puppeteer selenium headless 浏览器",
+	"scroll swipe 滚动",
+	"visit goto browse surf 浏览 访问",
+	"rss feed atom subscribe 订阅",
+	"google bing baidu duckduckgo serp 百度 谷歌 搜索引擎",
+
+	// mail, chat, meetings and contacts
+	"gmail outlook smtp imap newsletter 邮箱",
+	"slack discord telegram whatsapp wechat 微信 聊天",
+	"zoom webinar conference 视频会议",
+	"contact phonebook 联系人 通讯录",
+	"notification notify push 通知",
+	"invite invitation rsvp attendee 邀请",
+	"availability busy slot 空闲",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
