@@ -388,6 +388,44 @@ var relatedGroups = []string{
 	"notification notify push 通知",
 	"invite invitation rsvp attendee 邀请",
 	"availability busy slot 空闲",
+
+	// health, fitness and food
+	"symptom sick pain fever cough headache 症状 发烧",
+	"calorie nutrition diet carb carbs nutrient 卡路里 营养 热量",
+	"fitness workout gym 健身 锻炼",
+	"sleep insomnia 睡眠",
+	"weight bmi obesity 体重",
+	"pregnancy pregnant baby infant 怀孕 婴儿",
+	"mental anxiety depression stress therapy 心理 焦虑",
+	"vegan vegetarian gluten keto 素食",
+	"wine beer cocktail drink beverage 饮料 饮品",
+	"bake baking cake bread dessert 烘焙 甜点",
+	"cuisine dishes delicacy 美食 菜系",
+
+	// sports, games and esports
+	"football soccer fifa 足球",
+	"basketball nba 篮球",
+	"baseball mlb 棒球",
+	"tennis wimbledon 网球",
+	"nfl quarterback touchdown 橄榄球",
+	"hockey nhl 冰球",
+	"racing formula motorsport 赛车",
+	"scoreboard livescore 比分",
+	"athlete roster lineup 球员 运动员 阵容",
+	"esports dota valorant 电竞",
+	"chess elo 象棋",
+	"steam playstation xbox nintendo 主机游戏",
+	"pokemon pokedex 宝可梦",
+
+	// astrology, divination and Chinese metaphysics
+	"bazi pillar pillars 八字 四柱 命盘 生辰",
+	"hexagram divination oracle tarot 易经 占卜 卦象",
+	"feng shui fengshui geomancy 风水",
+	"aries taurus gemini leo virgo libra scorpio sagittarius capricorn aquarius pisces 星座",
+	"lucky luck auspicious 运势 吉日 吉凶",
+	"wuxing 五行 天干 地支",
+	"zodiac 生肖 属相",
+	"dream 解梦 梦境",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
