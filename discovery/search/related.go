@@ -426,6 +426,55 @@ var relatedGroups = []string{
 	"wuxing 五行 天干 地支",
 	"zodiac 生肖 属相",
 	"dream 解梦 梦境",
+
+	// science, maths and papers
+	"equation algebra calculus integral 方程 代数 微积分",
+	"matrix determinant eigenvalue 矩阵",
+	"prime factorial fibonacci 质数",
+	"mean median average variance deviation 平均 方差",
+	"unit metric imperial 单位 换算",
+	"science scientific physics chemistry biology 科学 物理 化学 生物",
+	"atom atomic molecule molecular compound 分子 原子",
+	"citation cite doi scholar bibliography 引用 文献",
+	"astronomy nasa planet galaxy asteroid telescope 天文 行星",
+	"arxiv preprint 预印本",
+
+	// learning and coding puzzles
+	"exam quiz 考试 测验",
+	"course lesson curriculum 课程",
+	"learn learning study tutor teach 学习 教学",
+	"homework assignment 作业",
+	"leetcode codeforces kata 刷题 算法题",
+	"flashcard vocabulary vocab memorize 单词 词汇",
+
+	// languages and words
+	"dictionary define definition meaning 词典 释义",
+	"synonym antonym thesaurus 同义词",
+	"grammar spelling proofread spellcheck 语法 拼写",
+	"pinyin romanization 拼音",
+	"english 英语 英文",
+	"chinese mandarin 中文 汉语",
+	"japanese 日语 日文",
+	"korean 韩语",
+	"french 法语",
+	"german 德语",
+	"spanish 西班牙语",
+
+	// time and dates
+	"countdown timer stopwatch 倒计时 计时",
+	"holiday festival 节日 假期",
+	"weekday weekend 星期 周末",
+	"deadline due 截止",
+
+	// shopping and jobs
+	"product goods merchandise sku 商品 产品",
+	"amazon ebay taobao shop store 淘宝 京东 店铺",
+	"cart basket 购物车",
+	"order orders 订单",
+	"shipping delivery parcel courier 快递 物流",
+	"cheap cheapest affordable bargain 便宜",
+	"career hiring vacancy employment recruit recruiting recruitment 招聘 职位",
+	"linkedin interview candidate applicant 面试",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
