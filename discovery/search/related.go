@@ -291,10 +291,10 @@ var relatedGroups = []string{
 	"loan mortgage interest apr 贷款 利息 利率",
 	"bank banking 银行",
 	"inflation cpi gdp unemployment macroeconomic 通胀 宏观",
-	"portfolio holding holdings allocation 持仓 投资组合",
+	"portfolio holding holdings allocation 持仓",
 	"futures derivative derivatives 期货",
 	"nasdaq nyse dow index indices 指数 大盘 美股 港股",
-	"wallet blockchain onchain defi nft web3 钱包 区块链",
+	"wallet blockchain onchain defi nft 钱包 区块链",
 	"solana dogecoin altcoin stablecoin usdt binance 币价",
 	"bull bullish bear bearish rally crash 牛市 熊市",
 	"salary wage paycheck 工资 薪资",
@@ -352,24 +352,24 @@ var relatedGroups = []string{
 	"bug error exception crash traceback stacktrace 错误 异常 报错",
 	"issue jira tracker 议题",
 	"github gitlab bitbucket git",
-	"npm pip pypi cargo crate maven 包管理",
-	"lint linter eslint 代码检查",
-	"unittest pytest jest coverage 单元测试 测试",
+	"npm pip pypi cargo crate maven",
+	"lint linter eslint",
+	"unittest pytest jest coverage 测试",
 	"debug debugger breakpoint 调试",
 	"refactor cleanup 重构",
 	"kubernetes kubectl pod cluster helm 集群",
-	"cloud aws azure gcp serverless 云服务",
-	"server host hosting vps 服务器",
+	"cloud aws azure gcp serverless 云端",
+	"server host hosting vps",
 	"cpu ram disk cores 内存 磁盘",
 	"ping latency uptime 延迟",
 	"cron scheduled recurring periodic 定时",
-	"env environment variable 环境变量",
+	"env environment variable 变量",
 	"regex regexp pattern wildcard glob 正则",
 	"postgres postgresql mysql sqlite mongodb redis 数据库",
-	"schema migration ddl 表结构",
+	"schema migration ddl",
 	"rest graphql webhook api",
-	"hash md5 sha checksum 哈希 校验",
-	"decode encode base64 编码 解码",
+	"hash sha checksum 哈希 校验",
+	"decode encode 编码 解码",
 	"timestamp epoch unix 时间戳",
 	"ssh remote sftp ftp 远程",
 
@@ -378,12 +378,12 @@ var relatedGroups = []string{
 	"scroll swipe 滚动",
 	"visit goto browse surf 浏览 访问",
 	"rss feed atom subscribe 订阅",
-	"google bing baidu duckduckgo serp 百度 谷歌 搜索引擎",
+	"google bing baidu duckduckgo serp 百度 谷歌",
 
 	// mail, chat, meetings and contacts
 	"gmail outlook smtp imap newsletter 邮箱",
 	"slack discord telegram whatsapp wechat 微信 聊天",
-	"zoom webinar conference 视频会议",
+	"zoom webinar conference",
 	"contact phonebook 联系人 通讯录",
 	"notification notify push 通知",
 	"invite invitation rsvp attendee 邀请",
@@ -414,7 +414,7 @@ var relatedGroups = []string{
 	"athlete roster lineup 球员 运动员 阵容",
 	"esports dota valorant 电竞",
 	"chess elo 象棋",
-	"steam playstation xbox nintendo 主机游戏",
+	"steam playstation xbox nintendo 游戏机",
 	"pokemon pokedex 宝可梦",
 
 	// astrology, divination and Chinese metaphysics
@@ -428,7 +428,7 @@ var relatedGroups = []string{
 	"dream 解梦 梦境",
 
 	// science, maths and papers
-	"equation algebra calculus integral 方程 代数 微积分",
+	"equation algebra calculus integral 方程 代数 微分",
 	"matrix determinant eigenvalue 矩阵",
 	"prime factorial fibonacci 质数",
 	"mean median average variance deviation 平均 方差",
@@ -475,6 +475,31 @@ var relatedGroups = []string{
 	"cheap cheapest affordable bargain 便宜",
 	"career hiring vacancy employment recruit recruiting recruitment 招聘 职位",
 	"linkedin interview candidate applicant 面试",
+
+	// security
+	"malware virus phishing scam fraud 恶意 病毒 钓鱼 诈骗",
+	"scan scanner nmap 扫描",
+	"ssl tls certificate https 证书",
+	"breach leak leaked pwned 泄露",
+	"firewall intrusion exploit pentest 防火墙 渗透",
+
+	// charts, diagrams and drawings of structure
+	"mermaid flowchart uml gantt sequence 流程图",
+	"pie histogram scatter heatmap 饼图 柱状图 折线图 散点图",
+	"dashboard 仪表盘 看板",
+	"orgchart org hierarchy 组织",
+
+	// 3D and CAD
+	"mesh stl blender cad modeling modelling 建模 三维",
+
+	// law and government
+	"law lawyer attorney statute regulation lawsuit court 法律 律师 法规",
+	"contract agreement nda 合同 协议",
+	"patent trademark copyright 专利 版权",
+	"census population demographic demographics 人口 普查",
+	"election vote voting ballot 选举 投票",
+	"congress senate legislation parliament 国会 议会 立法",
+	"filing edgar annual 公告 年报",
 }
 
 // relatedWeight is how much a related word counts next to a word of the
