@@ -250,6 +250,33 @@ func TestSearchRelatedWords(t *testing.T) {
 	}
 }
 
+// TestRelatedGroupsWords checks the words of the related groups: a stop word
+// would silently drop out of its group, an English word that splits
+// ("web3" gives web and 3) would tie its groups to a common word, and a
+// group written twice is one idea in two places.
+func TestRelatedGroupsWords(t *testing.T) {
+	seen := map[string]int{}
+	for i, g := range relatedGroups {
+		var terms []string
+		for _, w := range strings.Fields(g) {
+			ts := Tokenize(w)
+			if len(ts) == 0 {
+				t.Errorf("group %q: %q is a stop word; drop it", g, w)
+			}
+			if !isHan([]rune(w)[0]) && len(ts) > 1 {
+				t.Errorf("group %q: %q splits into %v; write its parts or drop it", g, w, ts)
+			}
+			terms = append(terms, ts...)
+		}
+		slices.Sort(terms)
+		key := strings.Join(slices.Compact(terms), " ")
+		if j, ok := seen[key]; ok {
+			t.Errorf("groups %d and %d hold the same words: %q", j, i, key)
+		}
+		seen[key] = i
+	}
+}
+
 func TestSearchFeedbackFromTheFirstHit(t *testing.T) {
 	docs := []Doc{
 		{Server: "meteo", Tool: "forecast", Description: "Weather forecast by city name"},
