@@ -481,3 +481,27 @@ func callCode(cs *mcp.ClientSession, code string) error {
 	}
 	return nil
 }
+
+// BenchmarkArgumentCheck is what the check of a run's tool calls before it
+// runs (check_args) adds to a run of one proxy call in a live session: the
+// code is parsed, and the tool's docs, fetched by the session's first run,
+// are checked again. check-off is the same run with MCP_BRIDGE_CHECK_ARGS=0.
+func BenchmarkArgumentCheck(b *testing.B) {
+	b.Run("check", func(b *testing.B) { benchCheckedRun(b) })
+	b.Run("check-off", func(b *testing.B) { benchCheckedRun(b, "MCP_BRIDGE_CHECK_ARGS=0") })
+}
+
+func benchCheckedRun(b *testing.B, env ...string) {
+	cs, _ := everythingSession(b, env...)
+	const code = "r = await mcp_everything.echo(message=\"x\")\nprint(1)"
+	mustRun(b, cs, code) // the session's first: the docs are fetched
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if out := mustRun(b, cs, code); out != "1\n" {
+			b.Fatalf("output %q", out)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	reportQuantiles(b, ds)
+}
