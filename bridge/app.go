@@ -23,6 +23,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
@@ -149,13 +150,16 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 			a.dir.SaveManifest(def, tools, instructions)
 		},
 		OAuth: a.state.oauthHandlers(logger)})
+	// sinks watch every run and call as it ends: each of metrics, traces
+	// and the dashboard's recent runs adds its own here.
+	var sinks observe.Sinks
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
-		Manifests: a.state.manifests, Audit: a.state.audit, Logger: logger,
+		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
 	})
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
-		Servers: a.dir, OnClient: a.pool.SetClientCapabilities}))
+		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil()}))
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)

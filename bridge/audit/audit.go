@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/bridge/dirlock"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 )
 
 // FileName is the current log's name in the folder; rotated ones add .1, .2, ...
@@ -41,10 +42,11 @@ const (
 
 // Outcomes of a call besides the error codes codebridge gives the sandbox
 // (policy_denied, declined, unknown_tool, bad_arguments, server_failed, timeout, ...).
+// They are [observe]'s, which the call trace and the metrics name too.
 const (
-	OutcomeOK        = "ok"         // the tool returned a result
-	OutcomeToolError = "tool_error" // the tool returned a result marked isError
-	OutcomeCancelled = "cancelled"  // the run ended (time limit, client, crash) while the call was in progress
+	OutcomeOK        = observe.OutcomeOK        // the tool returned a result
+	OutcomeToolError = observe.OutcomeToolError // the tool returned a result marked isError
+	OutcomeCancelled = observe.OutcomeCancelled // the run ended (time limit, client, crash) while the call was in progress
 )
 
 // KindPin marks a record that is not a tool call but a change to the tools

@@ -145,8 +145,10 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 		err = maskError(secrets, err)
 	}
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
+	rec.Outcome, rec.ResultBytes = outcome(ctx, false, err), len(raw)
+	h.observed(*rec)
 	if h.dir.audit != nil {
-		h.record(ctx, *rec, false, raw, args, err)
+		h.record(*rec, raw, args, err)
 	}
 	return raw, err
 }

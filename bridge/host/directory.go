@@ -18,6 +18,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/scan"
@@ -54,6 +55,7 @@ type Directory struct {
 	store    *memory.Store           // memories and saved helpers; nil means none
 	tools    discovery.ToolPolicy    // the global tool policy, which each server's entry refines; set before the first update
 	audit    *audit.Log              // records every tool call; nil records none
+	sink     observe.Sink            // receives every call as it ends; nil none
 	// manifests holds each server's last tool list, from which docs and
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store
@@ -449,6 +451,9 @@ type Run struct {
 	// after a moment before it, so the code learns it was declined while it
 	// can still act. Zero leaves the run's ctx alone to bound questions.
 	Deadline time.Time
+	// Trace, if non-nil, collects the run's calls as they end, for its
+	// result.
+	Trace *observe.Trace
 }
 
 // Host implements bridge/server.Directory: it answers one run's requests.
@@ -457,7 +462,7 @@ func (d *Directory) Host(run Run) protocol.Handler {
 }
 
 func (d *Directory) host(run Run) *host {
-	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress, ask: run.Ask, deadline: run.Deadline}
+	return &host{dir: d, snap: d.snap.Load(), session: run.Session, run: run.Run, progress: run.Progress, ask: run.Ask, deadline: run.Deadline, trace: run.Trace}
 }
 
 // unknownName is an error for a name that is not among known, suggesting the

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +24,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
@@ -43,6 +43,7 @@ type host struct {
 	progress func(message string, progress, total float64)
 	ask      *elicit.Session // nil cannot ask
 	deadline time.Time       // when the run's time limit ends; zero if unknown
+	trace    *observe.Trace  // the run's call trace; nil keeps none
 
 	calls atomic.Int64 // the call_tool requests the run has sent
 }
@@ -362,9 +363,11 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	}
 	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
+	rec.Outcome, rec.ResultBytes = outcome(ctx, c.isError, err), len(c.raw)
+	h.observed(rec)
 	if h.dir.audit != nil {
 		args, _ := secrets.MaskJSON(p.Arguments)
-		h.record(ctx, rec, c.isError, c.raw, args, err)
+		h.record(rec, c.raw, args, err)
 	}
 	if err != nil {
 		return protocol.CallToolResult{}, err
@@ -402,40 +405,48 @@ const maxAuditName = 256
 
 // auditName is name cut to maxAuditName bytes of whole UTF-8 characters,
 // ending in "…" when it was cut.
-func auditName(name string) string {
-	if len(name) <= maxAuditName {
-		return name
+func auditName(name string) string { return observe.Cut(name, maxAuditName) }
+
+// outcome is how a call ended, as the audit log and the call trace name
+// it: ok, tool_error (toolError: the result is marked isError), cancelled,
+// or err's code.
+func outcome(ctx context.Context, toolError bool, err error) string {
+	switch {
+	case err != nil:
+		code := string(protocol.CodeOf(err))
+		if ctx.Err() != nil && code != string(protocol.CodeDeclined) {
+			return observe.OutcomeCancelled
+		}
+		return code
+	case toolError:
+		return observe.OutcomeToolError
 	}
-	cut := maxAuditName - len("…")
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return strings.ToValidUTF8(name[:cut], "") + "…"
+	return observe.OutcomeOK
 }
 
 // record audits a call: rec with its outcome, the sizes and, when the audit
-// keeps contents, the arguments and the result. toolError says the result is
-// a tool's marked isError.
-func (h *host) record(ctx context.Context, rec audit.Record, toolError bool, raw, args json.RawMessage, err error) {
+// keeps contents, the arguments and the result.
+func (h *host) record(rec audit.Record, raw, args json.RawMessage, err error) {
 	switch {
 	case err != nil:
-		rec.Outcome, rec.Error = string(protocol.CodeOf(err)), err.Error()
-		if ctx.Err() != nil && rec.Outcome != string(protocol.CodeDeclined) {
-			rec.Outcome = audit.OutcomeCancelled
-		}
-	default:
-		rec.Outcome, rec.ResultBytes = audit.OutcomeOK, len(raw)
-		if toolError {
-			rec.Outcome = audit.OutcomeToolError
-		}
-		if h.dir.audit.Contents() {
-			rec.Result = raw
-		}
+		rec.Error, rec.ResultBytes = err.Error(), 0
+	case h.dir.audit.Contents():
+		rec.Result = raw
 	}
 	if h.dir.audit.Contents() && json.Valid(args) {
 		rec.Arguments = args
 	}
 	h.dir.audit.Record(rec)
+}
+
+// observed hands a call that ended to the run's trace and the directory's sink.
+func (h *host) observed(rec audit.Record) {
+	c := observe.Call{Kind: rec.Kind, Server: rec.Server, Tool: rec.Tool, MS: rec.DurationMS, Outcome: rec.Outcome,
+		Start: rec.Time, Session: h.session, Run: h.run, ResultBytes: rec.ResultBytes}
+	h.trace.Add(c)
+	if h.dir.sink != nil {
+		h.dir.sink.Call(c)
+	}
 }
 
 // call is callTool without the audit; it fills rec's Server and Tool with

@@ -6,6 +6,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
@@ -27,7 +28,10 @@ type Options struct {
 	// search answer for a server that is not running.
 	Manifests *manifest.Store
 	// Audit records every tool call.
-	Audit  *audit.Log
+	Audit *audit.Log
+	// Sink receives every tool call, resource read and prompt get of
+	// every run when it ends (metrics, the dashboard).
+	Sink   observe.Sink
 	Logger *slog.Logger
 
 	// QuarantineNew holds back the tools that have no pin in Manifests
@@ -70,7 +74,7 @@ func settingOf(setting func(key string) string, key string) string {
 // publishes the first configuration.
 func New(pool Downstream, opts Options) *Directory {
 	d := newDirectory(pool, opts.MaxArgs, opts.Logger)
-	d.tools, d.store, d.manifests, d.audit = opts.Tools, opts.Store, opts.Manifests, opts.Audit
+	d.tools, d.store, d.manifests, d.audit, d.sink = opts.Tools, opts.Store, opts.Manifests, opts.Audit, opts.Sink
 	d.quarantineNew, d.signIn, d.confirmSave = opts.QuarantineNew, opts.SignIn, opts.ConfirmSaveTool
 	d.setting, d.maxCalls = opts.Setting, opts.MaxCallsPerRun
 	if opts.ResultBudget > 0 {

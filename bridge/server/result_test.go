@@ -35,7 +35,7 @@ func TestResultAttachments(t *testing.T) {
 	}
 	// The result: text first, then the attachments in order, a note for each
 	// dropped one, and both lists in structuredContent.
-	r := formatResult(&python.Result{Stdout: "done\n"}, nil, att)
+	r := formatResult(&python.Result{Stdout: "done\n"}, nil, att, nil, 0)
 	if len(r.Content) != 4 {
 		t.Fatalf("result has %d contents, want text + 3", len(r.Content))
 	}
@@ -60,7 +60,7 @@ func TestResultDropsBounded(t *testing.T) {
 	for range 1000 {
 		h.Call(context.Background(), protocol.MethodAttach, bridgetest.AttachParams("image", "x.png", "image/png", nil, 11))
 	}
-	r := formatResult(&python.Result{}, nil, att)
+	r := formatResult(&python.Result{}, nil, att, nil, 0)
 	if text := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(text, "and 980 more not returned.") {
 		t.Errorf("text:\n%s", text)
 	}

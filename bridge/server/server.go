@@ -20,6 +20,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/inflight"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -53,6 +54,8 @@ type Options struct {
 	// setting of a limit by its key: max_queued, sessions, max_code_size,
 	// max_timeout. Nil names the key itself.
 	Setting func(key string) string
+	// Sink, if set, receives every run that ran code, when it ends.
+	Sink observe.Sink
 }
 
 // Limits bound run_python's calls, filled in from the settings by the
@@ -295,6 +298,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ro
 
 	prog := python.Program{Code: in.Code, OutputLimit: s.lim.OutputLimit, CheckArgs: s.lim.CheckArgs}
 	att := host.NewAttachments(s.lim.Attachments)
+	trace := new(observe.Trace)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
 	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
@@ -310,7 +314,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ro
 		prog.Servers = servers
 		runHost = func(run sandbox.SessionInfo) python.Host {
 			// The run starts now: its time limit runs from here.
-			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress, Ask: sess.ask, Deadline: time.Now().Add(timeout)}))
+			return att.Host(d.Host(host.Run{Session: run.ID, Run: run.Run, Progress: progress, Ask: sess.ask, Deadline: time.Now().Add(timeout), Trace: trace}))
 		}
 	} else if len(in.Servers) > 0 {
 		return inputError("no MCP servers are configured, so %q cannot be used: add a JSON file to %s.", in.Servers, s.opts.ConfigDir), nil
@@ -338,6 +342,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ro
 		// Its MCP session ends with this request: the state lives on under the handle.
 		sreq.Session, sreq.Detached = detachedKey(), true
 	}
+	started := time.Now()
 	res, err := s.opts.Runner.Run(ctx, sreq)
 	unknown := err == nil && errors.Is(res.Cause, sandbox.ErrUnknownHandle)
 	if unknown && requireSession(req) {
@@ -356,7 +361,12 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ro
 	}
 	s.logger.Debug("run finished", "session", res.Session.ID, "run", res.Session.Run, "duration", res.Duration,
 		"exit", res.ExitCode, "error", res.Error != nil)
-	result := formatResult(res.Result, &res.Session, att)
+	calls, more := trace.Calls()
+	result := formatResult(res.Result, &res.Session, att, calls, more)
+	if s.opts.Sink != nil {
+		s.opts.Sink.Run(observe.Run{Session: res.Session.ID, Run: res.Session.Run, Start: started, Duration: res.Duration,
+			Outcome: runOutcome(res.Result), Calls: calls, CallsMore: more})
+	}
 	if pulled.Load() && (res.Error == nil || res.Error.Kind != protocol.FailUnavailable) {
 		w := time.Duration(waited.Load())
 		prepend(result, fmt.Sprintf("[sandbox] this run first waited %s for Podman to pull the sandbox image; later runs do not wait.", w.Round(100*time.Millisecond)))
@@ -497,12 +507,29 @@ type output struct {
 	DroppedAttachments []host.AttachmentInfo `json:"dropped_attachments,omitempty"`
 	// DroppedMore counts dropped attachments past the first 20 listed.
 	DroppedMore int `json:"dropped_attachments_more,omitempty"`
+	// Calls is the run's call trace: its tool calls, resource reads and
+	// prompt gets in the order they ended, the first observe.MaxTraceCalls;
+	// CallsMore counts the rest.
+	Calls     []observe.Call `json:"calls,omitempty"`
+	CallsMore int            `json:"calls_more,omitempty"`
+}
+
+// runOutcome is how a run ended, for sinks: ok, exit (a non-zero exit
+// status), or its failure's kind.
+func runOutcome(r *python.Result) string {
+	switch {
+	case r.Error != nil:
+		return string(r.Error.Kind)
+	case r.ExitCode != 0:
+		return "exit"
+	}
+	return observe.OutcomeOK
 }
 
 // formatResult turns a run into a tool result: the printed output as text,
 // then the images and files the run returned (att may be nil), and every
-// detail as structured content.
-func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *host.Attachments) *mcp.CallToolResult {
+// detail, the run's calls among them, as structured content.
+func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *host.Attachments, calls []observe.Call, callsMore int) *mcp.CallToolResult {
 	extra, kept, dropped, droppedMore := att.Contents()
 	var text strings.Builder
 	if note := sessionNote(sess); note != "" {
@@ -560,6 +587,7 @@ func formatResult(r *python.Result, sess *sandbox.SessionInfo, att *host.Attachm
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Error: r.Error,
 		Session: sess, Background: r.Background, Attachments: kept, DroppedAttachments: dropped, DroppedMore: droppedMore,
+		Calls: calls, CallsMore: callsMore,
 	}
 	return &mcp.CallToolResult{
 		Content:           append([]mcp.Content{&mcp.TextContent{Text: text.String()}}, extra...),
