@@ -160,14 +160,31 @@ func Listen(opts Options) (*Front, error) {
 // Close closes the listener of a front that is not serving.
 func (f *Front) Close() error { return f.ln.Close() }
 
+// Route is a handler the front serves besides MCP and the health endpoint
+// (metrics, the dashboard), behind the same Host check and, unless
+// Public, the same bearer token.
+type Route struct {
+	Pattern string // a [http.ServeMux] pattern, e.g. "GET /metrics"
+	Handler http.Handler
+	Public  bool // served without the bearer token (the handler checks what it needs)
+}
+
 // Serve serves srv over streamable HTTP on the address [Listen] bound, every
-// MCP session with its own sandbox session, until [Front.Shutdown]; then it
-// returns http.ErrServerClosed, else the error that stopped it.
-func (f *Front) Serve(srv *server.Server, health Health) error {
+// MCP session with its own sandbox session, and routes, until
+// [Front.Shutdown]; then it returns http.ErrServerClosed, else the error
+// that stopped it.
+func (f *Front) Serve(srv *server.Server, health Health, routes ...Route) error {
 	f.srv, f.health = srv, health
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, f.checkOrigin(f.authenticate(f.mcpHandler())))
 	mux.HandleFunc("GET "+HealthPath, f.healthz)
+	for _, r := range routes {
+		h := r.Handler
+		if !r.Public {
+			h = f.authenticate(h)
+		}
+		mux.Handle(r.Pattern, h)
+	}
 	f.mu.Lock()
 	if f.stopped {
 		f.mu.Unlock()
