@@ -22,6 +22,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
+	"github.com/codebridge-mcp/codebridge/bridge/metrics"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
@@ -47,6 +48,7 @@ type App struct {
 	pool    *pool.Pool
 	dir     *host.Directory
 	server  *server.Server
+	metrics *metrics.Metrics // nil unless serving HTTP
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -143,16 +145,21 @@ func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 // newApp is [New] with the engine given.
 func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string) *App {
 	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
-	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger)
+	// sinks watch every run and call as it ends: each of metrics, traces
+	// and the dashboard's recent runs adds its own here.
+	var sinks observe.Sinks
+	var started func(time.Duration, error)
+	if cfg.HTTP != "" {
+		a.metrics = newMetrics(a)
+		sinks, started = append(sinks, a.metrics), a.metrics.SandboxStarted
+	}
+	a.sandbox = newSandbox(cfg, eng, a.state.memory, started, logger)
 	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 			a.dir.SaveManifest(def, tools, instructions)
 		},
 		OAuth: a.state.oauthHandlers(logger)})
-	// sinks watch every run and call as it ends: each of metrics, traces
-	// and the dashboard's recent runs adds its own here.
-	var sinks observe.Sinks
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
@@ -208,8 +215,9 @@ func attachLimits(cfg settings.Config) host.AttachLimits {
 }
 
 // newSandbox is the sandbox manager over eng, with the settings' sessions,
-// limits and preloads; saved helpers come from mem.
-func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger) *sandbox.Manager {
+// limits and preloads; saved helpers come from mem, and started (if not
+// nil) is told of each container start.
+func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, started func(time.Duration, error), logger *slog.Logger) *sandbox.Manager {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
@@ -233,7 +241,8 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 			MaxRequest:    max(cfg.MaxArgSize, base64.StdEncoding.EncodedLen(cfg.MaxAttachment)) + 64<<10,
 			MaxAttachment: cfg.MaxAttachment,
 		},
-		Logger: logger.With("component", "sandbox"),
+		Started: started,
+		Logger:  logger.With("component", "sandbox"),
 	})
 }
 
@@ -370,7 +379,7 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
 	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name,
-		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued})
+		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued}, a.routes()...)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

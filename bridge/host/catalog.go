@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
@@ -125,9 +126,10 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 	name := rec.Tool
 	rec.Tool = auditName(name)
 	var raw json.RawMessage
+	var known observe.Known // the URI or prompt name is the code's
 	srv, err := h.catalogServer(key)
 	if err == nil {
-		rec.Server = srv.Name
+		rec.Server, known = srv.Name, observe.KnownServer
 		var res any
 		res, err = withSignIn(ctx, h, srv.Name, func(bool) (any, error) {
 			res, err := get(srv)
@@ -146,7 +148,7 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 	}
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	rec.Outcome, rec.ResultBytes = outcome(ctx, false, err), len(raw)
-	h.observed(*rec)
+	h.observed(*rec, known)
 	if h.dir.audit != nil {
 		h.record(*rec, raw, args, err)
 	}

@@ -348,10 +348,11 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	rec := audit.Record{Time: time.Now(), Server: auditName(p.Server), Tool: auditName(*p.Tool), ArgBytes: len(p.Arguments)}
 	rec.Session, rec.Run = h.session, h.run
 	var c called
+	var known observe.Known
 	err := h.countCall()
 	if err == nil {
 		c, err = withSignIn(ctx, h, p.Server, func(again bool) (called, error) {
-			return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec)
+			return h.call(ctx, p.Server, *p.Tool, p.Arguments, p.StartFailed && !again, &rec, &known)
 		})
 	}
 	if c.release != nil {
@@ -364,7 +365,7 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	err = maskError(secrets, err)
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	rec.Outcome, rec.ResultBytes = outcome(ctx, c.isError, err), len(c.raw)
-	h.observed(rec)
+	h.observed(rec, known)
 	if h.dir.audit != nil {
 		args, _ := secrets.MaskJSON(p.Arguments)
 		h.record(rec, c.raw, args, err)
@@ -439,10 +440,11 @@ func (h *host) record(rec audit.Record, raw, args json.RawMessage, err error) {
 	h.dir.audit.Record(rec)
 }
 
-// observed hands a call that ended to the run's trace and the directory's sink.
-func (h *host) observed(rec audit.Record) {
+// observed hands a call that ended to the run's trace and the directory's
+// sink; known says which of rec's names resolved.
+func (h *host) observed(rec audit.Record, known observe.Known) {
 	c := observe.Call{Kind: rec.Kind, Server: rec.Server, Tool: rec.Tool, MS: rec.DurationMS, Outcome: rec.Outcome,
-		Start: rec.Time, Session: h.session, Run: h.run, ResultBytes: rec.ResultBytes}
+		Start: rec.Time, Session: h.session, Run: h.run, ResultBytes: rec.ResultBytes, Known: known}
 	h.trace.Add(c)
 	if h.dir.sink != nil {
 		h.dir.sink.Call(c)
@@ -450,15 +452,15 @@ func (h *host) observed(rec audit.Record) {
 }
 
 // call is callTool without the audit; it fills rec's Server and Tool with
-// the names they resolve to. startFailed says the sandbox's request for the
+// the names they resolve to, and known with which did. startFailed says the sandbox's request for the
 // tool's docs, just before, failed to start the server: then a server still
 // not running fails the call with that start's error rather than being
 // started a second time.
-func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool, rec *audit.Record) (called, error) {
+func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage, startFailed bool, rec *audit.Record, known *observe.Known) (called, error) {
 	if h.dir.maxArgs > 0 && len(args) > h.dir.maxArgs {
 		name := key
 		if srv, err := h.snap.resolve(key); err == nil {
-			name = srv.Name
+			name, *known = srv.Name, observe.KnownServer
 		}
 		rec.Server = auditName(name)
 		return called{}, h.checkSize(name, tool, args)
@@ -466,17 +468,17 @@ func (h *host) call(ctx context.Context, key, tool string, args json.RawMessage,
 	if startFailed {
 		if srv, err := h.snap.resolve(key); err == nil {
 			if failure := h.dir.pool.LastFailure(srv.Name); failure != nil {
-				rec.Server = srv.Name
+				rec.Server, *known = srv.Name, observe.KnownServer
 				return called{}, poolError(srv, failure)
 			}
 		}
 	}
 	srv, t, _, err := h.tool(ctx, key, tool, false)
 	if srv != nil {
-		rec.Server = srv.Name
+		rec.Server, *known = srv.Name, observe.KnownServer
 	}
 	if t != nil {
-		rec.Tool = t.Name
+		rec.Tool, *known = t.Name, *known|observe.KnownTool
 	}
 	if err != nil {
 		return called{}, err

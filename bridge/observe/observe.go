@@ -33,13 +33,27 @@ type Call struct {
 	// got (policy_denied, not_found, busy, ...).
 	Outcome string `json:"outcome"`
 
-	// Start, Session, Run and ResultBytes are for sinks; the call trace in
-	// a result leaves them out.
+	// Start, Session, Run, ResultBytes and Known are for sinks; the call
+	// trace in a result leaves them out.
 	Start       time.Time `json:"-"`
 	Session     string    `json:"-"` // the run's sandbox session
 	Run         int       `json:"-"` // the run's number in it
 	ResultBytes int       `json:"-"`
+	Known       Known     `json:"-"`
 }
+
+// Known says which of a call's names are the configuration's: the rest
+// are as the sandboxed code wrote them, chosen by it, which a sink must
+// not key anything lasting on (a metric's labels).
+type Known uint8
+
+const (
+	// KnownServer: Server is a configured server's name (an alias or a
+	// name written as the code wrote it resolved to it).
+	KnownServer Known = 1 << iota
+	// KnownTool: Tool is one of that server's tools, as it lists it.
+	KnownTool
+)
 
 // Run is one run_python call, as it ended.
 type Run struct {

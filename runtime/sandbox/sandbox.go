@@ -129,6 +129,9 @@ type Options struct {
 	// Handles records which session each handle names; nil keeps them in
 	// this process ([NewMemoryHandles]).
 	Handles Handles
+	// Started, if set, is told of each container start as it ends: how
+	// long it took and its error (nil: started). It must not block.
+	Started func(took time.Duration, err error)
 	Logger  *slog.Logger // nil discards
 }
 
@@ -544,6 +547,14 @@ func (m *Manager) Sessions() int {
 	return n
 }
 
+// WarmContainers is the number of started containers waiting for a new
+// session (the warm pool and a spare).
+func (m *Manager) WarmContainers() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.warm)
+}
+
 // Close ends every session, removes every container and waits for
 // background work; runs in progress are cancelled, and Close waits for them
 // until ctx ends. Closing again does nothing.
@@ -781,7 +792,11 @@ func (m *Manager) take(ctx context.Context, w Wait) (*primed, error) {
 
 // start starts a container and its interpreter.
 func (m *Manager) start(ctx context.Context, w Wait) (*primed, error) {
+	began := time.Now()
 	ct, err := m.eng.Start(ctx, w)
+	if m.opts.Started != nil {
+		m.opts.Started(time.Since(began), err)
+	}
 	if err != nil {
 		return nil, err
 	}
