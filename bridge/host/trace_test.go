@@ -47,11 +47,16 @@ func TestCallsReachTraceAndSink(t *testing.T) {
 	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "big", "tool": "nope"}); err == nil {
 		t.Fatal("an unknown tool was called")
 	}
+	if _, err := hostCall(t, h, "call_tool", map[string]any{"server": "made-up", "tool": "echo"}); err == nil {
+		t.Fatal("an unknown server was called")
+	}
 
+	// Known says which names resolved: a sink keys metrics on those only.
 	want := []observe.Call{
-		{Server: "big", Tool: "echo", Outcome: "ok", Session: "s1", Run: 3, ResultBytes: 1},
-		{Server: "big", Tool: "echo", Outcome: "bad_arguments", Session: "s1", Run: 3},
-		{Server: "big", Tool: "nope", Outcome: "unknown_tool", Session: "s1", Run: 3},
+		{Server: "big", Tool: "echo", Outcome: "ok", Session: "s1", Run: 3, ResultBytes: 1, Known: observe.KnownServer | observe.KnownTool},
+		{Server: "big", Tool: "echo", Outcome: "bad_arguments", Session: "s1", Run: 3, Known: observe.KnownServer},
+		{Server: "big", Tool: "nope", Outcome: "unknown_tool", Session: "s1", Run: 3, Known: observe.KnownServer},
+		{Server: "made-up", Tool: "echo", Outcome: "unknown_server", Session: "s1", Run: 3},
 	}
 	ignore := cmpopts.IgnoreFields(observe.Call{}, "MS", "Start", "ResultBytes")
 	got, more := trace.Calls()

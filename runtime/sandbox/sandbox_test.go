@@ -784,3 +784,39 @@ func TestSpareAfterLoss(t *testing.T) {
 	}
 	eng.fail.Store(false)
 }
+
+// TestStartedAndWarmContainers: Options.Started hears of every container
+// start, failed ones too, and WarmContainers counts the warm ones waiting.
+func TestStartedAndWarmContainers(t *testing.T) {
+	eng := newFakeEngine(t)
+	var mu sync.Mutex
+	var ok, failed int
+	m := newManager(t, eng, Options{Warm: 1, Started: func(took time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if took < 0 {
+			t.Errorf("a start took %v", took)
+		}
+		if err != nil {
+			failed++
+		} else {
+			ok++
+		}
+	}})
+	starts := func() (int, int) { mu.Lock(); defer mu.Unlock(); return ok, failed }
+	m.Warm(t.Context())
+	if n := m.WarmContainers(); n != 1 {
+		t.Fatalf("WarmContainers = %d after Warm, want 1", n)
+	}
+	eng.fail.Store(true) // the warm container's replacement fails to start
+	if r := run(t, m, "a", "print(1)", time.Minute); r.Stdout != "1\n" {
+		t.Fatalf("run on the warm container: %q %+v", r.Stdout, r.Error)
+	}
+	waitFor(t, func() bool { _, f := starts(); return f >= 1 })
+	if n := m.WarmContainers(); n != 0 {
+		t.Errorf("WarmContainers = %d after the warm one was taken and its replacement failed, want 0", n)
+	}
+	if o, f := starts(); o != 1 || f < 1 || int64(o) != eng.started.Load() {
+		t.Errorf("Started heard of %d starts and %d failures; the engine started %d", o, f, eng.started.Load())
+	}
+}
