@@ -149,7 +149,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	// and the dashboard's recent runs adds its own here.
 	var sinks observe.Sinks
 	var started func(time.Duration, error)
-	if cfg.HTTP != "" {
+	if cfg.HTTP != "" && cfg.Metrics {
 		a.metrics = newMetrics(a)
 		sinks, started = append(sinks, a.metrics), a.metrics.SandboxStarted
 	}

@@ -14,7 +14,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 if command -v prometheus >/dev/null; then
   exit 0
 fi
-command -v apt-get >/dev/null || { log "no prometheus and no apt-get: install Prometheus 2.x and put it on PATH"; exit 1; }
+command -v apt-get >/dev/null || { log "no prometheus and no apt-get: install Prometheus 2.x on PATH, or its test skips (fails with CI=true)"; exit 0; }
 log "installing Debian's prometheus, without starting its service"
 policy=/usr/sbin/policy-rc.d made=
 if [ ! -e $policy ]; then

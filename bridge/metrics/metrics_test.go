@@ -219,3 +219,16 @@ codebridge_runs_total{outcome="other"} 10000
 		t.Errorf("tool t0 counted %v calls, want 1", got)
 	}
 }
+
+// BenchmarkCall is what the metrics add to one tool call: its counter and
+// its duration.
+//
+//	go test ./bridge/metrics -run '^$' -bench Call
+func BenchmarkCall(b *testing.B) {
+	m := newWith(&fakeState{})
+	c := observe.Call{Server: "everything", Tool: "echo", MS: 0.3, Outcome: observe.OutcomeOK, Known: observe.KnownServer | observe.KnownTool}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Call(c)
+	}
+}

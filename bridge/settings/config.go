@@ -78,6 +78,7 @@ type Config struct {
 	HTTPAuth      bool          `koanf:"http_auth"`            // require the bearer token; false is allowed on loopback only
 	HTTPOrigins   []string      `koanf:"http_allowed_origins"` // browser origins allowed besides loopback ones
 	ShutdownGrace time.Duration `koanf:"http_shutdown_grace"`  // how long runs in progress may finish when an HTTP server stops
+	Metrics       bool          `koanf:"metrics"`              // serve --http keeps Prometheus metrics and serves them at /metrics
 	// Tools is the tool policy of every server, which a server's entry
 	// refines (MCP_BRIDGE_TOOLS_ALLOW, _TOOLS_DENY, _READ_ONLY,
 	// _TOOLS_CONFIRM, _TOOLS_CONFIRM_WRITES).
@@ -294,6 +295,8 @@ var settings = []setting{
 			}
 			return origins, nil
 		}},
+	{key: "metrics", def: "1", help: "1: `serve --http` keeps Prometheus metrics and serves them at `/metrics`, behind the same bearer token as `/mcp` (see [Metrics](observability.md#metrics)); 0 keeps none. Over stdio there are none.",
+		parse: boolean},
 	{key: "http_shutdown_grace", def: "20", help: "When an HTTP server is stopped (SIGTERM), how long runs in progress may finish before they are cancelled, in seconds.",
 		parse: seconds},
 	{key: "tools_allow", def: "", help: "Tool names or globs (comma-separated, Go path.Match syntax) that code may use on every server; unset admits all. A server's `\"tools\": {\"allow\"}` replaces it. See [Policy](security.md#policy-which-tools-code-may-use).",

@@ -341,8 +341,14 @@ func nativeEcho(b *testing.B, cs *mcp.ClientSession, n int) time.Duration {
 // in turn, the order alternating. It reports the median of the pairs'
 // differences (gap-us/call) and of each side.
 func BenchmarkToolCallGap(b *testing.B) {
-	const calls = 200
 	cs, _ := everythingSession(b, "MCP_BRIDGE_AUDIT=0")
+	toolCallGap(b, cs)
+}
+
+// toolCallGap is BenchmarkToolCallGap's pairs, the calls from code made
+// in cs, whose sandbox has called server-everything.
+func toolCallGap(b *testing.B, cs *mcp.ClientSession) {
+	const calls = 200
 	native := nativeEverything(b)
 	nativeEcho(b, native, calls) // both warm
 	code := testenv.PythonTimed(calls, `await call_tool("everything", "echo", {"message": "x"})`)
