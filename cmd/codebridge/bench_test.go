@@ -345,10 +345,13 @@ func BenchmarkToolCallGap(b *testing.B) {
 	toolCallGap(b, cs)
 }
 
+// gapCalls are the calls of each side of a pair of BenchmarkToolCallGap.
+const gapCalls = 200
+
 // toolCallGap is BenchmarkToolCallGap's pairs, the calls from code made
 // in cs, whose sandbox has called server-everything.
 func toolCallGap(b *testing.B, cs *mcp.ClientSession) {
-	const calls = 200
+	const calls = gapCalls
 	native := nativeEverything(b)
 	nativeEcho(b, native, calls) // both warm
 	code := testenv.PythonTimed(calls, `await call_tool("everything", "echo", {"message": "x"})`)
