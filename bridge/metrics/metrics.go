@@ -159,8 +159,6 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Registry is the metrics' registry, for tests.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Call implements [observe.Sink].
 func (m *Metrics) Call(c observe.Call) {

@@ -29,7 +29,7 @@ func (f *fakeState) SignIns() map[string]string  { return f.signIns }
 func newWith(f *fakeState) *Metrics              { return New(Options{Sandbox: f, Runs: f, Servers: f}) }
 func compare(t *testing.T, m *Metrics, want string, names ...string) {
 	t.Helper()
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), names...); err != nil {
+	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 }
@@ -161,7 +161,7 @@ codebridge_run_queue_depth 0
 codebridge_sandbox_sessions 4
 `, "codebridge_run_queue_depth", "codebridge_sandbox_sessions")
 
-	problems, err := testutil.GatherAndLint(m.Registry())
+	problems, err := testutil.GatherAndLint(m.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
