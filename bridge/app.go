@@ -143,7 +143,7 @@ func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 // newApp is [New] with the engine given.
 func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string) *App {
 	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
-	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger)
+	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger, a.boundsChanged)
 	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
@@ -209,7 +209,7 @@ func attachLimits(cfg settings.Config) host.AttachLimits {
 
 // newSandbox is the sandbox manager over eng, with the settings' sessions,
 // limits and preloads; saved helpers come from mem.
-func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger) *sandbox.Manager {
+func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger, onBounds func(maxSessions int)) *sandbox.Manager {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
@@ -218,8 +218,11 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 	return sandbox.New(eng, sandbox.Options{
 		Warm:        warm,
 		Spare:       spare,
-		Sessions:    cfg.Sessions,
-		MaxSessions: cfg.MaxSessions,
+		Sessions: cfg.Sessions,
+		// Left unset, the sandbox works the bound out itself, and again
+		// when the image shows it has nothing to preload.
+		MaxSessions: unlessDerived(cfg, "max_sessions", cfg.MaxSessions),
+		OnBounds:    onBounds,
 		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
 		// Also in the environment; a pod claimed from a warm pool has none.
@@ -235,6 +238,23 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 		},
 		Logger: logger.With("component", "sandbox"),
 	})
+}
+
+// unlessDerived is v, or 0 when the setting key was left empty and v
+// worked out from the machine.
+func unlessDerived(cfg settings.Config, key string, v int) int {
+	if cfg.Derived(key) {
+		return 0
+	}
+	return v
+}
+
+// boundsChanged follows the sandbox's bound on live sessions when it is
+// worked out again: max_queued, left empty, follows it.
+func (a *App) boundsChanged(maxSessions int) {
+	if a.cfg.Derived("max_queued") {
+		a.server.SetMaxQueued(settings.DefaultMaxQueued(maxSessions, a.cfg.MaxRuns))
+	}
 }
 
 // preload is what a session's interpreter imports ahead of its first run.
@@ -369,8 +389,9 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	a.front = f
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
-	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name,
-		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued})
+	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name, Bounds: func() (sessions, runs, queued int) {
+		return a.sandbox.MaxSessions(), a.cfg.MaxRuns, a.server.MaxQueued()
+	}})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
