@@ -216,8 +216,8 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 	}
 	warm, spare := cfg.Warm()
 	return sandbox.New(eng, sandbox.Options{
-		Warm:        warm,
-		Spare:       spare,
+		Warm:     warm,
+		Spare:    spare,
 		Sessions: cfg.Sessions,
 		// Left unset, the sandbox works the bound out itself, and again
 		// when the image shows it has nothing to preload.
