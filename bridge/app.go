@@ -153,7 +153,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 		a.metrics = newMetrics(a)
 		sinks, started = append(sinks, a.metrics), a.metrics.SandboxStarted
 	}
-	a.sandbox = newSandbox(cfg, eng, a.state.memory, started, logger)
+	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger, a.boundsChanged, started)
 	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
@@ -215,19 +215,23 @@ func attachLimits(cfg settings.Config) host.AttachLimits {
 }
 
 // newSandbox is the sandbox manager over eng, with the settings' sessions,
-// limits and preloads; saved helpers come from mem, and started (if not
-// nil) is told of each container start.
-func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, started func(time.Duration, error), logger *slog.Logger) *sandbox.Manager {
+// limits and preloads; saved helpers come from mem; onBounds (if not nil)
+// follows its bound on live sessions, and started (if not nil) is told of
+// each container start.
+func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger, onBounds func(maxSessions int), started func(time.Duration, error)) *sandbox.Manager {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
 	}
 	warm, spare := cfg.Warm()
 	return sandbox.New(eng, sandbox.Options{
-		Warm:        warm,
-		Spare:       spare,
-		Sessions:    cfg.Sessions,
-		MaxSessions: cfg.MaxSessions,
+		Warm:     warm,
+		Spare:    spare,
+		Sessions: cfg.Sessions,
+		// Left unset, the sandbox works the bound out itself, and again
+		// when the image shows it has nothing to preload.
+		MaxSessions: unlessDerived(cfg, "max_sessions", cfg.MaxSessions),
+		OnBounds:    onBounds,
 		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
 		// Also in the environment; a pod claimed from a warm pool has none.
@@ -244,6 +248,23 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, star
 		Started: started,
 		Logger:  logger.With("component", "sandbox"),
 	})
+}
+
+// unlessDerived is v, or 0 when the setting key was left empty and v
+// worked out from the machine.
+func unlessDerived(cfg settings.Config, key string, v int) int {
+	if cfg.Derived(key) {
+		return 0
+	}
+	return v
+}
+
+// boundsChanged follows the sandbox's bound on live sessions when it is
+// worked out again: max_queued, left empty, follows it.
+func (a *App) boundsChanged(maxSessions int) {
+	if a.cfg.Derived("max_queued") {
+		a.server.SetMaxQueued(settings.DefaultMaxQueued(maxSessions, a.cfg.MaxRuns))
+	}
 }
 
 // preload is what a session's interpreter imports ahead of its first run.
@@ -378,8 +399,9 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	a.front = f
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
-	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name,
-		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued}, a.routes()...)
+	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name, Bounds: func() (sessions, runs, queued int) {
+		return a.sandbox.MaxSessions(), a.cfg.MaxRuns, a.server.MaxQueued()
+	}}, a.routes()...)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/discovery"
+	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
 
 // ListTimeout is how long a command that lists servers' tools (servers
@@ -91,4 +92,17 @@ func (l *Listing) Close(ctx context.Context) error {
 		errs = append(errs, stop(ctx))
 	}
 	return errors.Join(append(errs, l.pool.Close(ctx), l.state.audit.Close(ctx))...)
+}
+
+// Check answers, for each of refs, whether a run's code could call it now,
+// by the rules a call meets: the configuration, the policy, the pins, the
+// server's list (each named server is started, within
+// [host.CheckStartWait]); no tool is called. A ref with no Tool checks
+// its server. It is `codebridge check`.
+func (l *Listing) Check(ctx context.Context, refs []protocol.ToolRef) protocol.ToolChecks {
+	l.pool.Update(l.conf.Servers) // none starts until the check asks for its tools
+	d := host.New(l.pool, host.Options{Tools: l.cfg.Tools, Manifests: l.state.manifests, Logger: l.logger,
+		QuarantineNew: l.cfg.QuarantineNew, Setting: settingName})
+	d.Update(l.conf)
+	return d.Check(ctx, refs)
 }

@@ -78,8 +78,10 @@ type Health struct {
 	Ready func(ctx context.Context) error
 	// Engine names the container engine.
 	Engine string
-	// The sandbox's limits, as the endpoint shows them.
-	MaxSessions, MaxRuns, MaxQueued int
+	// Bounds gives the limits the endpoint shows, as they are now: live
+	// sandboxes, runs at once, run_python calls in progress or waiting.
+	// Nil shows zeros.
+	Bounds func() (sessions, runs, queued int)
 }
 
 // MCPPath and HealthPath are where a [Front] serves MCP and its health.
@@ -467,6 +469,10 @@ func (f *Front) healthz(w http.ResponseWriter, r *http.Request) {
 	if f.stopping.Load() {
 		status, code = "stopping", http.StatusServiceUnavailable
 	}
+	var maxSessions, maxRuns, maxQueued int
+	if f.health.Bounds != nil {
+		maxSessions, maxRuns, maxQueued = f.health.Bounds()
+	}
 	body, _ := json.Marshal(struct {
 		Status         string `json:"status"`
 		Engine         string `json:"engine,omitempty"` // its name
@@ -477,7 +483,7 @@ func (f *Front) healthz(w http.ResponseWriter, r *http.Request) {
 		Runs           int    `json:"runs"`
 		MaxRuns        int    `json:"max_runs"`
 		MaxQueued      int    `json:"max_queued"`
-	}{status, f.health.Engine, engine, f.sessions(), f.opts.MaxMCPSessions, f.health.MaxSessions, f.srv.Runs(), f.health.MaxRuns, f.health.MaxQueued})
+	}{status, f.health.Engine, engine, f.sessions(), f.opts.MaxMCPSessions, maxSessions, f.srv.Runs(), maxRuns, maxQueued})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)

@@ -41,7 +41,7 @@ var laterBuiltins = []string{"PythonFinalizationError", "_IncompleteInputError"}
 // mcp.__all__), and the package's own name; every mcp_<alias> is reserved
 // too. TestReservedSandboxGlobals checks the list against the Python files.
 var sandboxGlobals = []string{
-	"MCPError", "call_tool", "call_tool_sync", "capability_summary", "delete_memory", "delete_saved_tool",
+	"MCPError", "call_tool", "call_tool_sync", "capability_summary", "check_tools", "check_tools_sync", "delete_memory", "delete_saved_tool",
 	"describe_server", "discovered_servers", "get_memory_info", "get_prompt", "get_prompt_sync",
 	"list_loaded_server_metadata", "list_memories", "list_prompts", "list_prompts_sync", "list_resource_templates",
 	"list_resource_templates_sync", "list_resources", "list_resources_sync", "list_saved_tools", "list_servers",

@@ -159,7 +159,6 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-
 // Call implements [observe.Sink].
 func (m *Metrics) Call(c observe.Call) {
 	server := ""

@@ -210,6 +210,21 @@ func (s *Server) setting(key string) string {
 	return s.opts.Setting(key)
 }
 
+// MaxQueued is the bound on run_python calls in progress or waiting
+// ([Limits.MaxQueued]) now.
+func (s *Server) MaxQueued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lim.MaxQueued
+}
+
+// SetMaxQueued changes the bound on run_python calls in progress or waiting.
+func (s *Server) SetMaxQueued(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim.MaxQueued = n
+}
+
 // Runs is the number of run_python calls in progress or waiting their turn.
 func (s *Server) Runs() int { return s.runs.Count() }
 

@@ -95,7 +95,21 @@ type Config struct {
 	// login signs in as where an authorization server supports them; ""
 	// registers instead.
 	OAuthClientMetadataURL string `koanf:"oauth_client_metadata_url"`
+
+	// derived has the keys left empty whose values were worked out from
+	// the machine or other settings (their unset function).
+	derived map[string]bool `koanf:"-"`
 }
+
+// Derived reports whether the setting key was left empty and its value
+// worked out from the machine or other settings: a value the parts it
+// configures may work out again when they learn more (max_sessions, once
+// the sandbox image shows it has nothing to preload).
+func (c Config) Derived(key string) bool { return c.derived[key] }
+
+// DefaultMaxQueued is max_queued when it is left empty: every live session
+// may have a call waiting, and at least 256.
+func DefaultMaxQueued(maxSessions, maxRuns int) int { return max(256, maxSessions+maxRuns) }
 
 // A setting is one row of the settings table: its key in the settings file
 // (and, upper-cased after [EnvPrefix], its environment variable), its default,
@@ -200,7 +214,7 @@ var settings = []setting{
 		parse: sizeAtMost(64 << 20)},
 	{key: "check_args", def: "1", help: "1 checks a run's tool calls against the tools' schemas before any of its lines runs: calls whose tool and argument names are written out (`mcp_<alias>.<tool>(...)`, `call_tool(\"server\", \"tool\", {...})`, ...) are checked for unknown tools and arguments, missing required ones, and literal values of the wrong JSON type or outside an enum; a mismatch fails the run (`argument_check`) with the line, the argument and the signature, and nothing runs. 0 leaves it to each call's own check when it is made. See [Arguments checked before a run](sandbox-api.md#arguments-checked-before-a-run).",
 		parse: boolean},
-	{key: "preload", def: "numpy,pandas,matplotlib.pyplot", help: "Modules a session's Python imports in the background while it waits for its first run (comma-separated; empty for none). Makes a session's first data import instant; costs each session about 75 MiB, so it is skipped when MCP_BRIDGE_MEMORY is under 384m. Missing ones are skipped.",
+	{key: "preload", def: "numpy,pandas,matplotlib.pyplot", help: "Modules a session's Python imports in the background while it waits for its first run (comma-separated; empty for none). Makes a session's first data import instant; costs each session about 75 MiB, so it is skipped when MCP_BRIDGE_MEMORY is under 384m. Missing ones are skipped; when the image has none of them (the minimal image), the first run says so, and codebridge stops preloading and sizes an unset max_sessions without them.",
 		parse: func(v string) (any, error) {
 			var modules []string
 			for _, m := range strings.Split(v, ",") {
@@ -245,14 +259,14 @@ var settings = []setting{
 		parse: boolean},
 	{key: "session_idle_timeout", def: "900", help: "End a sandbox session unused this long, in seconds, and remove its container; 0 keeps it until its MCP session ends.",
 		parse: secondsOrOff},
-	{key: "max_sessions", def: "", help: "Live sandbox sessions (each holding a container) at most. A session that needs a container past it ends the session idle longest (its next run is told `evicted`); when every session is running code, the run fails with an error saying so. It no longer caps the MCP sessions open over HTTP: max_mcp_sessions does. Unset: from the machine's memory, see [Limits](performance.md#limits-that-fit-the-machine) (on the 2-core, 24 GiB build machine: 212 with the default preload, 1062 with `MCP_BRIDGE_PRELOAD=`).",
+	{key: "max_sessions", def: "", help: "Live sandbox sessions (each holding a container) at most. A session that needs a container past it ends the session idle longest (its next run is told `evicted`); when every session is running code, the run fails with an error saying so. It no longer caps the MCP sessions open over HTTP: max_mcp_sessions does. Unset: from the machine's memory, see [Limits](performance.md#limits-that-fit-the-machine) (on the 2-core, 24 GiB build machine: 212 with the default preload, 1062 with `MCP_BRIDGE_PRELOAD=`, or once the first run shows the image has none of the modules to preload, as the minimal image).",
 		unset: func(c Config) string { return strconv.Itoa(c.bounds().Sandboxes) },
 		parse: count(1, sandbox.MaxBound)},
 	{key: "max_runs", def: "", help: "Runs executing in sandboxes at once, at most. A run past it waits for a slot for at most its time limit, then fails with a busy error. Each session queues its own runs and the slots go to the sessions with runs waiting in turn, so a burst from one cannot starve the others. Unset: 4 per core, fewer when half the machine's memory cannot hold that many containers at their memory limit (8 on 2 cores and 24 GiB).",
 		unset: func(c Config) string { return strconv.Itoa(c.bounds().Runs) },
 		parse: count(1, sandbox.MaxBound)},
 	{key: "max_queued", def: "", help: "run_python calls in progress or waiting (for their session's turn or a run slot) at once, at most; past that a call fails at once with a busy error. One MCP session may have at most half of them, so a burst from one leaves room for the others' calls. Unset: max_sessions plus max_runs, at least 256, so that every live session may have a call waiting (1,070 with `MCP_BRIDGE_PRELOAD=` on the build machine).",
-		unset: func(c Config) string { return strconv.Itoa(max(256, c.MaxSessions+c.MaxRuns)) },
+		unset: func(c Config) string { return strconv.Itoa(DefaultMaxQueued(c.MaxSessions, c.MaxRuns)) },
 		parse: count(1, 65536)},
 	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more closes the MCP session used least recently that has nothing in progress (its sandbox session stays, reachable by its handle), and is refused (503) only when every one has a request in progress. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
 		parse: count(1, 1<<20)},

@@ -3,6 +3,7 @@ package settings
 import (
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
 		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second, Metrics: true,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
+		derived: map[string]bool{"config_dir": true, "state_dir": true, "max_sessions": true, "max_runs": true, "max_queued": true, "server_queue": true},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -271,6 +273,25 @@ func TestKubernetesWarmPoolSetting(t *testing.T) {
 	c, err := LoadConfig([]string{"MCP_BRIDGE_ENGINE=kubernetes", "MCP_BRIDGE_K8S_WARM_POOL=python-pool"}, nil)
 	if err != nil || c.K8sWarmPool != "python-pool" {
 		t.Fatalf("warm pool %q, %v", c.K8sWarmPool, err)
+	}
+}
+
+// TestDerived: a setting left empty whose value was worked out says so; one
+// given, even to the value it would have had, does not.
+func TestDerived(t *testing.T) {
+	c, err := LoadConfig(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Derived("max_sessions") || !c.Derived("max_queued") || c.Derived("timeout") {
+		t.Errorf("unset: max_sessions %v, max_queued %v, timeout %v; want true, true, false", c.Derived("max_sessions"), c.Derived("max_queued"), c.Derived("timeout"))
+	}
+	set, err := LoadConfig([]string{"MCP_BRIDGE_MAX_SESSIONS=" + strconv.Itoa(c.MaxSessions)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Derived("max_sessions") || !set.Derived("max_queued") {
+		t.Errorf("max_sessions set: derived %v, max_queued %v; want false, true", set.Derived("max_sessions"), set.Derived("max_queued"))
 	}
 }
 

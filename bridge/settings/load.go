@@ -216,11 +216,13 @@ func resolve(k *koanf.Koanf, origins map[string]Origin) (*Resolved, error) {
 			return nil, err
 		}
 	}
+	r.Config.derived = map[string]bool{}
 	for _, i := range later {
 		_ = k.Set(settings[i].key, settings[i].unset(r.Config)) // a string: cannot fail
 		if err := decode(i); err != nil {
 			return nil, err
 		}
+		r.Config.derived[settings[i].key] = true
 	}
 	if c := r.Config; c.Timeout > c.MaxTimeout {
 		return nil, fmt.Errorf("timeout %s (%s) is larger than max_timeout %s (%s): raise the maximum or lower the default",

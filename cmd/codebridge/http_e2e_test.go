@@ -147,6 +147,9 @@ func (b *httpBridge) health(t testing.TB) (code int, h struct {
 	EngineStatus string `json:"engine_status"`
 	Sessions     int    `json:"sessions"`
 	Runs         int    `json:"runs"`
+	MaxSessions  int    `json:"max_sessions"`
+	MaxRuns      int    `json:"max_runs"`
+	MaxQueued    int    `json:"max_queued"`
 }) {
 	t.Helper()
 	resp, err := http.Get(b.Base + "/healthz")

@@ -293,6 +293,7 @@ func (it *Interpreter) Run(ctx context.Context, p Program, h Host, timeout time.
 	case exit != nil:
 		res.ExitCode = exit.ExitCode
 		res.Error = exit.Error
+		res.PreloadMissing = exit.PreloadMissing
 		if cause != "" && res.Error != nil && res.Error.Type == "KeyboardInterrupt" {
 			res.Error = interrupted(cause, timeout, true)
 		}

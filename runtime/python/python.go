@@ -79,4 +79,7 @@ type Result struct {
 	// by threads or processes that code left running.
 	Background string            `json:"background,omitempty"`
 	Error      *protocol.Failure `json:"error,omitempty"` // nil when the code ran to the end
+	// PreloadMissing, on the interpreter's first run, names the modules it
+	// was to preload that its image does not have.
+	PreloadMissing []string `json:"-"`
 }

@@ -91,6 +91,14 @@ func (h *toolHost) Call(ctx context.Context, method string, params json.RawMessa
 		return d
 	}
 	switch method {
+	case "check_tools": // echoes the references as the Python sent them
+		var refs protocol.CheckToolsParams
+		json.Unmarshal(params, &refs)
+		out := protocol.ToolChecks{}
+		for _, r := range refs.Tools {
+			out = append(out, protocol.ToolCheck{Server: r.Server, Tool: r.Tool, Status: protocol.Ready})
+		}
+		return out, nil
 	case "describe_server":
 		s, err := resolveServer(p.Server)
 		if err != nil {
@@ -420,6 +428,27 @@ print(r["n"])`, size), h)
 	}
 }
 
+// TestCheckToolsReferences: check_tools sends each way of naming a tool as
+// a server and a tool, splitting "server.tool" after a known server name
+// or alias even when the name has dots of its own.
+func TestCheckToolsReferences(t *testing.T) {
+	out := runOK(t, `import json
+r = await check_tools(["every-thing.echo", "every_thing.a.b", ("mem", "x"), {"server": "mem"}, "mem", "other.t.u"])
+print(json.dumps([[c["server"], c.get("tool", ""), c["status"]] for c in r]))
+print(check_tools_sync("mem.echo")[0]["tool"])
+try:
+    check_tools_sync([3])
+except MCPError as e:
+    print(e.code)`, &toolHost{})
+	want := `[["every-thing", "echo", "ready"], ["every_thing", "a.b", "ready"], ["mem", "x", "ready"], ["mem", "", "ready"], ["mem", "", "ready"], ["other", "t.u", "ready"]]
+echo
+bad_arguments
+`
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
 func TestCapabilitySummaryNamesExist(t *testing.T) {
 	out := runOK(t, `import json
 s = capability_summary()
@@ -439,7 +468,7 @@ print(json.dumps({"summary": s, "callable": sorted(k for k, v in g.items() if ca
 		named[m[1]] = true
 	}
 	want := []string{
-		"call_tool", "call_tool_sync", "capability_summary", "delete_memory", "describe_server", "discovered_servers",
+		"call_tool", "call_tool_sync", "capability_summary", "check_tools", "check_tools_sync", "delete_memory", "describe_server", "discovered_servers",
 		"get_prompt", "get_prompt_sync", "list_loaded_server_metadata", "list_prompts", "list_prompts_sync",
 		"list_resource_templates", "list_resource_templates_sync", "list_resources", "list_resources_sync",
 		"list_saved_tools", "list_servers", "list_servers_sync", "list_tools", "list_tools_sync",

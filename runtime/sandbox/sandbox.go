@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -100,10 +101,16 @@ type Options struct {
 	// run gets a fresh container, removed afterwards.
 	Sessions bool
 	// MaxSessions bounds live sessions (each holding a container); 0 means
-	// [DefaultBounds] for [LocalMachine]. At the bound the session idle
-	// longest is ended to make room; when every session is running code, a
-	// run that needs a new one fails with a [SessionLimitError].
+	// [DefaultBounds] for [LocalMachine], counting what Preload costs a
+	// session until an interpreter says its image has none of Preload:
+	// then the bound is worked out again without it, and OnBounds is told.
+	// At the bound the session idle longest is ended to make room; when
+	// every session is running code, a run that needs a new one fails with
+	// a [SessionLimitError].
 	MaxSessions int
+	// OnBounds, if set, receives the bound on live sessions when it is
+	// worked out again (see MaxSessions).
+	OnBounds func(maxSessions int)
 	// MaxRuns bounds the runs executing at once, across sessions; 0 means no
 	// bound. A run past it waits for a slot, for at most its time limit, then
 	// fails with a [RunLimitError]. Each session (named by [Request.Session],
@@ -265,6 +272,15 @@ type Manager struct {
 	// slots bounds the runs executing at once when MaxRuns is set; nil when
 	// nothing does.
 	slots *slots
+
+	// maxSessions is the bound on live sessions (Options.MaxSessions, or
+	// the default); noPreload is set once an interpreter said its image
+	// has none of Options.Preload, after which nothing is preloaded and a
+	// default bound counts no preload.
+	maxSessions   atomic.Int64
+	defaultBound  bool
+	noPreload     atomic.Bool
+	noPreloadOnce sync.Once
 }
 
 // New returns a manager; nothing starts until [Manager.Warm] or a run.
@@ -272,8 +288,9 @@ func New(eng Engine, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultBounds(LocalMachine(), cmp.Or(opts.Memory, assumedMemory), IdleMemory(len(opts.Preload) > 0)).Sandboxes
+	defaultBound := opts.MaxSessions <= 0
+	if defaultBound {
+		opts.MaxSessions = defaultSessions(opts.Memory, len(opts.Preload) > 0)
 	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
@@ -281,11 +298,46 @@ func New(eng Engine, opts Options) *Manager {
 	if opts.WarmLimit <= 0 {
 		opts.WarmLimit = DefaultWarmLimit
 	}
-	m := &Manager{eng: eng, opts: opts, log: opts.Logger, handles: cmp.Or(opts.Handles, NewMemoryHandles()), sessions: map[string]*session{}}
+	m := &Manager{eng: eng, opts: opts, log: opts.Logger, handles: cmp.Or(opts.Handles, NewMemoryHandles()), sessions: map[string]*session{}, defaultBound: defaultBound}
+	m.maxSessions.Store(int64(opts.MaxSessions))
 	if opts.MaxRuns > 0 {
 		m.slots = newSlots(opts.MaxRuns)
 	}
 	return m
+}
+
+// defaultSessions is the default bound on live sessions for containers of
+// memory limit memory (0: assumed), counting a preload's cost or not.
+func defaultSessions(memory int64, preload bool) int {
+	return DefaultBounds(LocalMachine(), cmp.Or(memory, assumedMemory), IdleMemory(preload)).Sandboxes
+}
+
+// MaxSessions is the bound on live sessions now (see [Options.MaxSessions]).
+func (m *Manager) MaxSessions() int { return int(m.maxSessions.Load()) }
+
+// learnPreload takes in what an interpreter's first run said of the image:
+// the modules of Options.Preload it lacks. When it lacks them all, no
+// interpreter started after this preloads, and a default bound on
+// sessions no longer counts what a preload costs: a minimal image gets
+// the sessions its containers really hold.
+func (m *Manager) learnPreload(missing []string) {
+	if len(m.opts.Preload) == 0 || len(missing) < len(m.opts.Preload) {
+		return
+	}
+	m.noPreloadOnce.Do(func() {
+		m.noPreload.Store(true)
+		if !m.defaultBound {
+			m.log.Info("the sandbox image has none of the modules to preload: not preloading", "preload", m.opts.Preload)
+			return
+		}
+		n := defaultSessions(m.opts.Memory, false)
+		was := m.maxSessions.Swap(int64(n))
+		m.log.Info("the sandbox image has none of the modules to preload: not preloading, and more live sessions fit",
+			"preload", m.opts.Preload, "max_sessions", n, "was", was)
+		if m.opts.OnBounds != nil {
+			m.opts.OnBounds(n)
+		}
+	})
 }
 
 // slot waits for a place among the runs executing at once, shared fairly
@@ -384,6 +436,9 @@ func (m *Manager) runTurn(ctx context.Context, s *session, req Request) (*Result
 	}
 	// The session holds the turn, so this run is the interpreter's next.
 	res, err := s.it.Run(ctx, req.Program, req.host(SessionInfo{ID: s.id, Run: s.it.Runs() + 1}), req.Timeout)
+	if res != nil {
+		m.learnPreload(res.PreloadMissing)
+	}
 	info.ID, info.Run, info.Handle = s.id, s.it.Runs(), s.handle
 	if err != nil && !errors.Is(err, python.ErrBusy) && ctx.Err() == nil && m.moved(ctx, s) {
 		info.Ended = ReasonMoved
@@ -687,16 +742,17 @@ func (m *Manager) makeRoom(ctx context.Context, s *session) error {
 		}
 	}
 	m.mu.Unlock()
-	if live < m.opts.MaxSessions {
+	limit := m.MaxSessions()
+	if live < limit {
 		return nil
 	}
 	if oldest == nil {
-		return &SessionLimitError{Limit: m.opts.MaxSessions, Busy: true}
+		return &SessionLimitError{Limit: limit, Busy: true}
 	}
 	if !oldest.tryAcquire() {
-		return &SessionLimitError{Limit: m.opts.MaxSessions}
+		return &SessionLimitError{Limit: limit}
 	}
-	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", m.opts.MaxSessions)
+	m.log.Info("ending the sandbox session idle longest to make room", "session", oldest.id, "max_sessions", limit)
 	oldest.end(ctx, ReasonEvicted)
 	if oldest.isDetached() {
 		m.forget(ctx, oldest)
@@ -802,7 +858,9 @@ func (m *Manager) start(ctx context.Context, w Wait) (*primed, error) {
 	}
 	init := protocol.Init{WaitLimit: m.opts.WaitLimit.Seconds()}
 	if m.opts.Sessions {
-		init.Preload = m.opts.Preload
+		if !m.noPreload.Load() {
+			init.Preload = m.opts.Preload
+		}
 	}
 	return &primed{ct: ct, it: python.Start(ct.Stream(), init, m.opts.Limits)}, nil
 }

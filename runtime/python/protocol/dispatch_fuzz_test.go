@@ -36,6 +36,14 @@ func (h *fuzzHandler) CallTool(_ context.Context, p CallToolParams) (CallToolRes
 	return CallToolResult{RawMessage: json.RawMessage(`{"content":[]}`)}, nil
 }
 
+func (h *fuzzHandler) CheckTools(_ context.Context, p CheckToolsParams) (ToolChecks, error) {
+	h.calls++
+	if len(p.Tools) == 0 {
+		return nil, &Error{Code: CodeBadArguments, Message: "no tools"}
+	}
+	return ToolChecks{{Server: p.Tools[0].Server, Status: Ready}}, nil
+}
+
 func (h *fuzzHandler) MemorySave(_ context.Context, p MemorySaveParams) (NoResult, error) {
 	h.calls++
 	if p.IfRev != nil && *p.IfRev < 0 {
@@ -73,7 +81,7 @@ func resultTypes(t testing.TB) map[string]reflect.Type {
 		MethodListPrompts: "ListPrompts", MethodGetPrompt: "GetPrompt", MethodAttach: "Attach",
 		MethodMemorySave: "MemorySave", MethodMemoryLoad: "MemoryLoad", MethodMemoryDelete: "MemoryDelete",
 		MethodMemoryExists: "MemoryExists", MethodMemoryList: "MemoryList", MethodToolSave: "ToolSave",
-		MethodToolList: "ToolList", MethodToolDelete: "ToolDelete",
+		MethodToolList: "ToolList", MethodToolDelete: "ToolDelete", MethodCheckTools: "CheckTools",
 	}
 	out := map[string]reflect.Type{}
 	for _, m := range Methods() {
@@ -100,7 +108,7 @@ func FuzzDispatch(f *testing.F) {
 		`{"key":"k","value":null,"metadata":null,"if_rev":-1}`, `{"if_rev":99999999999999999999}`,
 		`{"limit":1e300}`, `{"limit":-1}`, `{"data":"!!notbase64"}`, `{"data":"aGk=","bytes":-5}`,
 		`{"arguments":{"a":1}} trailing`, `{"name":"x","arguments":{"k":1}}`, `{"tool":{"nested":1}}`,
-		`{"server":"\ud800"}`, "{\"server\":\"\xff\"}",
+		`{"server":"\ud800"}`, "{\"server\":\"\xff\"}", `{"tools":[{"server":"s","tool":"t"}]}`, `{"tools":[null,{"server":1}]}`,
 	}
 	for i := range methodNames {
 		for _, s := range seeds {

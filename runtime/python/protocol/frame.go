@@ -114,6 +114,9 @@ type Exit struct {
 	Run      int      `json:"run"`
 	ExitCode int      `json:"exit_code"`
 	Error    *Failure `json:"error"` // nil when the code ran to the end or exited with status 0
+	// PreloadMissing, in the interpreter's first exit frame, names the
+	// modules of [Init.Preload] that are not installed in its image.
+	PreloadMissing []string `json:"preload_missing,omitempty"`
 }
 
 // Errors of a frame the reader refuses; the stream cannot be read further.

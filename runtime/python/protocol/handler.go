@@ -18,6 +18,7 @@ type Handler interface {
 	QueryToolDocs(context.Context, QueryToolDocsParams) (ToolDocs, error)
 	SearchToolDocs(context.Context, SearchToolDocsParams) (SearchResult, error)
 	CallTool(context.Context, CallToolParams) (CallToolResult, error)
+	CheckTools(context.Context, CheckToolsParams) (ToolChecks, error)
 	ListResources(context.Context, ServerParams) (ResourceList, error)
 	ListResourceTemplates(context.Context, ServerParams) (ResourceTemplateList, error)
 	ReadResource(context.Context, ReadResourceParams) (ReadResourceResult, error)
@@ -48,6 +49,7 @@ var methods = map[string]methodInfo{
 	MethodQueryToolDocs:         method(Handler.QueryToolDocs),
 	MethodSearchToolDocs:        method(Handler.SearchToolDocs),
 	MethodCallTool:              method(Handler.CallTool),
+	MethodCheckTools:            method(Handler.CheckTools),
 	MethodListResources:         method(Handler.ListResources),
 	MethodListResourceTemplates: method(Handler.ListResourceTemplates),
 	MethodReadResource:          method(Handler.ReadResource),

@@ -12,6 +12,7 @@ const (
 	MethodQueryToolDocs  = "query_tool_docs"  // [QueryToolDocsParams] → [ToolDocs]
 	MethodSearchToolDocs = "search_tool_docs" // [SearchToolDocsParams] → [SearchResult]
 	MethodCallTool       = "call_tool"        // [CallToolParams] → [CallToolResult]
+	MethodCheckTools     = "check_tools"      // [CheckToolsParams] → [ToolChecks]
 	MethodAttach         = "attach"           // [AttachParams] → [NoResult]
 )
 
@@ -101,6 +102,45 @@ type CallToolParams struct {
 	// does not start it again for the call if it is still not running.
 	StartFailed bool `json:"start_failed,omitempty"`
 }
+
+// CheckToolsParams asks whether each tool could be called now, without
+// calling it. A Tool of "" asks about the server alone.
+type CheckToolsParams struct {
+	Tools []ToolRef `json:"tools"`
+}
+
+// ToolRef names one tool of one server, as code wrote them (names or
+// aliases).
+type ToolRef struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool,omitempty"`
+}
+
+// Readiness is the answer about one tool: ready, or why a call would fail.
+type Readiness string
+
+const (
+	Ready          Readiness = "ready"            // a call would be sent (it may still ask the person first: Message says)
+	NotConfigured  Readiness = "not_configured"   // no such server, or it is disabled or its entry is invalid
+	NotFound       Readiness = "not_found"        // the server has no such tool
+	Quarantined    Readiness = "quarantined"      // its definition changed since it was pinned, is new under quarantine_new, or the scanner holds it
+	Denied         Readiness = "denied"           // the policy blocks it
+	SignInRequired Readiness = "sign_in_required" // the server needs a person to sign in first
+	Starting       Readiness = "starting"         // the server is still starting
+	Failed         Readiness = "failed"           // the server did not start, or failed to list its tools
+)
+
+// ToolCheck is the readiness of one tool (or server), in the order asked,
+// with the names they resolved to and a message that says what to do.
+type ToolCheck struct {
+	Server  string    `json:"server"`
+	Tool    string    `json:"tool,omitempty"`
+	Status  Readiness `json:"status"`
+	Message string    `json:"message,omitempty"`
+}
+
+// ToolChecks answers check_tools.
+type ToolChecks []ToolCheck
 
 // CallToolResult answers call_tool: the downstream tool's MCP
 // CallToolResult (content, structuredContent?, isError?) as JSON, encoded

@@ -27,6 +27,10 @@ func (r Refuse) CallTool(context.Context, CallToolParams) (CallToolResult, error
 	return CallToolResult{}, r(MethodCallTool)
 }
 
+func (r Refuse) CheckTools(context.Context, CheckToolsParams) (ToolChecks, error) {
+	return nil, r(MethodCheckTools)
+}
+
 func (r Refuse) ListResources(context.Context, ServerParams) (ResourceList, error) {
 	return ResourceList{}, r(MethodListResources)
 }

@@ -909,12 +909,21 @@ def _namespace(channel):
     return main.__dict__, mcp
 
 
+_preload_missing = None  # the modules to preload that the image lacks, for the first exit frame
+
+
 def _preload(modules):
     """Imports modules in a background thread while the interpreter waits for
     its first run; code importing one meanwhile waits for that import only.
-    One that is not installed is skipped."""
+    One that is not installed is skipped, and named in the first exit frame,
+    so the host can size its limits by what the image holds."""
+    global _preload_missing
     if not modules:
         return
+    import importlib.util
+
+    # A top-level name's spec is found without importing anything.
+    _preload_missing = [m for m in modules if importlib.util.find_spec(m.partition(".")[0]) is None]
 
     def load():
         for name in modules:
@@ -998,7 +1007,7 @@ def _send_figures(mcp):
 
 def _run(msg, namespace, mcp, pumps, channel):
     """One run: its code in the session's namespace, then its exit frame."""
-    global _running
+    global _running, _preload_missing
     n = msg.get("run") or 0
     if msg.get("prelude"):
         _prelude(msg["prelude"], namespace)
@@ -1036,6 +1045,9 @@ def _run(msg, namespace, mcp, pumps, channel):
     for p in pumps:
         p.drain(deadline)
     exit_frame = {"run": n, "exit_code": exit_code, "error": failure}
+    if _preload_missing:
+        exit_frame["preload_missing"] = _preload_missing
+    _preload_missing = None
     channel.send(b"X", json.dumps(exit_frame, ensure_ascii=False).encode("utf-8", "backslashreplace"))
 
 

@@ -37,6 +37,8 @@ __all__ = [
     "search_tool_docs_sync",
     "call_tool",
     "call_tool_sync",
+    "check_tools",
+    "check_tools_sync",
     "list_resources",
     "list_resources_sync",
     "list_resource_templates",
@@ -445,6 +447,47 @@ def call_tool_sync(server, tool, arguments=None, raw=False):
     return _call("call_tool", _call_params(server, tool, arguments), None if raw else convert_result)
 
 
+def _tool_refs(tools):
+    """check_tools' argument as [{server, tool?}]: each item "server.tool"
+    (split after the longest server name or alias it starts with, else at
+    the first dot), a bare server name, a (server, tool) pair or a dict."""
+    if isinstance(tools, (str, tuple, dict)):
+        tools = [tools]
+    refs = []
+    for item in tools:
+        if isinstance(item, dict):
+            refs.append({"server": str(item.get("server", "")), "tool": str(item.get("tool") or "")})
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            refs.append({"server": str(item[0]), "tool": str(item[1])})
+        elif isinstance(item, str):
+            names = sorted({n for s in _servers for n in (s.get("name"), s.get("alias")) if n}, key=len, reverse=True)
+            server = next((n for n in names if item == n or item.startswith(n + ".")), None)
+            if server is None:
+                server = item.split(".", 1)[0]
+            refs.append({"server": server, "tool": item[len(server) + 1:]})
+        else:
+            raise MCPError(
+                'check_tools takes "server.tool" strings, (server, tool) pairs or {"server", "tool"} dicts, not %r' % (item,),
+                code="bad_arguments",
+            )
+    return {"tools": refs}
+
+
+def check_tools(tools):
+    """Awaitable: whether each tool could be called now, without calling it:
+    [{server, tool, status, message?}] in the order given, status "ready" or
+    why not: not_configured, not_found, quarantined, denied, sign_in_required,
+    starting, failed. tools: "server.tool" strings (a bare "server" checks the
+    server), (server, tool) pairs or {"server", "tool"} dicts. Servers not
+    running are started, as a call would."""
+    return _await(_request("check_tools", _tool_refs(tools)))
+
+
+def check_tools_sync(tools):
+    """Blocking form of check_tools."""
+    return _call("check_tools", _tool_refs(tools))
+
+
 _tool_methods = {}  # (call, server, tool) -> typed function, when it had full docs; emptied every run
 
 
@@ -618,6 +661,8 @@ Call (servers and tools by name or alias):
   await mcp_<alias>.<tool>(**args)         blocking: mcp_<alias>.sync.<tool>(**args)
   await mcp_servers["name"].call("tool", **args)   blocking: .call_sync("tool", **args)
   from mcp.servers.<alias> import *        an async function per tool (blocking: f.sync(...)), and TOOLS
+  check_tools(["server.tool", ...]) / check_tools_sync(...)   [{server, tool, status, message?}]: "ready",
+                                           or not_found, quarantined, denied, sign_in_required, starting, ...
   capability_summary()                     this text
 Resources and prompts (await the first form, or use the _sync one; "unsupported" if the server has none):
   list_resources(server) / list_resources_sync(server)     [{uri, name, mimeType?, description?, size?}]
