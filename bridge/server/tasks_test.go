@@ -60,13 +60,7 @@ type rawClient struct {
 
 func connectRaw(t *testing.T, s *Server, caps map[string]any) *rawClient {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := s.MCP().Connect(t.Context(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	conn, err := ct.Connect(t.Context())
+	conn, err := serveInMemory(t, s).Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
