@@ -169,11 +169,13 @@ func (r *suspended) route() elicit.Route {
 // [Limits.TaskAfter] (or at once if the call asked).
 func (s *Server) wait(ctx context.Context, req *mcp.CallToolRequest, r *suspended) (*mcp.CallToolResult, error) {
 	var timer <-chan time.Time
-	if ok, now, after := s.taskPlan(req); ok && now {
+	ok, now, after := s.taskPlan(req)
+	if ok && now {
 		if err := s.toTask(req, r); err != nil {
 			return nil, err
 		}
-	} else if ok {
+	}
+	if ok && after > 0 {
 		t := time.NewTimer(after)
 		defer t.Stop()
 		timer = t.C

@@ -321,3 +321,24 @@ func TestTaskPrincipal(t *testing.T) {
 		t.Errorf("an Mcp-Name that is not the taskId: %v, want a header mismatch", err)
 	}
 }
+
+// TestTasksFull: with max_tasks tasks held, all working, a call that asks
+// for a task stays a plain call and gets its result.
+func TestTasksFull(t *testing.T) {
+	cfg := bridgetest.Config(t)
+	cfg.MaxTasks = 1
+	r := &blockRunner{release: make(chan struct{})}
+	s := NewServer(testOptions(cfg, Options{Runner: r, Servers: askDirectory{}}))
+	t.Cleanup(func() { s.Close(context.Background()) })
+	c := connectRaw(t, s, withTasks)
+	id := c.runPython("block", true)["taskId"].(string)
+	res := c.runPython("confirm", true)
+	if res["resultType"] == "task" || len(res["content"].([]any)) == 0 {
+		t.Errorf("a call past max_tasks: %v, want its result", res)
+	}
+	close(r.release)
+	c.until(id, tasks.Completed)
+	if again := c.runPython("confirm", true); again["resultType"] != "task" {
+		t.Errorf("once the task ended: %v, want a task again (the ended one makes room)", again)
+	}
+}
