@@ -274,7 +274,7 @@ var settings = []setting{
 		parse: count(1, 1<<20)},
 	{key: "task_after", def: "30", help: "For a client that declares MCP's tasks extension (`io.modelcontextprotocol/tasks`) on its request, a run_python call still running after this many seconds returns a task handle instead of holding the client; the client polls `tasks/get` for the result ([Tasks](tasks.md)). A call whose `_meta` has `\"codebridge/task\": true` gets its handle at once. 0: only calls that ask become tasks. A client without the extension always waits for the result.",
 		parse: secondsOrOff},
-	{key: "max_tasks", def: "256", help: "Tasks kept at once, working or ended, at most. One more forgets the task that ended longest ago; when every task is still working, the call stays a plain call and waits for its result. Runs in progress are bounded by max_queued in any case.",
+	{key: "max_tasks", def: "256", help: "Tasks kept at once, working or ended (each for task_ttl after it ends), at most. Past it, a call that would become a task stays a plain call and waits for its result. Runs in progress are bounded by max_queued in any case.",
 		parse: count(1, 1<<16)},
 	{key: "task_ttl", def: "3600", help: "How long a task and its result are kept after it ends, in seconds, for `tasks/get`; then it is forgotten. The task's `ttlMs` counts from its creation and grows while it works.",
 		parse: seconds},

@@ -69,13 +69,13 @@ type Job interface {
 // expired, or another principal's (the three read alike).
 var ErrNotFound = errors.New("task not found")
 
-// ErrFull is a task refused because the store holds its most, all working.
-var ErrFull = errors.New("too many tasks in progress")
+// ErrFull is a task refused because the store holds its most.
+var ErrFull = errors.New("too many tasks kept")
 
 // PollInterval is the polling interval a task suggests to its client.
 const PollInterval = time.Second
 
-// Store holds tasks: at most Max at once, each forgotten TTL after it ends
+// Store holds tasks: at most max at once, each forgotten ttl after it ends
 // (on the next call to the store after that).
 type Store struct {
 	max int
@@ -100,27 +100,16 @@ type Task struct {
 	job     Job
 }
 
-// Create makes a task of job for owner. When the store holds its most, the
-// task ended longest ago is forgotten first; when none has ended, Create
-// returns [ErrFull].
+// Create makes a task of job for owner, or returns [ErrFull] when the store
+// holds its most: a task is kept its whole ttl (the extension forbids
+// forgetting it sooner), so one more waits until one has expired.
 func (s *Store) Create(owner string, job Job) (*Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	s.sweep(now)
 	if len(s.tasks) >= s.max {
-		var oldest *Task
-		var oldestEnd time.Time
-		for _, t := range s.tasks {
-			st := t.job.State()
-			if st.Status.Terminal() && (oldest == nil || st.Ended.Before(oldestEnd)) {
-				oldest, oldestEnd = t, st.Ended
-			}
-		}
-		if oldest == nil {
-			return nil, ErrFull
-		}
-		delete(s.tasks, oldest.ID)
+		return nil, ErrFull
 	}
 	t := &Task{ID: rand.Text(), owner: owner, created: now, job: job}
 	s.tasks[t.ID] = t

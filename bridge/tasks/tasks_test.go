@@ -95,24 +95,28 @@ func TestBoundsAndExpiry(t *testing.T) {
 	if _, err := s.Create("p", &fakeJob{st: State{Status: Working}}); !errors.Is(err, ErrFull) {
 		t.Fatalf("a third task with two working: %v, want ErrFull", err)
 	}
-	// b ends, then a: the one that ended first goes to make room.
-	b.set(State{Status: Completed, Ended: c.t})
-	c.t = c.t.Add(time.Second)
-	a.set(State{Status: Completed, Ended: c.t})
+	// b ends, then a: neither is forgotten before its ttl, to make room or otherwise.
+	endB := c.t
+	b.set(State{Status: Completed, Ended: endB})
+	a.set(State{Status: Completed, Ended: endB.Add(time.Second)})
+	c.t = endB.Add(time.Minute - time.Millisecond)
+	if _, err := s.Create("p", &fakeJob{st: State{Status: Working}}); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third task with two ended within their ttl: %v, want ErrFull", err)
+	}
+	for _, id := range []string{ta.ID, tb.ID} {
+		if _, err := s.Get("p", id); err != nil {
+			t.Errorf("within its ttl: %v", err)
+		}
+	}
+	// b's ttl is over (it ended a second before a): it makes room.
+	c.t = endB.Add(time.Minute + time.Millisecond)
 	if _, err := s.Create("p", &fakeJob{st: State{Status: Working}}); err != nil {
-		t.Fatalf("a third task with two ended: %v", err)
+		t.Fatalf("a third task once one expired: %v", err)
 	}
 	if _, err := s.Get("p", tb.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("the task that ended first: %v, want forgotten", err)
+		t.Errorf("past its ttl: %v, want forgotten", err)
 	}
-	if _, err := s.Get("p", ta.ID); err != nil {
-		t.Errorf("the task that ended last: %v, want kept", err)
-	}
-	c.t = c.t.Add(time.Minute - time.Millisecond)
-	if _, err := s.Get("p", ta.ID); err != nil {
-		t.Errorf("within its ttl: %v", err)
-	}
-	c.t = c.t.Add(time.Millisecond * 2)
+	c.t = endB.Add(time.Second + time.Minute + time.Millisecond)
 	if _, err := s.Get("p", ta.ID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("past its ttl: %v, want forgotten", err)
 	}
