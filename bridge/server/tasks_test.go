@@ -54,7 +54,10 @@ type rawClient struct {
 	t    *testing.T
 	conn mcp.Connection
 	caps map[string]any // the client capabilities each request declares
-	mu   sync.Mutex     // one request at a time
+	// legacy speaks MCP 2025-11-25: capabilities once, in initialize, and
+	// no _meta of the protocol's on requests.
+	legacy bool
+	mu     sync.Mutex // one request at a time
 	next int64
 }
 
@@ -79,6 +82,9 @@ func (c *rawClient) call(method string, params, meta map[string]any) (map[string
 	defer c.mu.Unlock()
 	m := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28", mcp.MetaKeyClientInfo: map[string]any{"name": "raw", "version": "1"},
 		mcp.MetaKeyClientCapabilities: c.caps}
+	if c.legacy {
+		m = map[string]any{}
+	}
 	for k, v := range meta {
 		m[k] = v
 	}
@@ -340,5 +346,41 @@ func TestTasksFull(t *testing.T) {
 	c.until(id, tasks.Completed)
 	if again := c.runPython("confirm", true); again["resultType"] == "task" {
 		t.Errorf("once the task ended: %v, want a plain result (the ended one is kept its ttl)", again)
+	}
+}
+
+// TestTaskFromInitialize: a client of MCP 2025-11-25 that declared the
+// extension in initialize gets tasks too; one that did not, none.
+func TestTaskFromInitialize(t *testing.T) {
+	s, r := taskServer(t, 0)
+	c := connectRaw(t, s, nil)
+	c.legacy = true
+	init := c.must("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw", "version": "1"},
+		"capabilities": withTasks}, nil)
+	if caps, _ := init["capabilities"].(map[string]any); caps["extensions"].(map[string]any)[tasks.Extension] == nil {
+		t.Errorf("initialize: %v, want the tasks extension", init)
+	}
+	raw, _ := json.Marshal(map[string]any{})
+	if err := c.conn.Write(t.Context(), &jsonrpc.Request{Method: "notifications/initialized", Params: raw}); err != nil {
+		t.Fatal(err)
+	}
+	created := c.runPython("block", true)
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || id == "" {
+		t.Fatalf("the call: %v, want a task handle", created)
+	}
+	close(r.release)
+	if done := c.until(id, tasks.Completed); resultText(done) != "done\n" {
+		t.Errorf("the result: %v", done)
+	}
+	plain := connectRaw(t, s, nil)
+	plain.legacy = true
+	plain.must("initialize", map[string]any{"protocolVersion": "2025-11-25", "clientInfo": map[string]any{"name": "raw", "version": "1"},
+		"capabilities": map[string]any{}}, nil)
+	if err := plain.conn.Write(t.Context(), &jsonrpc.Request{Method: "notifications/initialized", Params: raw}); err != nil {
+		t.Fatal(err)
+	}
+	if res := plain.runPython("confirm", true); res["resultType"] == "task" || res["taskId"] != nil {
+		t.Errorf("a 2025-11-25 client without the extension got a task: %v", res)
 	}
 }
