@@ -58,7 +58,7 @@ type rawClient struct {
 	// no _meta of the protocol's on requests.
 	legacy bool
 	mu     sync.Mutex // one request at a time
-	next int64
+	next   int64
 }
 
 func connectRaw(t *testing.T, s *Server, caps map[string]any) *rawClient {
