@@ -198,6 +198,7 @@ func serverOptions(cfg settings.Config, opts server.Options) server.Options {
 	opts.Limits = server.Limits{
 		Sessions: cfg.Sessions, MaxCodeSize: cfg.MaxCodeSize, Timeout: cfg.Timeout, MaxTimeout: cfg.MaxTimeout,
 		OutputLimit: cfg.OutputLimit, MaxQueued: cfg.MaxQueued, CheckArgs: cfg.CheckArgs, Attachments: attachLimits(cfg),
+		TaskAfter: cfg.TaskAfter, MaxTasks: cfg.MaxTasks, TaskTTL: cfg.TaskTTL,
 	}
 	opts.ConfigDir = cfg.ConfigDir
 	opts.Debug = cfg.LogLevel <= slog.LevelDebug

@@ -15,6 +15,7 @@ func testOptions(cfg settings.Config, opts Options) Options {
 		Sessions: cfg.Sessions, MaxCodeSize: cfg.MaxCodeSize, Timeout: cfg.Timeout, MaxTimeout: cfg.MaxTimeout,
 		OutputLimit: cfg.OutputLimit, MaxQueued: cfg.MaxQueued,
 		Attachments: host.AttachLimits{Max: cfg.MaxAttachment, MaxN: cfg.MaxAttachN, MaxSum: cfg.MaxAttachSum},
+		TaskAfter:   cfg.TaskAfter, MaxTasks: cfg.MaxTasks, TaskTTL: cfg.TaskTTL,
 	}
 	opts.ConfigDir = cfg.ConfigDir
 	opts.Debug = cfg.LogLevel <= slog.LevelDebug

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -107,36 +109,89 @@ func (b *inbox) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.Lis
 
 var _ elicit.Route = (*inbox)(nil)
 
-// suspended is a run whose call went back to its client with questions.
+// suspended is a run in the background: one whose call went back to its
+// client with questions, or became a task (tasks.go).
 type suspended struct {
 	ss     *mcp.ServerSession // the only session that may resume it; nil for a sessionless client
 	owner  string             // the principal that may resume it, when ss is nil
-	inbox  *inbox
-	cancel func()        // ends the run, when its client gives up the call
-	done   chan struct{} // closed when the run has finished; then res, err are set
+	inbox  *inbox             // its questions, when its client is asked through results; nil: through requests
+	cancel func()             // ends the run, when its client gives up the call
+	done   chan struct{}      // closed when the run has finished; then res, err and ended are set
 	res    *mcp.CallToolResult
 	err    error
+	ended  time.Time
 
-	// Read and written only by the one call waiting on the run at a time.
-	pending map[string]*question // asked and not answered yet, by input request id
-	next    int                  // the number of the next input request id
+	mu       sync.Mutex           // protects following
+	pending  map[string]*question // asked and not answered yet, by input request id
+	next     int                  // the number of the next input request id
+	finished bool                 // the run has returned
+	tasked   bool                 // the call became a task
+	quiet    func()               // stops the run's progress notifications
+	// cancelled is set by tasks/cancel before the run finished.
+	cancelled bool
 }
 
-// wait waits on run r for the call ctx: its result once it has finished, or
-// its questions (input_required) under a new requestState.
-func (s *Server) wait(ctx context.Context, r *suspended) (*mcp.CallToolResult, error) {
-	// A question the run gave up on (its time limit) is not asked again.
-	for id, q := range r.pending {
-		select {
-		case <-q.gone:
-			delete(r.pending, id)
-		default:
+// asks is where the run's questions arrive; nil (never) when its client is
+// asked through requests.
+func (r *suspended) asks() chan *question {
+	if r.inbox == nil {
+		return nil
+	}
+	return r.inbox.asks
+}
+
+// onTask has the run call stop (which ends its progress notifications)
+// when its call becomes a task, or at once if it has.
+func (r *suspended) onTask(stop func()) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	tasked := r.tasked
+	r.quiet = stop
+	r.mu.Unlock()
+	if tasked {
+		stop()
+	}
+}
+
+// route is where the run's questions go: nil for its client's requests.
+func (r *suspended) route() elicit.Route {
+	if r == nil || r.inbox == nil {
+		return nil
+	}
+	return r.inbox
+}
+
+// wait waits on run r for the call req: its result once it has finished,
+// its questions (input_required) under a new requestState, or, for a
+// client of the tasks extension, a task once the run has taken
+// [Limits.TaskAfter] (or at once if the call asked).
+func (s *Server) wait(ctx context.Context, req *mcp.CallToolRequest, r *suspended) (*mcp.CallToolResult, error) {
+	var timer <-chan time.Time
+	ok, now, after := s.taskPlan(req)
+	if ok && now {
+		if err := s.toTask(req, r); err != nil {
+			return nil, err
 		}
 	}
-	if len(r.pending) == 0 {
+	if ok && after > 0 {
+		t := time.NewTimer(after)
+		defer t.Stop()
+		timer = t.C
+	}
+	r.mu.Lock()
+	// A question the run gave up on (its time limit) is not asked again.
+	r.prune()
+	n := len(r.pending)
+	r.mu.Unlock()
+	for n == 0 {
 		select {
-		case q := <-r.inbox.asks:
+		case q := <-r.asks():
+			r.mu.Lock()
 			r.add(q)
+			r.mu.Unlock()
+			n = 1
 		case <-r.done:
 			return r.res, r.err
 		case <-ctx.Done():
@@ -144,12 +199,18 @@ func (s *Server) wait(ctx context.Context, r *suspended) (*mcp.CallToolResult, e
 			r.cancel()
 			<-r.done
 			return nil, ctx.Err()
+		case <-timer:
+			timer = nil
+			if err := s.toTask(req, r); err != nil {
+				return nil, err
+			}
 		}
 	}
+	r.mu.Lock()
 	// Questions asked at the same time go out together.
 	for more := true; more; {
 		select {
-		case q := <-r.inbox.asks:
+		case q := <-r.asks():
 			r.add(q)
 		default:
 			more = false
@@ -159,11 +220,34 @@ func (s *Server) wait(ctx context.Context, r *suspended) (*mcp.CallToolResult, e
 	for id, q := range r.pending {
 		reqs[id] = q.req
 	}
+	r.mu.Unlock()
 	state := rand.Text()
 	s.mu.Lock()
 	s.suspended[state] = r
 	s.mu.Unlock()
 	return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}, nil
+}
+
+// prune forgets the questions the run gave up on. The caller holds r.mu.
+func (r *suspended) prune() {
+	for id, q := range r.pending {
+		select {
+		case <-q.gone:
+			delete(r.pending, id)
+		default:
+		}
+	}
+}
+
+// answer hands the answers to their questions; an answer to a question not
+// outstanding is ignored. The caller holds r.mu.
+func (r *suspended) answer(answers mcp.InputResponseMap) {
+	for id, a := range answers {
+		if q := r.pending[id]; q != nil && a != nil {
+			q.answer <- a // buffered, and each question is answered once
+			delete(r.pending, id)
+		}
+	}
 }
 
 // heldBy reports whether req may resume r: a call of the MCP session that
@@ -176,6 +260,7 @@ func (r *suspended) heldBy(req *mcp.CallToolRequest) bool {
 	return sessionless(req) && r.owner == principal(req)
 }
 
+// add takes q as outstanding. The caller holds r.mu.
 func (r *suspended) add(q *question) {
 	r.next++
 	r.pending["q"+strconv.Itoa(r.next)] = q
@@ -194,12 +279,9 @@ func (s *Server) resume(req *mcp.CallToolRequest) *suspended {
 	}
 	delete(s.suspended, req.Params.RequestState)
 	s.mu.Unlock()
-	for id, a := range req.Params.InputResponses {
-		if q := r.pending[id]; q != nil && a != nil {
-			q.answer <- a
-			delete(r.pending, id)
-		}
-	}
+	r.mu.Lock()
+	r.answer(req.Params.InputResponses)
+	r.mu.Unlock()
 	return r
 }
 
@@ -209,12 +291,14 @@ func unknownState() *mcp.CallToolResult {
 	return inputError("requestState names no run waiting for answers: the run ended (its time limit, or the session closed), its questions were answered already, or it belongs to another MCP session or caller. Call run_python again without requestState to run the code anew.")
 }
 
-// background starts the run of req in the background for a client that is
-// asked through input_required results, and waits on it. run runs the code
-// with the run's questions going through ch.
-func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run func(ctx context.Context, ch elicit.Route) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
-	// The run outlives this call when it asks: its own time limit, the
-	// client cancelling a call waiting on it, or the server quitting end it.
+// background starts the run of req in the background, and waits on it: for
+// a client asked through input_required results (ask), whose run outlives
+// the call that asked, and for a client of the tasks extension, whose run
+// may become a task. run runs the code as the background run r.
+func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, ask bool, run func(ctx context.Context, r *suspended) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	// The run outlives this call when it asks or becomes a task: its own
+	// time limit, the client cancelling a call waiting on it (or the
+	// task), or the server quitting end it.
 	s.mu.Lock()
 	if s.quitting {
 		// Close may be waiting for bg already: the run is refused in the foreground.
@@ -224,7 +308,10 @@ func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run f
 	s.bg.Add(1)
 	s.mu.Unlock()
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &suspended{ss: req.Session, inbox: newInbox(), cancel: cancel, done: make(chan struct{}), pending: map[string]*question{}}
+	r := &suspended{ss: req.Session, cancel: cancel, done: make(chan struct{}), pending: map[string]*question{}}
+	if ask {
+		r.inbox = newInbox()
+	}
 	if sessionless(req) {
 		// Its MCP session ends with this request: a later request of the
 		// same principal answers.
@@ -233,7 +320,7 @@ func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run f
 	go func() {
 		defer s.bg.Done()
 		defer cancel()
-		r.res, r.err = run(rctx, r.inbox)
+		res, err := run(rctx, r)
 		s.mu.Lock()
 		for state, x := range s.suspended {
 			if x == r {
@@ -241,9 +328,12 @@ func (s *Server) background(ctx context.Context, req *mcp.CallToolRequest, run f
 			}
 		}
 		s.mu.Unlock()
+		r.mu.Lock()
+		r.res, r.err, r.ended, r.finished = res, err, time.Now(), true
+		r.mu.Unlock()
 		close(r.done)
 	}()
-	return s.wait(ctx, r)
+	return s.wait(ctx, req, r)
 }
 
 // endSuspended ends the runs of ss still waiting for answers: its session is over.

@@ -21,6 +21,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/internal/inflight"
 	"github.com/codebridge-mcp/codebridge/bridge/observe"
+	"github.com/codebridge-mcp/codebridge/bridge/tasks"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 	"github.com/codebridge-mcp/codebridge/runtime/sandbox"
@@ -69,6 +70,12 @@ type Limits struct {
 	MaxQueued   int           // calls in progress or waiting, at most; 0 unbounded
 	CheckArgs   bool          // a run's tool calls are checked against their schemas before it runs
 	Attachments host.AttachLimits
+	// Tasks (tasks.go): a run of a client of the tasks extension becomes a
+	// task once it has taken TaskAfter (0: only when the call asks); at most
+	// MaxTasks are kept, each TaskTTL after it ends.
+	TaskAfter time.Duration
+	MaxTasks  int
+	TaskTTL   time.Duration
 }
 
 // Directory is what run_python needs from the configured MCP servers.
@@ -86,6 +93,7 @@ type Server struct {
 	opts   Options
 	logger *slog.Logger
 	mcp    *mcp.Server
+	tasks  *tasks.Store // the runs that became tasks
 
 	// ended has one goroutine per MCP session, which ends the session's
 	// sandbox when the MCP session ends; Close waits for them.
@@ -119,7 +127,8 @@ func NewServer(opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{lim: opts.Limits, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{}}
+	s := &Server{lim: opts.Limits, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{},
+		tasks: tasks.NewStore(max(1, opts.Limits.MaxTasks), opts.Limits.TaskTTL)}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if opts.Debug {
 		sdkLogger = logger.With("component", "mcp")
@@ -127,8 +136,10 @@ func NewServer(opts Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
 		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{
 			// Downstream servers' log messages pass through (bridge/pool).
-			Logging: &mcp.LoggingCapabilities{},
+			Logging:    &mcp.LoggingCapabilities{},
+			Extensions: map[string]any{tasks.Extension: map[string]any{}},
 		}})
+	s.registerTasks(s.mcp)
 	s.mcp.AddTool(newTool(opts.Limits), s.runPython)
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         ManualURI,
@@ -263,26 +274,29 @@ func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest) (_ cont
 // runPython is the run_python handler. A problem with the caller's input or code
 // is a tool result with IsError, written for a model to act on. A client
 // speaking MCP 2026-07-28 or later is asked questions through the call's
-// result, and answers by calling again (rounds.go).
+// result, and answers by calling again (rounds.go); a client of the tasks
+// extension may be handed a task instead of the result (tasks.go).
 func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if req.Params.RequestState != "" {
 		r := s.resume(req)
 		if r == nil {
 			return unknownState(), nil
 		}
-		return s.wait(ctx, r)
+		return s.wait(ctx, req, r)
 	}
-	if req.Session != nil && elicit.MultiRoundTrip(req.Session) {
-		return s.background(ctx, req, func(ctx context.Context, ch elicit.Route) (*mcp.CallToolResult, error) {
-			return s.run(ctx, req, ch)
+	ask := req.Session != nil && elicit.MultiRoundTrip(req.Session)
+	if ok, _, _ := s.taskPlan(req); ask || ok {
+		return s.background(ctx, req, ask, func(ctx context.Context, r *suspended) (*mcp.CallToolResult, error) {
+			return s.run(ctx, req, r)
 		})
 	}
 	return s.run(ctx, req, nil)
 }
 
-// run runs the code of req; its questions go through ch, or, when ch is
-// nil, as requests of the server's own.
-func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Route) (*mcp.CallToolResult, error) {
+// run runs the code of req; bg is its background run, if it has one, through
+// whose inbox its questions go; without one, or one without an inbox, they
+// go as requests of the server's own.
+func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, bg *suspended) (*mcp.CallToolResult, error) {
 	ctx, done, refused := s.startRun(ctx, req)
 	if refused != nil {
 		return refused, nil
@@ -316,9 +330,10 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, ch elicit.Ro
 	trace := new(observe.Trace)
 	progress, stopProgress := s.progressFunc(ctx, req)
 	defer stopProgress()
+	bg.onTask(stopProgress)
 	runHost := func(sandbox.SessionInfo) python.Host { return att.Host(host.NoServers) }
 	sess := s.session(req)
-	if ch != nil {
+	if ch := bg.route(); ch != nil {
 		sess.ask = sess.ask.Via(ch)
 	}
 	if d := s.opts.Servers; d != nil {

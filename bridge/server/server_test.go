@@ -71,18 +71,25 @@ func connect(t *testing.T, s *Server) *mcp.ClientSession {
 // connectClient is connect with client connecting with opts.
 func connectClient(t *testing.T, s *Server, client *mcp.Client, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
+	cs, err := client.Connect(t.Context(), serveInMemory(t, s), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// serveInMemory serves one MCP session of s in memory and returns the
+// client's end of it.
+func serveInMemory(t *testing.T, s *Server) mcp.Transport {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.MCP().Connect(t.Context(), st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := client.Connect(t.Context(), ct, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return ct
 }
 
 func TestListedToolGolden(t *testing.T) {

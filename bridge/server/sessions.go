@@ -48,11 +48,14 @@ func sessionless(req *mcp.CallToolRequest) bool {
 // HTTP, the identity bridge/front gave the bearer token (a hash of it, in
 // the request's TokenInfo), or one anonymous caller when no token is
 // required; over stdio, the local user running codebridge.
-func principal(req *mcp.CallToolRequest) string {
+func principal(req *mcp.CallToolRequest) string { return principalOf(req.Extra) }
+
+// principalOf is [principal] of a request with extra.
+func principalOf(extra *mcp.RequestExtra) string {
 	switch {
-	case req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "":
-		return "http-token:" + req.Extra.TokenInfo.UserID
-	case req.Extra != nil && req.Extra.Header != nil:
+	case extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "":
+		return "http-token:" + extra.TokenInfo.UserID
+	case extra != nil && extra.Header != nil:
 		return "http-anonymous"
 	}
 	return localUser

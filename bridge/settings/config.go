@@ -72,6 +72,9 @@ type Config struct {
 	MaxRuns        int           `koanf:"max_runs"`              // runs executing in sandboxes at once, at most; more wait for a slot
 	MaxQueued      int           `koanf:"max_queued"`            // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
 	MaxMCPSessions int           `koanf:"max_mcp_sessions"`      // MCP sessions open at once over HTTP, at most, with or without a sandbox
+	TaskAfter      time.Duration `koanf:"task_after"`            // a run of a client of the tasks extension becomes a task after this long; 0 only when asked
+	MaxTasks       int           `koanf:"max_tasks"`             // tasks kept at once, working or ended, at most
+	TaskTTL        time.Duration `koanf:"task_ttl"`              // how long a task is kept after it ends
 
 	HTTP          string        `koanf:"http"`                 // address to serve MCP over HTTP on; "" serves stdio
 	HTTPToken     secret.Value  `koanf:"http_token"`           // bearer token HTTP clients send; empty generates one in StateDir
@@ -270,6 +273,12 @@ var settings = []setting{
 		parse: count(1, 65536)},
 	{key: "max_mcp_sessions", def: "4096", help: "MCP sessions open at once over HTTP, at most: one more closes the MCP session used least recently that has nothing in progress (its sandbox session stays, reachable by its handle), and is refused (503) only when every one has a request in progress. Only a safety cap: a session without a live sandbox costs codebridge little, and live sandboxes are bounded by max_sessions.",
 		parse: count(1, 1<<20)},
+	{key: "task_after", def: "30", help: "For a client that declares MCP's tasks extension (`io.modelcontextprotocol/tasks`) on its request, a run_python call still running after this many seconds returns a task handle instead of holding the client; the client polls `tasks/get` for the result ([Tasks](tasks.md)). A call whose `_meta` has `\"codebridge/task\": true` gets its handle at once. 0: only calls that ask become tasks. A client without the extension always waits for the result.",
+		parse: secondsOrOff},
+	{key: "max_tasks", def: "256", help: "Tasks kept at once, working or ended (each for task_ttl after it ends), at most. Past it, a call that would become a task stays a plain call and waits for its result. Runs in progress are bounded by max_queued in any case.",
+		parse: count(1, 1<<16)},
+	{key: "task_ttl", def: "3600", help: "How long a task and its result are kept after it ends, in seconds, for `tasks/get`; then it is forgotten. The task's `ttlMs` counts from its creation and grows while it works.",
+		parse: seconds},
 	{key: "server_concurrency", def: "16", help: "Tool calls one downstream MCP server is given at once, across every run and MCP session, unless its entry sets `\"maxConcurrency\"` ([Servers](servers.md#the-server-files)); the calls past it wait in line (server_queue), in the order they came. 16 is a quarter of the 64 requests a run's sandbox has served at once: enough for one `asyncio.gather` to keep a server that waits on a network API busy, without sending all 64 to a server written for one client at a time. Tools listings are not counted.",
 		parse: count(1, discovery.MaxConcurrencyLimit)},
 	{key: "server_queue", def: "", help: "Tool calls that may wait for a slot on one downstream server, at most; past it a call fails at once, unsent, with `MCPError` `busy`, naming the server and its limits. A waiting call gives up at its run's time limit. Unset: 64 per run slot (max_runs times the 64 requests a run's sandbox has served at once), at least 256, so the runs alone fill it only when every one is waiting on the same server (512 on the build machine).",
