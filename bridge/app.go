@@ -12,12 +12,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/dashboard"
 	"github.com/codebridge-mcp/codebridge/bridge/front"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
@@ -47,6 +49,10 @@ type App struct {
 	pool    *pool.Pool
 	dir     *host.Directory
 	server  *server.Server
+	ui      *uiSource         // the dashboard's view of the servers
+	recent  *dashboard.Recent // the dashboard's recent runs
+	layers  *settings.Resolved
+	conf    atomic.Pointer[discovery.Config] // as last applied
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -120,6 +126,9 @@ func (st *state) signIn() host.SignIn {
 type Options struct {
 	Logger  *slog.Logger // nil discards
 	Version string       // codebridge's, reported to clients
+	// Settings are cfg's values with their origins, for the dashboard's
+	// settings page; nil shows none.
+	Settings *settings.Resolved
 }
 
 // New builds codebridge's parts from cfg, each once: the stores of the
@@ -137,7 +146,9 @@ func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newApp(ctx, cfg, eng, logger, opts.Version), nil
+	a := newApp(ctx, cfg, eng, logger, opts.Version)
+	a.layers = opts.Settings
+	return a, nil
 }
 
 // newApp is [New] with the engine given.
@@ -153,11 +164,14 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	// sinks watch every run and call as it ends: each of metrics, traces
 	// and the dashboard's recent runs adds its own here.
 	var sinks observe.Sinks
+	a.recent = dashboard.NewRecent(nil)
+	sinks = append(sinks, a.recent)
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
 	})
+	a.ui = newUISource(cfg, a.state, a.pool, a.configured, logger)
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
 		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil()}))
 
@@ -252,6 +266,7 @@ func (a *App) apply(cfg *discovery.Config) {
 	for _, prob := range cfg.Problems {
 		a.logger.Warn("config problem", "problem", settings.ExplainProblem(prob).String())
 	}
+	a.conf.Store(cfg)
 	a.pool.Update(cfg.Servers)
 	a.dir.Update(cfg)
 	a.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
@@ -370,7 +385,7 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
 	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name,
-		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued})
+		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued}, a.dashboardRoutes(f)...)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -407,6 +422,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if f != nil {
 			errs = append(errs, f.Shutdown(ctx))
 		}
+		a.ui.close() // the dashboard's sign-ins
 		// The client is gone: its sandbox session ends before the sandbox closes.
 		errs = append(errs, a.server.Close(ctx))
 		a.stopWatch()
