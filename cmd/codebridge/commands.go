@@ -31,6 +31,8 @@ func commands() []command {
 			summary: "see and remove what agents stored (memory --help)"},
 		{name: "audit", synopsis: "[-n N] [--server S]", help: auditHelp, flags: auditCommand,
 			summary: "the tool calls code made, most recent last (audit --help)"},
+		{name: "ui", synopsis: "[--addr A] [--no-browser]", help: uiHelp, flags: uiCommand,
+			summary: "open the dashboard: servers, quarantine, runs, audit (ui --help)"},
 		{name: "tools", synopsis: "review|approve [S]", help: toolsHelp, flags: noFlags(toolsCmd), operands: true,
 			summary: "see and approve tools whose definition changed (tools --help)"},
 		{name: "login", synopsis: "[--no-browser] NAME", help: loginHelp, flags: loginCommand, operands: true,
