@@ -191,7 +191,7 @@ func (f auditFilter) keep(since time.Time) func(*audit.Record) bool {
 	}
 }
 
-// query is f as a URL query, for page n.
+// query is the address of page n of f.
 func (f auditFilter) query(n int) string {
 	q := url.Values{}
 	for k, v := range map[string]string{"server": f.Server, "tool": f.Tool, "outcome": f.Outcome, "kind": f.Kind, "session": f.Session, "since": f.Since} {
@@ -200,7 +200,7 @@ func (f auditFilter) query(n int) string {
 		}
 	}
 	q.Set("page", strconv.Itoa(n))
-	return q.Encode()
+	return Prefix + "/audit?" + q.Encode()
 }
 
 type auditView struct {
