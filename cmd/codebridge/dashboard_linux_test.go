@@ -142,12 +142,18 @@ except MCPError as e:
 	}
 
 	shots := os.Getenv(screenshotsEnv)
+	// shoot takes a screenshot of the whole page as PNG (quality 100);
+	// of the settings, only the window: their table is long.
 	shoot := func(name string) {
 		t.Helper()
 		if shots == "" {
 			return
 		}
-		png := read(t, ctx, "screenshot of "+name, chromedp.FullScreenshot(100))
+		shot := chromedp.FullScreenshot(100)
+		if name == "settings" {
+			shot = chromedp.CaptureScreenshot()
+		}
+		png := read(t, ctx, "screenshot of "+name, shot)
 		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -159,15 +165,12 @@ except MCPError as e:
 		"-   Adds a note to the notebook.", `+   `+injected, "Approve this definition")
 	shoot("tools")
 	page("/runs", "#runs", "notes.note", "quarantined", "Live sandbox sessions")
-	shoot("runs")
 	page("/audit?outcome=quarantined", "#audit", "notes", "note", "quarantined")
 	page("/audit?kind=pin", "#audit", "quarantined", "description")
 	page("/audit", "#audit", "records match")
-	shoot("audit")
 	page("/settings", "#settings", "state_dir", "MCP_BRIDGE_STATE_DIR", state, "default")
 	shoot("settings")
-	page("/chart", "svg", "notes", "calls", "failed")
-	shoot("chart")
+	page("/chart", "svg", "notes", "1 calls, 1 failed")
 
 	// A page on another origin (another port of 127.0.0.1: the same site,
 	// so the SameSite=Strict cookie goes along) posts the approval form
@@ -213,6 +216,17 @@ except MCPError as e:
 		t.Errorf("calling the approved tool: %q, want it noted", out)
 	}
 	page("/audit?kind=pin", "#audit", "approved")
+
+	// A few more calls, for the runs, the audit log and the chart.
+	mustRun(t, cs, `
+for i in range(5):
+    await mcp_notes.note(text=f"n{i}")`)
+	page("/runs", "#runs", "notes.note", " · ok", " · quarantined")
+	shoot("runs")
+	page("/audit?server=notes", "#audit", "approved", "quarantined", "ok")
+	shoot("audit")
+	page("/chart", "svg", "notes", "8 calls, 2 failed")
+	shoot("chart")
 }
 
 // serveEvil serves body at / on another loopback port and returns its URL.
