@@ -100,7 +100,7 @@ fi
 # CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out.
 if [ "${CODEBRIDGE_TEST_MINIMAL:-1}" = 1 ]; then
   log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
-  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd|TestDashboardInChromium|TestUICommand' ./cmd/codebridge ./bridge/...
+  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd|TestDashboard|TestUICommand' ./cmd/codebridge ./bridge/...
 fi
 
 # The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
@@ -147,7 +147,7 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   # One dockerd serves every codebridge here: 20 siblings closing at once,
   # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
-    go test -count=1 -timeout 30m -skip 'TestDashboardInChromium|TestUICommand' ./runtime/docker ./cmd/codebridge ./bridge/...
+    go test -count=1 -timeout 30m -skip 'TestDashboard|TestUICommand' ./runtime/docker ./cmd/codebridge ./bridge/...
   # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
   # container (HostConfig.Runtime). The conformance suite (hardening, the
   # seccomp probes), and the adversarial cases, sessions and doctor's proof

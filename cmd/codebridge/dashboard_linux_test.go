@@ -141,26 +141,9 @@ except MCPError as e:
 		t.Errorf("cookies after sign-in: %+v, want one, HttpOnly, SameSite=Strict, not the token", cookies)
 	}
 
-	shots := os.Getenv(screenshotsEnv)
-	// shoot takes a screenshot of the whole page as PNG (quality 100);
-	// of the settings, only the window: their table is long.
-	shoot := func(name string) {
-		t.Helper()
-		if shots == "" {
-			return
-		}
-		shot := chromedp.FullScreenshot(100)
-		if name == "settings" {
-			shot = chromedp.CaptureScreenshot()
-		}
-		png := read(t, ctx, "screenshot of "+name, shot)
-		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	shoot := func(name string) { screenshot(t, ctx, name) }
 
 	page("/", "#servers", "notes", "stdio", "running")
-	shoot("servers")
 	page("/tools", ".tool", "notes.note", "changed since it was pinned", "(description)",
 		"-   Adds a note to the notebook.", `+   `+injected, "Approve this definition")
 	shoot("tools")
@@ -229,6 +212,25 @@ for i in range(5):
 	shoot("chart")
 }
 
+// screenshot writes a screenshot of the page in ctx to name.png in the
+// folder screenshotsEnv names, if it names one: of the whole page, as PNG
+// (quality 100); of the settings, only the window, their table being long.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv(screenshotsEnv)
+	if dir == "" {
+		return
+	}
+	shot := chromedp.FullScreenshot(100)
+	if name == "settings" {
+		shot = chromedp.CaptureScreenshot()
+	}
+	png := read(t, ctx, "screenshot of "+name, shot)
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // serveEvil serves body at / on another loopback port and returns its URL.
 func serveEvil(t *testing.T, body string) string {
 	t.Helper()
@@ -245,3 +247,60 @@ func serveEvil(t *testing.T, body string) string {
 	return "http://" + ln.Addr().String() + "/"
 }
 
+
+// TestDashboardSignInChromium: a real OAuth-protected server (the
+// TypeScript SDK's example, with its demo authorization server) shows on
+// the servers page as not signed in, with a Sign in button; clicking it
+// starts codebridge's sign-in and shows the sign-in page's address;
+// Chromium following it (the demo approves at once) comes back to
+// codebridge, and the servers page then says who is signed in.
+func TestDashboardSignInChromium(t *testing.T) {
+	requirePodman(t)
+	ctx := browser(t)
+	srv := startOAuthServer(t)
+	dir := t.TempDir()
+	writeServers(t, dir, "remote.json", map[string]any{"demo": map[string]any{"url": srv.URL}})
+	writeServers(t, dir, "broken.json", map[string]any{"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")}})
+	// No Secret Service: the sign-in goes to a 0600 file in the state folder.
+	env := bridgeEnv(t, dir, "DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent")
+	b := startHTTP(t, env)
+	ui := b.Base + "/ui"
+	inBrowser(t, ctx, "signing in to the dashboard", chromedp.Navigate(ui+"/login?token="+url.QueryEscape(b.Token)),
+		chromedp.WaitVisible(chromedp.CSS("#servers")))
+	if text := read(t, ctx, "reading the servers", chromedp.Text(chromedp.CSS("#servers"))); !strings.Contains(text, "demo") || !strings.Contains(text, "not signed in") {
+		t.Fatalf("the servers page before the sign-in:\n%s", text)
+	}
+	inBrowser(t, ctx, "clicking Sign in", chromedp.Click(chromedp.CSS(`tr[data-server="demo"] button`)),
+		chromedp.WaitVisible(chromedp.CSS("#signin-url")))
+	link := read(t, ctx, "reading the sign-in address", chromedp.AttributeValue(chromedp.CSS("#signin-url"), "href"))
+	if !link.Exists || !strings.HasPrefix(link.Value, "http://localhost:") || !strings.Contains(link.Value, "redirect_uri=http%3A%2F%2F127.0.0.1") {
+		t.Fatalf("the sign-in address: %+v", link)
+	}
+	inBrowser(t, ctx, "following the sign-in page", chromedp.Navigate(link.Value))
+	testenv.Eventually(t, "the servers page to show the sign-in", func() bool {
+		inBrowser(t, ctx, "loading the servers", chromedp.Navigate(ui+"/"), chromedp.WaitVisible(chromedp.CSS("#servers")))
+		text := read(t, ctx, "reading the servers", chromedp.Text(chromedp.CSS(`tr[data-server="demo"]`)))
+		return strings.Contains(text, "signed in") && !strings.Contains(text, "not signed in")
+	})
+	// The sign-in works: code calls the server's tool. The broken server
+	// fails to start, and the servers page says so.
+	cs := b.goClient(t, b.Token)
+	if out := mustRun(t, cs, `print(await call_tool("demo", "greet", {"name": "dashboard"}))`); !strings.Contains(out, "dashboard") {
+		t.Errorf("calling the signed-in server: %q", out)
+	}
+	mustRun(t, cs, `
+try:
+    await call_tool("broken", "x", {})
+except MCPError as e:
+    print(e.code)`)
+	inBrowser(t, ctx, "loading the servers", chromedp.Navigate(ui+"/"), chromedp.WaitVisible(chromedp.CSS("#servers")))
+	for server, want := range map[string][]string{"demo": {"running", "signed in at"}, "broken": {"failed", "no-such-server"}} {
+		text := read(t, ctx, "reading the servers", chromedp.Text(chromedp.CSS(`tr[data-server="`+server+`"]`)))
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("the servers page does not show %q for %s: %q", w, server, text)
+			}
+		}
+	}
+	screenshot(t, ctx, "servers")
+}
