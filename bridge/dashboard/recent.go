@@ -13,14 +13,18 @@ import (
 // Bounds of [Recent]: the runs it keeps, and the minutes of calls it
 // counts per server.
 const (
-	MaxRecentRuns = 200
-	ChartMinutes  = 60
+	MaxRecentRuns   = 200
+	ChartMinutes    = 60
+	MaxChartServers = 100
+	OtherServers    = "(other servers)" // where the calls of servers past MaxChartServers count
 )
 
 // Recent is an [observe.Sink] that keeps the last [MaxRecentRuns] runs and,
 // for each server, its calls and their latency per minute over the last
-// [ChartMinutes] minutes. Its memory is bounded by those and by the
-// number of servers.
+// [ChartMinutes] minutes. Its memory is bounded by those: a server name
+// comes from the code when the server is unknown, so past
+// [MaxChartServers] servers with calls in the last hour the calls of a
+// new one count as [OtherServers].
 type Recent struct {
 	now func() time.Time
 
@@ -58,8 +62,17 @@ func (r *Recent) Call(c observe.Call) {
 	defer r.mu.Unlock()
 	ring := r.minutes[c.Server]
 	if ring == nil {
-		ring = new([ChartMinutes]Minute)
-		r.minutes[c.Server] = ring
+		name := c.Server
+		if len(r.minutes) >= MaxChartServers {
+			r.dropIdle()
+		}
+		if len(r.minutes) >= MaxChartServers {
+			name = OtherServers
+		}
+		if ring = r.minutes[name]; ring == nil {
+			ring = new([ChartMinutes]Minute)
+			r.minutes[name] = ring
+		}
 	}
 	m := &ring[minute.Unix()/60%ChartMinutes]
 	if !m.Start.Equal(minute) {
@@ -71,6 +84,16 @@ func (r *Recent) Call(c observe.Call) {
 	}
 	m.MS += c.MS
 	m.MaxMS = max(m.MaxMS, c.MS)
+}
+
+// dropIdle forgets the servers without a call in the last hour.
+func (r *Recent) dropIdle() {
+	first := r.now().Truncate(time.Minute).Add(-(ChartMinutes - 1) * time.Minute)
+	for server, ring := range r.minutes {
+		if !slices.ContainsFunc(ring[:], func(m Minute) bool { return !m.Start.Before(first) }) {
+			delete(r.minutes, server)
+		}
+	}
 }
 
 // Run implements [observe.Sink].

@@ -89,3 +89,26 @@ func TestFromAudit(t *testing.T) {
 		t.Errorf("calls by server: %q", got)
 	}
 }
+
+// TestRecentServersBounded: code that calls many unknown servers (whose
+// names it chooses) grows no map past MaxChartServers; servers idle for an
+// hour make room.
+func TestRecentServersBounded(t *testing.T) {
+	now := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	r := NewRecent(func() time.Time { return now })
+	for i := range MaxChartServers + 50 {
+		r.Call(observe.Call{Server: fmt.Sprint("s", i), Start: now, Outcome: "ok"})
+	}
+	hour := r.Hour()
+	if len(hour) != MaxChartServers+1 || hour[0].Server != OtherServers {
+		t.Fatalf("%d series, first %q; want %d, %q first", len(hour), hour[0].Server, MaxChartServers+1, OtherServers)
+	}
+	if n := hour[0].Minutes[ChartMinutes-1].Calls; n != 50 {
+		t.Errorf("%d calls counted as other servers, want 50", n)
+	}
+	now = now.Add(2 * time.Hour)
+	r.Call(observe.Call{Server: "fresh", Start: now, Outcome: "ok"})
+	if hour := r.Hour(); len(hour) != 1 || hour[0].Server != "fresh" {
+		t.Errorf("after an idle hour: %+v", hour)
+	}
+}
