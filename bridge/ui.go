@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"

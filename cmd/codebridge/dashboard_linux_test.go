@@ -192,7 +192,7 @@ except MCPError as e:
 	// A real click on Approve.
 	inBrowser(t, ctx, "approving", chromedp.Navigate(ui+"/tools"), chromedp.WaitVisible(chromedp.CSS("button.approve")),
 		chromedp.Click(chromedp.CSS("button.approve")), chromedp.WaitVisible(chromedp.CSS("#approved")))
-	if text := read(t, ctx, "reading the tools page", chromedp.Text(chromedp.CSS("main")));  !strings.Contains(text, "Approved notes.note") || !strings.Contains(text, "No quarantined tools") {
+	if text := read(t, ctx, "reading the tools page", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(text, "Approved notes.note") || !strings.Contains(text, "No quarantined tools") {
 		t.Errorf("after approving: %q", text)
 	}
 	if out := mustRun(t, cs, call); out != "noted: two\n" {
@@ -246,7 +246,6 @@ func serveEvil(t *testing.T, body string) string {
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String() + "/"
 }
-
 
 // TestDashboardSignInChromium: a real OAuth-protected server (the
 // TypeScript SDK's example, with its demo authorization server) shows on
