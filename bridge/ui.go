@@ -13,6 +13,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/dashboard"
 	"github.com/codebridge-mcp/codebridge/bridge/front"
+	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/oauth"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
 	"github.com/codebridge-mcp/codebridge/bridge/review"
@@ -109,14 +110,22 @@ func (s *uiSource) Held(ctx context.Context) (map[string][]review.Held, error) {
 
 // Approve implements [dashboard.Source].
 func (s *uiSource) Approve(ctx context.Context, server, tool string) error {
+	return s.decide(ctx, review.Approve, server, tool)
+}
+
+// Deny implements [dashboard.Source].
+func (s *uiSource) Deny(ctx context.Context, server, tool string) error {
+	return s.decide(ctx, review.Deny, server, tool)
+}
+
+// decide applies a person's decision (review.Approve or review.Deny) to
+// server's held tool.
+func (s *uiSource) decide(ctx context.Context, decide func(*manifest.Store, *audit.Log, string, []review.Held, []string) ([]*mcp.Tool, error), server, tool string) error {
 	held, err := review.Quarantined(ctx, s, s.state.manifests, []string{server}, s.cfg.QuarantineNew)
 	if err != nil {
 		return err
 	}
-	approved, err := review.Approve(s.state.manifests, s.state.audit, server, held[server], []string{tool})
-	if err == nil && len(approved) == 0 {
-		err = fmt.Errorf("%q has %w %q", server, review.ErrNotHeld, tool)
-	}
+	_, err = decide(s.state.manifests, s.state.audit, server, held[server], []string{tool})
 	return err
 }
 

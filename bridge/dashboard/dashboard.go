@@ -62,8 +62,10 @@ type Source interface {
 	Servers(ctx context.Context) []Server
 	// Held are the quarantined tools by server name.
 	Held(ctx context.Context) (map[string][]review.Held, error)
-	// Approve pins the current definition of server's quarantined tool.
+	// Approve pins the current definition of server's quarantined tool;
+	// Deny records that a person refused it, and it stays quarantined.
 	Approve(ctx context.Context, server, tool string) error
+	Deny(ctx context.Context, server, tool string) error
 }
 
 // Options configure [New].
@@ -148,7 +150,8 @@ func New(opts Options) *Dashboard {
 	mux.HandleFunc("GET "+Prefix+"/audit", d.authed(d.auditPage))
 	mux.HandleFunc("GET "+Prefix+"/settings", d.authed(d.settingsPage))
 	mux.HandleFunc("GET "+Prefix+"/chart", d.authed(d.chartPage))
-	mux.HandleFunc("POST "+Prefix+"/tools/approve", d.authed(d.action(d.approve)))
+	mux.HandleFunc("POST "+Prefix+"/tools/approve", d.authed(d.action(d.decide("approved", Source.Approve))))
+	mux.HandleFunc("POST "+Prefix+"/tools/deny", d.authed(d.action(d.decide("denied", Source.Deny))))
 	mux.HandleFunc("POST "+Prefix+"/servers/signin", d.authed(d.action(d.signIn)))
 	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)

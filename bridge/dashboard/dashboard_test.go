@@ -31,6 +31,7 @@ type fakeSource struct {
 	servers  []Server
 	held     map[string][]review.Held
 	approved []string
+	denied   []string
 }
 
 func (f *fakeSource) Servers(context.Context) []Server { return f.servers }
@@ -38,9 +39,17 @@ func (f *fakeSource) Servers(context.Context) []Server { return f.servers }
 func (f *fakeSource) Held(context.Context) (map[string][]review.Held, error) { return f.held, nil }
 
 func (f *fakeSource) Approve(_ context.Context, server, tool string) error {
+	return f.decide(&f.approved, server, tool)
+}
+
+func (f *fakeSource) Deny(_ context.Context, server, tool string) error {
+	return f.decide(&f.denied, server, tool)
+}
+
+func (f *fakeSource) decide(to *[]string, server, tool string) error {
 	for _, h := range f.held[server] {
 		if h.Now.Name == tool {
-			f.approved = append(f.approved, server+"."+tool)
+			*to = append(*to, server+"."+tool)
 			return nil
 		}
 	}
@@ -249,26 +258,31 @@ func TestActionsRefuseCrossSite(t *testing.T) {
 		{"cross-site", c, good, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 		{"same origin", c, good, map[string]string{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"}, http.StatusSeeOther},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src.approved = nil
-			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/ui/tools/approve", strings.NewReader(tt.form.Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			for k, v := range tt.headers {
-				req.Header.Set(k, v)
-			}
-			resp, err := tt.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != tt.want {
-				t.Errorf("%s, want %d", resp.Status, tt.want)
-			}
-			if approved := len(src.approved) > 0; approved != (tt.want == http.StatusSeeOther) {
-				t.Errorf("approved %v", src.approved)
-			}
-		})
+	for _, action := range []string{"approve", "deny"} {
+		for _, tt := range tests {
+			t.Run(action+"/"+tt.name, func(t *testing.T) {
+				src.approved, src.denied = nil, nil
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/ui/tools/"+action, strings.NewReader(tt.form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				for k, v := range tt.headers {
+					req.Header.Set(k, v)
+				}
+				resp, err := tt.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tt.want {
+					t.Errorf("%s, want %d", resp.Status, tt.want)
+				}
+				if took := len(src.approved)+len(src.denied) > 0; took != (tt.want == http.StatusSeeOther) {
+					t.Errorf("approved %v, denied %v", src.approved, src.denied)
+				}
+				if action == "deny" && len(src.approved) > 0 {
+					t.Errorf("deny approved %v", src.approved)
+				}
+			})
+		}
 	}
 }
 
@@ -395,5 +409,21 @@ func TestHeaders(t *testing.T) {
 	csp := resp.Header.Get("Content-Security-Policy")
 	if !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script-src") || resp.Header.Get("X-Frame-Options") != "DENY" {
 		t.Errorf("headers %v", resp.Header)
+	}
+}
+
+// TestDeniedTool: a denied tool shows as denied, with Approve and without
+// Deny; one not denied has both.
+func TestDeniedTool(t *testing.T) {
+	srv, src := newTest(t, Options{})
+	c := client(t)
+	signIn(t, srv, c)
+	if _, body := get(t, c, srv.URL+"/ui/tools"); !strings.Contains(body, `action="/ui/tools/deny"`) || strings.Contains(body, "Denied</b> on") {
+		t.Errorf("a tool not denied: no Deny button, or marked denied:\n%s", body)
+	}
+	src.held["notes"][0].Denied = time.Now()
+	_, body := get(t, c, srv.URL+"/ui/tools")
+	if !strings.Contains(body, "<b>Denied</b> on") || strings.Contains(body, `action="/ui/tools/deny"`) || !strings.Contains(body, `action="/ui/tools/approve"`) {
+		t.Errorf("a denied tool:\n%s", body)
 	}
 }

@@ -38,6 +38,7 @@ type heldView struct {
 	Diff         []string
 	Findings     []scan.Finding
 	CanApprove   bool
+	Denied       string // when a person denied this definition, or ""
 }
 
 // heldViews are the held tools of every server, by server name.
@@ -47,6 +48,9 @@ func heldViews(held map[string][]review.Held) []heldView {
 		repeats := review.Repeated(held[srv])
 		for _, h := range held[srv] {
 			v := heldView{Server: srv, Tool: h.Now.Name, Diff: h.Diff(), Findings: h.Flag.Findings, CanApprove: len(repeats) == 0}
+			if !h.Denied.IsZero() {
+				v.Denied = h.Denied.Local().Format("2006-01-02 15:04:05")
+			}
 			switch {
 			case len(repeats) > 0:
 				v.Why = "the server lists " + strings.Join(repeats, ", ") + " more than once: it cannot be approved; fix or remove the server"
@@ -68,27 +72,33 @@ func (d *Dashboard) toolsPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
 	defer cancel()
 	held, err := d.opts.Source.Held(ctx)
+	q := r.URL.Query()
 	d.render(w, "tools", "Quarantined tools", struct {
-		Held     []heldView
-		Approved string
-	}{heldViews(held), r.URL.Query().Get("approved")}, err)
+		Held             []heldView
+		Approved, Denied string
+	}{heldViews(held), q.Get("approved"), q.Get("denied")}, err)
 }
 
-func (d *Dashboard) approve(w http.ResponseWriter, r *http.Request) {
-	server, tool := r.PostFormValue("server"), r.PostFormValue("tool")
-	if server == "" || tool == "" {
-		http.Error(w, "want a server and a tool", http.StatusBadRequest)
-		return
+// decide takes a person's decision on a quarantined tool (the form's
+// server and tool) through do, then shows the tools page saying what was
+// done.
+func (d *Dashboard) decide(done string, do func(Source, context.Context, string, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		server, tool := r.PostFormValue("server"), r.PostFormValue("tool")
+		if server == "" || tool == "" {
+			http.Error(w, "want a server and a tool", http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
+		defer cancel()
+		if err := do(d.opts.Source, ctx, server, tool); err != nil {
+			w.WriteHeader(http.StatusConflict)
+			d.render(w, "done", "Nothing "+done, nil, err)
+			return
+		}
+		d.logger.Info("dashboard: "+done+" a quarantined tool", "server", server, "tool", tool)
+		http.Redirect(w, r, Prefix+"/tools?"+done+"="+url.QueryEscape(server+"."+tool), http.StatusSeeOther)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
-	defer cancel()
-	if err := d.opts.Source.Approve(ctx, server, tool); err != nil {
-		w.WriteHeader(http.StatusConflict)
-		d.render(w, "done", "Not approved", nil, err)
-		return
-	}
-	d.logger.Info("dashboard: approved a quarantined tool", "server", server, "tool", tool)
-	http.Redirect(w, r, Prefix+"/tools?approved="+url.QueryEscape(server+"."+tool), http.StatusSeeOther)
 }
 
 func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {

@@ -35,6 +35,7 @@ type Held struct {
 	Pinned bool
 	State  manifest.State
 	Flag   manifest.Flag // for Flagged, what the scanner found
+	Denied time.Time     // when a person denied this definition; zero if none did
 }
 
 // Quarantined lists the tools of each server named through l and returns
@@ -60,7 +61,8 @@ func Quarantined(ctx context.Context, l Lister, store *manifest.Store, servers [
 			pin, pinned := pins.Lookup(t.Name)
 			if states[i].Held(quarantineNew) {
 				flag, _ := pins.Flag(t)
-				out[name] = append(out[name], Held{Server: name, Now: t, Pin: pin, Pinned: pinned, State: states[i], Flag: flag})
+				denied, _ := pins.Denial(t)
+				out[name] = append(out[name], Held{Server: name, Now: t, Pin: pin, Pinned: pinned, State: states[i], Flag: flag, Denied: denied})
 			}
 		}
 	}
@@ -104,35 +106,49 @@ var ErrNotHeld = errors.New("no quarantined tool")
 // [ErrNotHeld]) or when the server lists a name twice (one matching
 // [manifest.ErrRepeated]).
 func Approve(store *manifest.Store, log *audit.Log, server string, held []Held, tools []string) ([]*mcp.Tool, error) {
+	return decide(store.Approve, audit.OutcomeApproved, log, server, held, tools)
+}
+
+// Deny records that a person refused the current definitions of the
+// tools of server named (all its held tools when none is), as [Approve]
+// takes them: they stay quarantined, and [Held.Denied] says when they
+// were denied until their definitions change again.
+func Deny(store *manifest.Store, log *audit.Log, server string, held []Held, tools []string) ([]*mcp.Tool, error) {
+	return decide(store.Deny, audit.OutcomeDenied, log, server, held, tools)
+}
+
+// decide applies a person's decision (record, audited as outcome) to the
+// held tools named.
+func decide(record func(server string, tools []*mcp.Tool) error, outcome string, log *audit.Log, server string, held []Held, tools []string) ([]*mcp.Tool, error) {
 	if repeats := Repeated(held); len(repeats) > 0 {
-		return nil, fmt.Errorf("%w: %q lists %q more than once, and which definition code would get is the server's choice: nothing approved; fix or remove the server",
-			manifest.ErrRepeated, server, strings.Join(repeats, ", "))
+		return nil, fmt.Errorf("%w: %q lists %q more than once, and which definition code would get is the server's choice: nothing %s; fix or remove the server",
+			manifest.ErrRepeated, server, strings.Join(repeats, ", "), outcome)
 	}
-	var approve []*mcp.Tool
+	var chosen []*mcp.Tool
 	var names []string
 	for _, h := range held {
 		if len(tools) == 0 || slices.Contains(tools, h.Now.Name) {
-			approve = append(approve, h.Now)
+			chosen = append(chosen, h.Now)
 			names = append(names, h.Now.Name)
 		}
 	}
 	for _, t := range tools {
 		if !slices.Contains(names, t) {
-			return nil, fmt.Errorf("%q has %w %q: nothing approved", server, ErrNotHeld, t)
+			return nil, fmt.Errorf("%q has %w %q: nothing %s", server, ErrNotHeld, t, outcome)
 		}
 	}
-	if len(approve) == 0 {
+	if len(chosen) == 0 {
 		return nil, nil
 	}
-	if err := store.Approve(server, approve); err != nil {
+	if err := record(server, chosen); err != nil {
 		return nil, err
 	}
 	if log != nil {
-		for _, t := range approve {
-			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: audit.OutcomeApproved})
+		for _, t := range chosen {
+			log.Record(audit.Record{Kind: audit.KindPin, Time: time.Now(), Server: server, Tool: t.Name, Outcome: outcome})
 		}
 	}
-	return approve, nil
+	return chosen, nil
 }
 
 // DefinitionLines is t's pinned definition as lines to compare: its

@@ -79,8 +79,8 @@ func read[T any](t *testing.T, ctx context.Context, what string, a chromedp.Acti
 // pinned, driven by headless Chromium: every page shows its data, a
 // description holding a script shows as text and runs nothing, a form
 // posted from a page of another origin is refused with 403 even with the
-// right CSRF token, and clicking Approve makes the next call of the tool
-// succeed.
+// right CSRF token, clicking Deny leaves it quarantined and marked denied,
+// and clicking Approve makes the next call of the tool succeed.
 func TestDashboardInChromium(t *testing.T) {
 	requirePodman(t)
 	ctx := browser(t)
@@ -152,13 +152,22 @@ except MCPError as e:
 	evil := serveEvil(t, fmt.Sprintf(`<!doctype html><form method="post" action="%s/tools/approve">
 <input type="hidden" name="csrf" value="%s"><input type="hidden" name="server" value="notes"><input type="hidden" name="tool" value="note">
 <button id="go" type="submit">win a prize</button></form>`, ui, csrf))
-	inBrowser(t, ctx, "posting from another origin", chromedp.Navigate(evil), chromedp.Click(chromedp.CSS("#go")),
-		chromedp.WaitReady(chromedp.CSS("body")))
+	inBrowser(t, ctx, "posting from another origin", chromedp.Navigate(evil), chromedp.Click(chromedp.CSS("#go")))
+	// The click navigates: until the answer's page has loaded, reads may
+	// find the form's page, or no page.
+	var answer string
 	testenv.Eventually(t, "the cross-site POST to be answered", func() bool {
-		return strings.Contains(read(t, ctx, "reading the answer", chromedp.Text(chromedp.CSS("body"))), "refused")
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		loc, err := chromedp.Run(rctx, chromedp.Location())
+		if err != nil || loc != ui+"/tools/approve" {
+			return false
+		}
+		answer, err = chromedp.Run(rctx, chromedp.Text(chromedp.CSS("body")))
+		return err == nil && answer != ""
 	})
-	if text := read(t, ctx, "reading the answer", chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "refused") {
-		t.Errorf("a cross-site POST was answered: %q", text)
+	if !strings.Contains(answer, "refused") {
+		t.Errorf("a cross-site POST was answered: %q", answer)
 	}
 	// And from Go, with the cookie and token but a foreign Origin: 403.
 	form := url.Values{"csrf": {csrf}, "server": {"notes"}, "tool": {"note"}}
@@ -178,6 +187,16 @@ except MCPError as e:
 		t.Fatalf("after the refused cross-site approvals: %q, want still quarantined", out)
 	}
 
+	// A real click on Deny: it stays quarantined, marked denied.
+	inBrowser(t, ctx, "denying", chromedp.Navigate(ui+"/tools"), chromedp.WaitVisible(chromedp.CSS("button.deny")),
+		chromedp.Click(chromedp.CSS("button.deny")), chromedp.WaitVisible(chromedp.CSS("#denied")))
+	if text := read(t, ctx, "reading the tools page", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(text, "Denied notes.note") || !strings.Contains(text, "Denied on") {
+		t.Errorf("after denying: %q", text)
+	}
+	if out := mustRun(t, cs, call); out != "quarantined\n" {
+		t.Fatalf("after denying: %q, want still quarantined", out)
+	}
+
 	// A real click on Approve.
 	inBrowser(t, ctx, "approving", chromedp.Navigate(ui+"/tools"), chromedp.WaitVisible(chromedp.CSS("button.approve")),
 		chromedp.Click(chromedp.CSS("button.approve")), chromedp.WaitVisible(chromedp.CSS("#approved")))
@@ -187,7 +206,7 @@ except MCPError as e:
 	if out := mustRun(t, cs, call); out != "noted: two\n" {
 		t.Errorf("calling the approved tool: %q, want it noted", out)
 	}
-	page("/audit?kind=pin", "#audit", "approved")
+	page("/audit?kind=pin", "#audit", "denied", "approved")
 
 	// A few more calls, for the runs, the audit log and the chart.
 	mustRun(t, cs, `
@@ -197,7 +216,7 @@ for i in range(5):
 	shoot("runs")
 	page("/audit?server=notes", "#audit", "approved", "quarantined", "ok")
 	shoot("audit")
-	page("/chart", "svg", "notes", "8 calls, 2 failed")
+	page("/chart", "svg", "notes", "9 calls, 3 failed")
 	shoot("chart")
 }
 

@@ -9,7 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codebridge-mcp/codebridge/bridge"
+	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/review"
 	"github.com/codebridge-mcp/codebridge/bridge/scan"
@@ -112,6 +115,9 @@ func reviewTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, se
 			default:
 				fmt.Fprintf(out, "%s: new, held until approved (MCP_BRIDGE_QUARANTINE_NEW=1)\n", name)
 			}
+			if !h.Denied.IsZero() {
+				fmt.Fprintf(out, "denied on %s: it stays quarantined\n", h.Denied.Local().Format("2006-01-02 15:04:05"))
+			}
 			fmt.Fprintln(out, "--- pinned\n+++ now")
 			for _, line := range h.Diff() {
 				fmt.Fprintln(out, termtext.Line(line))
@@ -135,15 +141,29 @@ func reviewTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, se
 	return err
 }
 
-// approveTools pins the current definitions of server's tools named, or of
-// all its quarantined tools when none is named, as `codebridge tools
+// approveTools pins the current definitions of server's tools named, or
+// of all its quarantined tools when none is named, as `codebridge tools
 // approve` does, and audits each approval.
 func approveTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, server string, tools []string, out io.Writer) error {
+	return decideTools(ctx, cfg, l, server, tools, out, review.Approve, "approve", "approved")
+}
+
+// denyTools records that the current definitions of server's tools named
+// (all its quarantined ones when none is named) are refused, as
+// `codebridge tools deny` does: they stay quarantined.
+func denyTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, server string, tools []string, out io.Writer) error {
+	return decideTools(ctx, cfg, l, server, tools, out, review.Deny, "deny", "denied")
+}
+
+// decideTools lists server's quarantined tools and applies decide to
+// those named, saying what it did.
+func decideTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, server string, tools []string, out io.Writer,
+	decide func(*manifest.Store, *audit.Log, string, []review.Held, []string) ([]*mcp.Tool, error), verb, past string) error {
 	held, store, err := quarantinedTools(ctx, cfg, l, []string{server})
 	if err != nil {
 		return err
 	}
-	approved, err := review.Approve(store, l.Audit(), server, held[server], tools)
+	decided, err := decide(store, l.Audit(), server, held[server], tools)
 	switch {
 	case errors.Is(err, manifest.ErrRepeated):
 		return fmt.Errorf("%w ('codebridge tools review %s' shows the definitions)", err, shellWord(server))
@@ -151,12 +171,15 @@ func approveTools(ctx context.Context, cfg settings.Config, l *bridge.Listing, s
 		return fmt.Errorf("%w ('codebridge tools review %s' shows its quarantined tools)", err, shellWord(server))
 	case err != nil:
 		return err
-	case len(approved) == 0:
-		fmt.Fprintf(out, "no quarantined tools of %s: nothing to approve\n", termtext.Line(server))
+	case len(decided) == 0:
+		fmt.Fprintf(out, "no quarantined tools of %s: nothing to %s\n", termtext.Line(server), verb)
 		return nil
 	}
-	for _, t := range approved {
-		fmt.Fprintf(out, "approved %s.%s\n", termtext.Line(server), termtext.Line(t.Name))
+	for _, t := range decided {
+		fmt.Fprintf(out, "%s %s.%s\n", past, termtext.Line(server), termtext.Line(t.Name))
+	}
+	if verb == "deny" {
+		fmt.Fprintln(out, "they stay quarantined; 'codebridge tools approve' still accepts them")
 	}
 	return nil
 }
