@@ -218,6 +218,7 @@ for i in range(5):
 	shoot("audit")
 	page("/chart", "svg", "notes", "9 calls, 3 failed")
 	shoot("chart")
+	checkLogsHideToken(t, b) // it was in the sign-in's address
 }
 
 // screenshot writes a screenshot of the page in ctx to name.png in the
