@@ -50,7 +50,7 @@ type App struct {
 	dir     *host.Directory
 	server  *server.Server
 	ui      *uiSource         // the dashboard's view of the servers
-	recent  *dashboard.Recent // the dashboard's recent runs
+	recent  *dashboard.Recent // the dashboard's recent runs; nil but over HTTP
 	layers  *settings.Resolved
 	conf    atomic.Pointer[discovery.Config] // as last applied
 
@@ -164,8 +164,10 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	// sinks watch every run and call as it ends: each of metrics, traces
 	// and the dashboard's recent runs adds its own here.
 	var sinks observe.Sinks
-	a.recent = dashboard.NewRecent(nil)
-	sinks = append(sinks, a.recent)
+	if cfg.HTTP != "" { // only serve --http has the dashboard's live view
+		a.recent = dashboard.NewRecent(nil)
+		sinks = append(sinks, a.recent)
+	}
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
@@ -395,7 +397,8 @@ func (a *App) ServeHTTP(f *front.Front) error {
 // Shutdown stops every part, once, in this order, and waits for each:
 //
 //  1. the HTTP front, if one serves: no new connections, runs in progress
-//     finish within the grace period, then every MCP session closes;
+//     finish within the grace period, then every MCP session closes; then
+//     the sign-ins the dashboard started;
 //  2. the MCP server: runs still in progress are cancelled, and the
 //     sandbox sessions of ended MCP sessions end;
 //  3. the config watcher and the sandbox's warm-up;
