@@ -187,25 +187,26 @@ except MCPError as e:
 		t.Fatalf("after the refused cross-site approvals: %q, want still quarantined", out)
 	}
 
-	// A real click on Deny: it stays quarantined, marked denied.
-	inBrowser(t, ctx, "denying", chromedp.Navigate(ui+"/tools"), chromedp.WaitVisible(chromedp.CSS("button.deny")),
-		chromedp.Click(chromedp.CSS("button.deny")), chromedp.WaitVisible(chromedp.CSS("#denied")))
-	if text := read(t, ctx, "reading the tools page", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(text, "Denied notes.note") || !strings.Contains(text, "Denied on") {
-		t.Errorf("after denying: %q", text)
+	// click clicks the tools page's button, waits for the banner, and
+	// checks the page and the next call.
+	click := func(button, banner string, want []string, wantCall string) {
+		t.Helper()
+		inBrowser(t, ctx, "clicking "+button, chromedp.Navigate(ui+"/tools"), chromedp.WaitVisible(chromedp.CSS(button)),
+			chromedp.Click(chromedp.CSS(button)), chromedp.WaitVisible(chromedp.CSS(banner)))
+		text := read(t, ctx, "reading the tools page", chromedp.Text(chromedp.CSS("main")))
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("after clicking %s the page does not show %q:\n%s", button, w, text)
+			}
+		}
+		if out := mustRun(t, cs, call); out != wantCall {
+			t.Fatalf("calling the tool after clicking %s: %q, want %q", button, out, wantCall)
+		}
 	}
-	if out := mustRun(t, cs, call); out != "quarantined\n" {
-		t.Fatalf("after denying: %q, want still quarantined", out)
-	}
-
-	// A real click on Approve.
-	inBrowser(t, ctx, "approving", chromedp.Navigate(ui+"/tools"), chromedp.WaitVisible(chromedp.CSS("button.approve")),
-		chromedp.Click(chromedp.CSS("button.approve")), chromedp.WaitVisible(chromedp.CSS("#approved")))
-	if text := read(t, ctx, "reading the tools page", chromedp.Text(chromedp.CSS("main"))); !strings.Contains(text, "Approved notes.note") || !strings.Contains(text, "No quarantined tools") {
-		t.Errorf("after approving: %q", text)
-	}
-	if out := mustRun(t, cs, call); out != "noted: two\n" {
-		t.Errorf("calling the approved tool: %q, want it noted", out)
-	}
+	// Deny: it stays quarantined, marked denied. Approve: the next call
+	// succeeds.
+	click("button.deny", "#denied", []string{"Denied notes.note", "Denied on"}, "quarantined\n")
+	click("button.approve", "#approved", []string{"Approved notes.note", "No quarantined tools"}, "noted: two\n")
 	page("/audit?kind=pin", "#audit", "denied", "approved")
 
 	// A few more calls, for the runs, the audit log and the chart.
