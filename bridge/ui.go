@@ -41,14 +41,15 @@ type uiSource struct {
 
 	// Sign-ins started from the dashboard run in the background; close
 	// ends them and waits.
-	signIns   sync.WaitGroup
-	ctx       context.Context // of the sign-ins; ended by close
-	endSignIn context.CancelFunc
+	signIns sync.WaitGroup
+
+	mu      sync.Mutex                  // protects following
+	ends    map[*int]context.CancelFunc // of each sign-in in progress
+	closing bool                        // close was called: no new sign-in starts
 }
 
 func newUISource(cfg settings.Config, st *state, p *pool.Pool, servers func() []*discovery.Server, logger *slog.Logger) *uiSource {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &uiSource{cfg: cfg, state: st, pool: p, servers: servers, logger: logger, ctx: ctx, endSignIn: cancel}
+	return &uiSource{cfg: cfg, state: st, pool: p, servers: servers, logger: logger, ends: map[*int]context.CancelFunc{}}
 }
 
 // Servers implements [dashboard.Source].
@@ -138,12 +139,30 @@ func (s *uiSource) signIn(ctx context.Context, server string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The sign-in outlives the request that started it, until it ends or
+	// close ends it.
+	lctx, end := context.WithCancel(context.WithoutCancel(ctx))
+	id := new(int)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		end()
+		return "", errors.New("codebridge is stopping: sign in after it restarts")
+	}
+	s.ends[id] = end
+	s.signIns.Add(1)
+	s.mu.Unlock()
 	addr := make(chan string, 1)
 	failed := make(chan error, 1)
-	s.signIns.Add(1)
 	go func() {
 		defer s.signIns.Done()
-		_, err := oauth.Login(s.ctx, def, oauth.LoginOptions{Store: s.state.oauth, ClientMetadataURL: s.cfg.OAuthClientMetadataURL,
+		defer func() {
+			s.mu.Lock()
+			delete(s.ends, id)
+			s.mu.Unlock()
+			end()
+		}()
+		_, err := oauth.Login(lctx, def, oauth.LoginOptions{Store: s.state.oauth, ClientMetadataURL: s.cfg.OAuthClientMetadataURL,
 			Client: &mcp.Implementation{Name: "codebridge", Version: "dashboard"},
 			Ask: func(_ context.Context, u string) error {
 				addr <- u
@@ -171,7 +190,12 @@ func (s *uiSource) signIn(ctx context.Context, server string) (string, error) {
 
 // close ends the sign-ins in progress and waits for them.
 func (s *uiSource) close() {
-	s.endSignIn()
+	s.mu.Lock()
+	s.closing = true
+	for _, end := range s.ends {
+		end()
+	}
+	s.mu.Unlock()
 	s.signIns.Wait()
 }
 
