@@ -12,12 +12,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
+	"github.com/codebridge-mcp/codebridge/bridge/dashboard"
 	"github.com/codebridge-mcp/codebridge/bridge/front"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
@@ -48,7 +50,11 @@ type App struct {
 	pool    *pool.Pool
 	dir     *host.Directory
 	server  *server.Server
-	metrics *metrics.Metrics // nil unless serving HTTP
+	metrics *metrics.Metrics  // nil unless serving HTTP
+	ui      *uiSource         // the dashboard's view of the servers
+	recent  *dashboard.Recent // the dashboard's recent runs; nil but over HTTP
+	layers  *settings.Resolved
+	conf    atomic.Pointer[discovery.Config] // as last applied
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -122,6 +128,9 @@ func (st *state) signIn() host.SignIn {
 type Options struct {
 	Logger  *slog.Logger // nil discards
 	Version string       // codebridge's, reported to clients
+	// Settings are cfg's values with their origins, for the dashboard's
+	// settings page; nil shows none.
+	Settings *settings.Resolved
 }
 
 // New builds codebridge's parts from cfg, each once: the stores of the
@@ -139,7 +148,9 @@ func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newApp(ctx, cfg, eng, logger, opts.Version), nil
+	a := newApp(ctx, cfg, eng, logger, opts.Version)
+	a.layers = opts.Settings
+	return a, nil
 }
 
 // newApp is [New] with the engine given.
@@ -160,11 +171,16 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 			a.dir.SaveManifest(def, tools, instructions)
 		},
 		OAuth: a.state.oauthHandlers(logger)})
+	if cfg.HTTP != "" { // only serve --http has the dashboard's live view
+		a.recent = dashboard.NewRecent(nil)
+		sinks = append(sinks, a.recent)
+	}
 	a.dir = host.New(a.pool, host.Options{
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
 	})
+	a.ui = newUISource(cfg, a.state, a.pool, a.configured, logger)
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
 		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil()}))
 
@@ -283,6 +299,7 @@ func (a *App) apply(cfg *discovery.Config) {
 	for _, prob := range cfg.Problems {
 		a.logger.Warn("config problem", "problem", settings.ExplainProblem(prob).String())
 	}
+	a.conf.Store(cfg)
 	a.pool.Update(cfg.Servers)
 	a.dir.Update(cfg)
 	a.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
@@ -402,7 +419,7 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	name, _ := ChooseEngine(a.cfg)
 	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name, Bounds: func() (sessions, runs, queued int) {
 		return a.sandbox.MaxSessions(), a.cfg.MaxRuns, a.server.MaxQueued()
-	}}, a.routes()...)
+	}}, append(a.routes(), a.dashboardRoutes(f)...)...)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -412,7 +429,8 @@ func (a *App) ServeHTTP(f *front.Front) error {
 // Shutdown stops every part, once, in this order, and waits for each:
 //
 //  1. the HTTP front, if one serves: no new connections, runs in progress
-//     finish within the grace period, then every MCP session closes;
+//     finish within the grace period, then every MCP session closes; then
+//     the sign-ins the dashboard started;
 //  2. the MCP server: runs still in progress are cancelled, and the
 //     sandbox sessions of ended MCP sessions end;
 //  3. the config watcher and the sandbox's warm-up;
@@ -439,6 +457,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		if f != nil {
 			errs = append(errs, f.Shutdown(ctx))
 		}
+		a.ui.close() // the dashboard's sign-ins
 		// The client is gone: its sandbox session ends before the sandbox closes.
 		errs = append(errs, a.server.Close(ctx))
 		a.stopWatch()

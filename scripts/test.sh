@@ -53,6 +53,13 @@ fi
 # Debian's prometheus for the test that has a real Prometheus scrape /metrics
 # (its own, on loopback; the package's service is not started).
 scripts/prometheus.sh
+# Headless Chromium for the dashboard's test in a real browser
+# (TestDashboardInChromium drives it with chromedp).
+if [ ! -x /usr/bin/chromium ]; then
+  log "installing chromium for the dashboard's browser test"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
 
 # npm packages for the integration tests: the real MCP servers and clients,
 # whole trees pinned by the lockfiles in scripts/npm (see scripts/npm.sh).
@@ -96,7 +103,7 @@ fi
 # CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out.
 if [ "${CODEBRIDGE_TEST_MINIMAL:-1}" = 1 ]; then
   log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
-  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd|TestPrometheusScrapesMetrics|TestHTTPTasks' ./cmd/codebridge ./bridge/...
+  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd|TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand' ./cmd/codebridge ./bridge/...
 fi
 
 # The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
@@ -143,7 +150,7 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   # One dockerd serves every codebridge here: 20 siblings closing at once,
   # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
-    go test -count=1 -timeout 30m -skip 'TestPrometheusScrapesMetrics|TestHTTPTasks' ./runtime/docker ./cmd/codebridge ./bridge/...
+    go test -count=1 -timeout 30m -skip 'TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand' ./runtime/docker ./cmd/codebridge ./bridge/...
   # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
   # container (HostConfig.Runtime). The conformance suite (hardening, the
   # seccomp probes), and the adversarial cases, sessions and doctor's proof

@@ -50,8 +50,8 @@ const (
 )
 
 // KindPin marks a record that is not a tool call but a change to the tools
-// code may use (bridge/manifest's pins); its Outcome is OutcomeQuarantined or
-// OutcomeApproved, and Error says what changed.
+// code may use (bridge/manifest's pins); its Outcome is OutcomeQuarantined,
+// OutcomeApproved or OutcomeDenied, and Error says what changed.
 const KindPin = "pin"
 
 // KindResource and KindPrompt mark a read of a resource and a get of a
@@ -86,6 +86,7 @@ const (
 const (
 	OutcomeQuarantined = "quarantined" // a tool's definition changed since it was pinned (or it is new, under MCP_BRIDGE_QUARANTINE_NEW): it is hidden and refused
 	OutcomeApproved    = "approved"    // a person accepted a tool's current definition (codebridge tools approve)
+	OutcomeDenied      = "denied"      // a person refused it: it stays quarantined (codebridge tools deny, the dashboard)
 )
 
 // Record is one tool call, as one line of the log.

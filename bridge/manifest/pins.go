@@ -41,6 +41,30 @@ type Pins struct {
 	// last approved, which are not scanned again.
 	Instructions         *Flag  `json:"instructions,omitempty"`
 	InstructionsApproved string `json:"instructionsApproved,omitempty"`
+	// Denied are the held definitions a person refused, by tool name: the
+	// tool stays quarantined as before, and review says it was denied,
+	// until its definition changes again or a person approves it.
+	Denied map[string]Denial `json:"denied,omitempty"`
+}
+
+// Denial is a held definition a person refused: its hash ([Hash]), and
+// when.
+type Denial struct {
+	Hash   string    `json:"hash"`
+	Denied time.Time `json:"denied"`
+}
+
+// Denial returns when t's current definition was denied, if it was; a nil
+// p has no denials.
+func (p *Pins) Denial(t *mcp.Tool) (time.Time, bool) {
+	if p == nil {
+		return time.Time{}, false
+	}
+	d, ok := p.Denied[t.Name]
+	if !ok || d.Hash != Hash(t) {
+		return time.Time{}, false
+	}
+	return d.Denied, true
 }
 
 // Flag is a definition the scanner held, with why.
@@ -514,9 +538,25 @@ func (s *Store) Approve(server string, tools []*mcp.Tool) error {
 			p.Tools[t.Name] = Pin{Hash: Hash(t), Tool: t, Pinned: now}
 			delete(p.Quarantined, t.Name)
 			delete(p.Flagged, t.Name)
+			delete(p.Denied, t.Name)
 		}
 		if p.Instructions != nil && len(tools) > 0 {
 			p.InstructionsApproved, p.Instructions = p.Instructions.Hash, nil
+		}
+		return len(tools) > 0
+	})
+}
+
+// Deny records that a person refused the definitions in tools: they stay
+// held, and [Pins.Denial] says so until they change again.
+func (s *Store) Deny(server string, tools []*mcp.Tool) error {
+	return s.updatePins(server, func(p *Pins) bool {
+		if p.Denied == nil {
+			p.Denied = map[string]Denial{}
+		}
+		now := time.Now().UTC()
+		for _, t := range tools {
+			p.Denied[t.Name] = Denial{Hash: Hash(t), Denied: now}
 		}
 		return len(tools) > 0
 	})

@@ -25,7 +25,7 @@ const shutdownBudget = 45 * time.Second
 // withApp builds the App of cfg, runs f on it, and then shuts it down within
 // extra+shutdownBudget, even when ctx has ended.
 func (c *call) withApp(ctx context.Context, cfg settings.Config, extra time.Duration, f func(*bridge.App) error) error {
-	app, err := bridge.New(ctx, cfg, bridge.Options{Logger: c.logger, Version: version()})
+	app, err := bridge.New(ctx, cfg, bridge.Options{Logger: c.logger, Version: version(), Settings: c.layers})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,4 +28,24 @@ func noteInNewBridge(t *testing.T, env []string, text string) {
 	if err := cs.Close(); err != nil {
 		t.Fatalf("stopping the codebridge: %v", err)
 	}
+}
+
+// notesServer configures the pin test server (runPinServer) as notes in a
+// config folder of its own, its description read from descFile, which
+// holds "Adds a note to the notebook."; env is codebridge's, with a state
+// folder of its own (state). noteInNewBridge then pins the tool.
+func notesServer(t *testing.T) (env []string, descFile, state string) {
+	t.Helper()
+	dir, state := t.TempDir(), t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	descFile = filepath.Join(t.TempDir(), "description")
+	writeText(t, descFile, "Adds a note to the notebook.")
+	writeServers(t, dir, "notes.json", map[string]any{
+		"notes": map[string]any{"command": exe, "args": []string{"-test.run=^$"},
+			"env": map[string]string{pinServerEnv: "1", pinServerDescEnv: descFile}},
+	})
+	return append(bridgeEnv(t, dir), "MCP_BRIDGE_STATE_DIR="+state), descFile, state
 }

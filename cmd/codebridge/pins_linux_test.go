@@ -19,18 +19,7 @@ import (
 // in a new codebridge; the audit log has the quarantine and the approval.
 func TestPinnedToolChangesEndToEnd(t *testing.T) {
 	requirePodman(t)
-	dir, state := t.TempDir(), t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	descFile := filepath.Join(t.TempDir(), "description")
-	writeText(t, descFile, "Adds a note to the notebook.")
-	writeServers(t, dir, "notes.json", map[string]any{
-		"notes": map[string]any{"command": exe, "args": []string{"-test.run=^$"},
-			"env": map[string]string{pinServerEnv: "1", pinServerDescEnv: descFile}},
-	})
-	env := append(bridgeEnv(t, dir), "MCP_BRIDGE_STATE_DIR="+state)
+	env, descFile, state := notesServer(t)
 
 	noteInNewBridge(t, env, "one") // pins the tool
 

@@ -30,9 +30,11 @@ A server with "trust": "trusted" in its entry is not scanned.
 		listLine(&b, "codebridge tools "+v.name+" "+v.args, v.summary)
 	}
 	b.WriteString(`
-Both start the servers to list their tools as they are now, as
-'codebridge servers --tools' does. Approvals and quarantines are recorded in
-the audit log ('codebridge audit').
+Each starts the servers to list their tools as they are now, as
+'codebridge servers --tools' does. Approvals, denials and quarantines are
+recorded in the audit log ('codebridge audit'). A denied definition stays
+quarantined, as every held one does until approved, and review marks it
+denied; when the tool changes again, its new definition waits for review.
 
 Exit status: 0 when done; 1 when review showed a quarantined tool, or a
 server could not be listed; 2 when the command line is wrong.
@@ -61,6 +63,13 @@ var toolsVerbs = []toolsVerb{
 		run: func(ctx context.Context, c *call, args []string) error {
 			return c.withListing(ctx, func(l *bridge.Listing) error {
 				return approveTools(ctx, c.cfg, l, args[0], args[1:], c.stdout)
+			})
+		}},
+	{name: "deny", args: "SERVER [TOOL...]", min: 1, max: -1,
+		summary: "refuse the current definitions of the tools\nnamed, or of every quarantined tool of SERVER:\nthey stay quarantined, and review says so",
+		run: func(ctx context.Context, c *call, args []string) error {
+			return c.withListing(ctx, func(l *bridge.Listing) error {
+				return denyTools(ctx, c.cfg, l, args[0], args[1:], c.stdout)
 			})
 		}},
 }
