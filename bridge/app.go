@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/front"
@@ -28,6 +29,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/stdio"
+	"github.com/codebridge-mcp/codebridge/bridge/tracing"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -47,6 +49,7 @@ type App struct {
 	pool    *pool.Pool
 	dir     *host.Directory
 	server  *server.Server
+	tracing *tracing.Provider // sends traces, when the OTEL_* variables ask
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -133,18 +136,24 @@ func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 	if err := confine.OwnDir(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("the state directory (MCP_BRIDGE_STATE_DIR): %w", err)
 	}
+	tr, err := tracing.New(ctx, tracing.Options{Version: opts.Version, Logger: logger.With("component", "tracing")})
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	eng, err := newEngine(cfg, logger)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, tr.Shutdown(ctx))
 	}
-	return newApp(ctx, cfg, eng, logger, opts.Version), nil
+	return newApp(ctx, cfg, eng, logger, opts.Version, tr), nil
 }
 
-// newApp is [New] with the engine given.
-func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string) *App {
-	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
-	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger)
-	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
+// newApp is [New] with the engine and the tracer provider given (nil
+// traces nothing).
+func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string, tr *tracing.Provider) *App {
+	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil), tracing: tr}
+	tp := tr.TracerProvider()
+	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger, tp)
+	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle, Tracing: tp,
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 			a.dir.SaveManifest(def, tools, instructions)
@@ -157,9 +166,10 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
+		Tracing: tp,
 	})
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
-		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil()}))
+		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil(), Tracing: tp}))
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
@@ -208,8 +218,9 @@ func attachLimits(cfg settings.Config) host.AttachLimits {
 }
 
 // newSandbox is the sandbox manager over eng, with the settings' sessions,
-// limits and preloads; saved helpers come from mem.
-func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger) *sandbox.Manager {
+// limits and preloads; saved helpers come from mem, and its spans go to tp
+// (nil: none).
+func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger, tp trace.TracerProvider) *sandbox.Manager {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
@@ -233,7 +244,8 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 			MaxRequest:    max(cfg.MaxArgSize, base64.StdEncoding.EncodedLen(cfg.MaxAttachment)) + 64<<10,
 			MaxAttachment: cfg.MaxAttachment,
 		},
-		Logger: logger.With("component", "sandbox"),
+		Logger:  logger.With("component", "sandbox"),
+		Tracing: tp,
 	})
 }
 
@@ -390,7 +402,9 @@ func (a *App) ServeHTTP(f *front.Front) error {
 //     for nothing the engine must do, which takes seconds when many
 //     codebridge processes stop together) and closes its connection and a
 //     service codebridge started; then the sandbox manager's sessions;
-//  6. the audit log, last, so that it records everything before.
+//  6. the audit log, so that it records everything before;
+//  7. the tracer provider, last: the spans still buffered, of all the
+//     above too, are sent.
 //
 // ctx is the budget of all of it, as in net/http's Server.Shutdown: when it
 // ends, each part left is cut off. The front's error and the MCP server's
@@ -428,6 +442,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		if err := a.state.audit.Close(ctx); err != nil {
 			a.logger.Warn("closing the audit log", "err", err)
+		}
+		if err := a.tracing.Shutdown(ctx); err != nil {
+			a.logger.Warn("some traces were not sent", "err", err)
 		}
 		a.shutdownErr = errors.Join(errs...)
 	})
