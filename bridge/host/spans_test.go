@@ -48,7 +48,8 @@ func (m *metaServer) metas() []mcp.Meta {
 	return append([]mcp.Meta(nil), m.got...)
 }
 
-// tracedDirectory is a directory over a real pool, both tracing to tp.
+// tracedDirectory is a directory over a real pool, both tracing to tp
+// (nil: neither).
 func tracedDirectory(t *testing.T, tp trace.TracerProvider, servers ...*discovery.Server) *Directory {
 	t.Helper()
 	p := pool.New(pool.Options{Tracing: tp})
