@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/dashboard"
@@ -31,6 +32,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/server"
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/bridge/stdio"
+	"github.com/codebridge-mcp/codebridge/bridge/tracing"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/runtime/confine"
 	"github.com/codebridge-mcp/codebridge/runtime/python"
@@ -55,6 +57,7 @@ type App struct {
 	recent  *dashboard.Recent // the dashboard's recent runs; nil but over HTTP
 	layers  *settings.Resolved
 	conf    atomic.Pointer[discovery.Config] // as last applied
+	tracing *tracing.Provider                // sends traces, when the OTEL_* variables ask
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -144,28 +147,34 @@ func New(ctx context.Context, cfg settings.Config, opts Options) (*App, error) {
 	if err := confine.OwnDir(cfg.StateDir); err != nil {
 		return nil, fmt.Errorf("the state directory (MCP_BRIDGE_STATE_DIR): %w", err)
 	}
+	tr, err := tracing.New(ctx, tracing.Options{Version: opts.Version, Logger: logger.With("component", "tracing")})
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	eng, err := newEngine(cfg, logger)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, tr.Shutdown(ctx))
 	}
-	a := newApp(ctx, cfg, eng, logger, opts.Version)
+	a := newApp(ctx, cfg, eng, logger, opts.Version, tr)
 	a.layers = opts.Settings
 	return a, nil
 }
 
-// newApp is [New] with the engine given.
-func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string) *App {
-	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil)}
+// newApp is [New] with the engine and the tracer provider given (nil
+// traces nothing).
+func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger *slog.Logger, version string, tr *tracing.Provider) *App {
+	a := &App{cfg: cfg, logger: logger, state: newState(cfg, logger), engine: eng, trim: newIdleTrim(idleTrimAfter, nil), tracing: tr}
+	tp := tr.TracerProvider()
 	// sinks watch every run and call as it ends: each of metrics, traces
 	// and the dashboard's recent runs adds its own here.
 	var sinks observe.Sinks
-	var started func(time.Duration, error)
+	hooks := sandboxHooks{onBounds: a.boundsChanged, tracing: tp}
 	if cfg.HTTP != "" && cfg.Metrics {
 		a.metrics = newMetrics(a)
-		sinks, started = append(sinks, a.metrics), a.metrics.SandboxStarted
+		sinks, hooks.started = append(sinks, a.metrics), a.metrics.SandboxStarted
 	}
-	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger, a.boundsChanged, started)
-	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle,
+	a.sandbox = newSandbox(cfg, eng, a.state.memory, logger, hooks)
+	a.pool = pool.New(pool.Options{Logger: logger.With("component", "pool"), IdleTimeout: cfg.ServerIdle, Tracing: tp,
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 			a.dir.SaveManifest(def, tools, instructions)
@@ -179,10 +188,11 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 		MaxArgs: cfg.MaxArgSize, MaxCallsPerRun: cfg.MaxCalls, Tools: cfg.Tools, Store: a.state.memory,
 		Manifests: a.state.manifests, Audit: a.state.audit, Sink: sinks.OrNil(), Logger: logger,
 		QuarantineNew: cfg.QuarantineNew, ConfirmSaveTool: cfg.ConfirmSaveTool, SignIn: a.state.signIn(), Setting: settingName,
+		Tracing: tp,
 	})
 	a.ui = newUISource(cfg, a.state, a.pool, a.configured, logger)
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
-		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil()}))
+		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil(), Tracing: tp}))
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
@@ -232,10 +242,9 @@ func attachLimits(cfg settings.Config) host.AttachLimits {
 }
 
 // newSandbox is the sandbox manager over eng, with the settings' sessions,
-// limits and preloads; saved helpers come from mem; onBounds (if not nil)
-// follows its bound on live sessions, and started (if not nil) is told of
-// each container start.
-func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger, onBounds func(maxSessions int), started func(time.Duration, error)) *sandbox.Manager {
+// limits and preloads; saved helpers come from mem, and hooks are what
+// the App's other parts hang on it.
+func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logger *slog.Logger, hooks sandboxHooks) *sandbox.Manager {
 	idle := cfg.SessionIdle
 	if idle == 0 {
 		idle = -1 // the setting's 0 means never
@@ -248,7 +257,7 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 		// Left unset, the sandbox works the bound out itself, and again
 		// when the image shows it has nothing to preload.
 		MaxSessions: unlessDerived(cfg, "max_sessions", cfg.MaxSessions),
-		OnBounds:    onBounds,
+		OnBounds:    hooks.onBounds,
 		MaxRuns:     cfg.MaxRuns,
 		IdleTimeout: idle,
 		// Also in the environment; a pod claimed from a warm pool has none.
@@ -262,9 +271,18 @@ func newSandbox(cfg settings.Config, eng sandbox.Engine, mem *memory.Store, logg
 			MaxRequest:    max(cfg.MaxArgSize, base64.StdEncoding.EncodedLen(cfg.MaxAttachment)) + 64<<10,
 			MaxAttachment: cfg.MaxAttachment,
 		},
-		Started: started,
+		Started: hooks.started,
 		Logger:  logger.With("component", "sandbox"),
+		Tracing: hooks.tracing,
 	})
+}
+
+// sandboxHooks are what the App's other parts hang on the sandbox; a nil
+// one is none.
+type sandboxHooks struct {
+	onBounds func(maxSessions int)      // follows its bound on live sessions
+	started  func(time.Duration, error) // told of each container start
+	tracing  trace.TracerProvider       // receives its spans
 }
 
 // unlessDerived is v, or 0 when the setting key was left empty and v
@@ -440,7 +458,9 @@ func (a *App) ServeHTTP(f *front.Front) error {
 //     for nothing the engine must do, which takes seconds when many
 //     codebridge processes stop together) and closes its connection and a
 //     service codebridge started; then the sandbox manager's sessions;
-//  6. the audit log, last, so that it records everything before.
+//  6. the audit log, so that it records everything before;
+//  7. the tracer provider, last: the spans still buffered, of all the
+//     above too, are sent.
 //
 // ctx is the budget of all of it, as in net/http's Server.Shutdown: when it
 // ends, each part left is cut off. The front's error and the MCP server's
@@ -479,6 +499,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		if err := a.state.audit.Close(ctx); err != nil {
 			a.logger.Warn("closing the audit log", "err", err)
+		}
+		if err := a.tracing.Shutdown(ctx); err != nil {
+			a.logger.Warn("some traces were not sent", "err", err)
 		}
 		a.shutdownErr = errors.Join(errs...)
 	})

@@ -63,7 +63,7 @@ func TestShutdownStopsWarmUp(t *testing.T) {
 	cfg.WarmSandboxes = 1
 	var logs syncBuffer
 	sb := &fakeEngine{warming: make(chan struct{}), closeErr: errors.New("removing container 1234: podman is gone")}
-	a := newApp(t.Context(), cfg, sb, slog.New(slog.NewTextHandler(&logs, nil)), "test")
+	a := newApp(t.Context(), cfg, sb, slog.New(slog.NewTextHandler(&logs, nil)), "test", nil)
 	select {
 	case <-sb.warming:
 	case <-t.Context().Done():
@@ -117,7 +117,7 @@ func TestShutdownStopsFront(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := bridgetest.Config(t)
 			cfg.ConfigDir, cfg.WarmSandboxes, cfg.HTTP, cfg.HTTPAuth = t.TempDir(), 0, "127.0.0.1:0", false
-			a := newApp(t.Context(), cfg, &fakeEngine{warming: make(chan struct{})}, slog.New(slog.DiscardHandler), "test")
+			a := newApp(t.Context(), cfg, &fakeEngine{warming: make(chan struct{})}, slog.New(slog.DiscardHandler), "test", nil)
 			f, err := front.Listen(FrontOptions(cfg, nil, io.Discard))
 			if err != nil {
 				t.Fatal(err)

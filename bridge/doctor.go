@@ -68,7 +68,7 @@ func (l *Listing) doctorSandbox(ctx context.Context) []Finding {
 	if err != nil {
 		return []Finding{{FindFail, "engine", err.Error(), ""}}
 	}
-	m := newSandbox(cfg, eng, l.state.memory, logger, nil, nil)
+	m := newSandbox(cfg, eng, l.state.memory, logger, sandboxHooks{})
 	l.stopFirst(func(ctx context.Context) error {
 		return errors.Join(eng.Close(ctx), m.Close(ctx)) // the engine first, as in App.Shutdown
 	})

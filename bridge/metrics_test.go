@@ -31,7 +31,7 @@ func TestMetricsBehindToken(t *testing.T) {
 	ln.Close()
 	cfg.ConfigDir, cfg.WarmSandboxes, cfg.HTTP, cfg.HTTPAuth = t.TempDir(), 0, addr, true
 	cfg.HTTPToken = secret.New(token)
-	a := newApp(t.Context(), cfg, &fakeEngine{warming: make(chan struct{})}, slog.New(slog.DiscardHandler), "test")
+	a := newApp(t.Context(), cfg, &fakeEngine{warming: make(chan struct{})}, slog.New(slog.DiscardHandler), "test", nil)
 	f, err := front.Listen(FrontOptions(cfg, nil, io.Discard))
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,11 @@ fi
 . scripts/npm.sh
 npm_trees servers clients
 
+# Jaeger, which the end-to-end test of traces sends spans to: built once from
+# its Go module (scripts/jaeger.sh, a wrapper module in scripts/jaeger) and
+# cached by version; the first build takes minutes.
+eval "$(scripts/jaeger.sh env)"
+
 log "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then log "gofmt would change: $unformatted"; exit 1; fi
@@ -103,7 +108,7 @@ fi
 # CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out.
 if [ "${CODEBRIDGE_TEST_MINIMAL:-1}" = 1 ]; then
   log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
-  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd|TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand' ./cmd/codebridge ./bridge/...
+  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd|TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand|TestTraceReachesJaeger' ./cmd/codebridge ./bridge/...
 fi
 
 # The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
@@ -150,7 +155,7 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   # One dockerd serves every codebridge here: 20 siblings closing at once,
   # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
-    go test -count=1 -timeout 30m -skip 'TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand' ./runtime/docker ./cmd/codebridge ./bridge/...
+    go test -count=1 -timeout 30m -skip 'TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand|TestTraceReachesJaeger' ./runtime/docker ./cmd/codebridge ./bridge/...
   # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
   # container (HostConfig.Runtime). The conformance suite (hardening, the
   # seccomp probes), and the adversarial cases, sessions and doctor's proof

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/observe"
@@ -55,7 +56,7 @@ func (h *host) ListPrompts(ctx context.Context, p protocol.ServerParams) (protoc
 // ReadResource implements [protocol.Handler].
 func (h *host) ReadResource(ctx context.Context, p protocol.ReadResourceParams) (protocol.ReadResourceResult, error) {
 	rec := audit.Record{Kind: audit.KindResource, Tool: p.URI}
-	raw, err := h.catalogGet(ctx, p.Server, &rec, nil, func(srv *discovery.Server) (any, error) {
+	raw, err := h.catalogGet(ctx, p.Server, &rec, nil, func(ctx context.Context, srv *discovery.Server) (any, error) {
 		if p.URI == "" {
 			return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: "read_resource needs a URI: read_resource(server, uri), e.g. a uri from list_resources(server)"}
 		}
@@ -68,7 +69,7 @@ func (h *host) ReadResource(ctx context.Context, p protocol.ReadResourceParams) 
 func (h *host) GetPrompt(ctx context.Context, p protocol.GetPromptParams) (protocol.GetPromptResult, error) {
 	rec := audit.Record{Kind: audit.KindPrompt, Tool: p.Name}
 	args, _ := json.Marshal(p.Arguments)
-	raw, err := h.catalogGet(ctx, p.Server, &rec, args, func(srv *discovery.Server) (any, error) {
+	raw, err := h.catalogGet(ctx, p.Server, &rec, args, func(ctx context.Context, srv *discovery.Server) (any, error) {
 		if p.Name == "" {
 			return nil, &protocol.Error{Code: protocol.CodeBadArguments, Message: "get_prompt needs a prompt name: get_prompt(server, name, arguments), e.g. a name from list_prompts(server)"}
 		}
@@ -115,11 +116,14 @@ func catalogList[T any](ctx context.Context, h *host, key string, list func(cont
 	return encodeMasked(srv, h.secrets(srv), items)
 }
 
-// catalogGet makes one audited read or get of the server key names: get
-// does it once the server is resolved, and its result goes to the sandbox
-// as JSON. rec has the record's Kind and Tool; args are the request's
-// arguments for the audit, if any.
-func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, args json.RawMessage, get func(*discovery.Server) (any, error)) (json.RawMessage, error) {
+// catalogGet makes one audited, traced read or get of the server key
+// names: get does it, with a ctx in the call's span, once the server is
+// resolved, and its result goes to the sandbox as JSON. rec has the
+// record's Kind and Tool; args are the request's arguments for the audit,
+// if any.
+func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, args json.RawMessage, get func(context.Context, *discovery.Server) (any, error)) (json.RawMessage, error) {
+	ctx, span := h.dir.tracer.Start(ctx, catalogMethod(rec.Kind), trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
 	// As the code wrote them, until the server resolves: capped, as for
 	// tool calls.
 	rec.Time, rec.Server, rec.Session, rec.Run, rec.ArgBytes = time.Now(), auditName(key), h.session, h.run, len(args)
@@ -132,7 +136,7 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 		rec.Server, known = srv.Name, observe.KnownServer
 		var res any
 		res, err = withSignIn(ctx, h, srv.Name, func(bool) (any, error) {
-			res, err := get(srv)
+			res, err := get(ctx, srv)
 			if err != nil {
 				return nil, catalogError(srv, err)
 			}
@@ -149,6 +153,7 @@ func (h *host) catalogGet(ctx context.Context, key string, rec *audit.Record, ar
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	rec.Outcome, rec.ResultBytes = outcome(ctx, false, err), len(raw)
 	h.observed(*rec, known)
+	describeCall(span, *rec)
 	if h.dir.audit != nil {
 		h.record(*rec, raw, args, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
@@ -56,6 +57,7 @@ type Directory struct {
 	tools    discovery.ToolPolicy    // the global tool policy, which each server's entry refines; set before the first update
 	audit    *audit.Log              // records every tool call; nil records none
 	sink     observe.Sink            // receives every call as it ends; nil none
+	tracer   trace.Tracer            // of the calls' spans
 	// manifests holds each server's last tool list, from which docs and
 	// search answer for a server that is not running; nil means none.
 	manifests *manifest.Store
@@ -147,7 +149,7 @@ func newSnapshot(cfg *discovery.Config, global discovery.ToolPolicy) *snapshot {
 // newDirectory returns a directory with no servers in front of pool. A tool
 // call whose arguments are over maxArgs bytes is refused. A nil logger discards.
 func newDirectory(pool Downstream, maxArgs int, logger *slog.Logger) *Directory {
-	d := &Directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), inflight: newByteBudget(DefaultResultBudget), logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
+	d := &Directory{pool: pool, maxArgs: maxArgs, results: typed.NewResults(), inflight: newByteBudget(DefaultResultBudget), tracer: tracer(nil), logger: cmp.Or(logger, slog.New(slog.DiscardHandler))}
 	d.Update(nil)
 	return d
 }

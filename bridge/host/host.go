@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
@@ -27,6 +28,7 @@ import (
 	"github.com/codebridge-mcp/codebridge/bridge/observe"
 	"github.com/codebridge-mcp/codebridge/bridge/policy"
 	"github.com/codebridge-mcp/codebridge/bridge/pool"
+	"github.com/codebridge-mcp/codebridge/bridge/tracing"
 	"github.com/codebridge-mcp/codebridge/bridge/typed"
 	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/codebridge-mcp/codebridge/discovery/secret"
@@ -343,6 +345,8 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	if p.Tool == nil {
 		return protocol.CallToolResult{}, &protocol.Error{Code: protocol.CodeBadArguments, Message: "call_tool needs a tool name: call_tool(server, tool, arguments)"}
 	}
+	ctx, span := h.dir.tracer.Start(ctx, tracing.MethodCallTool, trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
 	// The names as the code wrote them, until they resolve (call): capped,
 	// so made-up ones cannot fill the log.
 	rec := audit.Record{Time: time.Now(), Server: auditName(p.Server), Tool: auditName(*p.Tool), ArgBytes: len(p.Arguments)}
@@ -366,6 +370,7 @@ func (h *host) CallTool(ctx context.Context, p protocol.CallToolParams) (protoco
 	rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 	rec.Outcome, rec.ResultBytes = outcome(ctx, c.isError, err), len(c.raw)
 	h.observed(rec, known)
+	describeCall(span, rec)
 	if h.dir.audit != nil {
 		args, _ := secrets.MaskJSON(p.Arguments)
 		h.record(rec, c.raw, args, err)

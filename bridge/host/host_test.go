@@ -87,17 +87,7 @@ func mathServerAcked(t *testing.T, acks <-chan struct{}) string {
 
 func testDirectory(t *testing.T, servers ...*discovery.Server) *Directory {
 	t.Helper()
-	p := pool.New(pool.Options{})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		p.Close(ctx)
-	})
-	cfg := &discovery.Config{Servers: servers}
-	p.Update(cfg.Servers)
-	d := newDirectory(p, 4<<20, nil)
-	d.Update(cfg)
-	return d
+	return tracedDirectory(t, nil, servers...)
 }
 
 // Call answers a request as the run's host does, through the protocol's

@@ -3,6 +3,8 @@ package host
 import (
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codebridge-mcp/codebridge/bridge/audit"
 	"github.com/codebridge-mcp/codebridge/bridge/manifest"
 	"github.com/codebridge-mcp/codebridge/bridge/memory"
@@ -33,6 +35,9 @@ type Options struct {
 	// every run when it ends (metrics, the dashboard).
 	Sink   observe.Sink
 	Logger *slog.Logger
+	// Tracing gives the tracer of the spans of tool calls, resource reads,
+	// prompt gets and sign-ins; nil traces nothing.
+	Tracing trace.TracerProvider
 
 	// QuarantineNew holds back the tools that have no pin in Manifests
 	// (a new server's, a new tool of a known one) until a person approves
@@ -77,6 +82,7 @@ func New(pool Downstream, opts Options) *Directory {
 	d.tools, d.store, d.manifests, d.audit, d.sink = opts.Tools, opts.Store, opts.Manifests, opts.Audit, opts.Sink
 	d.quarantineNew, d.signIn, d.confirmSave = opts.QuarantineNew, opts.SignIn, opts.ConfirmSaveTool
 	d.setting, d.maxCalls = opts.Setting, opts.MaxCallsPerRun
+	d.tracer = tracer(opts.Tracing)
 	if opts.ResultBudget > 0 {
 		d.inflight = newByteBudget(opts.ResultBudget)
 	}

@@ -117,9 +117,12 @@ func (h *host) signIn(ctx context.Context, server string, began time.Time) error
 			return needSignIn(srv, "no sign-in finished within the run's time limit")
 		}
 	}
+	ctx, span := h.dir.tracer.Start(ctx, "oauth.sign_in")
+	defer span.End()
 	rec := audit.Record{Kind: audit.KindSignIn, Time: time.Now(), Session: h.session, Run: h.run, Server: srv.Name}
 	err = h.askSignIn(ctx, srv, &rec)
 	h.dir.signing.finish(srv.Name, op, err)
+	describeSignIn(span, rec, err)
 	if h.dir.audit != nil {
 		rec.DurationMS = float64(time.Since(rec.Time).Microseconds()) / 1000
 		rec.Outcome = audit.OutcomeOK

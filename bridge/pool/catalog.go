@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codebridge-mcp/codebridge/bridge/tracing"
 )
 
 // A feature is a part of MCP besides tools that a server may offer, as its
@@ -70,7 +72,7 @@ func (p *Pool) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadR
 	var res *mcp.ReadResourceResult
 	err := p.request(ctx, server, featureResources, fmt.Sprintf("reading resource %q of MCP server %q", uri, server), p.opts.CallTimeout,
 		func(ctx context.Context, s *mcp.ClientSession) (err error) {
-			res, err = s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			res, err = s.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: tracing.Inject(ctx, nil)})
 			return err
 		})
 	return res, err
@@ -82,7 +84,7 @@ func (p *Pool) GetPrompt(ctx context.Context, server, name string, args map[stri
 	var res *mcp.GetPromptResult
 	err := p.request(ctx, server, featurePrompts, fmt.Sprintf("getting prompt %q of MCP server %q", name, server), p.opts.CallTimeout,
 		func(ctx context.Context, s *mcp.ClientSession) (err error) {
-			res, err = s.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+			res, err = s.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args, Meta: tracing.Inject(ctx, nil)})
 			return err
 		})
 	return res, err

@@ -15,11 +15,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/codebridge-mcp/codebridge/discovery"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/codebridge-mcp/codebridge/bridge/tracing"
+	"github.com/codebridge-mcp/codebridge/discovery"
 )
 
 // Defaults for the zero values in [Options], and the recommended
@@ -76,6 +79,10 @@ type Options struct {
 	// that sends no Authorization header of its own: it adds the server's
 	// stored sign-in to its requests (bridge/oauth). Nil means none.
 	OAuth func(def *discovery.Server) auth.OAuthHandler
+	// Tracing gives the tracer of the spans of server starts; nil traces
+	// nothing. The trace context of a call's ctx goes to the server in
+	// the request's _meta either way.
+	Tracing trace.TracerProvider
 }
 
 // A Pool keeps one MCP client session per configured downstream server. A
@@ -88,6 +95,7 @@ type Options struct {
 type Pool struct {
 	opts   Options
 	logger *slog.Logger
+	tracer trace.Tracer
 	seq    atomic.Uint64 // progress tokens
 	stop   chan struct{} // closed by Close: ends the janitor
 	wg     sync.WaitGroup
@@ -142,6 +150,7 @@ func New(opts Options) *Pool {
 	p := &Pool{
 		opts:    opts,
 		logger:  opts.Logger,
+		tracer:  tracing.Tracer(opts.Tracing, "github.com/codebridge-mcp/codebridge/bridge/pool"),
 		stop:    make(chan struct{}),
 		now:     time.Now,
 		servers: make(map[string]*entry),
@@ -319,10 +328,13 @@ func (p *Pool) startLocked(ctx context.Context, e *entry) *startOp {
 		defer p.wg.Done()
 		begin := time.Now()
 		p.logger.Info("starting server", "server", def.Name, "transport", def.Transport)
+		sctx, span := p.tracer.Start(sctx, "mcp_server.start")
 		c, err := p.dial(sctx, def)
 		// End the connect context before anyone can use the session: a
 		// session that depended on it fails at once, in tests too.
 		cancel()
+		describeStart(span, def, err)
+		span.End()
 
 		p.mu.Lock()
 		op.c, op.err = c, err
@@ -487,6 +499,8 @@ func (p *Pool) CallFor(ctx context.Context, peer Peer, server, tool string, args
 		// filters at the level it set.
 		params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: "debug"}
 	}
+	// The server's spans join the caller's trace.
+	params.Meta = tracing.Inject(ctx, params.Meta)
 	if progress != nil {
 		tok := "codebridge-" + strconv.FormatUint(p.seq.Add(1), 10)
 		params.SetProgressToken(tok)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codebridge-mcp/codebridge/bridge/elicit"
 	"github.com/codebridge-mcp/codebridge/bridge/host"
@@ -57,6 +58,9 @@ type Options struct {
 	Setting func(key string) string
 	// Sink, if set, receives every run that ran code, when it ends.
 	Sink observe.Sink
+	// Tracing gives the tracer of run_python's spans; nil traces nothing
+	// (the trace context a client sends is passed on all the same).
+	Tracing trace.TracerProvider
 }
 
 // Limits bound run_python's calls, filled in from the settings by the
@@ -94,6 +98,7 @@ type Server struct {
 	logger *slog.Logger
 	mcp    *mcp.Server
 	tasks  *tasks.Store // the runs that became tasks
+	tracer trace.Tracer
 
 	// ended has one goroutine per MCP session, which ends the session's
 	// sandbox when the MCP session ends; Close waits for them.
@@ -127,7 +132,7 @@ func NewServer(opts Options) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{lim: opts.Limits, opts: opts, logger: logger, sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{},
+	s := &Server{lim: opts.Limits, opts: opts, logger: logger, tracer: tracer(opts.Tracing), sessions: map[*mcp.ServerSession]mcpSession{}, cancels: map[*mcp.CallToolRequest]func(){}, queued: map[*mcp.ServerSession]int{}, suspended: map[string]*suspended{},
 		tasks: tasks.NewStore(max(1, opts.Limits.MaxTasks), opts.Limits.TaskTTL)}
 	var sdkLogger *slog.Logger // the SDK's session chatter only when debugging
 	if opts.Debug {
@@ -293,10 +298,15 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	return s.run(ctx, req, nil)
 }
 
-// run runs the code of req; bg is its background run, if it has one, through
-// whose inbox its questions go; without one, or one without an inbox, they
-// go as requests of the server's own.
+// run runs the code of req, traced; bg is its background run, if it has
+// one, through whose inbox its questions go; without one, or one without an
+// inbox, they go as requests of the server's own.
 func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, bg *suspended) (*mcp.CallToolResult, error) {
+	return s.traced(ctx, req, func(ctx context.Context) (*mcp.CallToolResult, error) { return s.runCode(ctx, req, bg) })
+}
+
+// runCode is run without its span.
+func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest, bg *suspended) (*mcp.CallToolResult, error) {
 	ctx, done, refused := s.startRun(ctx, req)
 	if refused != nil {
 		return refused, nil
@@ -317,6 +327,7 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, bg *suspende
 	if len(in.Code) > s.lim.MaxCodeSize {
 		return inputError("code is %d bytes, over the %d byte limit (%s): send less code, or have it read data through an MCP tool.", len(in.Code), s.lim.MaxCodeSize, s.setting("max_code_size")), nil
 	}
+	codeSize(ctx, len(in.Code))
 	timeout := s.lim.Timeout
 	if in.Timeout != nil {
 		var err error

@@ -26,6 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codebridge-mcp/codebridge/runtime/python"
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
 )
@@ -140,6 +142,9 @@ type Options struct {
 	// long it took and its error (nil: started). It must not block.
 	Started func(took time.Duration, err error)
 	Logger  *slog.Logger // nil discards
+	// Tracing gives the tracer of the spans of container starts and
+	// claims; nil traces nothing.
+	Tracing trace.TracerProvider
 }
 
 // Request is one run.
@@ -257,6 +262,7 @@ type Manager struct {
 	eng     Engine
 	opts    Options
 	log     *slog.Logger
+	tracer  trace.Tracer
 	handles Handles
 	adoptMu sync.Mutex // one adoption at a time ([Adopter])
 
@@ -298,7 +304,7 @@ func New(eng Engine, opts Options) *Manager {
 	if opts.WarmLimit <= 0 {
 		opts.WarmLimit = DefaultWarmLimit
 	}
-	m := &Manager{eng: eng, opts: opts, log: opts.Logger, handles: cmp.Or(opts.Handles, NewMemoryHandles()), sessions: map[string]*session{}, defaultBound: defaultBound}
+	m := &Manager{eng: eng, opts: opts, log: opts.Logger, tracer: tracer(opts.Tracing), handles: cmp.Or(opts.Handles, NewMemoryHandles()), sessions: map[string]*session{}, defaultBound: defaultBound}
 	m.maxSessions.Store(int64(opts.MaxSessions))
 	if opts.MaxRuns > 0 {
 		m.slots = newSlots(opts.MaxRuns)
@@ -819,7 +825,10 @@ func (m *Manager) prelude() []protocol.Source {
 
 // take returns a warm container if one is ready, else starts one, waiting for the
 // engine as w says.
-func (m *Manager) take(ctx context.Context, w Wait) (*primed, error) {
+func (m *Manager) take(ctx context.Context, w Wait) (_ *primed, err error) {
+	ctx, span := m.tracer.Start(ctx, "sandbox.claim")
+	warm := false
+	defer func() { endClaim(span, warm, err) }()
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -841,15 +850,20 @@ func (m *Manager) take(ctx context.Context, w Wait) (*primed, error) {
 	}
 	m.mu.Unlock()
 	if b != nil {
+		warm = true
 		return b, nil
 	}
-	return m.start(ctx, w)
+	return m.start(ctx, w, false)
 }
 
-// start starts a container and its interpreter.
-func (m *Manager) start(ctx context.Context, w Wait) (*primed, error) {
+// start starts a container and its interpreter; forWarm says it is to
+// wait among the warm containers.
+func (m *Manager) start(ctx context.Context, w Wait, forWarm bool) (_ *primed, err error) {
+	ctx, span := m.startSpan(ctx, forWarm)
+	var ct Container
+	defer func() { endStart(span, ct, err) }()
 	began := time.Now()
-	ct, err := m.eng.Start(ctx, w)
+	ct, err = m.eng.Start(ctx, w)
 	if m.opts.Started != nil {
 		m.opts.Started(time.Since(began), err)
 	}
@@ -936,7 +950,7 @@ func (m *Manager) refill(ctx context.Context) {
 func (m *Manager) fill(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	b, err := m.start(sctx, Wait{})
+	b, err := m.start(sctx, Wait{}, true)
 	m.mu.Lock()
 	m.filling--
 	ok := err == nil && !m.closed
