@@ -110,6 +110,11 @@ type Front struct {
 
 	srv    *server.Server
 	health Health
+	// lane picks the go-sdk server of a request that starts an MCP session
+	// (or of a sessionless one): nil, or a nil answer, is srv's, the code
+	// lane; laneServers are the others, whose sessions Shutdown closes.
+	lane        func(*http.Request) *mcp.Server
+	laneServers []*mcp.Server
 
 	creating sync.Mutex       // held while a request may create a session
 	stopping atomic.Bool      // shutting down: no new sessions
@@ -207,6 +212,13 @@ func (f *Front) Serve(srv *server.Server, health Health, routes ...Route) error 
 	return http.ErrServerClosed
 }
 
+// SetLanes makes pick choose the MCP server of each new MCP session (and of
+// each sessionless request) from servers, the lanes besides the code lane
+// (bridge/lane); a nil answer is the code lane's. Call it before Serve.
+func (f *Front) SetLanes(pick func(*http.Request) *mcp.Server, servers ...*mcp.Server) {
+	f.lane, f.laneServers = pick, servers
+}
+
 // Shutdown stops the front: it stops accepting at once, lets runs finish
 // for up to the grace period, cancels the rest, closes every MCP session
 // (which ends their sandbox sessions), and then closes the connections
@@ -235,6 +247,11 @@ func (f *Front) Shutdown(ctx context.Context) error {
 	f.posts.Wait(ctx)
 	for ss := range f.srv.MCP().Sessions() {
 		ss.Close()
+	}
+	for _, s := range f.laneServers {
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
 	}
 	err := f.srv.Close(ctx)
 	select {

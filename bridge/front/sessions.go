@@ -53,7 +53,14 @@ func (f *Front) mcpHandler() http.Handler {
 		sdkLogger = f.logger.With("component", "mcp-http")
 	}
 	events := newEventStore(eventStoreBytes, streamsKept)
-	server := func(*http.Request) *mcp.Server { return f.srv.MCP() }
+	server := func(r *http.Request) *mcp.Server {
+		if f.lane != nil {
+			if s := f.lane(r); s != nil {
+				return s
+			}
+		}
+		return f.srv.MCP()
+	}
 	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		SessionTimeout: f.opts.SessionIdle, Logger: sdkLogger, EventStore: events,
 	})
