@@ -122,6 +122,9 @@ func (t *Tools) refresher() {
 // server.
 func (t *Tools) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && method != "initialize" {
+			t.sess.of(ss) // its capabilities reach the pool before a listing starts a server
+		}
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
 			t.syncMu.Lock()
