@@ -103,7 +103,8 @@ func connect(t *testing.T, srv *mcp.Server, opts *mcp.ClientOptions) *mcp.Client
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, opts).Connect(t.Context(), ct, nil)
+	// 2025-11-25, the newest version whose servers ask their clients by requests.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client"}, opts).Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,9 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 }
 
 func text(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
 	var b strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
@@ -308,5 +312,90 @@ func drain(ch chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+// TestToolsLaneAsks: a call the policy wants approved is asked of the
+// person through the lane's client, by elicitation; "allow for this
+// session" lasts that MCP session only; a client that cannot be asked
+// gets the refusal code gets.
+func TestToolsLaneAsks(t *testing.T) {
+	r := newRig(t, manifest.New(t.TempDir()))
+	cfg := &discovery.Config{Servers: []*discovery.Server{r.cfg.Servers[0], {
+		Name: "math", Transport: discovery.Streamable, URL: r.cfg.Servers[1].URL, Tools: discovery.ToolPolicy{Confirm: []string{"add"}}}}}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane := NewTools(Options{Dir: r.dir})
+	t.Cleanup(lane.Close)
+	var asked atomic.Int64
+	asking := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		if !strings.Contains(req.Params.Message, `tool "add" of MCP server "math"`) {
+			t.Errorf("the question: %q", req.Params.Message)
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow for this session"}}, nil
+	}}
+	add := &mcp.CallToolParams{Name: "math__add", Arguments: map[string]any{"A": 1, "B": 1}}
+	cs := connect(t, lane.MCP(), asking)
+	for range 2 {
+		if res, err := cs.CallTool(t.Context(), add); err != nil || res.IsError || text(res) != "2" {
+			t.Fatalf("math__add, approved: %v %q", err, text(res))
+		}
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("asked %d times in one session, want once: the session was allowed", n)
+	}
+	other := connect(t, lane.MCP(), asking)
+	if res, err := other.CallTool(t.Context(), add); err != nil || res.IsError {
+		t.Fatalf("math__add from another session: %v %q", err, text(res))
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("asked %d times over two sessions, want twice", n)
+	}
+	mute := connect(t, lane.MCP(), nil)
+	res, err := mute.CallTool(t.Context(), add)
+	if err != nil || !res.IsError || !strings.HasPrefix(text(res), "declined: ") || !strings.Contains(text(res), "cannot ask") {
+		t.Errorf("math__add from a client without elicitation: %v %q", err, text(res))
+	}
+}
+
+// TestToolsLaneProgress: a downstream server's progress on a call reaches
+// the client that asked for progress on it. The server waits for the
+// client to have each notification before it goes on, so none is still on
+// its way when the result comes.
+func TestToolsLaneProgress(t *testing.T) {
+	acks := make(chan struct{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "counts to three"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			for i := 1; i <= 3; i++ {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 3})
+				select {
+				case <-acks:
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	url, _ := downstream(t, s)
+	r := newRig(t, manifest.New(t.TempDir()))
+	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "slow", Transport: discovery.Streamable, URL: url}}}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane := NewTools(Options{Dir: r.dir})
+	t.Cleanup(lane.Close)
+	got := make(chan float64, 8)
+	cs := connect(t, lane.MCP(), &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		got <- req.Params.Progress
+		acks <- struct{}{}
+	}})
+	params := &mcp.CallToolParams{Name: "slow__count"}
+	params.SetProgressToken("p1")
+	if res, err := cs.CallTool(t.Context(), params); err != nil || text(res) != "done" {
+		t.Fatalf("slow__count: %v %q", err, text(res))
+	}
+	if len(got) != 3 {
+		t.Errorf("%d progress notifications, want 3", len(got))
 	}
 }

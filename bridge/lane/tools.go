@@ -42,6 +42,7 @@ type Tools struct {
 	mu      sync.Mutex        // protects following
 	targets map[string]target // every tool name a call may give, shown or hidden
 	uis     map[string]string // ui:// resources of shown tools, by URI: their server
+	running map[string]bool   // the servers running at the last refresh
 }
 
 // target is what one name of the lane reaches: a downstream server's tool,
@@ -127,17 +128,17 @@ func (t *Tools) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
-			t.syncMu.Lock()
-			first := !t.listed
-			t.listed = true
-			t.syncMu.Unlock()
-			if first {
-				t.refresh(ctx, true)
-			}
+			t.firstListing(ctx)
 		case *mcp.CallToolRequest:
-			t.mu.Lock()
-			tg, ok := t.targets[r.Params.Name]
-			t.mu.Unlock()
+			tg, ok := t.target(r.Params.Name)
+			if !ok {
+				// A client may call a name it knows without listing: look
+				// again before refusing it.
+				if !t.firstListing(ctx) {
+					t.refresh(ctx, false)
+				}
+				tg, ok = t.target(r.Params.Name)
+			}
 			if ok {
 				return t.call(ctx, r, tg)
 			}
@@ -167,6 +168,27 @@ func (t *Tools) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// firstListing refreshes the listings, starting the servers never listed,
+// if no client has listed them since the start; it reports whether it did.
+func (t *Tools) firstListing(ctx context.Context) bool {
+	t.syncMu.Lock()
+	first := !t.listed
+	t.listed = true
+	t.syncMu.Unlock()
+	if first {
+		t.refresh(ctx, true)
+	}
+	return first
+}
+
+// target is what the lane name reaches, shown or hidden.
+func (t *Tools) target(name string) (target, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tg, ok := t.targets[name]
+	return tg, ok
+}
+
 // notFound reports whether err is the go-sdk server's answer for a
 // resource or prompt it does not have.
 func notFound(err error) bool {
@@ -178,7 +200,12 @@ func notFound(err error) bool {
 func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest, tg target) (*mcp.CallToolResult, error) {
 	h := hostFor(ctx, t.dir, t.sess.of(req.Session), req, req.Params.GetProgressToken())
 	res, err := callTool(ctx, h, tg.server, tg.name, req.Params.Arguments)
-	t.Changed() // a first call starts its server: its resources and prompts appear
+	t.mu.Lock()
+	started := !t.running[tg.server]
+	t.mu.Unlock()
+	if started { // the call started its server: its resources and prompts appear
+		t.Changed()
+	}
 	return res, err
 }
 
@@ -225,7 +252,9 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 	uis := map[string]string{}
 	seen := map[string]int{} // "kind name": how many servers give it
 	shown := map[string]*mcp.Tool{}
+	running := map[string]bool{}
 	for _, o := range t.dir.Offers(ctx, start) {
+		running[o.Server] = o.Running
 		if o.Unlisted || o.Err != nil {
 			if old := was[o.Server]; old != nil {
 				next[o.Server] = old
@@ -311,7 +340,7 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 		}
 	}
 	t.mu.Lock()
-	t.targets, t.uis = targets, uis
+	t.targets, t.uis, t.running = targets, uis, running
 	t.mu.Unlock()
 	t.served = next
 }
