@@ -126,18 +126,8 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return out
 }
 
-func text(res *mcp.CallToolResult) string {
-	if res == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+// text is the text of a tool result.
+func text(res *mcp.CallToolResult) string { return bridgetest.Text(res) }
 
 // TestToolsLane: the downstream tools under their lane names, those the
 // policy denies left out and refused as code is refused; a call starts

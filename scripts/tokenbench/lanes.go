@@ -24,9 +24,9 @@ func runLanes(ctx context.Context, cfg config) error {
 		_, err := os.Stat(filepath.Join(cfg.npm, s.tree, "node_modules", ".bin", s.bin))
 		return err != nil
 	})
-	root := filepath.Join(os.TempDir(), "codebridge-tokenbench")
-	if err := os.Mkdir(root, 0o700); err != nil {
-		return fmt.Errorf("%w: another tokenbench is running, or one was killed; remove %s if none runs", err, root)
+	root, err := benchRoot()
+	if err != nil {
+		return err
 	}
 	defer os.RemoveAll(root)
 	w, err := newWorkspace(filepath.Join(root, "w"))

@@ -39,13 +39,22 @@ type result struct {
 	ReplayCodebridge *replayed `json:"replay_codebridge,omitempty"`
 }
 
-func runBench(ctx context.Context, cfg config) error {
-	// A fixed folder, not a random one: its path is in the calls and results
-	// both ways, and a random name would change the token counts by a few
-	// from run to run.
+// benchRoot makes the benchmark's folder, which also keeps a second
+// tokenbench from running at once; remove it when done. A fixed folder,
+// not a random one: its path is in the calls and results both ways, and a
+// random name would change the token counts by a few from run to run.
+func benchRoot() (string, error) {
 	root := filepath.Join(os.TempDir(), "codebridge-tokenbench")
 	if err := os.Mkdir(root, 0o700); err != nil {
-		return fmt.Errorf("%w: another tokenbench is running, or one was killed; remove %s if none runs", err, root)
+		return "", fmt.Errorf("%w: another tokenbench is running, or one was killed; remove %s if none runs", err, root)
+	}
+	return root, nil
+}
+
+func runBench(ctx context.Context, cfg config) error {
+	root, err := benchRoot()
+	if err != nil {
+		return err
 	}
 	defer os.RemoveAll(root)
 	// Both ways get the same data at paths of the same length.
