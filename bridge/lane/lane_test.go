@@ -205,18 +205,40 @@ func TestToolsLane(t *testing.T) {
 
 // TestToolsLaneQuarantine: with new tools quarantined until approved,
 // none is listed, and a call of one by its lane name is refused as code's
-// call is, saying how to approve it.
+// call is, saying how to approve it; once approved, it is called and
+// listed.
 func TestToolsLaneQuarantine(t *testing.T) {
 	r := newRigWith(t, host.Options{Manifests: manifest.New(t.TempDir()), QuarantineNew: true})
 	lane := NewTools(Options{Dir: r.dir})
 	t.Cleanup(lane.Close)
-	cs := connect(t, lane.MCP(), nil)
+	changed := make(chan struct{}, 8)
+	cs := connect(t, lane.MCP(), &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
 	if got := toolNames(t, cs); len(got) != 0 {
 		t.Errorf("tools/list = %v, want none: every tool is new and held", got)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "cat__echo"})
 	if err != nil || !res.IsError || !strings.HasPrefix(text(res), "quarantined: tool cat.echo is quarantined") || !strings.Contains(text(res), "codebridge tools approve cat echo") {
 		t.Errorf("calling a quarantined tool: %v %q", err, text(res))
+	}
+
+	// Approved (codebridge tools approve cat echo): the call goes through,
+	// and the listing follows, announced.
+	tools, err := r.pool.Tools(t.Context(), "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.manifests.Approve("cat", tools); err != nil {
+		t.Fatal(err)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "cat__echo"})
+	if err != nil || res.IsError || text(res) != "echo" {
+		t.Errorf("calling the approved tool: %v %q", err, text(res))
+	}
+	waitFor(t, changed, "tools/list_changed after the approval")
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"cat__echo"}) {
+		t.Errorf("tools/list after the approval = %v, want cat__echo", got)
 	}
 }
 

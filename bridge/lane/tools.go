@@ -47,7 +47,10 @@ type Tools struct {
 
 // target is what one name of the lane reaches: a downstream server's tool,
 // prompt or resource.
-type target struct{ server, name string }
+type target struct {
+	server, name string
+	hidden bool // blocked by the policy or held by the pins: not listed
+}
 
 // served is what the lane registered with its go-sdk server for one
 // downstream server, to tell what changed at the next refresh.
@@ -203,7 +206,9 @@ func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest, tg target) (
 	t.mu.Lock()
 	started := !t.running[tg.server]
 	t.mu.Unlock()
-	if started { // the call started its server: its resources and prompts appear
+	// A call that started its server makes its resources and prompts
+	// appear; one of a hidden tool may find it approved since.
+	if started || tg.hidden {
 		t.Changed()
 	}
 	return res, err
@@ -269,7 +274,7 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 		for _, tool := range o.Tools {
 			name := Name(o.Server, tool.Name)
 			seen["tool "+name]++
-			targets[name] = target{o.Server, tool.Name}
+			targets[name] = target{o.Server, tool.Name, false}
 			enc, _ := json.Marshal(tool)
 			sv.tools[name] = string(enc)
 			shown[name] = tool
@@ -281,7 +286,7 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 		for _, name := range o.Hidden {
 			lname := Name(o.Server, name)
 			seen["tool "+lname]++
-			targets[lname] = target{o.Server, name}
+			targets[lname] = target{o.Server, name, true}
 		}
 		if o.Running {
 			t.listCatalog(ctx, o.Server, sv, seen)
@@ -412,14 +417,14 @@ func (t *Tools) add(kind, server, key, enc string, tool *mcp.Tool) {
 	case "tool":
 		shown := *tool
 		shown.Name = key
-		tg := target{server, tool.Name}
+		tg := target{server: server, name: tool.Name}
 		t.srv.AddTool(&shown, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return t.call(ctx, req, tg)
 		})
 	case "prompt":
 		p := new(mcp.Prompt)
 		json.Unmarshal([]byte(enc), p)
-		tg := target{server, p.Name}
+		tg := target{server: server, name: p.Name}
 		p.Name = key
 		t.srv.AddPrompt(p, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return t.getPrompt(ctx, req, tg)

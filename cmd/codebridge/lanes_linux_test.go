@@ -40,7 +40,8 @@ func resultText(res *mcp.CallToolResult) string {
 // lane: server-everything's tools are listed under everything__* from its
 // saved tool list, without starting it; a call starts it and returns its
 // result; a tool its policy denies is not listed and is refused with the
-// message code gets from run_python on the same codebridge.
+// message code gets from run_python on the same codebridge; a client
+// without an MCP session (codemode=off) calls it too.
 func TestToolsLaneHTTP(t *testing.T) {
 	b := startHTTP(t, lanesEnv(t))
 	pid := b.Cmd.Process.Pid
@@ -77,6 +78,17 @@ func TestToolsLaneHTTP(t *testing.T) {
 	if err != nil || !res.IsError {
 		t.Fatalf("everything__get-env: %v %+v; want it refused", err, res)
 	}
+	// A client without an MCP session (MCP 2026-07-28) too.
+	sessionless, err := dialHTTP(b.URL+"?codemode=off", b.Token, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sessionless.Close()
+	echoed, err := sessionless.CallTool(t.Context(), &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "no session"}})
+	if err != nil || echoed.IsError || resultText(echoed) != "Echo: no session" {
+		t.Errorf("everything__echo without an MCP session: %v %q", err, resultText(echoed))
+	}
+
 	code := b.goClient(t, b.Token)
 	out := mustRun(t, code, `
 try:
