@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -219,6 +220,19 @@ func (f *Front) SetLanes(pick func(*http.Request) *mcp.Server, servers ...*mcp.S
 	f.lane, f.laneServers = pick, servers
 }
 
+// mcpSessions are the open MCP sessions of every lane.
+func (f *Front) mcpSessions() iter.Seq[*mcp.ServerSession] {
+	return func(yield func(*mcp.ServerSession) bool) {
+		for _, s := range append([]*mcp.Server{f.srv.MCP()}, f.laneServers...) {
+			for ss := range s.Sessions() {
+				if !yield(ss) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Shutdown stops the front: it stops accepting at once, lets runs finish
 // for up to the grace period, cancels the rest, closes every MCP session
 // (which ends their sandbox sessions), and then closes the connections
@@ -245,13 +259,8 @@ func (f *Front) Shutdown(ctx context.Context) error {
 	// A finished run's answer is still being written to its POST: let
 	// those end before the sessions close under them.
 	f.posts.Wait(ctx)
-	for ss := range f.srv.MCP().Sessions() {
+	for ss := range f.mcpSessions() {
 		ss.Close()
-	}
-	for _, s := range f.laneServers {
-		for ss := range s.Sessions() {
-			ss.Close()
-		}
 	}
 	err := f.srv.Close(ctx)
 	select {
@@ -390,7 +399,7 @@ func (f *Front) countPosts(next http.Handler) http.Handler {
 // sessionless requests in progress (which have no id).
 func (f *Front) sessions() int {
 	n := 0
-	for ss := range f.srv.MCP().Sessions() {
+	for ss := range f.mcpSessions() {
 		if ss.ID() != "" {
 			n++
 		}

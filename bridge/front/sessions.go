@@ -123,7 +123,7 @@ func (f *Front) track(next http.Handler) http.Handler {
 func (f *Front) forget(id string) {
 	live := map[string]bool{}
 	if id == "" {
-		for ss := range f.srv.MCP().Sessions() {
+		for ss := range f.mcpSessions() {
 			live[ss.ID()] = true
 		}
 	}
@@ -159,7 +159,7 @@ func (f *Front) use(id string, delta int) *mcp.ServerSession {
 	}
 	t.posts += delta
 	if t.ss == nil {
-		for ss := range f.srv.MCP().Sessions() {
+		for ss := range f.mcpSessions() {
 			if ss.ID() == id {
 				t.ss = ss
 				break
@@ -183,7 +183,7 @@ func initParams(ss *mcp.ServerSession) *mcp.InitializeParams {
 func (f *Front) evictIdlest() bool {
 	f.mu.Lock()
 	live := map[string]*mcp.ServerSession{}
-	for ss := range f.srv.MCP().Sessions() {
+	for ss := range f.mcpSessions() {
 		if id := ss.ID(); id != "" {
 			live[id] = ss
 		}
