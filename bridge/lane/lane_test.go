@@ -133,8 +133,11 @@ func text(res *mcp.CallToolResult) string { return bridgetest.Text(res) }
 // policy denies left out and refused as code is refused; a call starts
 // the server, whose resources, templates and prompts then appear with
 // list_changed; an MCP App's _meta.ui is passed through and its ui://
-// resource read; a reload without a server removes its tools, notified.
+// resource read; a reload without a server removes its tools, and one
+// with a new server adds its, each notified.
 func TestToolsLane(t *testing.T) {
+	// Served before the rig's pool starts, so it is closed after the pool.
+	extraURL, _ := downstream(t, bridgetest.CatalogServer("extra"))
 	r := newRig(t, manifest.New(t.TempDir()))
 	lane := NewTools(Options{Dir: r.dir})
 	t.Cleanup(lane.Close)
@@ -199,6 +202,17 @@ func TestToolsLane(t *testing.T) {
 	lane.Changed()
 	waitFor(t, toolsChanged, "tools/list_changed after a reload")
 	if got, want := toolNames(t, cs), []string{"math__add"}; !slices.Equal(got, want) {
+		t.Errorf("tools/list after the reload = %v, want %v", got, want)
+	}
+
+	// A reload that adds a server never listed: it is started to be listed.
+	drain(toolsChanged)
+	cfg = &discovery.Config{Servers: append(cfg.Servers, &discovery.Server{Name: "extra", Transport: discovery.Streamable, URL: extraURL})}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane.Changed()
+	waitFor(t, toolsChanged, "tools/list_changed after a reload added a server")
+	if got, want := toolNames(t, cs), []string{"extra__echo", "math__add"}; !slices.Equal(got, want) {
 		t.Errorf("tools/list after the reload = %v, want %v", got, want)
 	}
 }

@@ -22,7 +22,8 @@ import (
 // resources, resource templates and prompts are theirs (URIs as the servers
 // give them; prompts named as tools are). Its listings come from the saved
 // tool lists, so no server starts until a tool of it is called; a server
-// never listed is started once for its first listing. Resources and prompts
+// never listed is started once for its first listing (at the first
+// tools/list, or, after that, when a reload adds it). Resources and prompts
 // are those of the servers running. Every change ([Tools.Changed]) is
 // announced with list_changed notifications.
 type Tools struct {
@@ -82,8 +83,9 @@ func NewTools(opts Options) *Tools {
 func (t *Tools) MCP() *mcp.Server { return t.srv }
 
 // Changed says the configuration, a server's tool list or the pins may
-// have changed: the lane looks again, without starting any server, and
-// notifies its clients of what changed.
+// have changed: the lane looks again, starting only a server never listed
+// (and only once a client has listed the tools), and notifies its clients
+// of what changed.
 func (t *Tools) Changed() {
 	select {
 	case t.kick <- struct{}{}:
@@ -113,8 +115,13 @@ func (t *Tools) refresher() {
 			return
 		case <-t.kick:
 		}
+		// Once a client has listed, a server configured since is started
+		// to be listed, as at the first listing; before, nothing starts.
+		t.syncMu.Lock()
+		start := t.listed
+		t.syncMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
-		t.refresh(ctx, false)
+		t.refresh(ctx, start)
 		cancel()
 	}
 }
