@@ -50,7 +50,7 @@ type Tools struct {
 // prompt or resource.
 type target struct {
 	server, name string
-	hidden bool // blocked by the policy or held by the pins: not listed
+	hidden       bool // blocked by the policy or held by the pins: not listed
 }
 
 // served is what the lane registered with its go-sdk server for one
