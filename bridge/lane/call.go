@@ -117,6 +117,9 @@ func callTool(ctx context.Context, h protocol.Handler, server, tool string, args
 	if err := json.Unmarshal(res.RawMessage, out); err != nil {
 		return nil, fmt.Errorf("decoding the result of %s.%s: %w", server, tool, err)
 	}
+	if out.Content == nil {
+		out.Content = []mcp.Content{} // "content" is required, even empty
+	}
 	return out, nil
 }
 
