@@ -288,6 +288,12 @@ func TestToolsLaneFromManifests(t *testing.T) {
 	if err != nil || text(res) != "echo" || !r.pool.Running("cat") {
 		t.Errorf("calling cat__echo: %v %q running=%v", err, text(res), r.pool.Running("cat"))
 	}
+	// The ui:// resource math__add's _meta names reads before math runs:
+	// the read starts it.
+	rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "ui://math/add.html"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "<p>add</p>" || !r.pool.Running("math") {
+		t.Errorf("reading math's ui resource while it was not running: %v %+v", err, rr)
+	}
 }
 
 // TestSearchLane: find_tools finds a tool by what it does, describe_tool
