@@ -32,9 +32,9 @@ type Tools struct {
 	srv    *mcp.Server
 	sess   sessions
 
-	kick chan struct{} // Changed asks the refresher to look again
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the refresher has returned
+	kick chan struct{}      // Changed asks the refresher to look again
+	stop context.CancelFunc // ends the refresher and the refresh in progress
+	done chan struct{}      // closed when the refresher has returned
 
 	syncMu sync.Mutex // held by a refresh; protects following
 	listed bool       // a client has listed the tools since the start
@@ -65,7 +65,7 @@ type served struct {
 // NewTools builds the tools lane; [Tools.Close] stops it.
 func NewTools(opts Options) *Tools {
 	t := &Tools{dir: opts.Dir, logger: orDiscard(opts.Logger), sess: sessions{onClient: opts.OnClient, lane: "tools"},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		served: map[string]*served{}, targets: map[string]target{}, uis: map[string]string{}}
 	t.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge (tools)", Version: opts.Version},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{
@@ -75,7 +75,9 @@ func NewTools(opts Options) *Tools {
 			Logging:   &mcp.LoggingCapabilities{},
 		}})
 	t.srv.AddReceivingMiddleware(t.middleware)
-	go t.refresher()
+	ctx, stop := context.WithCancel(context.Background())
+	t.stop = stop
+	go t.refresher(ctx)
 	return t
 }
 
@@ -93,13 +95,10 @@ func (t *Tools) Changed() {
 	}
 }
 
-// Close stops the lane's refresher and waits for it.
+// Close stops the lane's refresher, cutting a refresh in progress short,
+// and waits for it.
 func (t *Tools) Close() {
-	select {
-	case <-t.stop:
-	default:
-		close(t.stop)
-	}
+	t.stop()
 	<-t.done
 	t.sess.wg.Wait()
 }
@@ -107,11 +106,11 @@ func (t *Tools) Close() {
 // refreshTimeout bounds one refresh that Changed asked for.
 const refreshTimeout = time.Minute
 
-func (t *Tools) refresher() {
+func (t *Tools) refresher(ctx context.Context) {
 	defer close(t.done)
 	for {
 		select {
-		case <-t.stop:
+		case <-ctx.Done():
 			return
 		case <-t.kick:
 		}
@@ -120,8 +119,8 @@ func (t *Tools) refresher() {
 		t.syncMu.Lock()
 		start := t.listed
 		t.syncMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
-		t.refresh(ctx, start)
+		rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		t.refresh(rctx, start)
 		cancel()
 	}
 }
