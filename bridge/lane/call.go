@@ -25,6 +25,9 @@ type Directory interface {
 	// Offers lists every server's tools without starting servers that
 	// have a saved tool list (see [host.Directory.Offers]).
 	Offers(ctx context.Context, start bool) []host.Offer
+	// Complete asks a server to complete an argument of its prompt or
+	// resource template (see [host.Directory.Complete]).
+	Complete(ctx context.Context, server string, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // Options are a lane's collaborators.

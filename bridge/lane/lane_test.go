@@ -3,6 +3,7 @@ package lane
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -429,5 +430,42 @@ func TestToolsLaneProgress(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("%d progress notifications, want 3", len(got))
+	}
+}
+
+// TestToolsLaneCompletions: a completion of a prompt's argument reaches the
+// prompt's server under the prompt's own name.
+func TestToolsLaneCompletions(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "geo"}, &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			if req.Params.Ref.Name != "weather" {
+				return nil, fmt.Errorf("no prompt %q", req.Params.Ref.Name)
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Value + "is"}}}, nil
+		}})
+	mcp.AddTool(s, &mcp.Tool{Name: "noop"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "weather", Arguments: []*mcp.PromptArgument{{Name: "city"}}},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+	url, _ := downstream(t, s)
+	r := newRig(t, manifest.New(t.TempDir()))
+	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "geo", Transport: discovery.Streamable, URL: url}}}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane := NewTools(Options{Dir: r.dir})
+	t.Cleanup(lane.Close)
+	cs := connect(t, lane.MCP(), nil)
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "geo__noop"}); err != nil { // starts geo
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "geo's prompt to be served", func() bool {
+		p, err := cs.ListPrompts(t.Context(), nil)
+		return err == nil && len(p.Prompts) == 1
+	})
+	res, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "geo__weather"},
+		Argument: mcp.CompleteParamsArgument{Name: "city", Value: "Par"}})
+	if err != nil || len(res.Completion.Values) != 1 || res.Completion.Values[0] != "Paris" {
+		t.Errorf("completing geo__weather's city: %v %+v", err, res)
 	}
 }

@@ -1,6 +1,7 @@
 package lane
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,8 @@ type Tools struct {
 	targets map[string]target // every tool name a call may give, shown or hidden
 	uis     map[string]string // ui:// resources of shown tools, by URI: their server
 	running map[string]bool   // the servers running at the last refresh
+	prompts map[string]target // served prompts, by lane name
+	tmpls   map[string]string // served resource templates, by URI template: their server
 }
 
 // target is what one name of the lane reaches: a downstream server's tool,
@@ -68,7 +71,7 @@ func NewTools(opts Options) *Tools {
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		served: map[string]*served{}, targets: map[string]target{}, uis: map[string]string{}}
 	t.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge (tools)", Version: opts.Version},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{
+		&mcp.ServerOptions{CompletionHandler: t.complete, Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
@@ -220,6 +223,30 @@ func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest, tg target) (
 	return res, err
 }
 
+// complete passes a completion request to the server of the prompt or
+// resource template it names, the prompt by its own name.
+func (t *Tools) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	if req.Params == nil || req.Params.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
+	}
+	params, ref := *req.Params, *req.Params.Ref
+	params.Ref = &ref
+	t.mu.Lock()
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		tg := t.prompts[ref.Name]
+		server, ref.Name = tg.server, tg.name
+	case "ref/resource":
+		server = t.tmpls[ref.URI]
+	}
+	t.mu.Unlock()
+	if server == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no prompt or resource template %q of a running server is served here", cmp.Or(ref.Name, ref.URI))}
+	}
+	return t.dir.Complete(ctx, server, &params)
+}
+
 // read reads req's resource from server through the host.
 func (t *Tools) read(ctx context.Context, req *mcp.ReadResourceRequest, server string) (*mcp.ReadResourceResult, error) {
 	h := hostFor(ctx, t.dir, t.sess.of(req.Session), req, nil)
@@ -350,8 +377,19 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 			}
 		}
 	}
+	prompts, tmpls := map[string]target{}, map[string]string{}
+	for server, sv := range next {
+		for name, enc := range sv.prompts {
+			var p struct{ Name string }
+			json.Unmarshal([]byte(enc), &p)
+			prompts[name] = target{server: server, name: p.Name}
+		}
+		for uri := range sv.templates {
+			tmpls[uri] = server
+		}
+	}
 	t.mu.Lock()
-	t.targets, t.uis, t.running = targets, uis, running
+	t.targets, t.uis, t.running, t.prompts, t.tmpls = targets, uis, running, prompts, tmpls
 	t.mu.Unlock()
 	t.served = next
 }
