@@ -447,7 +447,9 @@ func TestToolsLaneCompletions(t *testing.T) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "weather", Arguments: []*mcp.PromptArgument{{Name: "city"}}},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 	url, _ := downstream(t, s)
 	r := newRig(t, manifest.New(t.TempDir()))
 	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "geo", Transport: discovery.Streamable, URL: url}}}
