@@ -392,6 +392,19 @@ func TestToolsLaneAsks(t *testing.T) {
 	}
 }
 
+// laneOver is a tools lane over one downstream server, srv, named name.
+func laneOver(t *testing.T, name string, srv *mcp.Server) *Tools {
+	t.Helper()
+	url, _ := downstream(t, srv) // before the rig's pool, so it is closed after it
+	r := newRig(t, manifest.New(t.TempDir()))
+	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: name, Transport: discovery.Streamable, URL: url}}}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane := NewTools(Options{Dir: r.dir})
+	t.Cleanup(lane.Close)
+	return lane
+}
+
 // TestToolsLaneProgress: a downstream server's progress on a call reaches
 // the client that asked for progress on it. The server waits for the
 // client to have each notification before it goes on, so none is still on
@@ -411,13 +424,7 @@ func TestToolsLaneProgress(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
-	url, _ := downstream(t, s)
-	r := newRig(t, manifest.New(t.TempDir()))
-	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "slow", Transport: discovery.Streamable, URL: url}}}
-	r.pool.Update(cfg.Servers)
-	r.dir.Update(cfg)
-	lane := NewTools(Options{Dir: r.dir})
-	t.Cleanup(lane.Close)
+	lane := laneOver(t, "slow", s)
 	got := make(chan float64, 8)
 	cs := connect(t, lane.MCP(), &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		got <- req.Params.Progress
@@ -450,13 +457,7 @@ func TestToolsLaneCompletions(t *testing.T) {
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{}, nil
 		})
-	url, _ := downstream(t, s)
-	r := newRig(t, manifest.New(t.TempDir()))
-	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "geo", Transport: discovery.Streamable, URL: url}}}
-	r.pool.Update(cfg.Servers)
-	r.dir.Update(cfg)
-	lane := NewTools(Options{Dir: r.dir})
-	t.Cleanup(lane.Close)
+	lane := laneOver(t, "geo", s)
 	cs := connect(t, lane.MCP(), nil)
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "geo__noop"}); err != nil { // starts geo
 		t.Fatal(err)
