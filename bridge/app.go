@@ -58,6 +58,7 @@ type App struct {
 	layers  *settings.Resolved
 	conf    atomic.Pointer[discovery.Config] // as last applied
 	tracing *tracing.Provider                // sends traces, when the OTEL_* variables ask
+	lanes   lanes                            // the tools and search lanes
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -178,6 +179,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 			a.dir.SaveManifest(def, tools, instructions)
+			a.lanes.tools.Changed()
 		},
 		OAuth: a.state.oauthHandlers(logger)})
 	if cfg.HTTP != "" { // only serve --http has the dashboard's live view
@@ -193,6 +195,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	a.ui = newUISource(cfg, a.state, a.pool, a.configured, logger)
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
 		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil(), Tracing: tp}))
+	a.lanes = a.newLanes(version)
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
@@ -320,6 +323,7 @@ func (a *App) apply(cfg *discovery.Config) {
 	a.conf.Store(cfg)
 	a.pool.Update(cfg.Servers)
 	a.dir.Update(cfg)
+	a.lanes.tools.Changed()
 	a.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
 }
 
@@ -389,7 +393,12 @@ func (a *App) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Writer) e
 	defer undo()
 	out = pout.(io.Writer)
 	a.logger.Info("serving MCP on stdio", "config_dir", a.cfg.ConfigDir)
-	err := a.server.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	var err error
+	if srv := a.laneServer(a.cfg.Lane); srv != nil {
+		err = srv.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	} else {
+		err = a.server.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	}
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -435,6 +444,7 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	a.front = f
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
+	f.SetLanes(a.pickLane, a.lanes.tools.MCP(), a.lanes.search.MCP())
 	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name, Bounds: func() (sessions, runs, queued int) {
 		return a.sandbox.MaxSessions(), a.cfg.MaxRuns, a.server.MaxQueued()
 	}}, append(a.routes(), a.dashboardRoutes(f)...)...)
@@ -480,6 +490,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.ui.close() // the dashboard's sign-ins
 		// The client is gone: its sandbox session ends before the sandbox closes.
 		errs = append(errs, a.server.Close(ctx))
+		a.lanes.close()
 		a.stopWatch()
 		<-a.watchDone
 		if a.stopWarm != nil {
