@@ -125,9 +125,14 @@ func NewServer(opts Options) *Server {
 		sdkLogger = logger.With("component", "mcp")
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
-		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{
+		&mcp.ServerOptions{Logger: sdkLogger, SetCacheable: cacheHints, Capabilities: &mcp.ServerCapabilities{
 			// Downstream servers' log messages pass through (bridge/pool).
 			Logging: &mcp.LoggingCapabilities{},
+			// The SDK answers prompts/list whether or not a server has
+			// prompts, and a server that answers must say so (2026-07-28's
+			// server/discover): codebridge lists none, and the list never
+			// changes.
+			Prompts: &mcp.PromptCapabilities{},
 		}})
 	s.mcp.AddTool(newTool(opts.Limits), s.runPython)
 	s.mcp.AddResource(&mcp.Resource{
