@@ -47,6 +47,7 @@ type App struct {
 	pool    *pool.Pool
 	dir     *host.Directory
 	server  *server.Server
+	lanes   lanes // the tools and search lanes
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -148,6 +149,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 		Concurrency: cfg.ServerConc, Queue: cfg.ServerQueue,
 		OnTools: func(def *discovery.Server, tools []*mcp.Tool, instructions string) {
 			a.dir.SaveManifest(def, tools, instructions)
+			a.lanes.tools.Changed()
 		},
 		OAuth: a.state.oauthHandlers(logger)})
 	// sinks watch every run and call as it ends: each of metrics, traces
@@ -160,6 +162,7 @@ func newApp(ctx context.Context, cfg settings.Config, eng sandboxEngine, logger 
 	})
 	a.server = server.NewServer(serverOptions(cfg, server.Options{Runner: a, Logger: logger, Version: version,
 		Servers: a.dir, OnClient: a.pool.SetClientCapabilities, Sink: sinks.OrNil()}))
+	a.lanes = a.newLanes(version)
 
 	loadOpts := discovery.Options{AllowSelf: cfg.AllowSelf}
 	first := discovery.Load(cfg.ConfigDir, nil, loadOpts)
@@ -254,6 +257,7 @@ func (a *App) apply(cfg *discovery.Config) {
 	}
 	a.pool.Update(cfg.Servers)
 	a.dir.Update(cfg)
+	a.lanes.tools.Changed()
 	a.logger.Info("servers configured", "dir", cfg.Dir, "count", len(cfg.Servers))
 }
 
@@ -323,7 +327,12 @@ func (a *App) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Writer) e
 	defer undo()
 	out = pout.(io.Writer)
 	a.logger.Info("serving MCP on stdio", "config_dir", a.cfg.ConfigDir)
-	err := a.server.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	var err error
+	if srv := a.laneServer(a.cfg.Lane); srv != nil {
+		err = srv.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	} else {
+		err = a.server.Run(ctx, &stdio.Transport{Reader: in, Writer: out})
+	}
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -369,6 +378,7 @@ func (a *App) ServeHTTP(f *front.Front) error {
 	a.front = f
 	a.mu.Unlock()
 	name, _ := ChooseEngine(a.cfg)
+	f.SetLanes(a.pickLane, a.lanes.tools.MCP(), a.lanes.search.MCP())
 	err := f.Serve(a.server, front.Health{Ready: a.Ready, Engine: name,
 		MaxSessions: a.cfg.MaxSessions, MaxRuns: a.cfg.MaxRuns, MaxQueued: a.cfg.MaxQueued})
 	if errors.Is(err, http.ErrServerClosed) {
@@ -409,6 +419,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 		}
 		// The client is gone: its sandbox session ends before the sandbox closes.
 		errs = append(errs, a.server.Close(ctx))
+		a.lanes.close()
 		a.stopWatch()
 		<-a.watchDone
 		if a.stopWarm != nil {

@@ -8,6 +8,10 @@
 #                             eight tasks over six real npm servers, done directly
 #                             and through codebridge, tokens counted offline. It
 #                             installs what it needs and rewrites docs/benchmark.*.
+#   scripts/bench.sh lanes    what each lane's tools/list costs a client
+#                             (docs/lanes.md): the same six servers, listed
+#                             directly and through the code, tools and search
+#                             lanes, tokens counted offline. It prints a table.
 #   scripts/bench.sh search [FLAGS]
 #                             tool search's quality and latency (docs/search.md):
 #                             LiveMCPTool's 527 tools of 70 servers served as MCP
@@ -53,6 +57,16 @@ tokens() {
   trap "rm -rf '$bin'" EXIT
   go build -o "$bin/codebridge" ./cmd/codebridge
   go run ./scripts/tokenbench -npm "$CODEBRIDGE_TEST_NPM_DIR" -codebridge "$bin/codebridge" -docs docs
+}
+
+# lanes prints what each lane's tools/list costs (scripts/tokenbench -lanes).
+lanes() {
+  npm_trees servers clients bench
+  local bin
+  bin=$(mktemp -d)
+  trap "rm -rf '$bin'" EXIT
+  go build -o "$bin/codebridge" ./cmd/codebridge
+  go run ./scripts/tokenbench -lanes -npm "$CODEBRIDGE_TEST_NPM_DIR" -codebridge "$bin/codebridge"
 }
 
 # search runs scripts/searchbench with FLAGS against a codebridge built from
@@ -180,12 +194,13 @@ bench ./cmd/codebridge 'RunPythonAfterIdle' 8x
 
 case "${1:-}" in
   tokens) tokens; exit ;;
+  lanes) lanes; exit ;;
   search) shift; search "$@"; exit ;;
   sessions) shift; sessions "$@"; exit ;;
   engines) engines; exit ;;
   ab) shift; npm_trees servers clients; ab "$@"; exit ;;
   "") npm_trees servers clients ;;
-  *) echo "usage: scripts/bench.sh [tokens | search [FLAGS] | engines | sessions [FLAGS] | ab DIR_A DIR_B latency|memory [ROUNDS]]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [tokens | lanes | search [FLAGS] | engines | sessions [FLAGS] | ab DIR_A DIR_B latency|memory [ROUNDS]]" >&2; exit 2 ;;
 esac
 
 echo "## run_python(\"print(1)\") through an MCP client: live session (back to back, and paced 200 ms apart), sessions off; podman run --rm for comparison"

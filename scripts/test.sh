@@ -87,12 +87,15 @@ if [ "${CODEBRIDGE_TEST_FUZZ:-1}" = 1 ]; then
   log "fuzz targets, ${CODEBRIDGE_FUZZTIME:-4s} each (CODEBRIDGE_TEST_FUZZ=0 leaves them out)"
   CODEBRIDGE_FUZZTIME=${CODEBRIDGE_FUZZTIME:-4s} scripts/fuzz.sh
 fi
+# End-to-end tests that run no code in the sandbox, or run it only to compare:
+# they ran above, and the image and engine passes below leave them out.
+engine_free='TestToolsLaneHTTP|TestToolsLaneInspectorCLI|TestSearchLaneHTTP'
 # The end-to-end tests again with the minimal image as the sandbox (the data
 # image's own test, which needs pandas, is skipped); -race ran above.
 # CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out.
 if [ "${CODEBRIDGE_TEST_MINIMAL:-1}" = 1 ]; then
   log "end-to-end tests in the minimal image $CODEBRIDGE_TEST_MINIMAL_IMAGE"
-  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip 'TestDataWorkEndToEnd' ./cmd/codebridge ./bridge/...
+  MCP_BRIDGE_IMAGE=$CODEBRIDGE_TEST_MINIMAL_IMAGE go test -count=1 -timeout 30m -skip "TestDataWorkEndToEnd|$engine_free" ./cmd/codebridge ./bridge/...
 fi
 
 # The sandbox under gVisor (MCP_BRIDGE_RUNTIME=runsc): the adversarial cases,
@@ -139,7 +142,7 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   # One dockerd serves every codebridge here: 20 siblings closing at once,
   # not the 50 of the Podman phase.
   MCP_BRIDGE_ENGINE=docker CODEBRIDGE_TEST_SIBLINGS=${CODEBRIDGE_TEST_SIBLINGS:-20} \
-    go test -count=1 -timeout 30m ./runtime/docker ./cmd/codebridge ./bridge/...
+    go test -count=1 -timeout 30m -skip "$engine_free" ./runtime/docker ./cmd/codebridge ./bridge/...
   # Docker under gVisor too: runsc is a runtime of the daemon, asked for per
   # container (HostConfig.Runtime). The conformance suite (hardening, the
   # seccomp probes), and the adversarial cases, sessions and doctor's proof

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -110,6 +111,11 @@ type Front struct {
 
 	srv    *server.Server
 	health Health
+	// lane picks the go-sdk server of a request that starts an MCP session
+	// (or of a sessionless one): nil, or a nil answer, is srv's, the code
+	// lane; laneServers are the others, whose sessions Shutdown closes.
+	lane        func(*http.Request) *mcp.Server
+	laneServers []*mcp.Server
 
 	creating sync.Mutex       // held while a request may create a session
 	stopping atomic.Bool      // shutting down: no new sessions
@@ -207,6 +213,26 @@ func (f *Front) Serve(srv *server.Server, health Health, routes ...Route) error 
 	return http.ErrServerClosed
 }
 
+// SetLanes makes pick choose the MCP server of each new MCP session (and of
+// each sessionless request) from servers, the lanes besides the code lane
+// (bridge/lane); a nil answer is the code lane's. Call it before Serve.
+func (f *Front) SetLanes(pick func(*http.Request) *mcp.Server, servers ...*mcp.Server) {
+	f.lane, f.laneServers = pick, servers
+}
+
+// mcpSessions are the open MCP sessions of every lane.
+func (f *Front) mcpSessions() iter.Seq[*mcp.ServerSession] {
+	return func(yield func(*mcp.ServerSession) bool) {
+		for _, s := range append([]*mcp.Server{f.srv.MCP()}, f.laneServers...) {
+			for ss := range s.Sessions() {
+				if !yield(ss) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Shutdown stops the front: it stops accepting at once, lets runs finish
 // for up to the grace period, cancels the rest, closes every MCP session
 // (which ends their sandbox sessions), and then closes the connections
@@ -233,7 +259,7 @@ func (f *Front) Shutdown(ctx context.Context) error {
 	// A finished run's answer is still being written to its POST: let
 	// those end before the sessions close under them.
 	f.posts.Wait(ctx)
-	for ss := range f.srv.MCP().Sessions() {
+	for ss := range f.mcpSessions() {
 		ss.Close()
 	}
 	err := f.srv.Close(ctx)
@@ -373,7 +399,7 @@ func (f *Front) countPosts(next http.Handler) http.Handler {
 // sessionless requests in progress (which have no id).
 func (f *Front) sessions() int {
 	n := 0
-	for ss := range f.srv.MCP().Sessions() {
+	for ss := range f.mcpSessions() {
 		if ss.ID() != "" {
 			n++
 		}

@@ -53,7 +53,14 @@ func (f *Front) mcpHandler() http.Handler {
 		sdkLogger = f.logger.With("component", "mcp-http")
 	}
 	events := newEventStore(eventStoreBytes, streamsKept)
-	server := func(*http.Request) *mcp.Server { return f.srv.MCP() }
+	server := func(r *http.Request) *mcp.Server {
+		if f.lane != nil {
+			if s := f.lane(r); s != nil {
+				return s
+			}
+		}
+		return f.srv.MCP()
+	}
 	stateful := mcp.NewStreamableHTTPHandler(server, &mcp.StreamableHTTPOptions{
 		SessionTimeout: f.opts.SessionIdle, Logger: sdkLogger, EventStore: events,
 	})
@@ -116,7 +123,7 @@ func (f *Front) track(next http.Handler) http.Handler {
 func (f *Front) forget(id string) {
 	live := map[string]bool{}
 	if id == "" {
-		for ss := range f.srv.MCP().Sessions() {
+		for ss := range f.mcpSessions() {
 			live[ss.ID()] = true
 		}
 	}
@@ -152,7 +159,7 @@ func (f *Front) use(id string, delta int) *mcp.ServerSession {
 	}
 	t.posts += delta
 	if t.ss == nil {
-		for ss := range f.srv.MCP().Sessions() {
+		for ss := range f.mcpSessions() {
 			if ss.ID() == id {
 				t.ss = ss
 				break
@@ -176,7 +183,7 @@ func initParams(ss *mcp.ServerSession) *mcp.InitializeParams {
 func (f *Front) evictIdlest() bool {
 	f.mu.Lock()
 	live := map[string]*mcp.ServerSession{}
-	for ss := range f.srv.MCP().Sessions() {
+	for ss := range f.mcpSessions() {
 		if id := ss.ID(); id != "" {
 			live[id] = ss
 		}

@@ -27,6 +27,13 @@ const (
 	EngineKubernetes = "kubernetes" // runtime/kube: each sandbox a pod
 )
 
+// The lanes, the values of the lane setting (bridge/lane).
+const (
+	LaneCode   = "code"   // run_python
+	LaneTools  = "tools"  // every downstream tool served directly
+	LaneSearch = "search" // find, describe and call downstream tools
+)
+
 // EnvPrefix starts every environment variable codebridge reads. The names match
 // the reference Python bridge's, so users can switch without editing configs.
 const EnvPrefix = "MCP_BRIDGE_"
@@ -73,6 +80,7 @@ type Config struct {
 	MaxQueued      int           `koanf:"max_queued"`            // run_python calls in progress or waiting (their session's turn, a slot) at once, at most
 	MaxMCPSessions int           `koanf:"max_mcp_sessions"`      // MCP sessions open at once over HTTP, at most, with or without a sandbox
 
+	Lane          string        `koanf:"lane"`                 // what MCP clients are served: LaneCode, LaneTools or LaneSearch
 	HTTP          string        `koanf:"http"`                 // address to serve MCP over HTTP on; "" serves stdio
 	HTTPToken     secret.Value  `koanf:"http_token"`           // bearer token HTTP clients send; empty generates one in StateDir
 	HTTPAuth      bool          `koanf:"http_auth"`            // require the bearer token; false is allowed on loopback only
@@ -260,6 +268,8 @@ var settings = []setting{
 	{key: "server_queue", def: "", help: "Tool calls that may wait for a slot on one downstream server, at most; past it a call fails at once, unsent, with `MCPError` `busy`, naming the server and its limits. A waiting call gives up at its run's time limit. Unset: 64 per run slot (max_runs times the 64 requests a run's sandbox has served at once), at least 256, so the runs alone fill it only when every one is waiting on the same server (512 on the build machine).",
 		unset: func(c Config) string { return strconv.Itoa(max(256, c.MaxRuns*python.MaxRequests)) },
 		parse: count(1, 1<<20)},
+	{key: "lane", def: LaneCode, help: "What MCP clients are served: code (the one tool run_python, tool calls made from code in the sandbox), tools (every downstream tool, resource and prompt served directly, named after its server), or search (a few tools that find, describe and call downstream tools). Over HTTP a request whose URL carries `codemode=false` or `codemode=off` is served the tools lane whatever this says. The serve --lane flag wins. See [Lanes](lanes.md).", flag: "lane",
+		parse: oneOf("want code, tools or search", map[string]string{LaneCode: LaneCode, LaneTools: LaneTools, LaneSearch: LaneSearch})},
 	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
 		parse: text(func(v string) error {
 			if v == "" {

@@ -39,7 +39,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20, MaxCalls: 1000, ServerConc: 16, ServerQueue: max(256, bounds.Runs*64),
 		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, CheckArgs: true, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
-		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
+		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, Lane: LaneCode, HTTPAuth: true, ShutdownGrace: 20 * time.Second,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 	}
 	if !reflect.DeepEqual(c, want) {

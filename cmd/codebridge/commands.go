@@ -55,7 +55,7 @@ func commands() []command {
 }
 
 const serveHelp = `Usage: codebridge [--config-dir DIR]
-       codebridge serve [--http ADDR]
+       codebridge serve [--http ADDR] [--lane LANE]
 
 Serves MCP: on stdin and stdout, which is what an agent runs (codebridge without
 a command does the same), or with --http over streamable HTTP at
@@ -66,6 +66,10 @@ Flags:
   --http ADDR       serve over streamable HTTP on HOST:PORT (127.0.0.1:8080, or
                     :8080 for every interface), with token auth; see the
                     README's "Serve over HTTP". Default MCP_BRIDGE_HTTP.
+  --lane LANE       what clients are served: code (run_python), tools (every
+                    downstream tool directly) or search (find, describe and
+                    call them); see docs/lanes.md. Default MCP_BRIDGE_LANE
+                    (code). Over HTTP, ?codemode=false on the URL picks tools.
   --config-dir DIR  folder of MCP server configs (default ~/MCPs, or MCP_BRIDGE_CONFIG_DIR)
 
 Exit status: 0 when the client or a signal ends it; 1 when serving failed; 2
@@ -76,6 +80,8 @@ when the command line or a setting is wrong.
 func serveCommand(fs *flag.FlagSet) runFunc {
 	// --http is the top layer of the http setting: c.cfg.HTTP has it.
 	fs.String("http", "", "serve MCP over streamable HTTP on HOST:PORT")
+	// --lane is the top layer of the lane setting.
+	fs.String("lane", "", "what clients are served: code, tools or search")
 	return func(ctx context.Context, c *call) int {
 		if c.cfg.HTTP != "" {
 			useServerGC()

@@ -32,6 +32,7 @@ func main() {
 	flag.StringVar(&cfg.command, "command", "scripts/bench.sh tokens", "the command named in the docs")
 	model := flag.String("model", cmp.Or(os.Getenv("ANTHROPIC_MODEL"), "claude-sonnet-4-5"), "the model of the replay (with ANTHROPIC_API_KEY set)")
 	run := flag.String("run", "", "do only the tasks whose name matches this regular expression")
+	onlyLanes := flag.Bool("lanes", false, "measure only each lane's tools/list, with the servers whose npm trees are installed")
 	flag.Parse()
 	if cfg.npm == "" || cfg.binary == "" {
 		fmt.Fprintln(os.Stderr, "tokenbench: want -npm DIR and -codebridge BIN; run it with scripts/bench.sh tokens")
@@ -45,7 +46,10 @@ func main() {
 		}
 		tasks = slices.DeleteFunc(tasks, func(t task) bool { return !re.MatchString(t.name) })
 	}
-	if key := os.Getenv("ANTHROPIC_API_KEY"); key != "" {
+	bench := runBench
+	if key := os.Getenv("ANTHROPIC_API_KEY"); *onlyLanes {
+		bench = runLanes
+	} else if key != "" {
 		url := anthropicURL
 		if base := os.Getenv("ANTHROPIC_BASE_URL"); base != "" {
 			url = strings.TrimSuffix(base, "/") + "/v1/messages"
@@ -55,7 +59,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "tokenbench: ANTHROPIC_API_KEY is not set, so no replay with a real model")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := runBench(ctx, cfg)
+	err := bench(ctx, cfg)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tokenbench:", err)

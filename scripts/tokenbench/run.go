@@ -39,13 +39,22 @@ type result struct {
 	ReplayCodebridge *replayed `json:"replay_codebridge,omitempty"`
 }
 
-func runBench(ctx context.Context, cfg config) error {
-	// A fixed folder, not a random one: its path is in the calls and results
-	// both ways, and a random name would change the token counts by a few
-	// from run to run.
+// benchRoot makes the benchmark's folder, which also keeps a second
+// tokenbench from running at once; remove it when done. A fixed folder,
+// not a random one: its path is in the calls and results both ways, and a
+// random name would change the token counts by a few from run to run.
+func benchRoot() (string, error) {
 	root := filepath.Join(os.TempDir(), "codebridge-tokenbench")
 	if err := os.Mkdir(root, 0o700); err != nil {
-		return fmt.Errorf("%w: another tokenbench is running, or one was killed; remove %s if none runs", err, root)
+		return "", fmt.Errorf("%w: another tokenbench is running, or one was killed; remove %s if none runs", err, root)
+	}
+	return root, nil
+}
+
+func runBench(ctx context.Context, cfg config) error {
+	root, err := benchRoot()
+	if err != nil {
+		return err
 	}
 	defer os.RemoveAll(root)
 	// Both ways get the same data at paths of the same length.
@@ -194,36 +203,13 @@ func withoutServers(m measure, t task, serverTok map[string]tokens) measure {
 // they returned, codebridge's manual (a resource a model may read once), and
 // the replays with a real model when cfg.replay is set.
 func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) ([]transcript, []time.Duration, []tokens, string, []*replayed, error) {
-	confDir := filepath.Join(root, "config")
-	stateDir := filepath.Join(root, "state")
-	settingsFile := filepath.Join(root, "settings.toml")
-	for _, err := range []error{os.MkdirAll(confDir, 0o700), os.MkdirAll(stateDir, 0o700), os.WriteFile(settingsFile, nil, 0o600)} {
-		if err != nil {
-			return nil, nil, nil, "", nil, err
-		}
-	}
-	if err := writeConfig(confDir, cfg.npm, w); err != nil {
+	cs, stderr, err := startCodebridge(ctx, cfg, root, w)
+	if err != nil {
 		return nil, nil, nil, "", nil, err
 	}
-	cmd := exec.Command(cfg.binary)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, settings.EnvPrefix) && !strings.HasPrefix(kv, settings.EnvPrefix+"IMAGE=")
-	})
-	// A run's time limit of 120 s, not 30: on a loaded machine the first
-	// pandas and matplotlib run can take longer, and a timeout is not what
-	// is measured.
-	cmd.Env = append(cmd.Env, settings.FileEnv+"="+settingsFile, settings.EnvPrefix+"CONFIG_DIR="+confDir,
-		settings.EnvPrefix+"STATE_DIR="+stateDir, settings.EnvPrefix+"TIMEOUT=120")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "tokenbench", Version: "1"}, nil)
+	defer cs.Close()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
-	if err != nil {
-		return nil, nil, nil, "", nil, fmt.Errorf("starting %s: %w\n%s", cfg.binary, err, stderr.String())
-	}
-	defer cs.Close()
 	listed, err := cs.ListTools(cctx, nil)
 	if err != nil {
 		return nil, nil, nil, "", nil, fmt.Errorf("listing codebridge's tools: %w", err)
@@ -289,6 +275,44 @@ func runCodebridge(ctx context.Context, cfg config, root string, w *workspace) (
 		}
 	}
 	return trs, walls, images, manual, replays, nil
+}
+
+// startCodebridge starts the codebridge binary over stdio with the servers
+// configured for workspace w, its config and state folders under root,
+// and the settings env adds (e.g. MCP_BRIDGE_LANE=tools); it returns the
+// client's session and codebridge's stderr.
+func startCodebridge(ctx context.Context, cfg config, root string, w *workspace, env ...string) (*mcp.ClientSession, *bytes.Buffer, error) {
+	confDir := filepath.Join(root, "config")
+	stateDir := filepath.Join(root, "state")
+	settingsFile := filepath.Join(root, "settings.toml")
+	for _, err := range []error{os.MkdirAll(confDir, 0o700), os.MkdirAll(stateDir, 0o700), os.WriteFile(settingsFile, nil, 0o600)} {
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := writeConfig(confDir, cfg.npm, w); err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(cfg.binary)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, settings.EnvPrefix) && !strings.HasPrefix(kv, settings.EnvPrefix+"IMAGE=")
+	})
+	// A run's time limit of 120 s, not 30: on a loaded machine the first
+	// pandas and matplotlib run can take longer, and a timeout is not what
+	// is measured.
+	cmd.Env = append(cmd.Env, settings.FileEnv+"="+settingsFile, settings.EnvPrefix+"CONFIG_DIR="+confDir,
+		settings.EnvPrefix+"STATE_DIR="+stateDir, settings.EnvPrefix+"TIMEOUT=120")
+	cmd.Env = append(cmd.Env, env...)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "tokenbench", Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w\n%s", cfg.binary, err, stderr.String())
+	}
+	return cs, stderr, nil
 }
 
 // replayAll replays every task with the model, one conversation each; the

@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 
 	"github.com/codebridge-mcp/codebridge/runtime/python/protocol"
@@ -31,4 +35,19 @@ func Config(t *testing.T) settings.Config {
 	c := settings.Defaults()
 	c.Engine = testenv.Engine()
 	return c
+}
+
+// Text is the text of a tool result's content blocks, one after another;
+// "" for a nil result.
+func Text(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
