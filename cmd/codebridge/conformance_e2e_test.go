@@ -222,6 +222,9 @@ func (s *conformanceSummary) String() string {
 type conformanceExpectation struct {
 	// scenarios do not apply, with the reason; they run but are not judged.
 	scenarios map[string]string
+	// failing apply and fail, with the reason: each must fail, so one that
+	// starts passing is noticed and taken off the list.
+	failing map[string]string
 	// checks are single checks of applicable scenarios that cannot pass
 	// here, with the status they get and the reason: any other status is a
 	// failure, so one that starts passing is noticed.
@@ -307,9 +310,16 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 	for _, rev := range conformanceRevisions {
 		required[rev], _ = conformanceRequired(t, conformance, rev)
 	}
-	for name := range want.scenarios {
-		if !slices.ContainsFunc(conformanceRevisions, func(rev string) bool { return slices.Contains(required[rev], name) }) {
-			t.Errorf("%s: the expectations name %s, which no requirement set has: remove it", run, name)
+	for name := range want.failing {
+		if _, ok := want.scenarios[name]; ok {
+			t.Errorf("%s: the expectations list %s both as not applying and as failing", run, name)
+		}
+	}
+	for _, listed := range []map[string]string{want.scenarios, want.failing} {
+		for name := range listed {
+			if !slices.ContainsFunc(conformanceRevisions, func(rev string) bool { return slices.Contains(required[rev], name) }) {
+				t.Errorf("%s: the expectations name %s, which no requirement set has: remove it", run, name)
+			}
 		}
 	}
 	for _, rev := range conformanceRevisions {
@@ -330,6 +340,14 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 						summary.add(scenarioListed)
 						t.Skipf("does not apply: %s", why)
 					}
+					if why, ok := want.failing[scenario]; ok {
+						if conformancePassed(checks, want) {
+							summary.add(scenarioPassed)
+							t.Fatalf("%s passes now: take it off the expectations' failing list (%s)", scenario, why)
+						}
+						summary.add(scenarioListed)
+						t.Skipf("fails as listed: %s", why)
+					}
 					for _, c := range checks {
 						special, ok := want.checks[c.ID]
 						switch {
@@ -349,6 +367,16 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 			t.Log(summary.String())
 		})
 	}
+}
+
+// conformancePassed reports whether checks pass, but for those want lists.
+func conformancePassed(checks []conformanceCheck, want conformanceExpectation) bool {
+	for _, c := range checks {
+		if _, ok := want.checks[c.ID]; !ok && c.Status != "SUCCESS" && c.Status != "INFO" && c.Status != "SKIPPED" {
+			return false
+		}
+	}
+	return true
 }
 
 // A conformanceCheck is one check of a scenario's checks.json.
