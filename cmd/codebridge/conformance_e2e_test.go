@@ -19,12 +19,14 @@ import (
 )
 
 // The official MCP conformance suite (@modelcontextprotocol/conformance,
-// pinned in scripts/npm/clients) runs each of its client auth scenarios with
-// codebridge as the client: the suite starts the scenario's MCP server and
-// authorization server on loopback and runs the test binary as its client
-// command (conformanceClientEnv), which puts that server in a temporary
-// config folder, signs in with codebridge login (the test binary again as
-// the browser, conformanceBrowserEnv) and calls the server's tools through
+// pinned in scripts/npm/clients, docs/http.md#conformance) holds codebridge
+// to the frozen requirements of each protocol revision, as a server (code
+// lane, tools lane) and as a client. For each client scenario the suite
+// starts the scenario's MCP server (and authorization server) on loopback
+// and runs the test binary as its client command (conformanceClientEnv),
+// which puts that server in a temporary config folder, signs in with
+// codebridge login where the scenario needs it (the test binary again as the
+// browser, conformanceBrowserEnv) and calls the server's tools through
 // codebridge exec, in the sandbox. The suite checks what codebridge sent.
 const (
 	// conformanceClientEnv, set to the codebridge binary, makes the test
