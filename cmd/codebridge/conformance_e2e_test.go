@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/codebridge-mcp/codebridge/bridge/settings"
 	"github.com/codebridge-mcp/codebridge/runtime/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The official MCP conformance suite (@modelcontextprotocol/conformance,
@@ -26,8 +29,10 @@ import (
 // and runs the test binary as its client command (conformanceClientEnv),
 // which puts that server in a temporary config folder, signs in with
 // codebridge login where the scenario needs it (the test binary again as the
-// browser, conformanceBrowserEnv) and calls the server's tools through
-// codebridge exec, in the sandbox. The suite checks what codebridge sent.
+// browser, conformanceBrowserEnv) and calls the server's tools from code in
+// the sandbox: through codebridge exec after a sign-in, otherwise through
+// run_python of codebridge serve, as an agent that answers the server's
+// questions (serveCode). The suite checks what codebridge sent.
 const (
 	// conformanceClientEnv, set to the codebridge binary, makes the test
 	// binary the suite's client: its last argument is the scenario server's
@@ -59,18 +64,11 @@ const conformanceClientMetadataURL = "https://conformance-test.local/client-meta
 // as described (want is in the suite's output): one that passes is an
 // error, to be removed from here.
 var conformanceClientNotMet = map[string]struct{ rev, why, want string }{
-	"elicitation-sep1034-client-defaults": {why: "the scenario's tool asks its client a question (elicitation/create); " +
-		"codebridge passes such questions on to its own client, and codebridge exec, this test's client, has no one to answer them, " +
-		"so codebridge declares no elicitation to the scenario's server",
-		want: "client does not support elicitation"},
 	"auth/authorization-server-migration": {rev: "2026-07-28", why: "the scenario pre-registers a client at its first authorization server, " +
 		"then moves the MCP server to a second one (SEP-2352); codebridge takes the client ID of a server's entry (oauth.clientId) " +
 		"as its client at whichever authorization server the MCP server names, go-sdk v1.8.0 refuses to present it to another issuer, " +
 		"and the sign-in fails where the scenario wants a new registration at the new server",
 		want: "no registration request was observed at the new AS"},
-	"sep-2322-client-request-state": {rev: "2026-07-28", why: "the scenario's tools ask their client a question through an input_required result; " +
-		"codebridge passes such questions on to its own client, and codebridge exec, this test's client, has no one to answer them",
-		want: "sep-2322-client-request-state-echoed"},
 }
 
 // TestConformanceClient runs every client scenario the frozen requirements
@@ -535,8 +533,8 @@ except MCPError as e:
 	auth := strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/")
 	for attempt := 1; ; attempt++ {
 		if !auth {
-			if err := run(code, "exec", "--timeout", "60s", "-"); err != nil {
-				return fail("codebridge exec: %v", err)
+			if err := serveCode(env, code); err != nil {
+				return fail("codebridge serve: %v", err)
 			}
 			return 0
 		}
@@ -552,6 +550,41 @@ except MCPError as e:
 		}
 		return 0
 	}
+}
+
+// serveCode runs code through run_python of codebridge serve (stdio),
+// started with env, as the client of an agent that accepts every question
+// a server asks (elicitation) with nothing filled in: the schema's defaults
+// are applied on the way (SEP-1034). It prints what the run printed.
+func serveCode(env []string, code string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.Command(os.Getenv(conformanceClientEnv), "serve")
+	cmd.Env, cmd.Stderr = env, os.Stderr
+	fmt.Fprintln(os.Stderr, "conformance client: codebridge serve, run_python")
+	client := mcp.NewClient(&mcp.Implementation{Name: "conformance-agent", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		return err
+	}
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			fmt.Println(t.Text)
+		}
+	}
+	if res.IsError {
+		return errors.New("run_python failed")
+	}
+	return nil
 }
 
 // conformanceToolArgs are the arguments the client calls the tools of the
