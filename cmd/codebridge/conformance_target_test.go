@@ -289,36 +289,17 @@ func conformanceTarget() *mcp.Server {
 			user(&mcp.ImageContent{Data: targetPNG, MIMEType: "image/png"}),
 			user(&mcp.TextContent{Text: "Please analyze the image above."})), nil
 	})
+	addRoundTools(s)
 	return s
 }
 
 // targetExpected is what the target server does not pass on its own, with
 // the reason.
-var targetExpected = conformanceExpectation{
-	scenarios: targetMissing,
-	checks:    targetMissingChecks,
-}
-
-// targetMissing are the required scenarios whose test tools the target
-// server does not have yet: 2026-07-28's input_required results
-// (SEP-2322), each asking its client through its result.
-var targetMissing = map[string]string{
-	"input-required-result-basic-elicitation":       "the target has no test_input_required_result_elicitation yet",
-	"input-required-result-basic-sampling":          "the target has no test_input_required_result_sampling yet",
-	"input-required-result-basic-list-roots":        "the target has no test_input_required_result_list_roots yet",
-	"input-required-result-request-state":           "the target has no test_input_required_result_request_state yet",
-	"input-required-result-multiple-input-requests": "the target has no test_input_required_result_multiple_inputs yet",
-	"input-required-result-multi-round":             "the target has no test_input_required_result_multi_round yet",
-	"input-required-result-missing-input-response":  "the target has no test_input_required_result_elicitation yet",
-	"input-required-result-non-tool-request":        "the target has no prompt test_input_required_result_prompt yet",
-	"input-required-result-result-type":             "the target has no test_input_required_result_elicitation yet",
-	"input-required-result-tampered-state":          "the target has no test_input_required_result_request_state yet",
-	"input-required-result-capability-check":        "the target has no test_input_required_result_capabilities yet",
-	"input-required-result-ignore-extra-params":     "the target has no test_input_required_result_elicitation yet",
-}
+var targetExpected = conformanceExpectation{checks: targetMissingChecks}
 
 // targetMissingChecks are server-stateless's checks that call diagnostic
-// tools the target does not have yet, or change its lists.
+// tools the target does not have yet, or change its lists: the target is
+// judged on the rest.
 var targetMissingChecks = map[string]struct{ status, why string }{
 	"sep-2575-server-rejects-undeclared-capability":              {"FAILURE", "the target has no diagnostic tool test_missing_capability yet"},
 	"sep-2575-missing-capability-http-400":                       {"FAILURE", "the target has no diagnostic tool test_missing_capability yet"},
@@ -354,9 +335,8 @@ func TestConformanceTarget(t *testing.T) {
 // toolsLaneExpected is what codebridge's tools lane, in front of the
 // target server, does not pass, with the reason.
 var toolsLaneExpected = conformanceExpectation{
-	scenarios: targetMissing,
-	failing:   toolsLaneFailing(),
-	checks:    targetMissingChecks,
+	failing: toolsLaneFailing(),
+	checks:  targetMissingChecks,
 }
 
 // toolsLaneFailing are the required scenarios that the target passes and
@@ -384,14 +364,27 @@ func toolsLaneFailing() map[string]string {
 		"tools-call-elicitation":       "test_elicitation",
 		"elicitation-sep1034-defaults": "test_elicitation_sep1034_defaults",
 		"elicitation-sep1330-enums":    "test_elicitation_sep1330_enums",
+		// 2026-07-28's input_required results.
+		"input-required-result-basic-elicitation":       "test_input_required_result_elicitation",
+		"input-required-result-basic-sampling":          "test_input_required_result_sampling",
+		"input-required-result-basic-list-roots":        "test_input_required_result_list_roots",
+		"input-required-result-request-state":           "test_input_required_result_request_state",
+		"input-required-result-multiple-input-requests": "test_input_required_result_multiple_inputs",
+		"input-required-result-multi-round":             "test_input_required_result_multi_round",
+		"input-required-result-missing-input-response":  "test_input_required_result_elicitation",
+		"input-required-result-result-type":             "test_input_required_result_elicitation",
+		"input-required-result-tampered-state":          "test_input_required_result_tampered_state",
+		"input-required-result-capability-check":        "test_input_required_result_capabilities",
+		"input-required-result-ignore-extra-params":     "test_input_required_result_elicitation",
 	} {
 		failing[scenario] = named("tool", tool)
 	}
 	for scenario, prompt := range map[string]string{
-		"prompts-get-simple":            "test_simple_prompt",
-		"prompts-get-with-args":         "test_prompt_with_arguments",
-		"prompts-get-embedded-resource": "test_prompt_with_embedded_resource",
-		"prompts-get-with-image":        "test_prompt_with_image",
+		"prompts-get-simple":                     "test_simple_prompt",
+		"prompts-get-with-args":                  "test_prompt_with_arguments",
+		"prompts-get-embedded-resource":          "test_prompt_with_embedded_resource",
+		"prompts-get-with-image":                 "test_prompt_with_image",
+		"input-required-result-non-tool-request": "test_input_required_result_prompt",
 	} {
 		failing[scenario] = named("prompt", prompt)
 	}
