@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/codebridge-mcp/codebridge/bridge/server"
-	"github.com/codebridge-mcp/codebridge/runtime/testenv"
 )
 
 // TestLanes: a request that SetLanes' pick sends to another lane opens its
@@ -39,16 +38,7 @@ func TestLanes(t *testing.T) {
 	if n := f.sessions(); n != 2 {
 		t.Errorf("%d MCP sessions counted, want 2: one per lane", n)
 	}
-	testenv.Eventually(t, "the server to finish both sessions' requests", func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, tr := range f.tracked {
-			if tr.posts > 0 {
-				return false
-			}
-		}
-		return true
-	})
+	postsDone(t, f)
 	// The lane's session was used first: a third client closes it.
 	third := dial(t, url, "2025-11-25")
 	if _, err := third.ListTools(t.Context(), nil); err != nil {

@@ -58,17 +58,12 @@ func runOutput(t *testing.T, cs *mcp.ClientSession) (string, error) {
 	return res.Content[len(res.Content)-1].(*mcp.TextContent).Text, nil
 }
 
-// TestMCPSessionCapClosesIdlest: at MaxMCPSessions a new client closes the
-// MCP session used least recently instead of being refused.
-func TestMCPSessionCapClosesIdlest(t *testing.T) {
-	f, url := serveFront(t, 2)
-	a, b := dial(t, url, "2025-11-25"), dial(t, url, "2025-11-25")
-	runOutput(t, a)
-	runOutput(t, b) // a is now the idlest
-	// A POST's handler may still be returning after its client has the
-	// answer, and a session with a POST in progress is not closed: wait
-	// until the server is done with both.
-	testenv.Eventually(t, "the server to finish a's and b's requests", func() bool {
+// postsDone waits until f has no POST in progress: a POST's handler may
+// still be returning after its client has the answer, and a session with a
+// POST in progress is not closed.
+func postsDone(t *testing.T, f *Front) {
+	t.Helper()
+	testenv.Eventually(t, "the server to finish the requests", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for _, tr := range f.tracked {
@@ -78,6 +73,16 @@ func TestMCPSessionCapClosesIdlest(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestMCPSessionCapClosesIdlest: at MaxMCPSessions a new client closes the
+// MCP session used least recently instead of being refused.
+func TestMCPSessionCapClosesIdlest(t *testing.T) {
+	f, url := serveFront(t, 2)
+	a, b := dial(t, url, "2025-11-25"), dial(t, url, "2025-11-25")
+	runOutput(t, a)
+	runOutput(t, b) // a is now the idlest
+	postsDone(t, f)
 	c := dial(t, url, "2025-11-25")
 	if _, err := runOutput(t, c); err != nil {
 		t.Fatalf("the third client: %v", err)

@@ -25,6 +25,7 @@ type Catalog interface {
 	ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error)
 	Prompts(ctx context.Context, server string) ([]*mcp.Prompt, error)
 	GetPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	Complete(ctx context.Context, server string, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // The resource and prompt methods of [protocol.Handler]. A server that is

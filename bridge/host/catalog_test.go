@@ -209,6 +209,10 @@ func (noCatalog) GetPrompt(_ context.Context, server, _ string, _ map[string]str
 	return nil, unsupported(server)
 }
 
+func (noCatalog) Complete(_ context.Context, server string, _ *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return nil, unsupported(server)
+}
+
 func unsupported(server string) error {
 	return fmt.Errorf("MCP server %q does not offer them (%w)", server, pool.ErrUnsupported)
 }

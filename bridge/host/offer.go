@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -53,6 +55,32 @@ func (d *Directory) Offers(ctx context.Context, start bool) []Offer {
 		out = append(out, o)
 	}
 	return out
+}
+
+// Complete asks server, as the tools lane's client asked, to complete an
+// argument of one of its prompts or resource templates: refused, as its
+// resources and prompts are, for a server its policy closes; the answer's
+// secrets are masked. params' reference names the server's own prompt or
+// template.
+func (d *Directory) Complete(ctx context.Context, server string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	h := d.host(Run{})
+	srv, err := h.catalogServer(server)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.pool.Complete(ctx, srv.Name, params)
+	if err != nil {
+		return nil, maskError(h.secrets(srv), catalogError(srv, err))
+	}
+	raw, err := encodeMasked(srv, h.secrets(srv), res)
+	if err != nil {
+		return nil, err
+	}
+	out := new(mcp.CompleteResult)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("decoding the masked completion of %s: %w", srv.Name, err)
+	}
+	return out, nil
 }
 
 // hasManifest reports whether the server has a saved tool list.

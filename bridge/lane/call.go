@@ -25,6 +25,9 @@ type Directory interface {
 	// Offers lists every server's tools without starting servers that
 	// have a saved tool list (see [host.Directory.Offers]).
 	Offers(ctx context.Context, start bool) []host.Offer
+	// Complete asks a server to complete an argument of its prompt or
+	// resource template (see [host.Directory.Complete]).
+	Complete(ctx context.Context, server string, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
 }
 
 // Options are a lane's collaborators.
@@ -116,6 +119,9 @@ func callTool(ctx context.Context, h protocol.Handler, server, tool string, args
 	out := new(mcp.CallToolResult)
 	if err := json.Unmarshal(res.RawMessage, out); err != nil {
 		return nil, fmt.Errorf("decoding the result of %s.%s: %w", server, tool, err)
+	}
+	if out.Content == nil {
+		out.Content = []mcp.Content{} // "content" is required, even empty
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package lane
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -133,8 +134,11 @@ func text(res *mcp.CallToolResult) string { return bridgetest.Text(res) }
 // policy denies left out and refused as code is refused; a call starts
 // the server, whose resources, templates and prompts then appear with
 // list_changed; an MCP App's _meta.ui is passed through and its ui://
-// resource read; a reload without a server removes its tools, notified.
+// resource read; a reload without a server removes its tools, and one
+// with a new server adds its, each notified.
 func TestToolsLane(t *testing.T) {
+	// Served before the rig's pool starts, so it is closed after the pool.
+	extraURL, _ := downstream(t, bridgetest.CatalogServer("extra"))
 	r := newRig(t, manifest.New(t.TempDir()))
 	lane := NewTools(Options{Dir: r.dir})
 	t.Cleanup(lane.Close)
@@ -199,6 +203,17 @@ func TestToolsLane(t *testing.T) {
 	lane.Changed()
 	waitFor(t, toolsChanged, "tools/list_changed after a reload")
 	if got, want := toolNames(t, cs), []string{"math__add"}; !slices.Equal(got, want) {
+		t.Errorf("tools/list after the reload = %v, want %v", got, want)
+	}
+
+	// A reload that adds a server never listed: it is started to be listed.
+	drain(toolsChanged)
+	cfg = &discovery.Config{Servers: append(cfg.Servers, &discovery.Server{Name: "extra", Transport: discovery.Streamable, URL: extraURL})}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane.Changed()
+	waitFor(t, toolsChanged, "tools/list_changed after a reload added a server")
+	if got, want := toolNames(t, cs), []string{"extra__echo", "math__add"}; !slices.Equal(got, want) {
 		t.Errorf("tools/list after the reload = %v, want %v", got, want)
 	}
 }
@@ -273,6 +288,12 @@ func TestToolsLaneFromManifests(t *testing.T) {
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "cat__echo"})
 	if err != nil || text(res) != "echo" || !r.pool.Running("cat") {
 		t.Errorf("calling cat__echo: %v %q running=%v", err, text(res), r.pool.Running("cat"))
+	}
+	// The ui:// resource math__add's _meta names reads before math runs:
+	// the read starts it.
+	rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "ui://math/add.html"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "<p>add</p>" || !r.pool.Running("math") {
+		t.Errorf("reading math's ui resource while it was not running: %v %+v", err, rr)
 	}
 }
 
@@ -371,6 +392,19 @@ func TestToolsLaneAsks(t *testing.T) {
 	}
 }
 
+// laneOver is a tools lane over one downstream server, srv, named name.
+func laneOver(t *testing.T, name string, srv *mcp.Server) *Tools {
+	t.Helper()
+	url, _ := downstream(t, srv) // before the rig's pool, so it is closed after it
+	r := newRig(t, manifest.New(t.TempDir()))
+	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: name, Transport: discovery.Streamable, URL: url}}}
+	r.pool.Update(cfg.Servers)
+	r.dir.Update(cfg)
+	lane := NewTools(Options{Dir: r.dir})
+	t.Cleanup(lane.Close)
+	return lane
+}
+
 // TestToolsLaneProgress: a downstream server's progress on a call reaches
 // the client that asked for progress on it. The server waits for the
 // client to have each notification before it goes on, so none is still on
@@ -390,13 +424,7 @@ func TestToolsLaneProgress(t *testing.T) {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
 		})
-	url, _ := downstream(t, s)
-	r := newRig(t, manifest.New(t.TempDir()))
-	cfg := &discovery.Config{Servers: []*discovery.Server{{Name: "slow", Transport: discovery.Streamable, URL: url}}}
-	r.pool.Update(cfg.Servers)
-	r.dir.Update(cfg)
-	lane := NewTools(Options{Dir: r.dir})
-	t.Cleanup(lane.Close)
+	lane := laneOver(t, "slow", s)
 	got := make(chan float64, 8)
 	cs := connect(t, lane.MCP(), &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		got <- req.Params.Progress
@@ -409,5 +437,38 @@ func TestToolsLaneProgress(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("%d progress notifications, want 3", len(got))
+	}
+}
+
+// TestToolsLaneCompletions: a completion of a prompt's argument reaches the
+// prompt's server under the prompt's own name.
+func TestToolsLaneCompletions(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "geo"}, &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			if req.Params.Ref.Name != "weather" {
+				return nil, fmt.Errorf("no prompt %q", req.Params.Ref.Name)
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Value + "is"}}}, nil
+		}})
+	mcp.AddTool(s, &mcp.Tool{Name: "noop"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "weather", Arguments: []*mcp.PromptArgument{{Name: "city"}}},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+	lane := laneOver(t, "geo", s)
+	cs := connect(t, lane.MCP(), nil)
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "geo__noop"}); err != nil { // starts geo
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "geo's prompt to be served", func() bool {
+		p, err := cs.ListPrompts(t.Context(), nil)
+		return err == nil && len(p.Prompts) == 1
+	})
+	res, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "geo__weather"},
+		Argument: mcp.CompleteParamsArgument{Name: "city", Value: "Par"}})
+	if err != nil || len(res.Completion.Values) != 1 || res.Completion.Values[0] != "Paris" {
+		t.Errorf("completing geo__weather's city: %v %+v", err, res)
 	}
 }

@@ -1,6 +1,7 @@
 package lane
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,7 +23,8 @@ import (
 // resources, resource templates and prompts are theirs (URIs as the servers
 // give them; prompts named as tools are). Its listings come from the saved
 // tool lists, so no server starts until a tool of it is called; a server
-// never listed is started once for its first listing. Resources and prompts
+// never listed is started once for its first listing (at the first
+// tools/list, or, after that, when a reload adds it). Resources and prompts
 // are those of the servers running. Every change ([Tools.Changed]) is
 // announced with list_changed notifications.
 type Tools struct {
@@ -31,9 +33,9 @@ type Tools struct {
 	srv    *mcp.Server
 	sess   sessions
 
-	kick chan struct{} // Changed asks the refresher to look again
-	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the refresher has returned
+	kick chan struct{}      // Changed asks the refresher to look again
+	stop context.CancelFunc // ends the refresher and the refresh in progress
+	done chan struct{}      // closed when the refresher has returned
 
 	syncMu sync.Mutex // held by a refresh; protects following
 	listed bool       // a client has listed the tools since the start
@@ -43,13 +45,15 @@ type Tools struct {
 	targets map[string]target // every tool name a call may give, shown or hidden
 	uis     map[string]string // ui:// resources of shown tools, by URI: their server
 	running map[string]bool   // the servers running at the last refresh
+	prompts map[string]target // served prompts, by lane name
+	tmpls   map[string]string // served resource templates, by URI template: their server
 }
 
 // target is what one name of the lane reaches: a downstream server's tool,
 // prompt or resource.
 type target struct {
 	server, name string
-	hidden bool // blocked by the policy or held by the pins: not listed
+	hidden       bool // blocked by the policy or held by the pins: not listed
 }
 
 // served is what the lane registered with its go-sdk server for one
@@ -64,17 +68,19 @@ type served struct {
 // NewTools builds the tools lane; [Tools.Close] stops it.
 func NewTools(opts Options) *Tools {
 	t := &Tools{dir: opts.Dir, logger: orDiscard(opts.Logger), sess: sessions{onClient: opts.OnClient, lane: "tools"},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		served: map[string]*served{}, targets: map[string]target{}, uis: map[string]string{}}
 	t.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge (tools)", Version: opts.Version},
-		&mcp.ServerOptions{SetCacheable: toolsCacheHints, Capabilities: &mcp.ServerCapabilities{
+		&mcp.ServerOptions{CompletionHandler: t.complete, SetCacheable: toolsCacheHints, Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 			Logging:   &mcp.LoggingCapabilities{},
 		}})
 	t.srv.AddReceivingMiddleware(t.middleware)
-	go t.refresher()
+	ctx, stop := context.WithCancel(context.Background())
+	t.stop = stop
+	go t.refresher(ctx)
 	return t
 }
 
@@ -82,8 +88,9 @@ func NewTools(opts Options) *Tools {
 func (t *Tools) MCP() *mcp.Server { return t.srv }
 
 // Changed says the configuration, a server's tool list or the pins may
-// have changed: the lane looks again, without starting any server, and
-// notifies its clients of what changed.
+// have changed: the lane looks again, starting only a server never listed
+// (and only once a client has listed the tools), and notifies its clients
+// of what changed.
 func (t *Tools) Changed() {
 	select {
 	case t.kick <- struct{}{}:
@@ -91,13 +98,10 @@ func (t *Tools) Changed() {
 	}
 }
 
-// Close stops the lane's refresher and waits for it.
+// Close stops the lane's refresher, cutting a refresh in progress short,
+// and waits for it.
 func (t *Tools) Close() {
-	select {
-	case <-t.stop:
-	default:
-		close(t.stop)
-	}
+	t.stop()
 	<-t.done
 	t.sess.wg.Wait()
 }
@@ -105,16 +109,21 @@ func (t *Tools) Close() {
 // refreshTimeout bounds one refresh that Changed asked for.
 const refreshTimeout = time.Minute
 
-func (t *Tools) refresher() {
+func (t *Tools) refresher(ctx context.Context) {
 	defer close(t.done)
 	for {
 		select {
-		case <-t.stop:
+		case <-ctx.Done():
 			return
 		case <-t.kick:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
-		t.refresh(ctx, false)
+		// Once a client has listed, a server configured since is started
+		// to be listed, as at the first listing; before, nothing starts.
+		t.syncMu.Lock()
+		start := t.listed
+		t.syncMu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, refreshTimeout)
+		t.refresh(rctx, start)
 		cancel()
 	}
 }
@@ -212,6 +221,30 @@ func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest, tg target) (
 		t.Changed()
 	}
 	return res, err
+}
+
+// complete passes a completion request to the server of the prompt or
+// resource template it names, the prompt by its own name.
+func (t *Tools) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	if req.Params == nil || req.Params.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
+	}
+	params, ref := *req.Params, *req.Params.Ref
+	params.Ref = &ref
+	t.mu.Lock()
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		tg := t.prompts[ref.Name]
+		server, ref.Name = tg.server, tg.name
+	case "ref/resource":
+		server = t.tmpls[ref.URI]
+	}
+	t.mu.Unlock()
+	if server == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no prompt or resource template %q of a running server is served here", cmp.Or(ref.Name, ref.URI))}
+	}
+	return t.dir.Complete(ctx, server, &params)
 }
 
 // read reads req's resource from server through the host.
@@ -344,8 +377,19 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 			}
 		}
 	}
+	prompts, tmpls := map[string]target{}, map[string]string{}
+	for server, sv := range next {
+		for name, enc := range sv.prompts {
+			var p struct{ Name string }
+			json.Unmarshal([]byte(enc), &p)
+			prompts[name] = target{server: server, name: p.Name}
+		}
+		for uri := range sv.templates {
+			tmpls[uri] = server
+		}
+	}
 	t.mu.Lock()
-	t.targets, t.uis, t.running = targets, uis, running
+	t.targets, t.uis, t.running, t.prompts, t.tmpls = targets, uis, running, prompts, tmpls
 	t.mu.Unlock()
 	t.served = next
 }

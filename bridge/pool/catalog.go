@@ -19,6 +19,8 @@ type feature struct {
 var (
 	featureResources = feature{"resources", func(c *mcp.ServerCapabilities) bool { return c.Resources != nil }}
 	featurePrompts   = feature{"prompts", func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil }}
+	// Completions of prompt arguments and resource template variables.
+	featureCompletions = feature{"completions", func(c *mcp.ServerCapabilities) bool { return c.Completions != nil }}
 )
 
 // Resources returns the resources of server (every page), starting it if
@@ -83,6 +85,18 @@ func (p *Pool) GetPrompt(ctx context.Context, server, name string, args map[stri
 	err := p.request(ctx, server, featurePrompts, fmt.Sprintf("getting prompt %q of MCP server %q", name, server), p.opts.CallTimeout,
 		func(ctx context.Context, s *mcp.ClientSession) (err error) {
 			res, err = s.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+			return err
+		})
+	return res, err
+}
+
+// Complete asks server to complete an argument of one of its prompts or
+// resource templates, within [Options.ListTimeout]: it only reads.
+func (p *Pool) Complete(ctx context.Context, server string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	var res *mcp.CompleteResult
+	err := p.request(ctx, server, featureCompletions, fmt.Sprintf("completing an argument with MCP server %q", server), p.opts.ListTimeout,
+		func(ctx context.Context, s *mcp.ClientSession) (err error) {
+			res, err = s.Complete(ctx, params)
 			return err
 		})
 	return res, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,10 +16,75 @@ import (
 // lanes are codebridge's lanes (docs/lanes.md), in the order reported.
 var lanes = []string{settings.LaneCode, settings.LaneTools, settings.LaneSearch}
 
-// runLanes measures what each lane's tools/list puts into a client's
-// context at its start, beside the servers' own listings (direct), with
-// the servers of the benchmark whose npm trees are installed; it prints one
-// row per way.
+// listing is what one way lists to a client at its start: the servers'
+// own tools/list (direct), or a lane's.
+type listing struct {
+	way    string
+	tools  int
+	bytes  int
+	tokens tokens
+}
+
+// directListing is the servers' own listings, as n listed them; serverTok
+// has their tokens.
+func directListing(n *native, serverTok map[string]tokens) listing {
+	l := listing{way: "direct"}
+	for _, s := range servers {
+		l.tools += n.counts[s.name]
+		l.bytes += len(n.tools[s.name])
+		l.tokens = l.tokens.add(serverTok[s.name])
+	}
+	return l
+}
+
+// laneListings starts a codebridge per lane with the servers configured
+// for w, each with its folders under root, and lists its tools: one
+// listing per lane, tokens counted offline.
+func laneListings(ctx context.Context, cfg config, root string, w *workspace) ([]listing, error) {
+	var out []listing
+	var texts []string
+	for _, lane := range lanes {
+		cs, stderr, err := startCodebridge(ctx, cfg, filepath.Join(root, lane), w, settings.EnvPrefix+"LANE="+lane)
+		if err != nil {
+			return nil, err
+		}
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		res, err := cs.ListTools(lctx, nil)
+		cancel()
+		cs.Close()
+		if err != nil {
+			return nil, fmt.Errorf("tools/list of the %s lane: %w\n%s", lane, err, stderr.String())
+		}
+		text := mustJSON(res.Tools)
+		texts = append(texts, text)
+		out = append(out, listing{way: lane + " lane", tools: len(res.Tools), bytes: len(text)})
+	}
+	counts, err := tokenizer{clients: filepath.Join(cfg.npm, "clients")}.count(texts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].tokens = counts[i]
+	}
+	return out, nil
+}
+
+// listingsText is the table of what each way lists.
+func listingsText(ls []listing) string {
+	var b bytes.Buffer
+	fmt.Fprintln(&b, "What a client's context holds from the start, each way's tools/list (compact JSON of the tools):")
+	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "way\ttools\tbytes\tcl100k\to200k\t")
+	for _, l := range ls {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", l.way, l.tools, l.bytes, l.tokens[0], l.tokens[1])
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// runLanes measures only what each lane lists, beside the servers' own
+// listings, with the servers of the benchmark whose npm trees are
+// installed, and prints the table.
 func runLanes(ctx context.Context, cfg config) error {
 	servers = slices.DeleteFunc(servers, func(s downstream) bool {
 		_, err := os.Stat(filepath.Join(cfg.npm, s.tree, "node_modules", ".bin", s.bin))
@@ -38,49 +104,25 @@ func runLanes(ctx context.Context, cfg config) error {
 		return err
 	}
 	n.close()
-	texts := []string{}
-	tools := 0
-	for _, s := range servers {
+	var texts []string
+	names := make([]string, len(servers))
+	for i, s := range servers {
 		texts = append(texts, string(n.tools[s.name]))
-		tools += n.counts[s.name]
-	}
-	listed := map[string]int{}
-	for _, lane := range lanes {
-		cs, stderr, err := startCodebridge(ctx, cfg, filepath.Join(root, lane), w, settings.EnvPrefix+"LANE="+lane)
-		if err != nil {
-			return err
-		}
-		lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		res, err := cs.ListTools(lctx, nil)
-		cancel()
-		cs.Close()
-		if err != nil {
-			return fmt.Errorf("tools/list of the %s lane: %w\n%s", lane, err, stderr.String())
-		}
-		texts = append(texts, mustJSON(res.Tools))
-		listed[lane] = len(res.Tools)
+		names[i] = s.name
 	}
 	counts, err := tokenizer{clients: filepath.Join(cfg.npm, "clients")}.count(texts)
 	if err != nil {
 		return err
 	}
-	var direct tokens
-	bytes := 0
-	for i := range servers {
-		direct = direct.add(counts[i])
-		bytes += len(texts[i])
-	}
-	names := make([]string, len(servers))
+	serverTok := map[string]tokens{}
 	for i, s := range servers {
-		names[i] = s.name
+		serverTok[s.name] = counts[i]
 	}
-	fmt.Printf("Servers: %v, %d tools. What each way's tools/list puts into a client's context (compact JSON of the tools):\n\n", names, tools)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "way\ttools\tbytes\tcl100k\to200k\t")
-	fmt.Fprintf(tw, "direct\t%d\t%d\t%d\t%d\t\n", tools, bytes, direct[0], direct[1])
-	for i, lane := range lanes {
-		k := len(servers) + i
-		fmt.Fprintf(tw, "%s lane\t%d\t%d\t%d\t%d\t\n", lane, listed[lane], len(texts[k]), counts[k][0], counts[k][1])
+	ls, err := laneListings(ctx, cfg, root, w)
+	if err != nil {
+		return err
 	}
-	return tw.Flush()
+	fmt.Printf("Servers: %v.\n", names)
+	fmt.Print(listingsText(append([]listing{directListing(n, serverTok)}, ls...)))
+	return nil
 }

@@ -22,6 +22,7 @@ type report struct {
 	counts    map[string]int    // tools per server
 	serverTok map[string]tokens // tokens of each server's tool list
 	manualTok tokens            // codebridge's manual resource
+	listings  []listing         // what each way lists: direct, then each lane
 	date      time.Time
 	command   string
 	elapsed   time.Duration
@@ -88,6 +89,9 @@ func (rep report) text() string {
 				d.InputTokens, c.InputTokens, d.OutputTokens, c.OutputTokens, d.CacheRead, c.CacheRead)
 		}
 		w.Flush()
+	}
+	if len(rep.listings) > 0 {
+		fmt.Fprintf(&b, "\n%s", listingsText(rep.listings))
 	}
 	fmt.Fprintf(&b, "\nNot in the codebridge figures: its manual (the resource %s), %d cl100k / %d o200k tokens, which a model may read once per conversation.\n",
 		server.ManualURI, rep.manualTok[0], rep.manualTok[1])

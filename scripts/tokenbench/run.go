@@ -84,6 +84,11 @@ func runBench(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(os.Stderr, "tokenbench: listing the tools of each lane")
+	lanes, err := laneListings(ctx, cfg, filepath.Join(root, "lanes"), wc)
+	if err != nil {
+		return err
+	}
 
 	// One count of every text, both ways.
 	texts := []string{manual}
@@ -118,7 +123,7 @@ func runBench(ctx context.Context, cfg config) error {
 		results = append(results, r)
 	}
 	rep := report{results: results, counts: n.counts, serverTok: serverTok, manualTok: manualTok, date: time.Now().UTC(),
-		command: cfg.command, elapsed: time.Since(start)}
+		command: cfg.command, elapsed: time.Since(start), listings: append([]listing{directListing(n, serverTok)}, lanes...)}
 	fmt.Print(rep.text())
 	return rep.write(cfg.docs)
 }
