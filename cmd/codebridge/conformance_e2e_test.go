@@ -346,7 +346,7 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 							t.Fatalf("%s passes now: take it off the expectations' failing list (%s)", scenario, why)
 						}
 						summary.add(scenarioListed)
-						t.Skipf("fails as listed: %s", why)
+						t.Skipf("fails as listed: %s (the suite: %s)", why, conformanceFailure(checks, want))
 					}
 					for _, c := range checks {
 						special, ok := want.checks[c.ID]
@@ -371,12 +371,18 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 
 // conformancePassed reports whether checks pass, but for those want lists.
 func conformancePassed(checks []conformanceCheck, want conformanceExpectation) bool {
+	return conformanceFailure(checks, want) == ""
+}
+
+// conformanceFailure is the first of checks that fails, but for those want
+// lists, or "" if none does.
+func conformanceFailure(checks []conformanceCheck, want conformanceExpectation) string {
 	for _, c := range checks {
 		if _, ok := want.checks[c.ID]; !ok && c.Status != "SUCCESS" && c.Status != "INFO" && c.Status != "SKIPPED" {
-			return false
+			return fmt.Sprintf("%s %s: %s", c.ID, c.Status, c.ErrorMessage)
 		}
 	}
-	return true
+	return ""
 }
 
 // A conformanceCheck is one check of a scenario's checks.json.

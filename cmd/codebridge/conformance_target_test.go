@@ -347,7 +347,8 @@ func toolsLaneFailing() map[string]string {
 			"a name that says its server (docs/lanes.md), and the suite knows no other", kind, name)
 	}
 	failing := map[string]string{
-		"completion-complete":   "the tools lane declares no completions capability and does not pass completion/complete on to the server that has the prompt",
+		"completion-complete": "the suite asks for completions of the prompt test_prompt_with_arguments by the name it has on the target; " +
+			"the tools lane passes completion/complete on by the prompt's lane name, conformance__test_prompt_with_arguments",
 		"resources-subscribe":   "the tools lane offers no resource subscriptions (resources/subscribe is not passed on to the resource's server)",
 		"resources-unsubscribe": "the tools lane offers no resource subscriptions (resources/unsubscribe is not passed on to the resource's server)",
 	}
