@@ -107,6 +107,9 @@ fi
 # (the lanes, metrics, tasks, the dashboard, traces): they ran above, and the
 # image and engine passes below leave them out.
 engine_free='TestToolsLaneHTTP|TestToolsLaneInspectorCLI|TestSearchLaneHTTP|TestPrometheusScrapesMetrics|TestHTTPTasks|TestDashboard|TestUICommand|TestTraceReachesJaeger'
+# The MCP conformance suite's runs (docs/http.md#conformance) judge the
+# protocol, which no image or engine changes.
+engine_free="$engine_free|TestConformanceServer|TestConformanceToolsLane|TestConformanceTarget|TestConformanceClient"
 # The end-to-end tests again with the minimal image as the sandbox (the data
 # image's own test, which needs pandas, is skipped); -race ran above.
 # CODEBRIDGE_TEST_MINIMAL=0 leaves this phase out.
@@ -167,7 +170,7 @@ if [ "${CODEBRIDGE_TEST_DOCKER:-1}" != 0 ]; then
   if [ "$gvisor" = 1 ]; then
     log "Docker under gVisor (runsc): conformance, seccomp probes, adversarial, sessions, doctor"
     MCP_BRIDGE_ENGINE=docker MCP_BRIDGE_RUNTIME=runsc go test -count=1 -timeout 30m \
-      -run "TestConformance|$gvisor_tests" ./runtime/docker ./cmd/codebridge ./bridge
+      -run "TestConformance$|$gvisor_tests" ./runtime/docker ./cmd/codebridge ./bridge
   fi
   scripts/dockerd.sh stop "$CODEBRIDGE_DOCKERD_RUN"
   trap - EXIT

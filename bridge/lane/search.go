@@ -48,7 +48,7 @@ type callInput struct {
 func NewSearch(opts Options) *Search {
 	s := &Search{dir: opts.Dir, logger: orDiscard(opts.Logger), sess: sessions{onClient: opts.OnClient, lane: "search"}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge (search)", Version: opts.Version},
-		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+		&mcp.ServerOptions{SetCacheable: searchCacheHints, Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
 	mcp.AddTool(s.srv, &mcp.Tool{Name: FindTools, Description: "Search the tools of every configured MCP server by what they do. " +
 		"Returns the best matches with their server, name and one-line description; describe_tool gives one's input schema, call_tool calls it."}, s.find)
 	mcp.AddTool(s.srv, &mcp.Tool{Name: DescribeTool, Description: "The full description and input schema of one tool that find_tools returned."}, s.describe)

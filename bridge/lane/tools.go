@@ -71,7 +71,7 @@ func NewTools(opts Options) *Tools {
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		served: map[string]*served{}, targets: map[string]target{}, uis: map[string]string{}}
 	t.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge (tools)", Version: opts.Version},
-		&mcp.ServerOptions{CompletionHandler: t.complete, Capabilities: &mcp.ServerCapabilities{
+		&mcp.ServerOptions{CompletionHandler: t.complete, SetCacheable: toolsCacheHints, Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},

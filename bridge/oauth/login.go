@@ -431,7 +431,11 @@ func register(ctx context.Context, def *discovery.Server, asm *oauthex.AuthServe
 		return nil, fmt.Errorf("listening for the sign-in's redirect: %w", err)
 	}
 	resp, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
-		RedirectURIs:            []string{redirect},
+		RedirectURIs: []string{redirect},
+		// A program on the user's machine with a loopback redirect, which
+		// registration must say (SEP-837; OpenID Connect registration's
+		// default, "web", would refuse the loopback address).
+		ApplicationType:         "native",
 		TokenEndpointAuthMethod: "none",
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},

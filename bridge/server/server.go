@@ -139,10 +139,15 @@ func NewServer(opts Options) *Server {
 		sdkLogger = logger.With("component", "mcp")
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge", Version: opts.Version},
-		&mcp.ServerOptions{Logger: sdkLogger, Capabilities: &mcp.ServerCapabilities{
+		&mcp.ServerOptions{Logger: sdkLogger, SetCacheable: cacheHints, Capabilities: &mcp.ServerCapabilities{
 			// Downstream servers' log messages pass through (bridge/pool).
 			Logging:    &mcp.LoggingCapabilities{},
 			Extensions: map[string]any{tasks.Extension: map[string]any{}},
+			// The SDK answers prompts/list whether or not a server has
+			// prompts, and a server that answers must say so (2026-07-28's
+			// server/discover): codebridge lists none, and the list never
+			// changes.
+			Prompts: &mcp.PromptCapabilities{},
 		}})
 	s.registerTasks(s.mcp)
 	s.mcp.AddTool(newTool(opts.Limits), s.runPython)

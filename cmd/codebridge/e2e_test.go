@@ -46,6 +46,10 @@ func TestMain(m *testing.M) {
 		runFanoutServer()
 		return
 	}
+	if os.Getenv(conformanceTargetEnv) != "" {
+		runConformanceTarget()
+		return
+	}
 	if os.Getenv(conformanceBrowserEnv) != "" {
 		os.Exit(runConformanceBrowser())
 	}
