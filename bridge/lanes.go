@@ -18,7 +18,8 @@ type lanes struct {
 
 // newLanes builds the tools and search lanes over a's directory.
 func (a *App) newLanes(version string) lanes {
-	opts := lane.Options{Dir: a.dir, Logger: a.logger.With("component", "lane"), Version: version, OnClient: a.pool.SetClientCapabilities}
+	opts := lane.Options{Dir: a.dir, Logger: a.logger.With("component", "lane"), Version: version, OnClient: a.pool.SetClientCapabilities,
+		PlainNames: a.cfg.LaneNames == settings.LaneNamesPlain}
 	return lanes{tools: lane.NewTools(opts), search: lane.NewSearch(opts)}
 }
 

@@ -38,6 +38,9 @@ type Options struct {
 	// OnClient, if set, receives the capabilities each client declared,
 	// once per MCP session (bridge/pool's SetClientCapabilities).
 	OnClient func(*mcp.ClientCapabilities)
+	// PlainNames serves each tool and prompt of the tools lane under its
+	// own name where it can ([PlainName]), not [Name]'s.
+	PlainNames bool
 }
 
 // sessions keeps, for each MCP session of a lane, what its calls share:

@@ -39,6 +39,16 @@ func Name(server, tool string) string {
 	return s + Separator + t + suffix
 }
 
+// PlainName is the name the tools lane serves server's tool (or prompt)
+// under with plain names (lane_names plain): the tool's own, when it is
+// made of letters, digits, '-' and '_' and fits in MaxName; else [Name]'s.
+func PlainName(server, tool string) string {
+	if plainTool(tool) && len(tool) <= MaxName {
+		return tool
+	}
+	return Name(server, tool)
+}
+
 // plainServer reports whether a server's name goes into [Name] as it is.
 func plainServer(s string) bool {
 	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {

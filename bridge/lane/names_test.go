@@ -44,3 +44,18 @@ func TestName(t *testing.T) {
 		t.Error("a__b/c and a/b__c share a name")
 	}
 }
+
+// TestPlainName: with plain names a tool keeps its own name when a client
+// can take it, and the prefixed form otherwise.
+func TestPlainName(t *testing.T) {
+	for _, tt := range []struct{ server, tool, want string }{
+		{"everything", "get-sum", "get-sum"},
+		{"fs", "read_file", "read_file"},
+		{"fs", "read.file", Name("fs", "read.file")},
+		{"fs", strings.Repeat("x", MaxName+1), Name("fs", strings.Repeat("x", MaxName+1))},
+	} {
+		if got := PlainName(tt.server, tt.tool); got != tt.want {
+			t.Errorf("PlainName(%q, %q) = %q, want %q", tt.server, tt.tool, got, tt.want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ import (
 type Tools struct {
 	dir    Directory
 	logger *slog.Logger
+	name   func(server, tool string) string // Name, or PlainName
 	srv    *mcp.Server
 	sess   sessions
 
@@ -67,9 +68,12 @@ type served struct {
 
 // NewTools builds the tools lane; [Tools.Close] stops it.
 func NewTools(opts Options) *Tools {
-	t := &Tools{dir: opts.Dir, logger: orDiscard(opts.Logger), sess: sessions{onClient: opts.OnClient, lane: "tools"},
+	t := &Tools{dir: opts.Dir, logger: orDiscard(opts.Logger), name: Name, sess: sessions{onClient: opts.OnClient, lane: "tools"},
 		kick: make(chan struct{}, 1), done: make(chan struct{}),
 		served: map[string]*served{}, targets: map[string]target{}, uis: map[string]string{}}
+	if opts.PlainNames {
+		t.name = PlainName
+	}
 	t.srv = mcp.NewServer(&mcp.Implementation{Name: "codebridge", Title: "codebridge (tools)", Version: opts.Version},
 		&mcp.ServerOptions{CompletionHandler: t.complete, SetCacheable: toolsCacheHints, Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -305,7 +309,7 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 		sv := &served{tools: map[string]string{}, prompts: map[string]string{}, resources: map[string]string{}, templates: map[string]string{}}
 		next[o.Server] = sv
 		for _, tool := range o.Tools {
-			name := Name(o.Server, tool.Name)
+			name := t.name(o.Server, tool.Name)
 			seen["tool "+name]++
 			targets[name] = target{o.Server, tool.Name, false}
 			enc, _ := json.Marshal(tool)
@@ -317,7 +321,7 @@ func (t *Tools) refresh(ctx context.Context, start bool) {
 			}
 		}
 		for _, name := range o.Hidden {
-			lname := Name(o.Server, name)
+			lname := t.name(o.Server, name)
 			seen["tool "+lname]++
 			targets[lname] = target{o.Server, name, true}
 		}
@@ -438,7 +442,7 @@ func (t *Tools) listCatalog(ctx context.Context, server string, sv *served, seen
 		var list []*mcp.Prompt
 		json.Unmarshal(res.RawMessage, &list)
 		for _, p := range list {
-			name := Name(server, p.Name)
+			name := t.name(server, p.Name)
 			seen["prompt "+name]++
 			enc, _ := json.Marshal(p)
 			sv.prompts[name] = string(enc)

@@ -32,6 +32,10 @@ const (
 	LaneCode   = "code"   // run_python
 	LaneTools  = "tools"  // every downstream tool served directly
 	LaneSearch = "search" // find, describe and call downstream tools
+
+	// The names the tools lane serves downstream tools and prompts under.
+	LaneNamesPrefixed = "prefixed" // SERVER__TOOL
+	LaneNamesPlain    = "plain"    // each under its own name
 )
 
 // EnvPrefix starts every environment variable codebridge reads. The names match
@@ -84,6 +88,7 @@ type Config struct {
 	TaskTTL        time.Duration `koanf:"task_ttl"`              // how long a task is kept after it ends
 
 	Lane          string        `koanf:"lane"`                 // what MCP clients are served: LaneCode, LaneTools or LaneSearch
+	LaneNames     string        `koanf:"lane_names"`           // the tools lane's names: LaneNamesPrefixed or LaneNamesPlain
 	HTTP          string        `koanf:"http"`                 // address to serve MCP over HTTP on; "" serves stdio
 	HTTPToken     secret.Value  `koanf:"http_token"`           // bearer token HTTP clients send; empty generates one in StateDir
 	HTTPAuth      bool          `koanf:"http_auth"`            // require the bearer token; false is allowed on loopback only
@@ -294,6 +299,8 @@ var settings = []setting{
 		parse: count(1, 1<<20)},
 	{key: "lane", def: LaneCode, help: "What MCP clients are served: code (the one tool run_python, tool calls made from code in the sandbox), tools (every downstream tool, resource and prompt served directly, named after its server), or search (a few tools that find, describe and call downstream tools). Over HTTP a request whose URL carries `codemode=false` or `codemode=off` is served the tools lane whatever this says. The serve --lane flag wins. See [Lanes](lanes.md).", flag: "lane",
 		parse: oneOf("want code, tools or search", map[string]string{LaneCode: LaneCode, LaneTools: LaneTools, LaneSearch: LaneSearch})},
+	{key: "lane_names", def: LaneNamesPrefixed, help: "The names the tools lane serves downstream tools and prompts under: prefixed (`SERVER__TOOL`, which says its server and never collides; see [Lanes](lanes.md#names)), or plain (each under its own name, as its server gives it, for a client or a test suite that asks for tools by those names; a name two servers give is then served for neither, and the log says so, and a name that is not 64 characters of `[a-zA-Z0-9_-]` keeps its prefixed form).",
+		parse: oneOf("want prefixed or plain", map[string]string{LaneNamesPrefixed: LaneNamesPrefixed, LaneNamesPlain: LaneNamesPlain})},
 	{key: "http", def: "", help: "Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080. The serve --http flag wins.", flag: "http",
 		parse: text(func(v string) error {
 			if v == "" {

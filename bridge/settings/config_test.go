@@ -40,7 +40,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		OutputLimit: 64 << 10, MaxCodeSize: 1 << 20, MaxArgSize: 4 << 20, MaxCalls: 1000, ServerConc: 16, ServerQueue: max(256, bounds.Runs*64),
 		Engine: EngineAuto, MaxAttachment: 2 << 20, MaxAttachN: 10, MaxAttachSum: 8 << 20, CheckArgs: true, ServerIdle: 10 * time.Minute, WarmSandboxes: WarmAuto, Sessions: true, SocketStream: true, SessionIdle: 15 * time.Minute, MaxSessions: bounds.Sandboxes,
 		Preload: []string{"numpy", "pandas", "matplotlib.pyplot"},
-		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, Lane: LaneCode,
+		MaxRuns: bounds.Runs, MaxQueued: max(256, bounds.Sandboxes+bounds.Runs), MaxMCPSessions: 4096, Lane: LaneCode, LaneNames: LaneNamesPrefixed,
 		TaskAfter: 30 * time.Second, MaxTasks: 256, TaskTTL: time.Hour, HTTPAuth: true, ShutdownGrace: 20 * time.Second, Metrics: true,
 		Tools: discovery.ToolPolicy{ReadOnly: new(false), ConfirmWrites: new(false)}, Audit: true, AuditMaxSize: 10 << 20, AuditKeep: 5,
 		derived: map[string]bool{"config_dir": true, "state_dir": true, "max_sessions": true, "max_runs": true, "max_queued": true, "server_queue": true},

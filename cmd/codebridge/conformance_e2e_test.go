@@ -223,7 +223,8 @@ type conformanceExpectation struct {
 	// scenarios do not apply, with the reason; they run but are not judged.
 	scenarios map[string]string
 	// failing apply and fail, with the reason: each must fail, so one that
-	// starts passing is noticed and taken off the list.
+	// starts passing is noticed and taken off the list. A key is a
+	// scenario, or "REVISION scenario" for one revision's run only.
 	failing map[string]string
 	// checks are single checks of applicable scenarios that cannot pass
 	// here, with the status they get and the reason: any other status is a
@@ -316,8 +317,14 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 		}
 	}
 	for _, listed := range []map[string]string{want.scenarios, want.failing} {
-		for name := range listed {
-			if !slices.ContainsFunc(conformanceRevisions, func(rev string) bool { return slices.Contains(required[rev], name) }) {
+		for key := range listed {
+			name, only := key, ""
+			if rev, scenario, ok := strings.Cut(key, " "); ok {
+				name, only = scenario, rev
+			}
+			if !slices.ContainsFunc(conformanceRevisions, func(rev string) bool {
+				return (only == "" || only == rev) && slices.Contains(required[rev], name)
+			}) {
 				t.Errorf("%s: the expectations name %s, which no requirement set has: remove it", run, name)
 			}
 		}
@@ -340,7 +347,11 @@ func runConformanceServer(t *testing.T, conformance func(...string) *exec.Cmd, r
 						summary.add(scenarioListed)
 						t.Skipf("does not apply: %s", why)
 					}
-					if why, ok := want.failing[scenario]; ok {
+					why, ok := want.failing[rev+" "+scenario]
+					if !ok {
+						why, ok = want.failing[scenario]
+					}
+					if ok {
 						if conformancePassed(checks, want) {
 							summary.add(scenarioPassed)
 							t.Fatalf("%s passes now: take it off the expectations' failing list (%s)", scenario, why)
